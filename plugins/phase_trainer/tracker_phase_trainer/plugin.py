@@ -5,7 +5,7 @@ Registered through the entry point ``phase_trainer`` of group ``tracker``.
 
 from __future__ import annotations
 
-from tracker import Schema, Summarizer, hookimpl
+from tracker import Config, Schema, Summarizer, hookimpl
 from tracker_phase_trainer.config import PLUGIN_NAME, scheduler_options
 from tracker_phase_trainer.record import PhaseStep
 from tracker_phase_trainer.scheduler import SCHEMA_NAME
@@ -13,7 +13,7 @@ from tracker_phase_trainer.summary import summarize_loss, summarize_overview, su
 
 
 @hookimpl
-def tracker_configure(config) -> None:  # noqa: ANN001 - a tracker.Config
+def tracker_configure(config: Config) -> None:
     """Check the ``[plugins.phase_trainer]`` table as soon as tracker.toml loads,
     so a bad key is reported (``tracker plugins``) before a scheduler reads it."""
     scheduler_options(config.plugin_config(PLUGIN_NAME), str(config.file or "tracker.toml"))

@@ -22,10 +22,13 @@ from __future__ import annotations
 import math
 import operator
 from collections import deque
+from collections.abc import Mapping
 from enum import Enum
 from typing import Any, Protocol
 
 import attrs
+
+from tracker_phase_trainer.config import PLUGIN_NAME, scheduler_options
 
 __all__ = [
     "Adjustment",
@@ -260,6 +263,29 @@ class PhaseScheduler:
         self._loss_threshold = threshold
         self._sink: RecordSink | None = None
         self.reset()
+
+    @classmethod
+    def from_config(cls, config: Any = None, **overrides: Any) -> PhaseScheduler:
+        """A scheduler with the defaults of tracker.toml's ``[plugins.phase_trainer]``.
+
+        :param config: a ``tracker.Config``, a plain mapping holding the
+            table's keys, or None to load the tracker.toml that applies
+            (``TRACKER_CONFIG``, else the nearest one upwards).
+        :param overrides: keywords of the constructor; they win over the table.
+        :raises ValueError: an unknown key or a bad value in the table.
+        """
+        if config is None:
+            import tracker
+
+            config = tracker.load_config()
+        if isinstance(config, Mapping):
+            table, where = config, ""
+        else:
+            table = config.plugin_config(PLUGIN_NAME)
+            where = str(config.file) if config.file is not None else ""
+        options = scheduler_options(table, where)
+        options.update(overrides)
+        return cls(**options)
 
     # -- configuration -----------------------------------------------------
 
