@@ -11,13 +11,14 @@ class SchemaError(TrackerError, ValueError):
     """A record does not match its schema; nothing of it was written.
 
     :ivar schema: the schema name.
-    :ivar problems: one ``(field, expected, given)`` triple per problem found.
+    :ivar problems: one ``(field, message)`` pair per problem found; each
+        message says what was expected and what was given.
     """
 
-    def __init__(self, schema: str, problems: list[tuple[str, str, str]]) -> None:
+    def __init__(self, schema: str, problems: list[tuple[str, str]]) -> None:
         self.schema = schema
         self.problems = list(problems)
-        lines = [f"{field}: expected {expected}, given {given}" for field, expected, given in problems]
+        lines = [f"{field}: {message}" for field, message in problems]
         if len(lines) == 1:
             msg = f"schema {schema!r}: {lines[0]}"
         else:

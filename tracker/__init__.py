@@ -1,0 +1,55 @@
+"""tracker: a local-first, plugin-based experiment tracker.
+
+Log from a training loop::
+
+    import tracker
+
+    with tracker.start_run(project="fft", config={"n_fft": 512}) as run:
+        run.log({"loss": 0.41}, step=10)
+
+Read back with :func:`open_store`, or from the shell with ``tracker runs``.
+Nothing heavy happens at import: the plugin manager and the bus are built on
+first use.
+"""
+
+from __future__ import annotations
+
+from .api import Run, current_run, finish, log, log_record, start_run
+from .bus import EventBus, Subscription, TrackerWarning
+from .config import Config, load_config
+from .errors import ConfigError, PluginError, RunNotFound, SchemaError, StoreError, TrackerError
+from .hookspecs import hookimpl, hookspec
+from .pluginmanager import (
+    Host,
+    PluginInfo,
+    PluginManager,
+    get_host,
+    get_plugin_manager,
+    list_plugins,
+    set_host,
+)
+from .records import Event, Problem, Record, RunInfo
+from .schema import Schema
+from .summary import MISSING, Summarizer, Summary, Table
+from .view import RunView, Store, open_store
+
+__version__ = "0.1.0"
+
+
+def __getattr__(name: str) -> object:
+    # The CLI pulls in click's formatting machinery: load it only when asked.
+    if name == "CliContext":
+        from .cli import CliContext
+
+        return CliContext
+    raise AttributeError(f"module 'tracker' has no attribute {name!r}")
+
+
+__all__ = [
+    "MISSING", "CliContext", "Config", "ConfigError", "Event", "EventBus", "Host", "PluginError",
+    "PluginInfo", "PluginManager", "Problem", "Record", "Run", "RunInfo", "RunNotFound", "RunView",
+    "Schema", "SchemaError", "Store", "StoreError", "Subscription", "Summarizer", "Summary", "Table",
+    "TrackerError", "TrackerWarning", "__version__", "current_run", "finish", "get_host",
+    "get_plugin_manager", "hookimpl", "hookspec", "list_plugins", "load_config", "log", "log_record",
+    "open_store", "set_host", "start_run",
+]

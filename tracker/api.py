@@ -1,0 +1,396 @@
+"""The embedded logging API: ``start_run``, ``Run.log``, ``Run.log_record``, ``Run.finish``.
+
+Per record, ``log`` checks the values, builds one ``Event`` and publishes it;
+the store writer (the bus's critical subscriber) appends the line with one
+``os.write`` before ``log`` returns, so the record survives a kill -9.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import platform
+import subprocess
+import sys
+import threading
+import time as _time_mod
+import traceback
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+import attrs
+
+from .config import resolve_store_path
+from .errors import SchemaError, StoreError, TrackerError
+from .pluginmanager import Host, get_host
+from .records import RECORD, RUN_FINISHED, RUN_STARTED, WRITER_STARTED, Event
+from .schema import _Bad, _check_json, check_metrics, given
+from .store import Heartbeat, SegmentWriter, check_run_id, hostname, new_run_id
+
+_time = _time_mod.time
+STATUSES = ("finished", "failed", "crashed")
+
+
+class _Attachment:
+    """This process's writer for one run, shared by every ``Run`` object of it here."""
+
+    __slots__ = ("writer", "refs", "records", "max_step", "last", "store", "run_id")
+
+    def __init__(self, writer: SegmentWriter, store: Path, run_id: str) -> None:
+        self.writer = writer
+        self.store = store
+        self.run_id = run_id
+        self.refs = 0
+        self.records = 0
+        self.max_step: int | None = None
+        self.last: dict[str, Any] = {}
+
+
+class _StoreSink:
+    """The store writer's place on the bus: routes each event to its run's segment."""
+
+    def __init__(self) -> None:
+        self.attached: dict[str, _Attachment] = {}
+
+    def __call__(self, event: Event) -> None:
+        att = self.attached.get(event.run_id)
+        if att is None:
+            return
+        w = att.writer
+        if w.stale:
+            _reopen_after_fork(att)
+        w.append(event.kind, event.schema, event.step, event.time, event.data)
+        if event.kind == RECORD:
+            att.records += 1
+            step = event.step
+            if att.max_step is None or step > att.max_step:
+                att.max_step = step
+            if event.schema == "metrics":
+                att.last.update(event.data)
+
+
+def _reopen_after_fork(att: _Attachment) -> None:
+    w = att.writer
+    w._open()
+    att.records, att.max_step, att.last = 0, None, {}
+    w.append(WRITER_STARTED, None, None, _time(), {**w.facts(), "resumed": True, "forked": True})
+
+
+_sinks: dict[int, _StoreSink] = {}
+_active: list[Run] = []
+_lock = threading.RLock()
+
+
+def _sink_for(host: Host) -> _StoreSink:
+    sink = _sinks.get(id(host))
+    if sink is None:
+        sink = _StoreSink()
+        host.bus.subscribe(sink, critical=True)
+        _sinks[id(host)] = sink
+    return sink
+
+
+class Run:
+    """A run being logged by this process. Use :func:`start_run` to make one.
+
+    :ivar id: the run id (its folder name in the store).
+    :ivar name: free-text name, or ``None``.
+    :ivar project: free-text project, or ``None``.
+    :ivar path: the run's folder.
+    :ivar status: ``running`` until :meth:`finish`.
+    """
+
+    def __init__(self, host: Host, att: _Attachment, run_id: str, name: str | None,
+                 project: str | None, path: Path, next_step: int) -> None:
+        self.id = run_id
+        self.name = name
+        self.project = project
+        self.path = path
+        self.status = "running"
+        self._host = host
+        self._att = att
+        self._publish = host.bus.publish
+        self._next = next_step
+
+    @property
+    def store(self) -> Path:
+        """The store folder this run lives in."""
+        return self._att.store
+
+    @property
+    def writer_id(self) -> str:
+        """The id of this process's segment of the run."""
+        return self._att.writer.id
+
+    def log(self, values: dict[str, Any], step: int | None = None) -> None:
+        """Log scalar metrics (schema ``metrics``): ``{name: number}``.
+
+        :param values: metric names to floats, ints (within ±2**53) or bools;
+            NaN and infinities are data and round-trip exactly.
+        :param step: the step; by default one more than the largest so far.
+        :raises SchemaError: for a bad name or value; nothing is written.
+        :raises StoreError: when the line could not be written.
+        """
+        if self.status != "running":
+            raise TrackerError(f"run {self.id} has {self.status}; start or resume a run to log more")
+        data = check_metrics(values)
+        if step is None:
+            step = self._next
+        elif type(step) is not int:
+            step = _check_step(step)
+        if step >= self._next:
+            self._next = step + 1
+        self._publish(Event(RECORD, self.id, step, _time(), "metrics", data))
+
+    def log_record(self, schema: Any, record: Any = None, /, step: int | None = None,
+                   **fields: Any) -> None:
+        """Log a typed record of a plugin's schema.
+
+        ``run.log_record("fft.loss_point", step=3, total_loss=0.4, ...)``, or
+        with a mapping or an instance of the schema's attrs class as the second
+        argument; ``run.log_record(instance)`` finds the schema by its class.
+
+        :raises SchemaError: unknown schema, missing or unknown field, wrong
+            type, failed validator; every problem is named, nothing is written.
+        """
+        if not isinstance(schema, str):
+            if record is not None:
+                raise TypeError("log_record(schema, record): schema must be a schema name (str)")
+            schema, record = self._schema_of(schema), schema
+        if self.status != "running":
+            raise TrackerError(f"run {self.id} has {self.status}; start or resume a run to log more")
+        compiled = self._host.schema(schema)
+        if record is None:
+            record = fields
+        elif fields:
+            if attrs.has(type(record)):
+                record = {**attrs.asdict(record, recurse=False), **fields}
+            else:
+                record = {**record, **fields}
+        data = compiled.validate(record)
+        if step is None:
+            step = self._next
+        elif type(step) is not int:
+            step = _check_step(step)
+        if step >= self._next:
+            self._next = step + 1
+        self._publish(Event(RECORD, self.id, step, _time(), schema, data))
+
+    def _schema_of(self, record: Any) -> str:
+        for name, c in self._host.schemas.items():
+            if type(record) is c.cls:
+                return name
+        raise SchemaError(type(record).__name__, [("(schema)", f"expected a schema name or an instance "
+                                                               f"of a registered schema class, given {given(record)}")])
+
+    def finish(self, status: str = "finished", error: dict[str, Any] | BaseException | None = None) -> None:
+        """End the run (idempotent): write ``run_finished`` and close the segment.
+
+        :param status: ``finished``, ``failed`` or ``crashed``.
+        :param error: for a failed run, the exception or ``{"type", "message"}``.
+        """
+        with _lock:
+            if self.status != "running":
+                return
+            if status not in STATUSES:
+                raise ValueError(f"status: expected one of {STATUSES}, given {status!r}")
+            if isinstance(error, BaseException):
+                error = _error_facts(type(error), error, error.__traceback__)
+            att = self._att
+            data = {"status": status, "error": error, "records": att.records,
+                    "max_step": att.max_step, "last": att.last}
+            self.status = status
+            try:
+                if att.refs == 1:
+                    self._publish(Event(RUN_FINISHED, self.id, None, _time(), None, data))
+            finally:
+                if self in _active:
+                    _active.remove(self)
+                att.refs -= 1
+                if att.refs == 0:
+                    att.writer.close()
+                    _sink_for(self._host).attached.pop(self.id, None)
+
+    def __enter__(self) -> Run:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        if exc_type is None:
+            self.finish("finished")
+        else:
+            self.finish("failed", _error_facts(exc_type, exc, tb))
+
+    def __repr__(self) -> str:
+        return f"<Run {self.id} name={self.name!r} project={self.project!r} {self.status}>"
+
+
+def _check_step(step: Any) -> int:
+    u = step.item() if type(step).__module__ == "numpy" and getattr(step, "ndim", None) == 0 else step
+    if type(u) is not int or not -(2**53) <= u <= 2**53:
+        raise SchemaError("metrics", [("step", f"expected an int within ±2**53, given {given(step)}")])
+    return u
+
+
+def _error_facts(exc_type: type[BaseException], exc: BaseException | None,
+                 tb: TracebackType | None) -> dict[str, Any]:
+    text = "".join(traceback.format_exception(exc_type, exc, tb))
+    return {"type": exc_type.__name__, "message": str(exc) if exc is not None else "",
+            "traceback": text[-20000:]}
+
+
+def _git_commit(start: Path) -> str | None:
+    for folder in (start, *start.parents):
+        if (folder / ".git").exists():
+            try:
+                out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=folder, capture_output=True,
+                                     text=True, timeout=5)
+            except (OSError, subprocess.SubprocessError):
+                return None
+            return out.stdout.strip() or None if out.returncode == 0 else None
+    return None
+
+
+def _environment() -> dict[str, Any]:
+    cwd = Path.cwd()
+    return {"host": hostname(), "python": platform.python_version(), "platform": platform.platform(),
+            "argv": list(sys.argv), "cwd": str(cwd), "git_commit": _git_commit(cwd),
+            "user": os.environ.get("USER") or os.environ.get("USERNAME")}
+
+
+def _plain(value: Any, what: str) -> Any:
+    try:
+        return _check_json(value)
+    except _Bad as bad:
+        raise SchemaError(what, [("(value)", f"expected {bad.args[0]}, given {given(value)}")]) from None
+
+
+_heartbeats: dict[float, Heartbeat] = {}
+
+
+def start_run(project: str | None = None, name: str | None = None, *, config: dict[str, Any] | None = None,
+              tags: list[str] | None = None, store: str | os.PathLike[str] | None = None,
+              run_id: str | None = None, resume: bool = False) -> Run:
+    """Start (or, with ``resume=True``, attach to) a run; use it as a context manager.
+
+    ``TRACKER_RUN_ID=X`` in the environment means ``run_id=X, resume=True``,
+    so data-parallel ranks can all make the same call.
+
+    :param project: free-text project name (never used as a path).
+    :param name: free-text run name.
+    :param config: the run's configuration, nested dicts of JSON values.
+    :param tags: free-text tags.
+    :param store: the store folder (default: TRACKER_STORE, tracker.toml, ./.tracker).
+    :param run_id: the run's id, ``[A-Za-z0-9_-]{1,64}``; a fresh one by default.
+    :param resume: attach to ``run_id`` if it exists (creating it if not).
+    :raises TrackerError: a bad run id, or an existing run without ``resume``.
+    """
+    host = get_host()
+    env_id = os.environ.get("TRACKER_RUN_ID")
+    if run_id is None and env_id:
+        run_id, resume = env_id, True
+    run_id = new_run_id() if run_id is None else check_run_id(run_id)
+    for what, value in (("project", project), ("name", name)):
+        if value is not None and not isinstance(value, str):
+            raise TypeError(f"{what}: expected a str, given {given(value)}")
+    if tags is not None and (isinstance(tags, str) or not all(isinstance(t, str) for t in tags)):
+        raise TypeError(f"tags: expected a list of str, given {given(tags)}")
+    config_data = _plain(dict(config or {}), "config")
+    tag_list = _plain(list(tags or []), "tags")
+    root = resolve_store_path(store, host.config).absolute()
+    runs = root / "runs"
+    try:
+        runs.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise StoreError(f"cannot create the store at {root}: {exc.strerror}") from None
+    run_dir = runs / run_id
+    try:
+        run_dir.mkdir()
+        created = True
+    except FileExistsError:
+        if not resume:
+            raise TrackerError(f"run {run_id} already exists in {root}; pass resume=True to append to it") from None
+        created = False
+    except OSError as exc:
+        raise StoreError(f"cannot create {run_dir}: {exc.strerror}") from None
+    sink = _sink_for(host)
+    with _lock:
+        att = sink.attached.get(run_id)
+        if att is not None and att.store != root:
+            raise TrackerError(f"run {run_id} is already open in store {att.store} in this process")
+        next_step = 0
+        if att is None:
+            if not created:
+                from .view import RunView
+
+                last = RunView(root, run_id, host=host).max_step()
+                next_step = 0 if last is None else last + 1
+            writer = SegmentWriter(run_dir, fsync=host.config.durability == "fsync")
+            att = _Attachment(writer, root, run_id)
+            sink.attached[run_id] = att
+            facts = {**writer.facts(), "name": name, "project": project, "config": config_data,
+                     "tags": tag_list, "env": _environment(), "resumed": not created}
+            try:
+                host.bus.publish(Event(RUN_STARTED if created else WRITER_STARTED, run_id, None, _time(), None, facts))
+            except BaseException:
+                sink.attached.pop(run_id, None)
+                writer.close()
+                raise
+            interval = host.config.heartbeat_interval
+            hb = _heartbeats.get(interval) or _heartbeats.setdefault(interval, Heartbeat(interval))
+            hb.add(writer)
+        att.refs += 1
+        run = Run(host, att, run_id, name, project, run_dir, next_step)
+        _active.append(run)
+    return run
+
+
+def current_run() -> Run | None:
+    """The most recently started run of the process that has not finished, if any."""
+    return _active[-1] if _active else None
+
+
+def _require_run() -> Run:
+    run = current_run()
+    if run is None:
+        raise TrackerError("no active run: call tracker.start_run() first")
+    return run
+
+
+def log(values: dict[str, Any], step: int | None = None) -> None:
+    """``Run.log`` on the active run.
+
+    :raises TrackerError: when no run is active.
+    """
+    _require_run().log(values, step)
+
+
+def log_record(schema: Any, record: Any = None, /, step: int | None = None, **fields: Any) -> None:
+    """``Run.log_record`` on the active run.
+
+    :raises TrackerError: when no run is active.
+    """
+    _require_run().log_record(schema, record, step=step, **fields)
+
+
+def finish(status: str = "finished") -> None:
+    """Finish the active run, if any."""
+    run = current_run()
+    if run is not None:
+        run.finish(status)
+
+
+@atexit.register
+def _finish_at_exit() -> None:
+    # A run left open when the interpreter exits normally is finished; after an
+    # uncaught exception it is failed with that exception.
+    exc = getattr(sys, "last_value", None)
+    for run in list(reversed(_active)):
+        try:
+            if exc is not None:
+                run.finish("failed", exc)
+            else:
+                run.finish("finished")
+        except Exception:  # noqa: BLE001, S110 - never raise at interpreter exit
+            pass

@@ -1,0 +1,1 @@
+"""Built-in plugins of tracker, registered through entry points like any other."""

@@ -1,0 +1,67 @@
+"""The core's ``metrics`` schema: free-form ``{name: number}`` records.
+
+Its summarizers give, per metric, the count, NaN count, first, last, min and
+max (each with its step) and mean; and for the run, the steps and the wall
+time from the first to the last record.
+"""
+
+from __future__ import annotations
+
+import attrs
+import numpy as np
+
+from tracker import Schema, Summarizer, Summary, Table, hookimpl
+
+
+@attrs.frozen
+class Metrics:
+    """One ``run.log`` call: metric names to floats, ints (within ±2**53) or bools."""
+
+    values: dict[str, float | int | bool]
+
+
+@hookimpl
+def tracker_schemas() -> list[Schema]:
+    return [Schema("metrics", Metrics, description="scalar metrics logged with run.log",
+                   free_form=True)]
+
+
+@hookimpl
+def tracker_summarizers() -> list[Summarizer]:
+    return [
+        Summarizer("metrics.scalars", "metrics", summarize_scalars,
+                   "count, NaN count, first, last, min and max with their steps, mean"),
+        Summarizer("metrics.run", "metrics", summarize_run, "steps and wall time of the run"),
+    ]
+
+
+def summarize_scalars(table: Table) -> Summary:
+    """Per metric: count, NaN count, first, last, min (with step), mean, max (with step)."""
+    steps = table["step"]
+    rows = []
+    for name, col in table.numeric_columns().items():
+        held = table.present(name)  # a logged NaN is data; a metric absent from a record is not
+        values, st = col[held], steps[held]
+        ok = ~np.isnan(values)
+        row = {"metric": name, "count": int(values.size), "nan": int((~ok).sum()),
+               "first": float(values[0]) if values.size else None,
+               "last": float(values[-1]) if values.size else None,
+               "min": None, "min_step": None, "mean": None, "max": None, "max_step": None}
+        if ok.any():
+            vals, st = values[ok], st[ok]
+            i_min, i_max = int(np.argmin(vals)), int(np.argmax(vals))
+            row.update({"min": float(vals[i_min]), "min_step": int(st[i_min]), "mean": float(vals.mean()),
+                        "max": float(vals[i_max]), "max_step": int(st[i_max])})
+        rows.append(row)
+    return Summary("Metrics", rows, columns=["metric", "count", "nan", "first", "last", "min",
+                                             "min_step", "mean", "max", "max_step"])
+
+
+def summarize_run(table: Table) -> Summary:
+    """Steps (distinct, first, last) and wall time from the first to the last record."""
+    steps, times = table["step"], table["time"]
+    wall = float(times.max() - times.min()) if len(table) else 0.0
+    rows = [{"records": len(table), "distinct_steps": int(np.unique(steps).size),
+             "first_step": int(steps.min()), "last_step": int(steps.max()), "wall_time_s": wall}]
+    return Summary("Run", rows)
+

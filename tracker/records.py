@@ -1,0 +1,115 @@
+"""Plain value classes passed between the API, the bus, the store and readers.
+
+``Event`` and ``Record`` are named tuples rather than attrs classes: one of
+each is made per logged or read record, and a tuple is the cheapest object
+Python can build (see benchmarks/logging.py).
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+import attrs
+
+#: Event kinds written by the core.
+RUN_STARTED = "run_started"
+WRITER_STARTED = "writer_started"
+RECORD = "record"
+RUN_FINISHED = "run_finished"
+
+
+class Event(NamedTuple):
+    """One event on the bus: a run starting, a record, a run finishing.
+
+    :ivar kind: ``"run_started"``, ``"writer_started"``, ``"record"`` or ``"run_finished"``.
+    :ivar run_id: the id of the run it belongs to.
+    :ivar step: the record's step (``None`` for lifecycle events).
+    :ivar time: seconds since the epoch when it was logged.
+    :ivar schema: the schema name of a record (``None`` for lifecycle events).
+    :ivar data: the record's fields, or the lifecycle event's facts.
+    """
+
+    kind: str
+    run_id: str
+    step: int | None
+    time: float
+    schema: str | None
+    data: dict[str, Any]
+
+
+class Record(NamedTuple):
+    """One stored record as readers return it.
+
+    :ivar step: the step it was logged at.
+    :ivar time: seconds since the epoch.
+    :ivar schema: its schema name.
+    :ivar data: its fields (NaN and infinities restored as floats).
+    :ivar writer: the id of the process that wrote it.
+    :ivar seq: its sequence number within that writer's segment.
+    """
+
+    step: int
+    time: float
+    schema: str
+    data: dict[str, Any]
+    writer: str = ""
+    seq: int = 0
+
+
+@attrs.frozen(kw_only=True)
+class RunInfo:
+    """What is known about a run without reading its records.
+
+    ``status`` is ``running``, ``finished``, ``failed`` or ``crashed``.
+    ``records`` and ``last_step`` come from the writers' finish events or, for
+    a writer that never finished, from its last line.
+    """
+
+    id: str
+    name: str | None = None
+    project: str | None = None
+    status: str = "running"
+    created_at: float | None = None
+    ended_at: float | None = None
+    config: dict[str, Any] = attrs.field(factory=dict)
+    tags: list[str] = attrs.field(factory=list)
+    error: dict[str, Any] | None = None
+    env: dict[str, Any] = attrs.field(factory=dict)
+    writers: int = 0
+    records: int = 0
+    last_step: int | None = None
+    last_metrics: dict[str, Any] = attrs.field(factory=dict)
+
+    @property
+    def duration(self) -> float | None:
+        """Seconds from start to end (to the last write for a running run)."""
+        if self.created_at is None or self.ended_at is None:
+            return None
+        return self.ended_at - self.created_at
+
+    def to_dict(self) -> dict[str, Any]:
+        """The info as plain data (what ``tracker runs --format json`` prints)."""
+        out = attrs.asdict(self)
+        out["duration"] = self.duration
+        return out
+
+
+@attrs.frozen(kw_only=True)
+class Problem:
+    """Something wrong found while reading a store: a torn or corrupt line, a gap.
+
+    :ivar path: the segment file.
+    :ivar line: 1-based line number, or ``None`` for a whole-file problem.
+    :ivar kind: ``torn``, ``corrupt``, ``checksum``, ``gap``, ``duplicate``,
+        ``empty`` or ``no_start``.
+    :ivar message: what is wrong, in words.
+    """
+
+    path: str
+    line: int | None
+    kind: str
+    message: str
+
+    def __str__(self) -> str:
+        where = self.path if self.line is None else f"{self.path}:{self.line}"
+        return f"{where}: {self.kind}: {self.message}"

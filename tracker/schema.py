@@ -1,0 +1,469 @@
+"""Schemas: strict validation of records and the value encoding of the store.
+
+A record is checked in two stages. First each field is type-checked with no
+silent coercion (an int is fine for a float, numpy scalars and 0-d arrays count
+as the matching Python numbers, anything else of the wrong type is refused);
+then the schema's attrs class is constructed, which runs its validators. When
+construction fails, every field validator is run again one by one so that the
+:class:`~tracker.SchemaError` lists every problem of the record at once.
+
+Store encoding of values (see docs/format.md): strict JSON, with NaN, +Inf and
+-Inf written as the strings ``"NaN"``, ``"Infinity"`` and ``"-Infinity"`` in
+numeric positions, and ints limited to ``±2**53`` so that every JSON reader
+(jq, pandas, DuckDB) reads them exactly.
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+import reprlib
+import types
+import typing
+from collections.abc import Callable, Mapping
+from typing import Any, Literal, Union
+
+import attrs
+import cattrs
+
+from .errors import SchemaError
+
+MAX_INT = 2**53
+RESERVED = frozenset({"step", "time"})
+SPECIAL_IN: dict[str, float] = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
+
+_repr = reprlib.Repr()
+_repr.maxstring = 40
+_repr.maxother = 40
+
+
+@attrs.frozen
+class Schema:
+    """A named record type offered by a plugin.
+
+    :param name: dotted name owned by one plugin, e.g. ``"fft.loss_point"``.
+    :param cls: an attrs class; records are validated by constructing it.
+    :param version: bumped when the fields change incompatibly.
+    :param description: one line shown by ``tracker schemas``.
+    :param free_form: records are flat ``{name: number}`` maps (the built-in
+        ``metrics`` schema); ``cls`` then takes them as its one ``values`` field.
+    """
+
+    name: str
+    cls: type
+    version: int = 1
+    description: str = ""
+    free_form: bool = attrs.field(default=False, kw_only=True)
+
+
+def given(value: Any) -> str:
+    """Describe a value for an error message: its type and a short repr."""
+    return f"{type(value).__name__} {_repr.repr(value)}"
+
+
+class _Bad(Exception):
+    """Internal: a value failed a type check; ``args[0]`` says what was expected."""
+
+
+# --- numbers -------------------------------------------------------------------------------
+
+def _unwrap_numpy(v: Any) -> Any:
+    """A numpy scalar or 0-d array as the Python value it holds; anything else unchanged."""
+    if type(v).__module__ == "numpy" and getattr(v, "ndim", None) == 0:
+        return v.item()
+    return v
+
+
+def _check_float(v: Any) -> float:
+    t = type(v)
+    if t is float:
+        return v
+    if t is int:
+        if -MAX_INT <= v <= MAX_INT:
+            return float(v)
+        raise _Bad(f"a float (ints within ±2**53 are kept exactly, {v} is not)")
+    u = _unwrap_numpy(v)
+    if u is not v and type(u) in (float, int):
+        return _check_float(u)
+    raise _Bad("a float")
+
+
+def _check_int(v: Any) -> int:
+    t = type(v)
+    if t is int:
+        if -MAX_INT <= v <= MAX_INT:
+            return v
+        raise _Bad("an int within ±2**53 (larger ints are not kept exactly by JSON readers)")
+    u = _unwrap_numpy(v)
+    if u is not v and type(u) is int:
+        return _check_int(u)
+    raise _Bad("an int")
+
+
+def _check_bool(v: Any) -> bool:
+    if type(v) is bool:
+        return v
+    u = _unwrap_numpy(v)
+    if u is not v and type(u) is bool:
+        return u
+    raise _Bad("a bool")
+
+
+def _check_str(v: Any) -> str:
+    if type(v) is str:
+        try:
+            v.encode("utf-8")
+        except UnicodeEncodeError:
+            raise _Bad("a str encodable as UTF-8 (no lone surrogates)") from None
+        return v
+    raise _Bad("a str")
+
+
+def _check_json(v: Any) -> Any:
+    """Any JSON value: None, bool, int, float, str, lists and str-keyed maps of them."""
+    t = type(v)
+    if v is None or t is bool or t is float:
+        return v
+    if t is int:
+        return _check_int(v)
+    if t is str:
+        return _check_str(v)
+    if t is list or t is tuple:
+        return [_check_json(x) for x in v]
+    if isinstance(v, Mapping):
+        out = {}
+        for k, x in v.items():
+            if type(k) is not str:
+                raise _Bad(f"str keys (key {given(k)})")
+            out[_check_str(k)] = _check_json(x)
+        return out
+    if type(v).__module__ == "numpy":
+        return _check_json(v.tolist())
+    raise _Bad("a JSON value (None, bool, int, float, str, list or dict)")
+
+
+def _list_checker(inner: Callable[[Any], Any], desc: str) -> Callable[[Any], list]:
+    def check(v: Any) -> list:
+        if type(v) is not list and type(v) is not tuple:
+            if type(v).__module__ == "numpy" and getattr(v, "ndim", 0) >= 1:
+                v = v.tolist()
+            else:
+                raise _Bad(f"a list of {desc}")
+        out = []
+        for i, x in enumerate(v):
+            try:
+                out.append(inner(x))
+            except _Bad as bad:
+                raise _Bad(f"a list of {desc} (item {i}: expected {bad.args[0]}, given {given(x)})") from None
+        return out
+
+    return check
+
+
+def _describe(tp: Any) -> str:
+    return getattr(tp, "__name__", None) or str(tp).replace("typing.", "")
+
+
+def compile_type(tp: Any) -> Callable[[Any], Any]:
+    """A checker for a field type: returns the normalized value or raises ``_Bad``."""
+    if tp is float:
+        return _check_float
+    if tp is int:
+        return _check_int
+    if tp is bool:
+        return _check_bool
+    if tp is str:
+        return _check_str
+    if tp is Any or tp is object:
+        return _check_json
+    origin, args = typing.get_origin(tp), typing.get_args(tp)
+    if origin in (Union, types.UnionType):
+        options = [a for a in args if a is not type(None)]
+        checks = [compile_type(a) for a in options]
+        allow_none = len(options) < len(args)
+        desc = " or ".join(_describe(a) for a in args)
+
+        def check_union(v: Any) -> Any:
+            if v is None and allow_none:
+                return None
+            for c in checks:
+                try:
+                    return c(v)
+                except _Bad:
+                    pass
+            raise _Bad(desc)
+
+        return check_union
+    if origin in (list, tuple, typing.get_origin(typing.Sequence[int])):
+        inner_tp = args[0] if args else Any
+        return _list_checker(compile_type(inner_tp), _describe(inner_tp))
+    if origin is dict:
+        val = compile_type(args[1] if len(args) == 2 else Any)
+
+        def check_dict(v: Any) -> dict:
+            if not isinstance(v, Mapping):
+                raise _Bad("a mapping")
+            out = {}
+            for k, x in v.items():
+                if type(k) is not str:
+                    raise _Bad(f"str keys (key {given(k)})")
+                out[k] = val(x)
+            return out
+
+        return check_dict
+    if origin is Literal:
+        allowed = args
+
+        def check_literal(v: Any) -> Any:
+            if type(v) in (str, int, bool) and v in allowed:
+                return v
+            raise _Bad("one of " + ", ".join(repr(a) for a in allowed))
+
+        return check_literal
+    raise TypeError(f"unsupported field type {tp!r}")
+
+
+# --- non-finite floats ---------------------------------------------------------------------
+
+def _special(v: float) -> str:
+    return "NaN" if v != v else ("Infinity" if v > 0 else "-Infinity")
+
+
+def encode_nonfinite(obj: Any) -> Any:
+    """A copy of ``obj`` with NaN and infinities replaced by their store strings."""
+    t = type(obj)
+    if t is float:
+        return obj if obj - obj == 0.0 else _special(obj)
+    if t is dict:
+        return {k: encode_nonfinite(v) for k, v in obj.items()}
+    if t is list or t is tuple:
+        return [encode_nonfinite(v) for v in obj]
+    return obj
+
+
+def decode_nonfinite(obj: Any) -> Any:
+    """Undo :func:`encode_nonfinite` wherever a special string stands."""
+    t = type(obj)
+    if t is str:
+        return SPECIAL_IN.get(obj, obj)
+    if t is dict:
+        return {k: decode_nonfinite(v) for k, v in obj.items()}
+    if t is list:
+        return [decode_nonfinite(v) for v in obj]
+    return obj
+
+
+def _has_float(tp: Any) -> bool:
+    if tp is float or tp is Any or tp is object:
+        return True
+    return any(_has_float(a) for a in typing.get_args(tp))
+
+
+# --- metrics ----------------------------------------------------------------------------------
+
+def check_metrics(values: Any, schema: str = "metrics") -> dict[str, Any]:
+    """Validate a free-form ``{name: number}`` record; returns it with plain Python numbers.
+
+    :raises SchemaError: naming every bad key or value.
+    """
+    if type(values) is not dict:
+        if not isinstance(values, Mapping):
+            raise SchemaError(schema, [("(record)", f"expected a mapping of name to number, given {given(values)}")])
+        values = dict(values)
+    out = values
+    for k, v in values.items():
+        t = type(v)
+        if t is float or t is bool or (t is int and -MAX_INT <= v <= MAX_INT):
+            if type(k) is str and k not in RESERVED and k:
+                continue
+        # Slow path: something to normalize or to refuse.
+        return _check_metrics_slow(values, schema)
+    return out
+
+
+def _check_metrics_slow(values: Mapping, schema: str) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    problems: list[tuple[str, str]] = []
+    for k, v in values.items():
+        if type(k) is not str:
+            problems.append((repr(k), f"expected a str metric name, given {given(k)}"))
+            continue
+        if not k:
+            problems.append(("''", "expected a non-empty metric name, given ''"))
+            continue
+        if k in RESERVED:
+            problems.append((k, f"expected a metric name other than {sorted(RESERVED)} (reserved), given {k!r}"))
+            continue
+        try:
+            _check_str(k)
+            out[k] = _check_metric_value(v)
+        except _Bad as bad:
+            problems.append((k, f"expected {bad.args[0]}, given {given(v)}"))
+    if problems:
+        raise SchemaError(schema, problems)
+    return out
+
+
+def _check_metric_value(v: Any) -> float | int | bool:
+    t = type(v)
+    if t is bool or t is float:
+        return v
+    if t is int:
+        return _check_int(v)
+    u = _unwrap_numpy(v)
+    if u is not v and type(u) in (bool, float, int):
+        return _check_metric_value(u)
+    raise _Bad("a number (float, int within ±2**53 or bool)")
+
+
+# --- typed schemas ----------------------------------------------------------------------------
+
+class CompiledSchema:
+    """A schema ready for the logging path: per-field checkers built once."""
+
+    def __init__(self, schema: Schema, converter: cattrs.Converter) -> None:
+        self.schema = schema
+        self.name = schema.name
+        self.cls = schema.cls
+        self.free_form = schema.free_form
+        self._converter = converter
+        if self.free_form:
+            self.fields: list[tuple[str, Callable[[Any], Any], bool]] = []
+            self.kinds: dict[str, str] = {}
+            self._float_fields: tuple[str, ...] = ()
+            self.names: frozenset[str] = frozenset()
+            return
+        if not attrs.has(schema.cls):
+            raise TypeError(f"schema {schema.name!r}: cls must be an attrs class, given {schema.cls!r}")
+        hints = typing.get_type_hints(schema.cls)
+        fields = []
+        kinds = {}
+        floats = []
+        for f in attrs.fields(schema.cls):
+            if f.name in RESERVED:
+                raise TypeError(f"schema {schema.name!r}: field name {f.name!r} is reserved")
+            tp = hints.get(f.name, Any)
+            fields.append((f.name, compile_type(tp), f.default is attrs.NOTHING))
+            kinds[f.name] = {float: "f", int: "i", bool: "b"}.get(tp, "o")
+            if _has_float(tp):
+                floats.append(f.name)
+        self.fields = fields
+        self.kinds = kinds
+        self._float_fields = tuple(floats)
+        self.names = frozenset(n for n, _, _ in fields)
+
+    def validate(self, data: Any) -> dict[str, Any]:
+        """Check a mapping or an instance of the class; returns the fields to store.
+
+        :raises SchemaError: listing every problem of the record.
+        """
+        if self.free_form:
+            if isinstance(data, self.cls):
+                data = data.values
+            return check_metrics(data, self.name)
+        if isinstance(data, self.cls):
+            values = {n: getattr(data, n) for n in self.names}
+        elif isinstance(data, Mapping):
+            values = data
+        else:
+            raise SchemaError(self.name, [("(record)", f"expected a mapping or a {self.cls.__name__}, given {given(data)}")])
+        problems: list[tuple[str, str]] = []
+        if len(values) > len(self.names) or not self.names.issuperset(values):
+            for k in values:
+                if k not in self.names:
+                    problems.append((str(k), f"expected one of the fields {sorted(self.names)}, given unknown field {k!r}"))
+        kwargs = {}
+        for name, check, required in self.fields:
+            if name not in values:
+                if required:
+                    problems.append((name, "expected a value (required field), given nothing"))
+                continue
+            v = values[name]
+            try:
+                kwargs[name] = check(v)
+            except _Bad as bad:
+                problems.append((name, f"expected {bad.args[0]}, given {given(v)}"))
+        if problems:
+            raise SchemaError(self.name, problems)
+        try:
+            inst = self.cls(**kwargs)
+        except Exception as exc:  # noqa: BLE001 - any validator error becomes a SchemaError
+            raise SchemaError(self.name, self._diagnose(kwargs, exc)) from None
+        out = {}
+        for name, check, _ in self.fields:
+            v = getattr(inst, name)
+            if name not in kwargs or v is not kwargs[name]:
+                try:
+                    v = check(v)
+                except _Bad as bad:
+                    raise SchemaError(self.name, [(name, f"expected {bad.args[0]} (derived), given {given(v)}")]) from None
+            out[name] = v
+        return out
+
+    def _diagnose(self, kwargs: dict[str, Any], exc: Exception) -> list[tuple[str, str]]:
+        """Run each field validator on its own to name every failing field."""
+        problems = []
+        ns = types.SimpleNamespace(**kwargs)
+        for f in attrs.fields(self.cls):
+            if f.validator is None or f.name not in kwargs:
+                continue
+            try:
+                f.validator(ns, f, kwargs[f.name])
+            except Exception as e:  # noqa: BLE001 - reported, not raised
+                problems.append((f.name, _message(e, kwargs[f.name])))
+        if not problems:
+            text = str(exc.args[0]) if exc.args else type(exc).__name__
+            field, sep, rest = text.partition(":")
+            if sep and field.strip() in self.names:
+                problems.append((field.strip(), rest.strip()))
+            else:
+                problems.append(("(record)", text))
+        return problems
+
+    def decode(self, data: dict[str, Any]) -> dict[str, Any]:
+        """Restore NaN and infinities in the float fields of stored data."""
+        if self.free_form:
+            return {k: (SPECIAL_IN[v] if type(v) is str else v) for k, v in data.items()}
+        for name in self._float_fields:
+            if name in data:
+                data[name] = decode_nonfinite(data[name])
+        return data
+
+    def structure(self, data: dict[str, Any]) -> Any:
+        """An instance of the schema's class from decoded stored data."""
+        if self.free_form:
+            return self.cls(values=data)
+        try:
+            return self._converter.structure(data, self.cls)
+        except Exception as exc:  # noqa: BLE001 - shown to the user as a SchemaError
+            msgs = cattrs.transform_error(exc) if isinstance(exc, cattrs.BaseValidationError) else [str(exc)]
+            raise SchemaError(self.name, [("(stored record)", m) for m in msgs]) from None
+
+
+def _message(exc: Exception, value: Any) -> str:
+    text = str(exc.args[0]) if exc.args else type(exc).__name__
+    if "given" in text or "got" in text:
+        return text
+    return f"{text}; given {given(value)}"
+
+
+def make_converter() -> cattrs.Converter:
+    """A cattrs converter that structures stored data back into schema classes.
+
+    Reading is lenient only where the store's encoding requires it: ints
+    stored in float fields come back as floats.
+    """
+    conv = cattrs.Converter(forbid_extra_keys=False)
+    conv.register_structure_hook(float, lambda v, _: float(v))
+    conv.register_structure_hook(int, lambda v, _: v if type(v) is int else int(v))
+    return conv
+
+
+def fn_takes_run(fn: Callable[..., Any]) -> bool:
+    """Whether a summarizer function takes ``(table, run)`` rather than ``(table)``."""
+    try:
+        params = [p for p in inspect.signature(fn).parameters.values()
+                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    except (TypeError, ValueError):
+        return False
+    return len(params) >= 2

@@ -1,0 +1,322 @@
+"""The append-only JSONL store: segment writers, the line format, segment readers.
+
+Layout: ``<store>/runs/<run_id>/<writer_id>.jsonl``, one segment per writing
+process. A line is one event, strict JSON, ending with a CRC-32 of the bytes
+before it (see docs/format.md)::
+
+    {"v":1,"kind":"record","schema":"metrics","step":3,"time":1.7e9,
+     "w":"host-123-a1b2c3","seq":5,"data":{"loss":0.4},"crc":"1c291ca3"}
+
+This module knows nothing of plugins or schemas beyond the value encoding.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import secrets
+import socket
+import threading
+import weakref
+import zlib
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from .errors import SchemaError, StoreError, TrackerError
+from .schema import encode_nonfinite
+
+FORMAT_VERSION = 1
+RUN_ID_RE = re.compile(r"[A-Za-z0-9_-]{1,64}\Z")
+_CRC_TAIL = len(b',"crc":"00000000"}')
+_CRC_MARK = b',"crc":"'
+_dumps = orjson.dumps
+_loads = orjson.loads
+_crc32 = zlib.crc32
+_write = os.write
+READ_CHUNK = 1 << 20
+
+
+def check_run_id(run_id: Any) -> str:
+    """Return ``run_id`` if it is a valid folder name, else raise :class:`TrackerError`."""
+    if not isinstance(run_id, str) or not RUN_ID_RE.match(run_id):
+        shown = repr(run_id) if len(repr(run_id)) <= 80 else repr(run_id)[:77] + "..."
+        raise TrackerError(f"invalid run id {shown}: expected 1 to 64 characters from A-Z a-z 0-9 _ -")
+    return run_id
+
+
+def new_run_id() -> str:
+    """A fresh random run id: 12 lowercase hex digits."""
+    return secrets.token_hex(6)
+
+
+def hostname() -> str:
+    """This machine's name, as writers record it."""
+    return socket.gethostname()
+
+
+def _safe_host() -> str:
+    return re.sub(r"[^A-Za-z0-9-]", "-", hostname())[:32] or "host"
+
+
+def process_start(pid: int) -> str | None:
+    """The kernel's start time of process ``pid`` (tells a reused pid apart), if known."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            stat = f.read()
+    except OSError:
+        return None
+    # The command name (field 2) may hold spaces; fields after it are plain.
+    fields = stat[stat.rfind(b")") + 2:].split()
+    return fields[19].decode() if len(fields) > 19 else None
+
+
+def pid_alive(pid: int, start: str | None) -> bool:
+    """Whether process ``pid`` on this host still runs and is the same process."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass
+    if start is not None:
+        now = process_start(pid)
+        if now is not None and now != start:
+            return False
+    return True
+
+
+# --- the line format --------------------------------------------------------------------------
+
+def encode_line(env: dict[str, Any]) -> bytes:
+    """One event as a store line, checksum and newline included.
+
+    :raises SchemaError: when the data cannot be encoded (e.g. lone surrogates).
+    """
+    try:
+        body = _dumps(env)
+        # orjson writes NaN and infinities as null: re-encode those lines only.
+        if b"null" in body:
+            env = dict(env, data=encode_nonfinite(env["data"]))
+            body = _dumps(env)
+    except (TypeError, orjson.JSONEncodeError) as exc:
+        raise SchemaError(env.get("schema") or env.get("kind", "?"),
+                          [("(record)", f"expected data encodable as JSON, given a value that is not ({exc})")]) from None
+    head = body[:-1]
+    return b'%b,"crc":"%08x"}\n' % (head, _crc32(head))
+
+
+class LineError(Exception):
+    """A stored line that cannot be used; ``kind`` is ``checksum`` or ``corrupt``."""
+
+    def __init__(self, kind: str, message: str) -> None:
+        super().__init__(message)
+        self.kind = kind
+
+
+def parse_line(line: bytes) -> dict[str, Any]:
+    """Check a line's checksum and parse it (without the trailing newline).
+
+    :raises LineError: on a checksum mismatch or a line that is not an event.
+    """
+    if line[-_CRC_TAIL:-10] != _CRC_MARK or line[-2:] != b'"}':
+        try:
+            _loads(line)
+        except orjson.JSONDecodeError:
+            raise LineError("corrupt", "not valid JSON") from None
+        raise LineError("corrupt", "valid JSON but no checksum at its end")
+    try:
+        crc = int(line[-10:-2], 16)
+    except ValueError:
+        raise LineError("corrupt", "malformed checksum") from None
+    if _crc32(memoryview(line)[:-_CRC_TAIL]) != crc:
+        raise LineError("checksum", "checksum mismatch: the line was changed after it was written")
+    try:
+        event = _loads(line)
+    except orjson.JSONDecodeError as exc:
+        raise LineError("corrupt", f"not valid JSON ({exc})") from None
+    if type(event) is not dict or "kind" not in event:
+        raise LineError("corrupt", "not an event object")
+    return event
+
+
+def iter_lines(path: Path, offset: int = 0) -> Iterator[tuple[int, bytes]]:
+    """Yield ``(end_offset, line)`` for each newline-terminated line from ``offset``.
+
+    A last line without its newline (a torn write, or one in progress) is not
+    yielded; ``Segment.torn`` reports it. Reads 1 MiB at a time, so memory
+    stays flat whatever the file's size.
+    """
+    with open(path, "rb") as f:
+        f.seek(offset)
+        rest = b""
+        pos = offset
+        while True:
+            chunk = f.read(READ_CHUNK)
+            if not chunk:
+                return
+            if rest:
+                chunk = rest + chunk
+            lines = chunk.split(b"\n")
+            rest = lines.pop()
+            for line in lines:
+                pos += len(line) + 1
+                yield pos, line
+
+
+def read_tail(path: Path, size: int, want: int = 1 << 16) -> tuple[list[bytes], bytes]:
+    """The last complete lines of a file (up to ``want`` bytes) and its torn tail, if any."""
+    with open(path, "rb") as f:
+        start = max(0, size - want)
+        f.seek(start)
+        data = f.read(size - start)
+    lines = data.split(b"\n")
+    torn = lines.pop()
+    if start > 0 and lines:
+        lines.pop(0)  # may be the end of a line cut in the middle
+    return lines, torn
+
+
+def read_first_line(path: Path) -> bytes | None:
+    """The first complete line of a file, or ``None`` when it has none."""
+    with open(path, "rb") as f:
+        line = f.readline(1 << 24)
+    if not line.endswith(b"\n"):
+        return None
+    return line[:-1]
+
+
+# --- writing ------------------------------------------------------------------------------------
+
+_writers: weakref.WeakSet[SegmentWriter] = weakref.WeakSet()
+
+
+class SegmentWriter:
+    """Appends the events of one process to its own segment of one run.
+
+    Each line goes to the file with one ``os.write`` on an ``O_APPEND`` file
+    descriptor before ``append`` returns, so it survives a kill -9 of the
+    process; with ``fsync=True`` it is also flushed to the disk. Threads of
+    the process share the writer under a lock, which keeps the sequence
+    numbers in file order.
+    """
+
+    def __init__(self, run_dir: Path, *, fsync: bool = False) -> None:
+        self.run_dir = run_dir
+        self.fsync = fsync
+        self.lock = threading.Lock()
+        self._open()
+        _writers.add(self)
+        _ensure_fork_hook()
+
+    def _open(self) -> None:
+        self.pid = os.getpid()
+        self.id = f"{_safe_host()}-{self.pid}-{secrets.token_hex(3)}"
+        self.path = self.run_dir / f"{self.id}.jsonl"
+        try:
+            self.fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_EXCL, 0o644)
+        except OSError as exc:
+            raise StoreError(f"cannot create {self.path}: {exc.strerror}") from None
+        self.seq = 0
+        self.torn = False
+        self.stale = False
+        self.closed = False
+
+    def facts(self) -> dict[str, Any]:
+        """What readers need to tell whether this writer still runs."""
+        return {"host": hostname(), "pid": self.pid, "proc_start": process_start(self.pid), "writer": self.id}
+
+    def append(self, kind: str, schema: str | None, step: int | None, time: float,
+               data: dict[str, Any]) -> int:
+        """Write one event; returns its sequence number once the line is in the file.
+
+        :raises StoreError: when the line cannot be written (full disk, closed writer).
+        :raises SchemaError: when the data cannot be encoded; nothing is written.
+        """
+        with self.lock:
+            if self.closed:
+                raise StoreError(f"writer {self.id} is closed: the run has finished")
+            seq = self.seq + 1
+            line = encode_line({"v": FORMAT_VERSION, "kind": kind, "schema": schema, "step": step,
+                                "time": time, "w": self.id, "seq": seq, "data": data})
+            if self.torn:
+                line = b"\n" + line  # end the fragment a failed write left behind
+            written = 0
+            try:
+                written = _write(self.fd, line)
+                while written < len(line):
+                    written += _write(self.fd, line[written:])
+            except OSError as exc:
+                self.torn = self.torn or 0 < written < len(line)
+                raise StoreError(f"cannot append to {self.path}: {exc.strerror or exc}") from None
+            self.torn = False
+            if self.fsync:
+                os.fsync(self.fd)
+            self.seq = seq
+            return seq
+
+    def touch(self) -> None:
+        """Refresh the segment's modification time (the heartbeat for other hosts)."""
+        try:
+            os.utime(self.fd)
+        except OSError:
+            pass
+
+    def close(self) -> None:
+        """Close the file (idempotent)."""
+        with self.lock:
+            if not self.closed:
+                self.closed = True
+                try:
+                    os.close(self.fd)
+                except OSError:
+                    pass
+
+
+_fork_hook_installed = False
+
+
+def _ensure_fork_hook() -> None:
+    global _fork_hook_installed
+    if not _fork_hook_installed and hasattr(os, "register_at_fork"):
+        os.register_at_fork(after_in_child=_after_fork)
+        _fork_hook_installed = True
+
+
+def _after_fork() -> None:
+    # A forked child must not share its parent's segment: each of its writers
+    # is marked stale and opens a segment of its own on the next write.
+    for w in list(_writers):
+        w.lock = threading.Lock()
+        w.stale = True
+
+
+class Heartbeat:
+    """A daemon thread that refreshes the mtime of every open segment.
+
+    Readers on another host call a run ``crashed`` when its unfinished
+    segments have not changed for ``[store] heartbeat_timeout`` seconds.
+    """
+
+    def __init__(self, interval: float) -> None:
+        self.interval = interval
+        self.writers: weakref.WeakSet[SegmentWriter] = weakref.WeakSet()
+        self._wake = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def add(self, writer: SegmentWriter) -> None:
+        """Keep ``writer``'s segment fresh until it closes."""
+        self.writers.add(writer)
+        if self._thread is None or not self._thread.is_alive():
+            self._thread = threading.Thread(target=self._loop, name="tracker-heartbeat", daemon=True)
+            self._thread.start()
+
+    def _loop(self) -> None:
+        while not self._wake.wait(self.interval):
+            for w in list(self.writers):
+                if w.closed:
+                    self.writers.discard(w)
+                elif w.pid == os.getpid():
+                    w.touch()

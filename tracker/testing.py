@@ -1,0 +1,55 @@
+"""Pytest fixtures for plugin authors; opt in with ``pytest_plugins = ["tracker.testing"]``.
+
+- ``tracker_store``: a temporary store folder, also set as ``TRACKER_STORE``.
+- ``make_tracker_host``: ``make_tracker_host(plugin, ..., config=None)`` builds a
+  host with the built-in ``metrics`` plugin and the given plugins registered
+  (no entry points loaded) and makes it the process's host for the test.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from .config import Config
+from .pluginmanager import Host, get_plugin_manager, set_host
+
+
+def make_host(*plugins: object, config: Config | None = None, names: list[str] | None = None) -> Host:
+    """A host with the built-in ``metrics`` plugin and ``plugins`` registered, in order.
+
+    :param names: the plugins' names (default: each module's or class's name).
+    """
+    from .builtin import metrics
+
+    pm = get_plugin_manager(autoload=False)
+    pm.add_plugin(metrics, "metrics", distribution="tracker-core", builtin=True)
+    for i, plugin in enumerate(plugins):
+        name = names[i] if names else getattr(plugin, "__name__", type(plugin).__name__)
+        pm.add_plugin(plugin, name)
+    return Host(pm, config if config is not None else Config())
+
+
+@pytest.fixture
+def tracker_store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A fresh store folder, set as ``TRACKER_STORE`` for the test."""
+    store = tmp_path / "store"
+    monkeypatch.setenv("TRACKER_STORE", str(store))
+    monkeypatch.delenv("TRACKER_RUN_ID", raising=False)
+    return store
+
+
+@pytest.fixture
+def make_tracker_host() -> Iterator[Callable[..., Host]]:
+    """Build a host with given plugins and install it for the test's duration."""
+    old = set_host(None)
+
+    def factory(*plugins: object, config: Config | None = None, names: list[str] | None = None) -> Host:
+        host = make_host(*plugins, config=config, names=names)
+        set_host(host)
+        return host
+
+    yield factory
+    set_host(old)

@@ -1,0 +1,520 @@
+"""The reading API: ``open_store``, ``Store.runs``, ``RunView`` and its records.
+
+Listing reads only each segment's first line and its last few kilobytes, so
+``Store.runs`` costs the same for a run of ten records as for one of ten
+million. Reading records streams each segment in 1 MiB chunks and merges the
+segments of a run by time.
+"""
+
+from __future__ import annotations
+
+import heapq
+import os
+import time
+import warnings
+from array import array
+from collections.abc import Iterator
+from operator import attrgetter
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import attrs
+import orjson
+
+from .bus import TrackerWarning
+from .errors import RunNotFound, StoreError
+from .records import RECORD, RUN_FINISHED, RUN_STARTED, Problem, Record, RunInfo
+from .schema import SPECIAL_IN, decode_nonfinite
+from .store import (
+    RUN_ID_RE,
+    LineError,
+    hostname,
+    iter_lines,
+    parse_line,
+    pid_alive,
+    read_first_line,
+    read_tail,
+)
+from .summary import MISSING, Summary, Table
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from .pluginmanager import Host
+
+_SEVERITY = {"finished": 0, "failed": 1, "crashed": 2}
+_METRICS_MARK = b'"kind":"record","schema":"metrics",'
+_SPECIAL_MARKS = (b'"NaN"', b'Infinity"')
+_CRC_TAIL = 18
+
+
+@attrs.define
+class Segment:
+    """One writer's file, as far as its first line and its tail tell."""
+
+    path: Path
+    size: int
+    mtime: float
+    header: dict[str, Any] | None = None
+    last: dict[str, Any] | None = None
+    tail: list[dict[str, Any]] = attrs.field(factory=list)
+    torn: bool = False
+
+    @property
+    def finish(self) -> dict[str, Any] | None:
+        """The writer's ``run_finished`` event, if it wrote one."""
+        return self.last if self.last is not None and self.last.get("kind") == RUN_FINISHED else None
+
+    def facts(self) -> dict[str, Any]:
+        """Host, pid and start time of the writer, from its first line or its id."""
+        if self.header is not None and isinstance(self.header.get("data"), dict):
+            return self.header["data"]
+        wid = (self.last or {}).get("w") or self.path.stem
+        host, _, rest = str(wid).rpartition("-")
+        host, _, pid = host.rpartition("-")
+        return {"host": host, "pid": int(pid) if pid.isdigit() else None, "proc_start": None}
+
+    def alive(self, timeout: float) -> bool:
+        """Whether the writer may still append (not finished, process still there)."""
+        if self.finish is not None:
+            return False
+        facts = self.facts()
+        if facts.get("host") == hostname() and isinstance(facts.get("pid"), int):
+            return pid_alive(facts["pid"], facts.get("proc_start"))
+        return time.time() - self.mtime < timeout
+
+
+def read_segment(path: Path) -> Segment:
+    """The first line and the last lines of a segment, parsed (bad lines skipped)."""
+    st = os.stat(path)
+    seg = Segment(path, st.st_size, st.st_mtime)
+    if st.st_size == 0:
+        return seg
+    first = read_first_line(path)
+    if first is not None:
+        try:
+            ev = parse_line(first)
+            if ev.get("kind") in (RUN_STARTED, "writer_started"):
+                seg.header = ev
+        except LineError:
+            pass
+    want = 1 << 16
+    while True:
+        lines, torn = read_tail(path, st.st_size, want)
+        seg.torn = bool(torn)
+        parsed = []
+        for line in lines:
+            try:
+                parsed.append(parse_line(line))
+            except LineError:
+                continue
+        if parsed or want >= st.st_size:
+            break
+        want *= 16
+    seg.tail = parsed
+    seg.last = parsed[-1] if parsed else None
+    return seg
+
+
+class Store:
+    """A store folder opened for reading.
+
+    :param path: the store folder; ``None`` resolves it like the CLI does.
+    """
+
+    def __init__(self, path: str | os.PathLike[str] | None = None, host: Host | None = None) -> None:
+        self._host = host
+        if path is None:
+            from .config import resolve_store_path
+
+            path = resolve_store_path(None, self.host.config)
+        self.path = Path(path)
+        if self.path.exists() and not self.path.is_dir():
+            raise StoreError(f"{self.path} is not a store folder")
+        self.runs_dir = self.path / "runs"
+
+    @property
+    def host(self) -> Host:
+        """The plugin host used for schemas and summarizers."""
+        if self._host is None:
+            from .pluginmanager import get_host
+
+            self._host = get_host()
+        return self._host
+
+    def run_ids(self) -> list[str]:
+        """Every run id in the store (folder names that are valid ids)."""
+        try:
+            with os.scandir(self.runs_dir) as it:
+                return sorted(e.name for e in it if e.is_dir() and RUN_ID_RE.match(e.name))
+        except FileNotFoundError:
+            return []
+        except OSError as exc:
+            raise StoreError(f"cannot read {self.runs_dir}: {exc.strerror}") from None
+
+    def runs(self, project: str | None = None, status: str | None = None,
+             tag: str | None = None) -> list[RunInfo]:
+        """Every run's info, newest first, optionally filtered."""
+        infos = []
+        for rid in self.run_ids():
+            info = RunView(self.path, rid, host=self._host).info
+            if project is not None and info.project != project:
+                continue
+            if status is not None and info.status != status:
+                continue
+            if tag is not None and tag not in info.tags:
+                continue
+            infos.append(info)
+        infos.sort(key=lambda i: (i.created_at or 0.0, i.id), reverse=True)
+        return infos
+
+    def run(self, ref: str) -> RunView:
+        """The run whose id is ``ref`` or starts with it (like git), else whose name is ``ref``.
+
+        :raises RunNotFound: no match, or several (the message lists them).
+        """
+        if not isinstance(ref, str) or not ref:
+            raise RunNotFound(f"no run {ref!r}: expected a run id or a unique prefix of one")
+        ids = self.run_ids()
+        if ref in ids:
+            return RunView(self.path, ref, host=self._host)
+        matches = [i for i in ids if i.startswith(ref)] if RUN_ID_RE.match(ref) else []
+        if not matches:
+            matches = [i for i in ids if RunView(self.path, i, host=self._host).info.name == ref]
+        if len(matches) == 1:
+            return RunView(self.path, matches[0], host=self._host)
+        if not matches:
+            raise RunNotFound(f"no run matches {ref!r} in store {self.path}")
+        shown = ", ".join(matches[:10]) + (" ..." if len(matches) > 10 else "")
+        raise RunNotFound(f"{ref!r} is ambiguous: {len(matches)} runs match ({shown})", matches)
+
+
+def open_store(path: str | os.PathLike[str] | None = None) -> Store:
+    """Open a store for reading (default: TRACKER_STORE, tracker.toml, ./.tracker)."""
+    return Store(path)
+
+
+class RunView:
+    """One run of a store, read-only.
+
+    ``problems`` collects every damaged line met while reading; each is also
+    warned about once.
+    """
+
+    def __init__(self, store: str | os.PathLike[str], run_id: str, host: Host | None = None) -> None:
+        self.store = Path(store)
+        self.id = run_id
+        self.path = self.store / "runs" / run_id
+        if not self.path.is_dir():
+            raise RunNotFound(f"no run {run_id!r} in store {self.store}")
+        self._host = host
+        self._info: RunInfo | None = None
+        self.problems: list[Problem] = []
+
+    @property
+    def host(self) -> Host:
+        """The plugin host used for schemas and summarizers."""
+        if self._host is None:
+            from .pluginmanager import get_host
+
+            self._host = get_host()
+        return self._host
+
+    def segment_paths(self) -> list[Path]:
+        """The run's segment files, sorted by name."""
+        try:
+            return sorted(p for p in self.path.iterdir() if p.suffix == ".jsonl" and p.is_file())
+        except OSError as exc:
+            raise StoreError(f"cannot read {self.path}: {exc.strerror}") from None
+
+    def segments(self) -> list[Segment]:
+        """Header and tail of every segment."""
+        return [read_segment(p) for p in self.segment_paths()]
+
+    @property
+    def info(self) -> RunInfo:
+        """The run's info (computed on first access; see :meth:`refresh`)."""
+        if self._info is None:
+            self._info = self._read_info()
+        return self._info
+
+    def refresh(self) -> RunInfo:
+        """Read the info again (a running run's status and counts change)."""
+        self._info = None
+        return self.info
+
+    def _timeout(self) -> float:
+        return self._host.config.heartbeat_timeout if self._host is not None else 120.0
+
+    def _read_info(self) -> RunInfo:
+        segs = self.segments()
+        timeout = self._timeout()
+        start = next((s.header for s in segs if s.header and s.header["kind"] == RUN_STARTED), None)
+        meta = start["data"] if start else {}
+        writers = []
+        records = 0
+        last_step = None
+        last_metrics: dict[str, Any] = {}
+        ended = []
+        for s in segs:
+            if s.header is None and s.last is None:
+                continue
+            began = (s.header or s.last or {}).get("time") or s.mtime
+            fin = s.finish
+            if fin is not None:
+                d = fin.get("data") or {}
+                status = d.get("status", "finished")
+                end = fin["time"]
+                records += int(d.get("records") or 0)
+                step = d.get("max_step")
+                metrics = decode_nonfinite(d.get("last") or {})
+            else:
+                status = "running" if s.alive(timeout) else "crashed"
+                end = (s.last or {}).get("time") or s.mtime
+                records += sum(1 for e in s.tail if e.get("kind") == RECORD) if s.last is None else max(
+                    0, int(s.last.get("seq", 1)) - 1)
+                steps = [e["step"] for e in s.tail if e.get("kind") == RECORD and isinstance(e.get("step"), int)]
+                step = max(steps) if steps else None
+                metrics = {}
+                for e in s.tail:
+                    if e.get("kind") == RECORD and e.get("schema") == "metrics":
+                        metrics.update(decode_nonfinite(e.get("data") or {}))
+            if step is not None and (last_step is None or step > last_step):
+                last_step = step
+            writers.append((began, end, status, fin))
+            last_metrics.update(metrics)
+            ended.append(end)
+        status, error = _run_status(writers)
+        return RunInfo(
+            id=self.id, name=meta.get("name"), project=meta.get("project"), status=status,
+            created_at=start["time"] if start else (min(w[0] for w in writers) if writers else None),
+            ended_at=max(ended) if ended else None, config=meta.get("config") or {},
+            tags=meta.get("tags") or [], error=error, env=meta.get("env") or {}, writers=len(writers),
+            records=records, last_step=last_step, last_metrics=last_metrics)
+
+    def max_step(self) -> int | None:
+        """The largest step of the run, exact (scans segments whose writer never finished)."""
+        best = None
+        for s in self.segments():
+            fin = s.finish
+            if fin is not None:
+                step = (fin.get("data") or {}).get("max_step")
+            else:
+                step = max((r.step for r in self._segment_records(s.path, None, False)), default=None)
+            if step is not None and (best is None or step > best):
+                best = step
+        return best
+
+    # --- records ------------------------------------------------------------------------------
+
+    def _warn(self, problem: Problem) -> None:
+        self.problems.append(problem)
+        warnings.warn(f"tracker: {problem}", TrackerWarning, stacklevel=3)
+
+    def _lines(self, path: Path, quiet_tail: bool) -> Iterator[tuple[int, bytes]]:
+        """Numbered lines of a segment; bad ones are reported and skipped."""
+        lineno = 0
+        end = 0
+        for end, line in iter_lines(path):
+            lineno += 1
+            yield lineno, line
+        try:
+            size = os.path.getsize(path)
+        except OSError:
+            return
+        if size > end and not quiet_tail:
+            self._warn(Problem(str(path), lineno + 1, "torn",
+                               f"the last line is incomplete ({size - end} bytes): a write was cut off"))
+
+    def _segment_records(self, path: Path, schema: str | None, quiet_tail: bool) -> Iterator[Record]:
+        host = self._host if schema is None else self.host
+        compiled = None
+        for lineno, line in self._lines(path, quiet_tail):
+            try:
+                ev = parse_line(line)
+            except LineError as exc:
+                self._warn(Problem(str(path), lineno, exc.kind, str(exc)))
+                continue
+            if ev.get("kind") != RECORD or (schema is not None and ev.get("schema") != schema):
+                continue
+            data = ev.get("data")
+            if not isinstance(data, dict):
+                self._warn(Problem(str(path), lineno, "corrupt", "record without a data object"))
+                continue
+            if _SPECIAL_MARKS[0] in line or _SPECIAL_MARKS[1] in line:
+                name = ev.get("schema")
+                if host is not None:
+                    compiled = host.schemas.get(name) if compiled is None or compiled.name != name else compiled
+                data = compiled.decode(data) if compiled is not None else decode_nonfinite(data)
+            yield Record(ev.get("step"), ev.get("time"), ev.get("schema"), data, ev.get("w", ""), ev.get("seq", 0))
+
+    def _quiet(self) -> bool:
+        # A running writer's last line may simply be in progress.
+        return self.info.status == "running"
+
+    def records(self, schema: str | None = None) -> Iterator[Record]:
+        """Every record (of one schema), in log order: by time across writers."""
+        quiet = self._quiet()
+        gens = [self._segment_records(p, schema, quiet) for p in self.segment_paths()]
+        if len(gens) == 1:
+            yield from gens[0]
+        else:
+            yield from heapq.merge(*gens, key=attrgetter("time"))
+
+    def schemas(self) -> list[str]:
+        """The schema names present in the run, in order of first appearance."""
+        seen: dict[str, None] = {}
+        mark = b'"kind":"record","schema":"'
+        for p in self.segment_paths():
+            for _, line in iter_lines(p):
+                i = line.find(mark)
+                if i >= 0:
+                    j = i + len(mark)
+                    seen.setdefault(line[j:line.find(b'"', j)].decode("utf-8", "replace"), None)
+        return list(seen)
+
+    def table(self, schema: str) -> Table:
+        """The run's records of ``schema`` as columns (an empty table when there are none)."""
+        if schema == "metrics":
+            cols, n = self._metrics_columns()
+            compiled = self.host.schemas.get("metrics")
+            return Table.from_columns("metrics", cols, n, compiled,
+                                      rows=lambda: (r.data for r in self.records("metrics")))
+        compiled = self.host.schemas.get(schema)
+        recs = list(self.records(schema))
+        return Table(schema, [r.step for r in recs], [r.time for r in recs], [r.data for r in recs], compiled)
+
+    def metrics(self) -> dict[str, np.ndarray]:
+        """``{"step": ..., "time": ..., name: ...}``, one entry per ``metrics`` record in log order.
+
+        NaN where a record lacks a metric; bools read as 1.0 and 0.0.
+        """
+        cols, _ = self._metrics_columns()
+        return cols
+
+    def _metrics_columns(self) -> tuple[dict[str, np.ndarray], int]:
+        import numpy as np
+
+        quiet = self._quiet()
+        parts = [self._metrics_segment(p, quiet) for p in self.segment_paths()]
+        parts = [p for p in parts if p[1]]
+        if not parts:
+            return {"step": np.zeros(0, np.int64), "time": np.zeros(0)}, 0
+        if len(parts) == 1:
+            cols, n = parts[0]
+            return cols, n
+        names: dict[str, None] = {}
+        for cols, _ in parts:
+            for k in cols:
+                names.setdefault(k, None)
+        merged = {}
+        for k in names:
+            dtype = np.int64 if k == "step" else np.float64
+            merged[k] = np.concatenate([c[k] if k in c else np.full(n, MISSING, dtype) for c, n in parts])
+        order = np.argsort(merged["time"], kind="stable")
+        return {k: v[order] for k, v in merged.items()}, int(order.size)
+
+    def _metrics_segment(self, path: Path, quiet_tail: bool) -> tuple[dict[str, Any], int]:
+        """The metrics records of one segment as arrays; the hot loop of reading."""
+        import numpy as np
+
+        loads, crc32 = orjson.loads, __import__("zlib").crc32
+        steps = array("q")
+        times = array("d")
+        cols: dict[str, array] = {}
+        nan1 = array("d", [MISSING])
+        n = 0
+        for lineno, line in self._lines(path, quiet_tail):
+            if _METRICS_MARK not in line:
+                if line[-_CRC_TAIL:-10] != b',"crc":"' or crc32(memoryview(line)[:-_CRC_TAIL]) != int(
+                        line[-10:-2], 16):
+                    try:
+                        parse_line(line)
+                    except LineError as exc:
+                        self._warn(Problem(str(path), lineno, exc.kind, str(exc)))
+                continue
+            try:
+                if crc32(memoryview(line)[:-_CRC_TAIL]) != int(line[-10:-2], 16):
+                    raise ValueError
+                ev = loads(line)
+                data = ev["data"]
+                step = ev["step"]
+                t = ev["time"]
+            except (ValueError, KeyError, TypeError):
+                try:
+                    parse_line(line)
+                    problem = Problem(str(path), lineno, "corrupt", "metrics record without step, time or data")
+                except LineError as exc:
+                    problem = Problem(str(path), lineno, exc.kind, str(exc))
+                self._warn(problem)
+                continue
+            steps.append(step)
+            times.append(t)
+            for k, v in data.items():
+                a = cols.get(k)
+                if a is None:
+                    a = cols[k] = nan1 * n
+                elif len(a) != n:
+                    a.extend(nan1 * (n - len(a)))
+                try:
+                    a.append(v)
+                except TypeError:
+                    a.append(SPECIAL_IN.get(v, float("nan")))
+            n += 1
+        out: dict[str, Any] = {"step": np.frombuffer(steps, dtype=np.int64) if n else np.zeros(0, np.int64),
+                               "time": np.frombuffer(times, dtype=np.float64) if n else np.zeros(0)}
+        for k, a in cols.items():
+            if len(a) != n:
+                a.extend(nan1 * (n - len(a)))
+            out[k] = np.frombuffer(a, dtype=np.float64)
+        return out, n
+
+    def summarize(self, schema: str | None = None) -> list[Summary]:
+        """Every summary of every schema present (or of one schema), in that order.
+
+        A summarizer that raises gives a summary that says so instead of stopping the others.
+        """
+        names = [schema] if schema is not None else self.schemas()
+        out = []
+        for name in names:
+            sums = self.host.summarizers_for(name)
+            if not sums:
+                continue
+            table = self.table(name)
+            if not len(table):
+                continue
+            from .schema import fn_takes_run
+
+            for s in sums:
+                try:
+                    result = s.fn(table, self) if fn_takes_run(s.fn) else s.fn(table)
+                    if not isinstance(result, Summary):
+                        raise TypeError(f"returned {type(result).__name__}, expected tracker.Summary")
+                    out.append(attrs.evolve(result, summarizer=s.name, schema=name))
+                except Exception as exc:  # noqa: BLE001 - one failing summarizer never hides the others
+                    owner = self.host.summarizer_owner.get(s.name)
+                    warnings.warn(f"tracker: plugin {owner!r}: summarizer {s.name} raised "
+                                  f"{type(exc).__name__}: {exc}", TrackerWarning, stacklevel=2)
+                    out.append(Summary(f"{s.name} failed", [], notes=(f"{type(exc).__name__}: {exc}",),
+                                       summarizer=s.name, schema=name))
+        return out
+
+
+def _run_status(writers: list[tuple[float, float, str, dict | None]]) -> tuple[str, dict | None]:
+    """The run's status from its writers' (start, end, status, finish event).
+
+    Running if any writer runs. Otherwise a writer is superseded by one that
+    started after it ended (a resume); of the others the worst status wins:
+    crashed, then failed, then finished.
+    """
+    if not writers:
+        return "crashed", None
+    if any(w[2] == "running" for w in writers):
+        return "running", None
+    current = [w for w in writers if not any(o[0] > w[1] for o in writers)]
+    worst = max(current, key=lambda w: _SEVERITY.get(w[2], 2))
+    error = None
+    if worst[2] == "failed" and worst[3] is not None:
+        error = (worst[3].get("data") or {}).get("error")
+    return worst[2], error
+
