@@ -115,10 +115,9 @@ def _heatmap_figure(p: _Painter, rec: Any, label: str, threshold: float) -> byte
         fig.colorbar(image, ax=ax, pad=0.01)
         if name == "gates":
             rows, cols = np.nonzero(grid < threshold)
-            ax.scatter(cols, rows, marker="x", s=14, color="white", linewidths=0.8,
-                       label=f"pruned (< {threshold:g})")
-            if rows.size:
-                ax.legend(loc="upper right", fontsize="x-small", framealpha=0.6)
+            ax.scatter(cols, rows, marker="x", s=14, color="white", linewidths=0.8)
+            ax.set_title(f"{label}: gates ({rows.size} of {grid.size} pruned, "
+                         f"marked x: gate < {threshold:g})")
     if mask is not None:
         ax = axes[-1]
         values = np.asarray(mask, dtype=np.float64)
