@@ -24,10 +24,19 @@ import numpy as np
 from tracker import Summary, Table
 from tracker_phase_trainer.record import PHASES
 
-__all__ = ["LOSS_WINDOW", "summarize_loss", "summarize_overview", "summarize_schedule"]
+__all__ = [
+    "LOSS_WINDOW",
+    "MAX_SCHEDULE_ROWS",
+    "summarize_loss",
+    "summarize_overview",
+    "summarize_schedule",
+]
 
 #: Records of each phase averaged by :func:`summarize_loss`.
 LOSS_WINDOW = 100
+
+#: Rows :func:`summarize_schedule` shows at most: the first and last halves.
+MAX_SCHEDULE_ROWS = 40
 
 
 def _phases(table: Table) -> np.ndarray:
@@ -129,6 +138,9 @@ def summarize_schedule(table: Table) -> Summary:
     during which they stayed the same.
 
     A fixed schedule gives one row; adaptive mode adds a row at each change.
+    Past :data:`MAX_SCHEDULE_ROWS` rows (a noisy loss can change the lengths
+    every cycle) the first and last halves are shown and a note says how
+    many rows were left out.
 
     :param table: the run's ``phase.step`` records.
     :returns: rows of from_step, to_step, first_cycle, last_cycle,
@@ -166,4 +178,12 @@ def summarize_schedule(table: Table) -> Summary:
             f"{len(rows) - 1} change(s): full_steps {first['full_steps']} -> {last['full_steps']}, "
             f"predict_steps {first['predict_steps']} -> {last['predict_steps']}"
         ]
+    if len(rows) > MAX_SCHEDULE_ROWS:
+        half = MAX_SCHEDULE_ROWS // 2
+        left_out = rows[half:-half]
+        notes.append(
+            f"{len(left_out)} rows left out (steps {left_out[0]['from_step']} to "
+            f"{left_out[-1]['to_step']}); the records hold them all"
+        )
+        rows = rows[:half] + rows[-half:]
     return Summary(title, rows, notes=notes)
