@@ -4,6 +4,7 @@ import importlib.metadata
 import json
 import math
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -22,9 +23,8 @@ def test_entry_point_is_declared():
     ]
     assert ep.value == "tracker_phase_trainer.plugin"
     assert ep.dist.name == "tracker-phase-trainer"
-    requires = ep.dist.requires or []
-    assert any(r.startswith("tracker-core") for r in requires)
-    assert not any(r.split(";")[0].strip().split(">")[0].split("=")[0] == "tracker" for r in requires)
+    names = {re.match(r"[A-Za-z0-9._-]+", r).group(0) for r in ep.dist.requires or []}
+    assert names == {"tracker-core", "numpy", "attrs"}  # never the unrelated "tracker"
 
 
 def test_plugin_loads_from_its_entry_point(store):
@@ -65,14 +65,9 @@ def test_attach_logs_a_record_per_step(store):
     assert all(type(r) is PhaseStep for r in rows)
     assert [r.phase for r in rows] == ["FULL", "FULL", "PREDICT", "PREDICT", "CORRECT",
                                        "PREDICT", "CORRECT", "FULL"]
-    assert [bool(r.phase_changed) for r in rows] == [i.phase_changed for i in infos]
+    assert [r.phase_changed for r in rows] == [i.phase_changed for i in infos]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="core: make_converter() registers a structure hook for int, which cattrs also "
-    "applies to bool fields (bool subclasses int), so rows() gives 1/0 for bools",
-)
 def test_rows_give_bools_for_bool_fields(store):
     with tracker.start_run(project="phase") as run:
         run.log_record("phase.step", step=0, phase="FULL", phase_step=0, cycle=0, loss=1.0,
@@ -110,15 +105,17 @@ def test_summary_read_back_from_a_real_run(store):
 @pytest.mark.parametrize(
     ("fields", "field", "expected", "given"),
     [
-        ({"phase": "full"}, "phase", "one of FULL, PREDICT, CORRECT", "'full'"),
-        ({"phase": "WARMUP"}, "phase", "one of FULL, PREDICT, CORRECT", "'WARMUP'"),
+        ({"phase": "full"}, "phase", "one of FULL, PREDICT, CORRECT (upper case)", "'full'"),
+        ({"phase": "WARMUP"}, "phase", "one of FULL, PREDICT, CORRECT (upper case)", "'WARMUP'"),
         ({"phase_step": -1}, "phase_step", "an int >= 0", "-1"),
         ({"cycle": -3}, "cycle", "an int >= 0", "-3"),
         ({"full_steps": -1}, "full_steps", "an int >= 0", "-1"),
-        ({"phase_step": 1.0}, "phase_step", "an int", "1.0"),  # type check of the core
-        ({"phase": 1}, "phase", "a str", "1"),
-        ({"loss": "0.5"}, "loss", "a float", "'0.5'"),
-        ({"phase_changed": 1}, "phase_changed", "a bool", "1"),
+        ({"predict_steps": -2}, "predict_steps", "an int >= 0", "-2"),
+        # Type checks of the core, before the class is built:
+        ({"phase_step": 1.0}, "phase_step", "an int", "float 1.0"),
+        ({"phase": 1}, "phase", "a str", "int 1"),
+        ({"loss": "0.5"}, "loss", "a float", "str '0.5'"),
+        ({"phase_changed": 1}, "phase_changed", "a bool", "int 1"),
     ],
 )
 def test_bad_records_are_refused_with_schema_error(store, fields, field, expected, given):
@@ -130,8 +127,7 @@ def test_bad_records_are_refused_with_schema_error(store, fields, field, expecte
         run.log_record("phase.step", step=2, **good)  # the run goes on
     message = str(info.value)
     assert "'phase.step'" in message
-    assert f"{field}: expected {expected}" in message
-    assert f"given {given}" in message or f"given {type(fields[field]).__name__} {given}" in message
+    assert f"{field}: expected {expected}, given {given}" in message
     assert [r.step for r in tracker.open_store().run(run.id).records("phase.step")] == [0, 2]
 
 
