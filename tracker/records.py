@@ -94,7 +94,7 @@ class RunInfo:
         return out
 
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen
 class Problem:
     """Something wrong found while reading a store: a torn or corrupt line, a gap.
 

@@ -456,6 +456,8 @@ def make_converter() -> cattrs.Converter:
     conv = cattrs.Converter(forbid_extra_keys=False)
     conv.register_structure_hook(float, lambda v, _: float(v))
     conv.register_structure_hook(int, lambda v, _: v if type(v) is int else int(v))
+    # bool subclasses int: without its own hook it would take the int one.
+    conv.register_structure_hook(bool, lambda v, _: v if type(v) is bool else bool(v))
     return conv
 
 
