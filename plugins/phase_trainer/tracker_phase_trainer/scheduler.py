@@ -227,7 +227,8 @@ class PhaseScheduler:
     :param full_steps: length of each FULL phase, >= 1.
     :param predict_steps: length of each predict stretch, >= 1.
     :param correct_every: a CORRECT step whenever the predict stretch's
-        ``phase_step`` is a positive multiple of it; ``None`` for never.
+        ``phase_step`` is a positive multiple of it (though never two in a
+        row); ``None`` for never.
     :param adaptive: adapt the lengths to the loss trend (rules above).
     :param loss_threshold: relative rise of the loss that lengthens FULL, >= 0.
     :raises TypeError: a length that is not an int.
