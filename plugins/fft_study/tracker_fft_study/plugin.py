@@ -8,15 +8,18 @@ tracker.toml:
 - ``prune_threshold`` (float in (0, 1], default 0.5): a gate below it counts
   as pruned.
 - ``report_dpi`` (int in [50, 600], default 110): resolution of report figures.
+
+A bad option is a warning and the defaults apply; the plugin keeps working.
 """
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import click
 
-from tracker import Schema, Summarizer, Summary, TrackerError, hookimpl
+from tracker import Schema, Summarizer, Summary, TrackerError, TrackerWarning, hookimpl
 
 from . import study
 from .command import fft_group
@@ -26,8 +29,19 @@ from .settings import SETTINGS
 
 @hookimpl
 def tracker_configure(config: Any) -> None:
-    """Read ``[plugins.fft_study]``; a bad key or value raises ValueError naming it."""
-    SETTINGS.load(config.plugin_config("fft_study"))
+    """Read ``[plugins.fft_study]``.
+
+    A bad key or value is warned about, naming the file, the key and what is
+    allowed, and the defaults are used: a typo in a report option must not
+    stop the fft.* schemas from logging.
+    """
+    try:
+        SETTINGS.load(config.plugin_config("fft_study"))
+    except ValueError as err:
+        SETTINGS.load({})
+        where = config.file or "tracker.toml"
+        warnings.warn(f"tracker: plugin 'fft_study': {where}: {err}; using the defaults",
+                      TrackerWarning, stacklevel=2)
 
 
 @hookimpl
