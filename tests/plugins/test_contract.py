@@ -1,0 +1,125 @@
+"""The plugin contract: every hook documented and tested, built-ins use public names only."""
+
+from __future__ import annotations
+
+import ast
+import inspect
+from pathlib import Path
+
+import pytest
+
+import tracker
+from tracker import hookspecs
+
+HOOKS = [name for name, fn in vars(hookspecs).items() if name.startswith("tracker_") and callable(fn)]
+BUILTIN = Path(tracker.__file__).parent / "builtin"
+
+
+def test_hook_order_lists_every_hook_and_module_docstring_keeps_it() -> None:
+    assert sorted(HOOKS) == sorted(hookspecs.HOOK_ORDER)
+    doc = hookspecs.__doc__
+    positions = [doc.index(f"``{name}(") for name in hookspecs.HOOK_ORDER]
+    assert positions == sorted(positions)
+
+
+@pytest.mark.parametrize("name", HOOKS)
+def test_every_hook_is_documented_and_tested(name: str) -> None:
+    doc = inspect.getdoc(getattr(hookspecs, name))
+    assert doc and "versionadded" in doc and ("Called" in doc)
+    params = inspect.signature(getattr(hookspecs, name)).parameters
+    for p in params:
+        assert f":param {p}:" in doc
+    assert f"test_hook_{name}" in globals()
+
+
+class Recorder:
+    def __init__(self) -> None:
+        self.calls: list[str] = []
+
+    @tracker.hookimpl
+    def tracker_configure(self, config: tracker.Config) -> None:
+        self.calls.append("tracker_configure")
+
+    @tracker.hookimpl
+    def tracker_schemas(self) -> list:
+        self.calls.append("tracker_schemas")
+        return []
+
+    @tracker.hookimpl
+    def tracker_summarizers(self) -> list:
+        self.calls.append("tracker_summarizers")
+        return []
+
+    @tracker.hookimpl
+    def tracker_subscribe(self, bus: tracker.EventBus) -> None:
+        self.calls.append("tracker_subscribe")
+
+    @tracker.hookimpl
+    def tracker_commands(self, cli: object) -> None:
+        self.calls.append("tracker_commands")
+
+
+def test_lifecycle_order(make_tracker_host) -> None:  # noqa: ANN001
+    rec = Recorder()
+    host = make_tracker_host(rec, names=["rec"])
+    from tracker.cli import make_cli
+
+    make_cli(host)
+    assert rec.calls == list(hookspecs.HOOK_ORDER)
+
+
+def test_hook_tracker_configure(make_tracker_host) -> None:  # noqa: ANN001
+    rec = Recorder()
+    cfg = tracker.Config(plugins={"rec": {"a": 1}})
+    host = make_tracker_host(rec, config=cfg, names=["rec"])
+    assert rec.calls[0] == "tracker_configure" and host.config is cfg
+
+
+def test_hook_tracker_schemas(make_tracker_host) -> None:  # noqa: ANN001
+    host = make_tracker_host()
+    assert host.schema_owner["metrics"] == "metrics"
+
+
+def test_hook_tracker_summarizers(make_tracker_host) -> None:  # noqa: ANN001
+    host = make_tracker_host()
+    assert {s.name for s in host.summarizers_for("metrics")} == {"metrics.scalars", "metrics.run"}
+
+
+def test_hook_tracker_subscribe(make_tracker_host) -> None:  # noqa: ANN001
+    rec = Recorder()
+    host = make_tracker_host(rec, names=["rec"])
+    assert "tracker_subscribe" in rec.calls and isinstance(host.bus, tracker.EventBus)
+
+
+def test_hook_tracker_commands(make_tracker_host) -> None:  # noqa: ANN001
+    import click
+    from click.testing import CliRunner
+
+    class Commands:
+        @tracker.hookimpl
+        def tracker_commands(self, cli: click.Group) -> None:
+            @cli.group("demo")
+            def demo() -> None:
+                """Demo commands."""
+
+            @demo.command("hello")
+            def hello() -> None:
+                click.echo("hello from a plugin")
+
+    from tracker.cli import make_cli
+
+    host = make_tracker_host(Commands(), names=["demo"])
+    result = CliRunner().invoke(make_cli(host), ["demo", "hello"])
+    assert result.exit_code == 0 and result.output == "hello from a plugin\n"
+
+
+def test_builtins_import_only_public_names() -> None:
+    public = set(tracker.__all__)
+    for path in BUILTIN.glob("*.py"):
+        tree = ast.parse(path.read_text())
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("tracker"):
+                assert node.module == "tracker", f"{path.name} imports from {node.module}"
+                assert {a.name for a in node.names} <= public, f"{path.name} imports private names"
+            if isinstance(node, ast.ImportFrom) and node.level:
+                pytest.fail(f"{path.name} uses a relative import")
