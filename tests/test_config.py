@@ -51,7 +51,8 @@ def test_defaults_without_a_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 
 
 @pytest.mark.parametrize(("text", "words"), [
-    ("[store]\ndurability = 'sometimes'\n", "[store] durability: expected one of 'process', 'fsync', given 'sometimes'"),
+    ("[store]\ndurability = 'sometimes'\n",
+     "[store] durability: expected one of 'process', 'fsync', given 'sometimes'"),
     ("[store]\npaht = 'x'\n", "unknown key [store] paht; allowed: durability, heartbeat_interval"),
     ("[stor]\n", "unknown key stor; allowed: plugins, store"),
     ("[plugins]\ndisable = 'fft_study'\n", "[plugins] disable: expected a list of plugin names, given 'fft_study'"),

@@ -26,7 +26,7 @@ def test_every_line_carries_version_kind_writer_seq_and_checksum(tmp_store: Path
     events = [json.loads(line) for line in lines]
     assert [e["kind"] for e in events] == ["run_started", "record", "run_finished"]
     assert [e["seq"] for e in events] == [1, 2, 3]
-    for line, e in zip(lines, events):
+    for line, e in zip(lines, events, strict=True):
         assert e["v"] == 1 and e["w"] == run.writer_id and list(e)[-1] == "crc"
         assert int(e["crc"], 16) == zlib.crc32(line[: line.rindex(b',"crc":')])
     rec = events[1]
