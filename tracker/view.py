@@ -32,8 +32,6 @@ from .store import (
     iter_lines,
     parse_line,
     pid_alive,
-    read_first_line,
-    read_tail,
 )
 from .summary import MISSING, Summary, Table
 
@@ -84,33 +82,84 @@ class Segment:
         return time.time() - self.mtime < timeout
 
 
+#: Listing reads this much of each end of a segment first, and more only when
+#: no complete line fits (a long first line, a finish event with many metrics).
+HEAD_WINDOW = 4096
+TAIL_WINDOW = 4096
+
+
+def _pread_all(fd: int, size: int, offset: int) -> bytes:
+    parts = []
+    while size > 0:
+        chunk = os.pread(fd, size, offset)
+        if not chunk:
+            break
+        parts.append(chunk)
+        size -= len(chunk)
+        offset += len(chunk)
+    return b"".join(parts)
+
+
+def _first_line(fd: int, size: int) -> bytes | None:
+    """The first complete line (without its newline), read in growing windows."""
+    want, data = HEAD_WINDOW, b""
+    while True:
+        data += _pread_all(fd, min(want, size) - len(data), len(data))
+        end = data.find(b"\n")
+        if end >= 0:
+            return data[:end]
+        if len(data) >= size or len(data) >= 1 << 24:
+            return None
+        want *= 4
+
+
 def read_segment(path: Path) -> Segment:
-    """The first line and the last lines of a segment, parsed (bad lines skipped)."""
+    """The first line and the last lines of a segment, parsed (bad lines skipped).
+
+    Reads a few KiB at each end (the whole file when it is small), whatever the
+    number of records, so that listing a store costs the same for short and long runs.
+    """
     st = os.stat(path)
     seg = Segment(path, st.st_size, st.st_mtime)
-    if st.st_size == 0:
+    size = st.st_size
+    if size == 0:
         return seg
-    first = read_first_line(path)
-    if first is not None:
-        try:
-            ev = parse_line(first)
-            if ev.get("kind") in (RUN_STARTED, "writer_started"):
-                seg.header = ev
-        except LineError:
-            pass
-    want = 1 << 16
-    while True:
-        lines, torn = read_tail(path, st.st_size, want)
-        seg.torn = bool(torn)
-        parsed = []
-        for line in lines:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        whole = size <= HEAD_WINDOW + TAIL_WINDOW
+        if whole:
+            data = _pread_all(fd, size, 0)
+            end = data.find(b"\n")
+            first = data[:end] if end >= 0 else None
+        else:
+            first = _first_line(fd, size)
+        if first is not None:
             try:
-                parsed.append(parse_line(line))
+                ev = parse_line(first)
+                if ev.get("kind") in (RUN_STARTED, "writer_started"):
+                    seg.header = ev
             except LineError:
-                continue
-        if parsed or want >= st.st_size:
-            break
-        want *= 16
+                pass
+        want = TAIL_WINDOW
+        while True:
+            start = 0 if whole else max(0, size - want)
+            if not whole:
+                data = _pread_all(fd, size - start, start)
+            lines = data.split(b"\n")
+            seg.torn = bool(lines.pop())
+            if start > 0 and lines:
+                lines.pop(0)  # may be the end of a line cut in the middle
+            parsed = []
+            for line in lines:
+                try:
+                    parsed.append(parse_line(line))
+                except LineError:
+                    continue
+            if parsed or start == 0:
+                break
+            want *= 4
+    finally:
+        os.close(fd)
     seg.tail = parsed
     seg.last = parsed[-1] if parsed else None
     return seg
