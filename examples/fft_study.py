@@ -192,7 +192,7 @@ def train(run, model_id: str, model: Model, train_frames, eval_frames, mel_fb, a
             errs = evaluate(model, eval_frames, mel_fb)
             run.log_record("fft.loss_point", step=step, model_id=model_id, **errs)
             run.log({f"{model_id}/spec_err": errs["spec_err"]}, step=step)
-        if model.variant == "gated" and step % (args.steps // 4) == 0:
+        if model.variant == "gated" and step % max(1, args.steps // 4) == 0:
             heat = gate_heatmap(model.gates(), N_FFT, np.abs(model.mask()),
                                 twiddles=model.twiddles(), model_id=model_id)
             run.log_record("fft.heatmap", heat, step=step)
