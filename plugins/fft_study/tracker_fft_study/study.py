@@ -82,10 +82,23 @@ def loss_curves(losses: Any) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     return curves
 
 
+def _nan_argmin(values: np.ndarray) -> int | None:
+    """Index of the smallest non-NaN value (first on ties), None if all are NaN.
+
+    ``np.nanargmin`` cannot be used: it may return a NaN's index when the
+    other values are all +Inf.
+    """
+    flat = np.asarray(values, dtype=np.float64).reshape(-1)
+    valid = np.flatnonzero(~np.isnan(flat))
+    if valid.size == 0:
+        return None
+    return int(valid[np.argmin(flat[valid])])
+
+
 def _best(steps: np.ndarray, values: np.ndarray) -> tuple[float, int | None]:
-    if values.size == 0 or np.all(np.isnan(values)):
+    i = _nan_argmin(values)
+    if i is None:
         return math.nan, None
-    i = int(np.nanargmin(values))
     return float(values[i]), int(steps[i])
 
 
@@ -176,9 +189,10 @@ def gate_rows(heatmaps: Any, threshold: float = DEFAULT_PRUNE_THRESHOLD) -> list
 
 def grid_argmin(z: np.ndarray) -> tuple[int, int] | None:
     """``(row, column)`` of the smallest non-NaN value of a 2-d grid; None if all are NaN."""
-    if z.size == 0 or np.all(np.isnan(z)):
+    k = _nan_argmin(z)
+    if k is None:
         return None
-    i, j = np.unravel_index(int(np.nanargmin(z)), z.shape)
+    i, j = np.unravel_index(k, z.shape)
     return int(i), int(j)
 
 
