@@ -226,3 +226,17 @@ def test_fork_child_writes_its_own_segment(tmp_store: Path) -> None:
     assert len(segs) == 2
     recs = list(tracker.open_store().run(run.id).records())
     assert sorted(k for r in recs for k in r.data) == ["child", "parent", "parent"]
+
+
+def test_second_run_object_in_one_process_shares_the_segment_and_continues_steps(tmp_store: Path) -> None:
+    first = tracker.start_run(run_id="same")
+    first.log({"x": 1.0}, step=4)
+    second = tracker.start_run(run_id="same", resume=True)
+    second.log({"x": 2.0})
+    second.finish()
+    first.log({"x": 3.0})
+    first.finish()
+    assert len(list(first.path.glob("*.jsonl"))) == 1
+    view = tracker.open_store().run("same")
+    assert view.metrics()["step"].tolist() == [4, 5, 5]
+    assert view.info.status == "finished" and view.info.records == 3

@@ -319,15 +319,16 @@ def start_run(project: str | None = None, name: str | None = None, *, config: di
         att = sink.attached.get(run_id)
         if att is not None and att.store != root:
             raise TrackerError(f"run {run_id} is already open in store {att.store} in this process")
-        next_step = 0
         if att is None:
+            last = None
             if not created:
                 from .view import RunView
 
                 last = RunView(root, run_id, host=host).max_step()
-                next_step = 0 if last is None else last + 1
             writer = SegmentWriter(run_dir, fsync=host.config.durability == "fsync")
             att = _Attachment(writer, root, run_id)
+            # The run's largest step so far, so that automatic steps continue after it.
+            att.max_step = last
             sink.attached[run_id] = att
             facts = {**writer.facts(), "name": name, "project": project, "config": config_data,
                      "tags": tag_list, "env": _environment(), "resumed": not created}
@@ -341,7 +342,7 @@ def start_run(project: str | None = None, name: str | None = None, *, config: di
             hb = _heartbeats.get(interval) or _heartbeats.setdefault(interval, Heartbeat(interval))
             hb.add(writer)
         att.refs += 1
-        run = Run(host, att, run_id, name, project, run_dir, next_step)
+        run = Run(host, att, run_id, name, project, run_dir, 0 if att.max_step is None else att.max_step + 1)
         _active.append(run)
     return run
 
