@@ -23,6 +23,7 @@ prints ``tracker summary`` of the run and writes the HTML report.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import subprocess
 import sys
 from pathlib import Path
@@ -289,7 +290,11 @@ def main(argv: list[str] | None = None) -> str:
                   args.steps)
     store = Path(run.path).parent.parent
     cli_tracker(store, "summary", run.id)
-    if not args.no_report:
+    if args.no_report:
+        pass
+    elif importlib.util.find_spec("matplotlib") is None:
+        print('no report: it needs matplotlib, pip install "tracker-fft-study[report]"')
+    else:
         cli_tracker(store, "fft", "report", run.id, "-o", str(args.report))
     return run.id
 
