@@ -90,7 +90,8 @@ def test_report_of_one_run(host, study_run, tmp_path):
         assert img["alt"]
     assert page.external == []  # self-contained
     assert page.headings[:1] == ["FFT study report"]
-    for heading in ("Loss curves", "Parameters and memory", "Gate heatmaps", "Loss landscapes"):
+    for heading in ("Loss curves", "Parameters and memory", "Parameters by component",
+                    "Gate heatmaps", "Loss landscapes"):
         assert heading in page.headings
     text = out.read_text(encoding="utf-8")
     assert "<td>704</td>" in text and "<td>2,816</td>" in text  # model a: params, memory

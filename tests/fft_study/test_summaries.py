@@ -142,3 +142,13 @@ def test_landscape_all_nan_and_study_helpers_on_empty_tables(run, store):
     assert study.model_rows(empty, empty, empty) == []
     assert study.gate_rows(empty) == []
     assert study.landscape_rows(empty) == []
+
+
+def test_param_breakdown_uses_each_models_latest_params(store, study_run):
+    params = tracker.open_store(store).run(study_run).table("fft.params")
+    assert study.param_breakdown_rows(params) == [
+        {"model_id": "a", "variant": "gated", "twiddles": 384, "gates": 192, "freq_mask": 128,
+         "denoiser": 0, "unitary": 0, "mel_filters": 0, "q8_packed": 0, "total_params": 704},
+        {"model_id": "c", "variant": "exact", "twiddles": 24, "gates": 0, "freq_mask": 0,
+         "denoiser": 0, "unitary": 0, "mel_filters": 0, "q8_packed": 0, "total_params": 24},
+    ]

@@ -242,7 +242,7 @@ def build_report(
     figures: list[Figure] = []
     sections: dict[str, list[str]] = {"loss": [], "params": [], "gates": [], "land": []}
     curves: dict[str, tuple[np.ndarray, np.ndarray]] = {}
-    loss_rows, model_rows = [], []
+    loss_rows, model_rows, breakdown_rows = [], [], []
 
     def tag(rows: list[dict[str, Any]], run: str) -> list[dict[str, Any]]:
         return [{"run": run, **r} for r in rows] if multi else rows
@@ -257,6 +257,7 @@ def build_report(
         loss_rows += tag(study.loss_curve_rows(t["fft.loss_point"]), run)
         model_rows += tag(study.model_rows(t["fft.params"], t["fft.loss_point"],
                                            t["fft.trace"]), run)
+        breakdown_rows += tag(study.param_breakdown_rows(t["fft.params"]), run)
         heat = t["fft.heatmap"]
         gate_rows = study.gate_rows(heat, prune_threshold)
         for model, idx in study.latest_by_model(heat).items():
@@ -291,6 +292,8 @@ def build_report(
     sections["params"].append(_table(model_rows))
     sections["params"].append('<p class="note">memory_bytes = 4 bytes per 32-bit parameter; '
                               "q8_packed counts 32-bit words of four int8 values.</p>")
+    if breakdown_rows:
+        sections["params"] += ["<h3>Parameters by component</h3>", _table(breakdown_rows)]
     run_rows = [{"run": lab, "id": v.info.id, "name": v.info.name, "project": v.info.project,
                  "status": v.info.status} for lab, v in zip(labels, views, strict=True)]
     now = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")

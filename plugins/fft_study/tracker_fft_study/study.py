@@ -22,6 +22,7 @@ __all__ = [
     "loss_curves",
     "model_ids",
     "model_rows",
+    "param_breakdown_rows",
 ]
 
 #: A gate below this value counts as pruned (its butterfly is mostly a pass-through).
@@ -161,6 +162,19 @@ def model_rows(params: Any, losses: Any = None, traces: Any = None) -> list[Row]
         row["final_mel_err"], row["final_spec_err"] = _num(mel), _num(spec)
         rows.append(row)
     return rows
+
+
+PARAM_FIELDS = ("twiddles", "gates", "freq_mask", "denoiser", "unitary", "mel_filters",
+                "q8_packed", "total_params")
+
+
+def param_breakdown_rows(params: Any) -> list[Row]:
+    """Per model, the parameter counts of its latest ``fft.params`` record, by component."""
+    return [
+        {"model_id": model, "variant": str(params["variant"][idx]),
+         **{name: _num(params[name][idx]) for name in PARAM_FIELDS}}
+        for model, idx in latest_by_model(params).items()
+    ]
 
 
 def gate_rows(heatmaps: Any, threshold: float = DEFAULT_PRUNE_THRESHOLD) -> list[Row]:
