@@ -9,7 +9,7 @@ import click
 
 from tracker import TrackerError
 
-from .report import SCHEMA_NAMES, build_report
+from .report import StudyRun, build_report
 from .settings import SETTINGS
 
 __all__ = ["fft_group"]
@@ -49,12 +49,12 @@ def report(obj: Any, runs: tuple[str, ...], output: Path, title: str, dpi: int |
     except ImportError:
         raise click.ClickException(INSTALL_HINT) from None
     try:
-        views = [obj.store.run(prefix) for prefix in runs]
-        if not any(len(v.table(name)) for v in views for name in SCHEMA_NAMES):
-            ids = ", ".join(v.info.id for v in views)
+        loaded = [StudyRun.load(obj.store.run(prefix)) for prefix in runs]
+        if not any(r.has_records() for r in loaded):
+            ids = ", ".join(r.info.id for r in loaded)
             raise click.ClickException(f"no fft.* records in run(s) {ids}")
-        rendered = build_report(views, title=title, dpi=dpi or SETTINGS.report_dpi,
-                                   prune_threshold=SETTINGS.prune_threshold)
+        rendered = build_report(loaded, title=title, dpi=dpi or SETTINGS.report_dpi,
+                                prune_threshold=SETTINGS.prune_threshold)
     except TrackerError as err:
         raise click.ClickException(str(err)) from None
     try:

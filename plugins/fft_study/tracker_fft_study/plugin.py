@@ -19,7 +19,15 @@ from typing import Any
 
 import click
 
-from tracker import Schema, Summarizer, Summary, TrackerError, TrackerWarning, hookimpl
+from tracker import (
+    Config,
+    Schema,
+    Summarizer,
+    Summary,
+    TrackerError,
+    TrackerWarning,
+    hookimpl,
+)
 
 from . import study
 from .command import fft_group
@@ -28,7 +36,7 @@ from .settings import SETTINGS
 
 
 @hookimpl
-def tracker_configure(config: Any) -> None:
+def tracker_configure(config: Config) -> None:
     """Read ``[plugins.fft_study]``.
 
     A bad key or value is warned about, naming the file, the key and what is

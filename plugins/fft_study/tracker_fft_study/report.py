@@ -21,9 +21,26 @@ import numpy as np
 
 from . import study
 
-__all__ = ["Figure", "Report", "build_report", "SCHEMA_NAMES"]
+__all__ = ["Figure", "Report", "SCHEMA_NAMES", "StudyRun", "build_report"]
 
 SCHEMA_NAMES = ("fft.loss_point", "fft.params", "fft.heatmap", "fft.landscape", "fft.trace")
+
+
+@attrs.frozen
+class StudyRun:
+    """One run's info and its ``fft.*`` tables, read once."""
+
+    info: Any
+    tables: dict[str, Any]
+
+    @classmethod
+    def load(cls, view: Any) -> StudyRun:
+        """Read the ``fft.*`` tables of a ``tracker`` RunView."""
+        return cls(view.info, {name: view.table(name) for name in SCHEMA_NAMES})
+
+    def has_records(self) -> bool:
+        """Whether the run holds any ``fft.*`` record."""
+        return any(len(table) for table in self.tables.values())
 
 
 @attrs.frozen
@@ -207,9 +224,9 @@ def _img(fig: Figure) -> str:
             f"<figcaption>{caption}</figcaption></figure>")
 
 
-def _run_labels(views: Sequence[Any]) -> list[str]:
-    names = [v.info.name or v.info.id[:8] for v in views]
-    return [n if names.count(n) == 1 else v.info.id[:8] for n, v in zip(names, views, strict=True)]
+def _run_labels(runs: Sequence[StudyRun]) -> list[str]:
+    names = [r.info.name or r.info.id[:8] for r in runs]
+    return [n if names.count(n) == 1 else r.info.id[:8] for n, r in zip(names, runs, strict=True)]
 
 
 def _record(table: Any, idx: int, fields: Sequence[str]) -> dict[str, Any]:
@@ -222,7 +239,7 @@ def _stem(*parts: str) -> str:
 
 
 def build_report(
-    views: Sequence[Any],
+    runs: Sequence[StudyRun],
     *,
     title: str = "FFT study report",
     dpi: int = 110,
@@ -230,15 +247,15 @@ def build_report(
 ) -> Report:
     """Render the study report of one or more runs.
 
-    :param views: ``tracker`` RunViews (``store.run(prefix)``).
+    :param runs: the runs, e.g. ``[StudyRun.load(store.run(prefix)), ...]``.
     :param title: the page heading.
     :param dpi: resolution of the embedded PNGs.
     :param prune_threshold: gates below it are marked and counted as pruned.
     :raises ImportError: when matplotlib is not installed.
     """
     painter = _Painter(dpi)
-    multi = len(views) > 1
-    labels = _run_labels(views)
+    multi = len(runs) > 1
+    labels = _run_labels(runs)
     figures: list[Figure] = []
     sections: dict[str, list[str]] = {"loss": [], "params": [], "gates": [], "land": []}
     curves: dict[str, tuple[np.ndarray, np.ndarray]] = {}
@@ -247,13 +264,13 @@ def build_report(
     def tag(rows: list[dict[str, Any]], run: str) -> list[dict[str, Any]]:
         return [{"run": run, **r} for r in rows] if multi else rows
 
-    def name(run: str, model: str) -> str:
+    def label_of(run: str, model: str) -> str:
         return f"{run}/{model or '(default)'}" if multi else model or "(default)"
 
-    for view, run in zip(views, labels, strict=True):
-        t = {name: view.table(name) for name in SCHEMA_NAMES}
+    for study_run, run in zip(runs, labels, strict=True):
+        t = study_run.tables
         for model, curve in study.loss_curves(t["fft.loss_point"]).items():
-            curves[name(run, model)] = curve
+            curves[label_of(run, model)] = curve
         loss_rows += tag(study.loss_curve_rows(t["fft.loss_point"]), run)
         model_rows += tag(study.model_rows(t["fft.params"], t["fft.loss_point"],
                                            t["fft.trace"]), run)
@@ -261,7 +278,7 @@ def build_report(
         heat = t["fft.heatmap"]
         gate_rows = study.gate_rows(heat, prune_threshold)
         for model, idx in study.latest_by_model(heat).items():
-            label = name(run, model)
+            label = label_of(run, model)
             rec = _record(heat, idx, ("stages", "butterflies", "gates", "twiddle_mag",
                                       "freq_mask"))
             fig = Figure(_stem("heatmap", run if multi else "", model),
@@ -273,7 +290,7 @@ def build_report(
             sections["gates"] += [f"<h3>{html.escape(label)}</h3>", _img(fig), _table(mine)]
         land = t["fft.landscape"]
         for idx, row in enumerate(study.landscape_rows(land)):
-            label = name(run, row["model_id"])
+            label = label_of(run, row["model_id"])
             rec = _record(land, idx, ("x", "y", "z", "x_label", "y_label"))
             fig = Figure(_stem("landscape", run if multi else "", row["model_id"], str(idx)),
                          f"Loss landscape of {label} over {row['x_label']} and "
@@ -294,13 +311,13 @@ def build_report(
                               "q8_packed counts 32-bit words of four int8 values.</p>")
     if breakdown_rows:
         sections["params"] += ["<h3>Parameters by component</h3>", _table(breakdown_rows)]
-    run_rows = [{"run": lab, "id": v.info.id, "name": v.info.name, "project": v.info.project,
-                 "status": v.info.status} for lab, v in zip(labels, views, strict=True)]
+    run_rows = [{"run": lab, "id": r.info.id, "name": r.info.name, "project": r.info.project,
+                 "status": r.info.status} for lab, r in zip(labels, runs, strict=True)]
     now = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     empty = '<p class="empty">No {} records.</p>'
     body = [
         f"<h1>{html.escape(title)}</h1>",
-        f'<p class="meta">{len(views)} run(s), {len(figures)} figure(s), generated {now}.</p>',
+        f'<p class="meta">{len(runs)} run(s), {len(figures)} figure(s), generated {now}.</p>',
         _table(run_rows),
         "<h2>Loss curves</h2>", *sections["loss"],
         "<h2>Parameters and memory</h2>", *sections["params"],
