@@ -58,7 +58,8 @@ def summarize_layers(table) -> Summary:
     } for r in layers]
     notes = []
     for total in _totals(layers):
-        notes.append(f"total {total['scheme']}: {total['layers']} layers, "
+        layers_text = f"{total['layers']} layer" + ("s" if total["layers"] != 1 else "")
+        notes.append(f"total {total['scheme']}: {layers_text}, "
                      f"{total['bytes_fp32']} fp32 bytes -> {total['bytes_int8']} int8 bytes, "
                      f"compression {total['compression_ratio']:.3f}x")
     if layers:
