@@ -149,3 +149,23 @@ def test_run_without_fft_records_is_refused(host, store, tmp_path):
 def test_runs_are_required(host):
     result = invoke(host, "fft", "report")
     assert result.exit_code == 2 and "Missing argument" in result.stderr
+
+
+def test_report_draws_degenerate_records(host, store, tmp_path):
+    nan = float("nan")
+    with tracker.start_run(store=store) as r:
+        for step, loss in enumerate([1.0, nan, 0.0, -0.5]):  # not all positive: linear axis
+            r.log_record("fft.loss_point", step=step, model_id="", total_loss=loss, mel_err=0,
+                         spec_err=0, welch_err=0, mean_gate=nan)
+        r.log_record("fft.heatmap", model_id="", stages=1, butterflies=1, gates=[0.0])
+        for x, y, z in [([0.0], [1.0], [[2.0]]),                       # a single point
+                        ([0.0, 1.0], [0.0, 1.0], [[nan, nan], [nan, nan]]),  # nothing finite
+                        ([2.0, 1.0, 0.0], [0.0, 1.0], [[1.0] * 3, [1.0] * 3]),  # flat, x falls
+                        ([0.0, 1.0], [0.0], [[1.0, float("inf")]])]:  # one row, an Inf
+            r.log_record("fft.landscape", model_id="m", x_label="x", y_label="y", x=x, y=y, z=z)
+    out = tmp_path / "r.html"
+    result = invoke(host, "fft", "report", r.id, "-o", str(out), "--dpi", "50")
+    assert result.exit_code == 0, result.output
+    page = parse(out)
+    assert len(page.images) == 1 + 1 + 4
+    assert "(default)" in page.headings

@@ -152,25 +152,42 @@ def _landscape_figure(p: _Painter, rec: Any, label: str) -> bytes:
     z = np.asarray(rec["z"], dtype=np.float64).reshape(y.size, x.size)
     xo, yo = np.argsort(x, kind="stable"), np.argsort(y, kind="stable")
     x, y, z = x[xo], y[yo], z[np.ix_(yo, xo)]
-    finite = z[np.isfinite(z)]
-    use_log = finite.size > 0 and finite.min() > 0 and finite.max() / finite.min() > 100
-    shown = np.ma.masked_invalid(np.log10(np.where(z > 0, z, np.nan)) if use_log else z)
+    at = study.grid_argmin(z)
     fig = p.new(6.4, 5.0)
     ax = fig.add_subplot()
-    if finite.size and x.size >= 2 and y.size >= 2 and np.ptp(shown.compressed()) > 0:
+    ax.set_title(f"{label}: loss landscape")
+    finite = z[np.isfinite(z)]
+    if finite.size == 0:
+        ax.text(0.5, 0.5, "no finite loss values", transform=ax.transAxes, ha="center",
+                va="center", color="0.4")
+    if x.size < 2 or y.size < 2:
+        # A single row or column (or point): a loss curve along the axis that varies.
+        along_x = x.size >= y.size
+        axis, values = (x, z[0]) if along_x else (y, z[:, 0])
+        ax.plot(axis, values, marker="o", markersize=3)
+        ax.set_xlabel(str(rec["x_label"] if along_x else rec["y_label"]))
+        ax.set_ylabel("loss")
+        ax.grid(True, alpha=0.3)
+        if at is not None:
+            k = at[1] if along_x else at[0]
+            ax.plot(axis[k], values[k], marker="*", markersize=14, color="red",
+                    markeredgecolor="white", linestyle="none", label=f"min {values[k]:.4g}")
+            ax.legend(loc="upper right", fontsize="small")
+        return p.png(fig)
+    use_log = finite.size > 0 and finite.min() > 0 and finite.max() / finite.min() > 100
+    shown = np.ma.masked_invalid(np.log10(np.where(z > 0, z, np.nan)) if use_log else z)
+    if shown.count() and np.ptp(shown.compressed()) > 0:
         filled = ax.contourf(x, y, shown, levels=20, cmap="viridis")
         ax.contour(x, y, shown, levels=filled.levels[::4], colors="white", linewidths=0.5)
     else:
         filled = ax.pcolormesh(x, y, shown, shading="nearest", cmap="viridis")
     fig.colorbar(filled, ax=ax, label="log10 loss" if use_log else "loss")
-    at = study.grid_argmin(z)
     if at is not None:
         ax.plot(x[at[1]], y[at[0]], marker="*", markersize=14, color="red",
-                markeredgecolor="white", label=f"min {z[at]:.4g}")
+                markeredgecolor="white", linestyle="none", label=f"min {z[at]:.4g}")
         ax.legend(loc="upper right", fontsize="small")
     ax.set_xlabel(str(rec["x_label"]))
     ax.set_ylabel(str(rec["y_label"]))
-    ax.set_title(f"{label}: loss landscape")
     return p.png(fig)
 
 
