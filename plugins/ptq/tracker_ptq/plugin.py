@@ -1,9 +1,11 @@
-"""The ``ptq`` plugin: the ``ptq.layer`` schema and its summaries."""
+"""The ``ptq`` plugin: the ``ptq.layer`` schema, its summaries, and ``tracker ptq inspect``."""
 
 from __future__ import annotations
 
+import click
 from tracker import Schema, Summarizer, hookimpl
 
+from .cli import ptq_group
 from .record import SCHEMA_NAME, LayerRecord
 from .summary import summarize_layers, summarize_totals
 
@@ -26,3 +28,9 @@ def tracker_summarizers() -> list[Summarizer]:
                    description="per scheme: total bytes, compression ratio, "
                                "worst and flagged layers"),
     ]
+
+
+@hookimpl
+def tracker_commands(cli: click.Group) -> None:
+    """Add the ``tracker ptq`` group (``tracker ptq inspect FILE``)."""
+    cli.add_command(ptq_group)
