@@ -177,3 +177,13 @@ def test_outlier_impact_on_a_single_large_outlier():
     # At 4 bits the full-range scale rounds almost everything to 0; clipping wins.
     assert impact.clipping_helps
     assert impact.sqnr_clipped_db > impact.sqnr_full_db
+
+
+def test_extreme_magnitudes_keep_the_sqnr_finite_and_exact():
+    x = np.array([1e200, -1e200, 3.0])
+    stats = analyze_error(x, calibrate_per_tensor(x, 8))
+    assert stats.mse == pytest.approx(3.0)  # only 3.0 is off the grid, and rounds to 0
+    expected = 20 * math.log10(1e200 * math.sqrt(2 / 3) / math.sqrt(3.0))
+    assert stats.sqnr_db == pytest.approx(expected)
+    tiny = np.array([1e-200, -2.5e-201])
+    assert math.isfinite(analyze_error(tiny, calibrate_per_tensor(tiny, 4)).sqnr_db)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from tracker import Summary
+from tracker import Summary, Table
 
 from .record import LayerRecord
 
@@ -40,7 +40,7 @@ def latest_layers(records: Iterable[LayerRecord]) -> tuple[list[LayerRecord], in
     return list(kept.values()), total - len(kept)
 
 
-def summarize_layers(table) -> Summary:
+def summarize_layers(table: Table) -> Summary:
     """One row per layer: shape, scale, error against ``scale / 2``, bytes; totals in notes."""
     layers, replaced = latest_layers(table.rows())
     rows = [{
@@ -77,7 +77,7 @@ def summarize_layers(table) -> Summary:
     return Summary("PTQ layers", rows, columns=LAYER_COLUMNS, notes=notes)
 
 
-def summarize_totals(table) -> Summary:
+def summarize_totals(table: Table) -> Summary:
     """One row per scheme: layers, total bytes, overall compression, worst and flagged layers."""
     layers, _ = latest_layers(table.rows())
     return Summary("PTQ totals", _totals(layers), columns=TOTAL_COLUMNS,

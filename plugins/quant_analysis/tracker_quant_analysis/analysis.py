@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import functools
 import math
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from typing import TypeVar
 
 import attrs
 import numpy as np
@@ -20,6 +22,18 @@ from .params import (
     finite_values,
 )
 from .quantize import fake_quantize
+
+_F = TypeVar("_F", bound=Callable)
+
+
+def _overflow_is_inf(fn: _F) -> _F:
+    """Squares of errors beyond ~1e154 overflow: report them as Inf without a warning."""
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        with np.errstate(over="ignore", under="ignore"):
+            return fn(*args, **kwargs)
+    return wrapper  # type: ignore[return-value]
+
 
 #: Default outlier threshold: values further than this many standard deviations from the mean.
 OUTLIER_THRESHOLD = 3.0
@@ -58,16 +72,26 @@ def sqnr_db(signal_power: float, noise_power: float) -> float:
     return 10.0 * math.log10(signal_power / noise_power)
 
 
-def _sqnr_of(x: np.ndarray, err: np.ndarray) -> float:
-    """SQNR of values and their errors, computed on values scaled to at most 1 so
-    that squaring large tensors does not overflow."""
-    peak = float(np.max(np.abs(x))) if x.size else 0.0
+def _rms(v: np.ndarray) -> float:
+    """Root mean square, scaled by the peak so that neither overflow nor underflow bites."""
+    peak = float(np.max(np.abs(v))) if v.size else 0.0
     if peak == 0:
-        return sqnr_db(0.0, float(np.mean(err * err)) if err.size else 0.0)
-    xs, es = x / peak, err / peak
-    return sqnr_db(float(np.mean(xs * xs)), float(np.mean(es * es)))
+        return 0.0
+    scaled = v / peak
+    return peak * math.sqrt(float(np.mean(scaled * scaled)))
 
 
+def _sqnr_of(x: np.ndarray, err: np.ndarray) -> float:
+    """SQNR of values and their errors, from their RMS (exact for any magnitude)."""
+    signal, noise = _rms(x), _rms(err)
+    if noise == 0:
+        return math.inf
+    if signal == 0:
+        return -math.inf
+    return 20.0 * (math.log10(signal) - math.log10(noise))
+
+
+@_overflow_is_inf
 def outlier_rate(values: np.ndarray, threshold: float = OUTLIER_THRESHOLD) -> float:
     """Fraction of values with ``|x - mean| > threshold * std`` (0.0 when empty or constant)."""
     x = finite_values(values).ravel()
@@ -84,6 +108,7 @@ def outlier_rate(values: np.ndarray, threshold: float = OUTLIER_THRESHOLD) -> fl
     return float(np.count_nonzero(np.abs(centred) > threshold * std) / x.size)
 
 
+@_overflow_is_inf
 def analyze_error(values: np.ndarray, params: QuantParams,
                   outlier_threshold: float = OUTLIER_THRESHOLD) -> ErrorStats:
     """Error statistics of ``values`` quantised with ``params``.
@@ -121,6 +146,7 @@ def theoretical_sqnr(bits: int) -> float:
     return 6.02 * int(bits) + 1.76
 
 
+@_overflow_is_inf
 def error_within_bounds(values: np.ndarray, params: QuantParams, rtol: float = 1e-9) -> bool:
     """Whether every error is at most :func:`theoretical_max_error` (false once values clip)."""
     x = finite_values(values)
@@ -138,7 +164,9 @@ class ScaleSensitivity:
     :ivar mse_down: MSE with scales times ``1 - delta``.
     :ivar mse_up: MSE with scales times ``1 + delta``.
     :ivar sensitivity: ``(mse_up - mse_down) / (2 delta)``, the slope of the MSE
-        against the relative scale; near 0 for a well-chosen scale.
+        against the relative scale; near 0 for a well-chosen scale. Finite
+        whenever the MSEs are (values up to about 1e150 in magnitude), NaN
+        when both overflow.
     :ivar delta: the relative change used.
     """
 
@@ -156,6 +184,7 @@ def _mse(x: np.ndarray, params: QuantParams) -> float:
     return float(np.mean(err * err))
 
 
+@_overflow_is_inf
 def scale_sensitivity(values: np.ndarray, params: QuantParams,
                       delta: float = 0.01) -> ScaleSensitivity:
     """Slope of the MSE against a small relative change of every scale.
@@ -232,6 +261,7 @@ class OutlierImpact:
         return self.mse_clipped < self.mse_full
 
 
+@_overflow_is_inf
 def analyze_outlier_impact(values: np.ndarray, percentile: float = 99.9, bits: int = 8,
                            mode: Mode | str = Mode.SYMMETRIC) -> OutlierImpact:
     """What a few outliers cost: calibrate on the full range, then on the range clipped

@@ -52,5 +52,6 @@ def quantization_mse(values: np.ndarray, params: QuantParams) -> float:
     x = finite_values(values)
     if x.size == 0:
         return 0.0
-    err = fake_quantize(x, params) - x
-    return float(np.mean(err * err))
+    with np.errstate(over="ignore", under="ignore"):  # Inf for errors beyond ~1e154
+        err = fake_quantize(x, params) - x
+        return float(np.mean(err * err))

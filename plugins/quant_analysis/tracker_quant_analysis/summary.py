@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 
-from tracker import Summary
+from tracker import Summary, Table
 
 from .analysis import theoretical_sqnr
 from .record import ErrorRecord
@@ -53,7 +53,7 @@ def _difference(a: float, b: float) -> float:
     return 0.0 if a == b else a - b
 
 
-def summarize_errors(table) -> Summary:
+def summarize_errors(table: Table) -> Summary:
     """A row per tensor: SQNR against theory, max error against its bound, outlier rate."""
     kept, replaced = latest_errors(table.rows())
     rows = []
@@ -93,7 +93,7 @@ def summarize_errors(table) -> Summary:
     return Summary("Quantisation error", rows, columns=ERROR_COLUMNS, notes=notes)
 
 
-def summarize_granularity(table) -> Summary:
+def summarize_granularity(table: Table) -> Summary:
     """Per tensor analysed both ways: per-tensor against per-channel MSE and SQNR."""
     kept, _ = latest_errors(table.rows())
     rows = []
