@@ -1,26 +1,29 @@
 """The ``tracker`` command line: ``make_cli()`` builds the click group.
 
-Core commands are flat verbs (``tracker runs``); plugins add their own groups
+Core commands are flat verbs (``tracker runs``), one module per group of
+commands, sharing :mod:`tracker.cli.options`. Plugins add their own groups
 through the ``tracker_commands`` hook, called last.
 """
 
 from __future__ import annotations
 
 import sys
+import warnings
 from pathlib import Path
 from typing import Any
 
 import click
 
 from ..config import Config, load_config, resolve_store_path
-from ..errors import TrackerError
+from ..errors import StoreError, TrackerError
 
 
 class CliContext:
     """The click context object of every ``tracker`` command (``@click.pass_obj``).
 
     ``store`` opens the store (``--store`` > ``TRACKER_STORE`` > tracker.toml >
-    ``./.tracker``) on first use.
+    ``./.tracker``) on first use; ``host`` builds the plugin host with the
+    configuration of ``--config`` when given.
     """
 
     def __init__(self, store_path: str | None, config_path: str | None, host: Any = None) -> None:
@@ -29,6 +32,7 @@ class CliContext:
         self._config: Config | None = None
         self._host = host
         self._store: Any = None
+        self._short: dict[str, str] | None = None
 
     @property
     def config(self) -> Config:
@@ -52,25 +56,106 @@ class CliContext:
         return self._host
 
     @property
+    def store_path(self) -> Path:
+        """The store folder the command reads."""
+        return resolve_store_path(self._store_path, self.config)
+
+    @property
     def store(self) -> Any:
-        """The opened :class:`tracker.Store`."""
+        """The opened :class:`tracker.Store`.
+
+        :raises StoreError: when the folder does not exist or is not a store.
+        """
         if self._store is None:
             from ..view import Store
 
-            self._store = Store(resolve_store_path(self._store_path, self.config), host=self.host)
+            path = self.store_path
+            if not path.exists():
+                raise StoreError(f"no store at {path} (choose one with --store, TRACKER_STORE "
+                                 "or [store] path in tracker.toml)")
+            self._store = Store(path, host=self.host)
         return self._store
+
+    def short_ids(self) -> dict[str, str]:
+        """Every run id of the store mapped to its shortest unique prefix (at least 8 characters)."""
+        if self._short is None:
+            from .options import short_ids
+
+            self._short = short_ids(self.store.run_ids())
+        return self._short
+
+    def short(self, run_id: str) -> str:
+        """The short form of one run id."""
+        return self.short_ids().get(run_id, run_id)
+
+
+class TrackerGroup(click.Group):
+    """The ``tracker`` group; without a given host it adds plugins' commands only when needed.
+
+    Commands of plugins are looked up after the global options are parsed, so
+    that ``--config`` decides which plugins load, and ``tracker runs`` never
+    imports a plugin it does not need.
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.plugins_added = False
+
+    def context_obj(self, ctx: click.Context) -> CliContext:
+        """The :class:`CliContext` of ``ctx``, made from the parsed global options if needed."""
+        if not isinstance(ctx.obj, CliContext):
+            ctx.obj = CliContext(ctx.params.get("store"), ctx.params.get("config"),
+                                 getattr(self, "host", None))
+        return ctx.obj
+
+    def add_plugin_commands(self, host: Any) -> None:
+        """Call every plugin's ``tracker_commands(cli)`` (once)."""
+        if not self.plugins_added:
+            self.plugins_added = True
+            host.call_each("tracker_commands", cli=self)
+
+    def _ensure_plugins(self, ctx: click.Context, strict: bool) -> None:
+        if self.plugins_added:
+            return
+        from .options import fail, one_line
+
+        try:
+            self.add_plugin_commands(self.context_obj(ctx).host)
+        except TrackerError as exc:
+            self.plugins_added = True
+            if strict:
+                fail(str(exc))
+            click.echo(f"tracker: warning: plugins' commands not loaded: {one_line(str(exc))}", err=True)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        """A core command, else a plugin's (loading the plugins on first need)."""
+        cmd = super().get_command(ctx, cmd_name)
+        if cmd is None and not self.plugins_added:
+            self._ensure_plugins(ctx, strict=True)
+            cmd = super().get_command(ctx, cmd_name)
+        return cmd
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        """Every command, plugins' included."""
+        if not self.plugins_added:
+            self._ensure_plugins(ctx, strict=False)
+        return super().list_commands(ctx)
 
 
 def make_cli(host: Any = None) -> click.Group:
     """Build the ``tracker`` command group, plugins' commands included.
 
-    :param host: the plugin host to use (default: the process's host).
+    :param host: the plugin host to use; its plugins' commands are added at
+        once. By default the process's host, built on first use with the
+        configuration of ``--config``, and plugins' commands are added when a
+        command that is not a core one is asked for.
     """
     from .commands import add_core_commands
 
-    @click.group(context_settings={"help_option_names": ["-h", "--help"]})
+    @click.group(cls=TrackerGroup, context_settings={"help_option_names": ["-h", "--help"]})
     @click.version_option(package_name="tracker-core", prog_name="tracker")
-    @click.option("--store", "store", metavar="PATH", help="Store folder (default: TRACKER_STORE, tracker.toml, ./.tracker).")
+    @click.option("--store", "store", metavar="PATH",
+                  help="Store folder (default: TRACKER_STORE, tracker.toml, ./.tracker).")
     @click.option("--config", "config", metavar="FILE", type=click.Path(dir_okay=False),
                   help="tracker.toml to use (default: TRACKER_CONFIG, or found upwards).")
     @click.pass_context
@@ -79,36 +164,41 @@ def make_cli(host: Any = None) -> click.Group:
 
         \b
         Examples:
-          tracker runs
-          tracker summary 3f2a --format json
+          tracker runs --project fft
+          tracker show 3f2a
+          tracker compare 3f2a 9c1e
+          tracker tail 3f2a -f
         """
-        ctx.obj = CliContext(store, config, host)
+        cli.context_obj(ctx)
 
+    cli.host = host
     add_core_commands(cli)
-    _add_plugin_commands(cli, host)
+    if host is not None:
+        _add_plugin_commands(cli, host)
     return cli
 
 
-def _add_plugin_commands(cli: click.Group, host: Any) -> None:
+def _add_plugin_commands(cli: TrackerGroup, host: Any) -> None:
     try:
-        if host is None:
-            from ..pluginmanager import get_host
-
-            host = get_host()
-        host.call_each("tracker_commands", cli=cli)
+        cli.add_plugin_commands(host)
     except TrackerError as exc:
         click.echo(f"tracker: {exc}", err=True)
 
 
 def main(argv: list[str] | None = None) -> None:
     """Run the command line (the ``tracker`` console script)."""
+    from ..bus import TrackerWarning
+    from .options import _show_warning
+
+    # Warnings raised while plugins load (before a command runs) get the same one-line form.
+    warnings.simplefilter("always", TrackerWarning)
+    warnings.showwarning = _show_warning
     try:
         cli = make_cli()
     except TrackerError as exc:
-        # A bad tracker.toml must still give a clear line, not a traceback.
         click.echo(f"tracker: {exc}", err=True)
         sys.exit(2)
     cli.main(args=argv, prog_name="tracker")
 
 
-__all__ = ["CliContext", "make_cli", "main", "Path"]
+__all__ = ["CliContext", "TrackerGroup", "make_cli", "main"]

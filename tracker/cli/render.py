@@ -1,13 +1,13 @@
-"""Output formats shared by the commands: aligned tables, JSON, CSV."""
+"""Output formats shared by the commands: aligned tables, strict JSON, CSV."""
 
 from __future__ import annotations
 
 import csv
 import io
 import math
-import os
+import shutil
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import click
@@ -16,29 +16,36 @@ import orjson
 from ..schema import encode_nonfinite
 
 FORMATS = ("table", "json", "csv")
-
-
-def format_option(default: str = "table") -> Any:
-    """The ``--format`` option of every reading command."""
-    return click.option("--format", "fmt", type=click.Choice(FORMATS), default=default, show_default=True,
-                        help="Output format.")
+#: A column is never squeezed below this many characters to fit the terminal.
+MIN_COLUMN = 10
 
 
 def dumps(doc: Any) -> str:
-    """Strict JSON, with NaN and infinities encoded as in the store."""
-    return orjson.dumps(encode_nonfinite_deep(doc), option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS).decode()
+    """One strict JSON document; NaN and infinities as the store writes them.
+
+    NaN, +Inf and -Inf become the strings ``"NaN"``, ``"Infinity"`` and
+    ``"-Infinity"``; numpy scalars become Python numbers.
+    """
+    return orjson.dumps(encode_nonfinite_deep(doc),
+                        option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS | orjson.OPT_SERIALIZE_NUMPY).decode()
+
+
+def dumps_line(doc: Any) -> str:
+    """Like :func:`dumps`, on one line (for JSON Lines)."""
+    option = orjson.OPT_NON_STR_KEYS | orjson.OPT_SERIALIZE_NUMPY
+    return orjson.dumps(encode_nonfinite_deep(doc), option=option).decode()
 
 
 def encode_nonfinite_deep(obj: Any) -> Any:
-    """Like the store's encoding, through nested dicts and lists of any depth."""
-    if isinstance(obj, float) and not math.isfinite(obj):
-        return encode_nonfinite(obj)
+    """Like the store's encoding, through nested dicts, lists and numpy values."""
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else encode_nonfinite(obj)
     if isinstance(obj, dict):
         return {k: encode_nonfinite_deep(v) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):
         return [encode_nonfinite_deep(v) for v in obj]
-    if hasattr(obj, "item") and getattr(obj, "ndim", None) == 0:
-        return encode_nonfinite_deep(obj.item())
+    if type(obj).__module__ == "numpy" and hasattr(obj, "tolist"):
+        return encode_nonfinite_deep(obj.tolist())
     return obj
 
 
@@ -48,6 +55,8 @@ def cell(value: Any) -> str:
         return "-"
     if isinstance(value, bool):
         return "yes" if value else "no"
+    if type(value).__module__ == "numpy" and hasattr(value, "tolist"):
+        value = value.tolist()
     if isinstance(value, float):
         if math.isnan(value):
             return "NaN"
@@ -55,66 +64,123 @@ def cell(value: Any) -> str:
             return "inf" if value > 0 else "-inf"
         if value != 0 and (abs(value) >= 1e6 or abs(value) < 1e-3):
             return f"{value:.4g}"
+        if value == int(value) and abs(value) < 1e6:
+            return f"{value:.1f}"
         return f"{value:.4f}".rstrip("0").rstrip(".") if abs(value) < 1e4 else f"{value:.1f}"
     if isinstance(value, (list, tuple)):
         return "[" + ", ".join(cell(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{k}: {cell(v)}" for k, v in value.items()) + "}"
     return str(value)
 
 
-def use_color() -> bool:
-    """Colour only on a terminal and never with NO_COLOR set."""
-    return sys.stdout.isatty() and "NO_COLOR" not in os.environ
+def is_number(v: Any) -> bool:
+    """Whether ``v`` is an int or float (not a bool)."""
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
 
 
-def table_text(columns: Sequence[str], rows: Iterable[dict[str, Any]],
-               marks: dict[tuple[int, str], bool] | None = None) -> str:
-    """An aligned text table; ``marks`` puts a ``*`` after chosen cells (best values)."""
+def terminal_width() -> int | None:
+    """The terminal's width when stdout is one, else ``None`` (no fitting when piped)."""
+    try:
+        if not sys.stdout.isatty():
+            return None
+    except (AttributeError, ValueError):
+        return None
+    return shutil.get_terminal_size((100, 24)).columns
+
+
+def _clip(text: str, width: int) -> str:
+    return text if len(text) <= width else text[:max(width - 1, 0)] + "…"
+
+
+def table_text(columns: Sequence[str], rows: Iterable[dict[str, Any]], *,
+               headers: dict[str, str] | None = None,
+               marks: set[tuple[int, str]] | None = None,
+               styles: Callable[[int, str, Any], dict[str, Any] | None] | None = None,
+               width: int | None = -1, color: bool = False) -> str:
+    """An aligned text table.
+
+    :param headers: display names of some columns (default: the column names).
+    :param marks: ``(row index, column)`` cells to mark as best with a ``*``.
+    :param styles: ``styles(row, column, value)`` gives ``click.style`` options for a cell.
+    :param width: fit into this many characters by clipping wide text columns;
+        ``-1`` (default) for the terminal's width on a terminal, ``None`` for no limit.
+    :param color: apply ``styles``, bold headers and marks' colour.
+    """
     rows = list(rows)
+    headers = headers or {}
+    names = [headers.get(c, c) for c in columns]
     body = []
     for i, row in enumerate(rows):
         line = []
         for c in columns:
             text = cell(row.get(c))
-            if marks and marks.get((i, c)):
+            if marks and (i, c) in marks:
                 text += "*"
             line.append(text)
         body.append(line)
-    widths = [max([len(c)] + [len(r[j]) for r in body]) for j, c in enumerate(columns)]
-    numeric = [all(_is_num(row.get(c)) for row in rows) and rows for c in columns]
+    widths = [max([len(n)] + [len(r[j]) for r in body]) for j, n in enumerate(names)]
+    numeric = [bool(rows) and all(row.get(c) is None or is_number(row.get(c)) for row in rows) for c in columns]
+    if width == -1:
+        width = terminal_width()
+    if width is not None:
+        _fit(widths, numeric, width)
 
-    def fmt(cells: Sequence[str], header: bool = False) -> str:
+    def line_of(cells: Sequence[str], row: int | None) -> str:
         parts = []
         for j, text in enumerate(cells):
-            parts.append(text.rjust(widths[j]) if numeric[j] and not header else text.ljust(widths[j]))
+            text = _clip(text, widths[j])
+            padded = text.rjust(widths[j]) if numeric[j] and row is not None else text.ljust(widths[j])
+            if color:
+                if row is None:
+                    padded = click.style(padded, bold=True)
+                else:
+                    opts = styles(row, columns[j], rows[row].get(columns[j])) if styles else None
+                    if marks and (row, columns[j]) in marks:
+                        opts = {**(opts or {}), "fg": "green", "bold": True}
+                    if opts:
+                        padded = click.style(padded, **opts)
+            parts.append(padded)
         return "  ".join(parts).rstrip()
 
-    head = fmt(columns, header=True)
-    if use_color():
-        head = click.style(head, bold=True)
-    lines = [head, "  ".join("-" * w for w in widths)]
-    lines += [fmt(r) for r in body]
+    lines = [line_of(names, None), "  ".join("-" * w for w in widths)]
+    lines += [line_of(r, i) for i, r in enumerate(body)]
     return "\n".join(lines)
 
 
-def _is_num(v: Any) -> bool:
-    return v is None or (isinstance(v, (int, float)) and not isinstance(v, bool))
+def _fit(widths: list[int], numeric: list[bool], limit: int) -> None:
+    """Narrow the widest text columns until the table fits ``limit`` (numbers are never clipped)."""
+    while True:
+        excess = sum(widths) + 2 * (len(widths) - 1) - limit
+        if excess <= 0:
+            return
+        candidates = [j for j, w in enumerate(widths) if not numeric[j] and w > MIN_COLUMN]
+        if not candidates:
+            return
+        j = max(candidates, key=widths.__getitem__)
+        second = max((widths[k] for k in candidates if k != j), default=MIN_COLUMN)
+        widths[j] -= min(excess, widths[j] - max(second, MIN_COLUMN)) or 1
 
 
 def csv_text(columns: Sequence[str], rows: Iterable[dict[str, Any]]) -> str:
-    """CSV with a header line; NaN and infinities as NaN, inf, -inf."""
+    """CSV with a header line; NaN and infinities as ``NaN``, ``inf``, ``-inf``."""
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
     w.writerow(columns)
     for row in rows:
-        w.writerow([_csv_value(row.get(c)) for c in columns])
+        w.writerow([csv_value(row.get(c)) for c in columns])
     return buf.getvalue()
 
 
-def _csv_value(v: Any) -> Any:
+def csv_value(v: Any) -> Any:
+    """One value as a CSV cell: empty for None, JSON text for lists and dicts."""
     if v is None:
         return ""
+    if type(v).__module__ == "numpy" and hasattr(v, "tolist"):
+        v = v.tolist()
     if isinstance(v, float) and not math.isfinite(v):
         return "NaN" if math.isnan(v) else ("inf" if v > 0 else "-inf")
-    if isinstance(v, (list, dict)):
+    if isinstance(v, (list, tuple, dict)):
         return orjson.dumps(encode_nonfinite_deep(v)).decode()
     return v
+

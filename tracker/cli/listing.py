@@ -1,0 +1,90 @@
+"""``tracker runs``: list the runs of a store, newest first."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+import click
+
+from . import CliContext
+from .options import STATUS_COLORS, duration, format_option, handle_errors, run_duration, use_color, when
+from .render import csv_text, dumps, table_text
+
+#: How many metrics the table shows when ``--metric`` is not given.
+KEY_METRICS = 3
+STATUSES = ("running", "finished", "failed", "crashed")
+
+
+def key_metrics(infos: list[Any], limit: int = KEY_METRICS) -> list[str]:
+    """The metric names most runs have a last value for (ties: first seen), at most ``limit``."""
+    counts: Counter[str] = Counter()
+    first: dict[str, int] = {}
+    for info in infos:
+        for name in info.last_metrics:
+            counts[name] += 1
+            first.setdefault(name, len(first))
+    return sorted(counts, key=lambda n: (-counts[n], first[n]))[:limit]
+
+
+@click.command("runs")
+@click.option("--project", metavar="P", help="Only runs of this project.")
+@click.option("--status", type=click.Choice(STATUSES), help="Only runs with this status.")
+@click.option("--tag", "tags", metavar="T", multiple=True, help="Only runs with this tag (repeat: all of them).")
+@click.option("-m", "--metric", "metrics", metavar="NAME", multiple=True,
+              help="Show the last value of this metric (repeatable; default: the most common ones).")
+@click.option("-n", "--limit", type=click.IntRange(min=1), help="Show at most this many runs.")
+@format_option()
+@click.pass_obj
+@handle_errors
+def runs_cmd(obj: CliContext, project: str | None, status: str | None, tags: tuple[str, ...],
+             metrics: tuple[str, ...], limit: int | None, fmt: str) -> None:
+    """List runs, newest first: id, name, project, status, start, duration, last step, records, key metrics.
+
+    Reads only the first line and the last few KiB of each run's segments, so
+    it stays fast on a store of thousands of long runs. ``step`` is the
+    largest step logged; the metrics are their last logged values.
+
+    \b
+    Examples:
+      tracker runs --project fft --status finished
+      tracker runs --tag baseline -m loss -m accuracy
+      tracker runs --format json
+    """
+    infos = obj.store.runs(project=project, status=status, tag=tags[0] if tags else None)
+    if len(tags) > 1:
+        infos = [i for i in infos if all(t in i.tags for t in tags)]
+    if limit is not None:
+        infos = infos[:limit]
+    short = obj.short_ids()
+    if fmt == "json":
+        docs = []
+        for info in infos:
+            doc = info.to_dict()
+            doc["short_id"] = short.get(info.id, info.id)
+            doc["duration"] = run_duration(info)
+            docs.append(doc)
+        click.echo(dumps(docs))
+        return
+    keys = list(metrics) or key_metrics(infos)
+    rows = []
+    for info in infos:
+        row = {"id": short.get(info.id, info.id) if fmt == "table" else info.id, "name": info.name,
+               "project": info.project, "status": info.status,
+               "start": when(info.created_at) if fmt == "table" else info.created_at,
+               "duration": run_duration(info), "step": info.last_step, "records": info.records}
+        row.update({k: info.last_metrics.get(k) for k in keys})
+        if fmt == "csv":
+            row["tags"] = ";".join(info.tags)
+        rows.append(row)
+    columns = ["id", "name", "project", "status", "start", "duration", "step", "records", *keys]
+    if fmt == "csv":
+        click.echo(csv_text([*columns, "tags"], rows), nl=False)
+        return
+    if not rows:
+        click.echo(f"no runs in {obj.store.path}" + (" match" if project or status or tags else ""), err=True)
+        return
+    for row in rows:
+        row["duration"] = duration(row["duration"])
+    click.echo(table_text(columns, rows, color=use_color(),
+                          styles=lambda i, c, v: {"fg": STATUS_COLORS.get(v)} if c == "status" else None))
