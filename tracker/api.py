@@ -25,7 +25,7 @@ from .config import resolve_store_path
 from .errors import SchemaError, StoreError, TrackerError
 from .pluginmanager import Host, get_host
 from .records import RECORD, RUN_FINISHED, RUN_STARTED, WRITER_STARTED, Event
-from .schema import _Bad, _check_json, check_metrics, given
+from .schema import _Bad, _check_json, _unwrap_numpy, check_metrics, given
 from .store import Heartbeat, SegmentWriter, check_run_id, hostname, new_run_id
 
 _time = _time_mod.time
@@ -227,7 +227,7 @@ class Run:
 
 
 def _check_step(step: Any) -> int:
-    u = step.item() if type(step).__module__ == "numpy" and getattr(step, "ndim", None) == 0 else step
+    u = _unwrap_numpy(step)
     if type(u) is not int or not -(2**53) <= u <= 2**53:
         raise SchemaError("metrics", [("step", f"expected an int within ±2**53, given {given(step)}")])
     return u

@@ -67,9 +67,19 @@ class _Bad(Exception):
 
 # --- numbers -------------------------------------------------------------------------------
 
+# numpy dtype kinds whose values are plain Python values (bool, int, float, str,
+# objects checked one by one); datetime64 and timedelta64 (kinds M and m) are
+# not: their ``item()`` and ``tolist()`` give bare ints for some units.
+_PLAIN_KINDS = "biufUO"
+
+
 def _unwrap_numpy(v: Any) -> Any:
-    """A numpy scalar or 0-d array as the Python value it holds; anything else unchanged."""
-    if type(v).__module__ == "numpy" and getattr(v, "ndim", None) == 0:
+    """A numpy number (bool, int or float scalar, or 0-d array) as the Python value it holds.
+
+    Anything else is returned unchanged, so it is refused: a datetime64 or
+    timedelta64 would otherwise pass as the int its ``item()`` gives.
+    """
+    if type(v).__module__ == "numpy" and getattr(v, "ndim", None) == 0 and v.dtype.kind in "biuf":
         return v.item()
     return v
 
@@ -137,7 +147,7 @@ def _check_json(v: Any) -> Any:
                 raise _Bad(f"str keys (key {given(k)})")
             out[_check_str(k)] = _check_json(x)
         return out
-    if type(v).__module__ == "numpy":
+    if type(v).__module__ == "numpy" and getattr(getattr(v, "dtype", None), "kind", "") in _PLAIN_KINDS:
         return _check_json(v.tolist())
     raise _Bad("a JSON value (None, bool, int, float, str, list or dict)")
 
@@ -145,7 +155,7 @@ def _check_json(v: Any) -> Any:
 def _list_checker(inner: Callable[[Any], Any], desc: str) -> Callable[[Any], list]:
     def check(v: Any) -> list:
         if type(v) is not list and type(v) is not tuple:
-            if type(v).__module__ == "numpy" and getattr(v, "ndim", 0) >= 1:
+            if type(v).__module__ == "numpy" and getattr(v, "ndim", 0) >= 1 and v.dtype.kind in _PLAIN_KINDS:
                 v = v.tolist()
             else:
                 raise _Bad(f"a list of {desc}")
