@@ -269,6 +269,41 @@ def _has_float(tp: Any) -> bool:
     return any(_has_float(a) for a in typing.get_args(tp))
 
 
+def _has_str(tp: Any) -> bool:
+    if tp is str or tp is Any or tp is object or type(tp) is str:
+        return True
+    return any(_has_str(a) for a in typing.get_args(tp))
+
+
+def _holds_special(v: Any) -> bool:
+    t = type(v)
+    if t is str:
+        return v in SPECIAL_IN
+    if t is list:
+        return any(_holds_special(x) for x in v)
+    if t is dict:
+        return any(_holds_special(x) for x in v.values())
+    return False
+
+
+def _without_special_strings(check: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    """``check``, refusing the strings that stand for NaN and infinities in the store.
+
+    For a field that holds floats and strings alike (``Any``, ``float | str``),
+    readers restore those strings as floats, so a string "NaN" could not be
+    read back as it was given.
+    """
+
+    def check_no_special(v: Any) -> Any:
+        out = check(v)
+        if _holds_special(out):
+            raise _Bad("no str 'NaN', 'Infinity' or '-Infinity' where a float may stand "
+                       "(the store writes non-finite floats so)")
+        return out
+
+    return check_no_special
+
+
 # --- metrics ----------------------------------------------------------------------------------
 
 def check_metrics(values: Any, schema: str = "metrics") -> dict[str, Any]:
@@ -353,10 +388,13 @@ class CompiledSchema:
             if f.name in RESERVED:
                 raise TypeError(f"schema {schema.name!r}: field name {f.name!r} is reserved")
             tp = hints.get(f.name, Any)
-            fields.append((f.name, compile_type(tp), f.default is attrs.NOTHING))
-            kinds[f.name] = {float: "f", int: "i", bool: "b"}.get(tp, "o")
+            check = compile_type(tp)
             if _has_float(tp):
                 floats.append(f.name)
+                if _has_str(tp):
+                    check = _without_special_strings(check)
+            fields.append((f.name, check, f.default is attrs.NOTHING))
+            kinds[f.name] = {float: "f", int: "i", bool: "b"}.get(tp, "o")
         self.fields = fields
         self.kinds = kinds
         self._float_fields = tuple(floats)

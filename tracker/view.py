@@ -392,8 +392,10 @@ class RunView:
                 continue
             if _SPECIAL_MARKS[0] in line or _SPECIAL_MARKS[1] in line:
                 name = ev.get("schema")
-                if host is not None:
-                    compiled = host.schemas.get(name) if compiled is None or compiled.name != name else compiled
+                if host is None:
+                    # Only the schema tells a non-finite float from a string "NaN" in a str field.
+                    host = self.host
+                compiled = host.schemas.get(name) if compiled is None or compiled.name != name else compiled
                 data = compiled.decode(data) if compiled is not None else decode_nonfinite(data)
             yield Record(ev.get("step"), ev.get("time"), ev.get("schema"), data, ev.get("w", ""), ev.get("seq", 0))
 
