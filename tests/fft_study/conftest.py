@@ -16,6 +16,24 @@ PARAMS = dict(twiddles=384, gates=192, freq_mask=128, denoiser=0, unitary=0, mel
               q8_packed=0)
 
 
+# Every host made here stays referenced until the session ends: the core keys
+# the store sink of a host by id(host), so a new host that reuses the id of a
+# collected one would get that host's sink and its records would be dropped.
+_HOSTS: list[tracker.Host] = []
+
+
+@pytest.fixture
+def make_tracker_host(make_tracker_host):
+    """tracker.testing's factory, keeping every host it makes alive (see _HOSTS)."""
+
+    def factory(*plugins, **kwargs) -> tracker.Host:
+        host = make_tracker_host(*plugins, **kwargs)
+        _HOSTS.append(host)
+        return host
+
+    return factory
+
+
 @pytest.fixture
 def store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """An empty store folder, also TRACKER_STORE; the test runs in an empty folder."""
