@@ -86,6 +86,19 @@ class FFTParams:
     words that each hold four int8 values. ``total_params`` is the sum of the
     counts and ``memory_bytes`` is ``4 * total_params``; both are derived, and
     a given value that disagrees is an error.
+
+    :ivar model_id: which model of the study.
+    :ivar variant: the kind of model, e.g. "exact", "butterfly", "unitary", "int8", "learned".
+    :ivar n_fft: transform size.
+    :ivar twiddles: twiddle parameters (re and im of each free twiddle).
+    :ivar gates: gate parameters, one per gated butterfly.
+    :ivar freq_mask: frequency-mask parameters.
+    :ivar denoiser: denoiser parameters.
+    :ivar unitary: parameters of unitary butterflies (e.g. one angle each).
+    :ivar mel_filters: mel filterbank weights.
+    :ivar q8_packed: 32-bit words of packed int8 values.
+    :ivar total_params: the sum of the counts (derived).
+    :ivar memory_bytes: 4 * total_params (derived).
     """
 
     model_id: str
@@ -124,6 +137,13 @@ class FFTHeatmap:
     ``gates`` is flat and row-major: stage ``s``, butterfly ``b`` at
     ``s * butterflies + b``. ``twiddle_mag`` (same layout) holds the magnitude
     of each butterfly's twiddle; ``freq_mask`` the model's frequency-mask values.
+
+    :ivar model_id: which model of the study.
+    :ivar stages: number of butterfly stages (rows).
+    :ivar butterflies: butterflies per stage (columns).
+    :ivar gates: stages*butterflies gates in [0, 1], row-major.
+    :ivar freq_mask: optional frequency-mask values (finite).
+    :ivar twiddle_mag: optional twiddle magnitudes (>= 0), stages*butterflies of them, row-major.
     """
 
     model_id: str
@@ -168,6 +188,13 @@ class FFTLandscape:
     ``z[i][j]`` is the loss at ``(x[j], y[i])``: ``len(y)`` rows of ``len(x)``
     values. ``x`` and ``y`` are finite; ``z`` may hold NaN or Inf where the
     loss diverged.
+
+    :ivar model_id: which model of the study.
+    :ivar x_label: what the x axis varies.
+    :ivar y_label: what the y axis varies.
+    :ivar x: the x grid values (at least one, finite).
+    :ivar y: the y grid values (at least one, finite).
+    :ivar z: the loss, len(y) rows of len(x) values.
     """
 
     model_id: str
@@ -199,7 +226,16 @@ class FFTLandscape:
 
 @attrs.frozen(kw_only=True)
 class FFTTrace:
-    """How one model was trained and where it ended (schema ``fft.trace``)."""
+    """How one model was trained and where it ended (schema ``fft.trace``).
+
+    :ivar model_id: which model of the study.
+    :ivar variant: the kind of model.
+    :ivar n_fft: transform size.
+    :ivar batch: examples per training step.
+    :ivar train_steps: optimizer steps taken (0 for a model that is not trained).
+    :ivar final_mel_err: mel-band error at the end (>= 0 or NaN).
+    :ivar final_spec_err: spectral error at the end (>= 0 or NaN).
+    """
 
     model_id: str
     variant: str
