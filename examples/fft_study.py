@@ -278,6 +278,8 @@ def main(argv: list[str] | None = None) -> str:
         trained = models["butterfly"]
         run.log_record("fft.heatmap", gate_heatmap(np.ones(trained.params["tw"].shape[:2]),
                        N_FFT, twiddles=trained.twiddles(), model_id="butterfly"), step=args.steps)
+        # int8 twiddles packed four to a 32-bit word; the per-stage scales stay
+        # float32 and are counted as twiddle parameters.
         q8_words = -(-twiddle_param_count(N_FFT) // 4)
         counts = dict.fromkeys(("gates", "freq_mask", "denoiser", "unitary", "mel_filters"), 0)
         log_fixed(run, "int8", "int8", Fixed(quantise_int8(trained.twiddles())),
