@@ -16,7 +16,7 @@ PARAMS = dict(twiddles=384, gates=192, freq_mask=128, denoiser=0, unitary=0, mel
               q8_packed=0)
 
 
-# Every host made here stays referenced until the session ends: the core keys
+# Every host made here stays referenced until pytest exits: the core keys
 # the store sink of a host by id(host), so a new host that reuses the id of a
 # collected one would get that host's sink and its records would be dropped.
 _HOSTS: list[tracker.Host] = []
