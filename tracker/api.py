@@ -15,6 +15,7 @@ import sys
 import threading
 import time as _time_mod
 import traceback
+import weakref
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -77,17 +78,19 @@ def _reopen_after_fork(att: _Attachment) -> None:
     w.append(WRITER_STARTED, None, None, _time(), {**w.facts(), "resumed": True, "forked": True})
 
 
-_sinks: dict[int, _StoreSink] = {}
+# Keyed by the host object itself: an id() could be reused by a later host and
+# hand it a sink subscribed to a dead bus, losing every record.
+_sinks: weakref.WeakKeyDictionary[Host, _StoreSink] = weakref.WeakKeyDictionary()
 _active: list[Run] = []
 _lock = threading.RLock()
 
 
 def _sink_for(host: Host) -> _StoreSink:
-    sink = _sinks.get(id(host))
+    sink = _sinks.get(host)
     if sink is None:
         sink = _StoreSink()
         host.bus.subscribe(sink, critical=True)
-        _sinks[id(host)] = sink
+        _sinks[host] = sink
     return sink
 
 
