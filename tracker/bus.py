@@ -9,12 +9,15 @@ Handlers subscribed with ``critical=True`` (the store writer) run first and
 their errors propagate to the caller of ``log``, so a record that could not be
 stored raises instead of vanishing. Every other handler is isolated: an
 exception is reported once, naming the plugin that subscribed it, and the
-other handlers and the store go on.
+other handlers and the store go on. A handler that takes longer than
+``slow_handler`` seconds on one event is reported once too (logging waits for
+handlers, so a slow one slows the training loop); it keeps its events.
 """
 
 from __future__ import annotations
 
 import threading
+import time
 import warnings
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -27,12 +30,15 @@ class TrackerWarning(UserWarning):
 
 
 Handler = Callable[[Event], Any]
+_clock = time.perf_counter
+#: How many handler failures ``EventBus.failures`` keeps (a handler may fail on every event).
+MAX_FAILURES = 1000
 
 
 class Subscription:
     """A handler's place on the bus; ``unsubscribe()`` removes it."""
 
-    __slots__ = ("bus", "handler", "kinds", "schemas", "owner", "critical", "reported")
+    __slots__ = ("bus", "handler", "kinds", "schemas", "owner", "critical", "reported", "slow_reported")
 
     def __init__(self, bus: EventBus, handler: Handler, kinds: frozenset[str] | None,
                  schemas: frozenset[str] | None, owner: str | None, critical: bool) -> None:
@@ -43,6 +49,7 @@ class Subscription:
         self.owner = owner
         self.critical = critical
         self.reported = False
+        self.slow_reported = False
 
     def matches(self, kind: str, schema: str | None) -> bool:
         """Whether this subscription wants events of this kind and schema."""
@@ -70,8 +77,14 @@ class EventBus:
         self._routes: dict[tuple[str, str | None], tuple[Subscription, ...]] = {}
         self._lock = threading.Lock()
         self.owner: str | None = None
-        #: Failures of isolated handlers, ``(owner, handler name, error text)``, in order.
+        #: Failures of isolated handlers, ``(owner, handler name, error text)``, in order (the first
+        #: ``MAX_FAILURES`` of them).
         self.failures: list[tuple[str | None, str, str]] = []
+        #: Seconds one call of an isolated handler may take before it is reported as slow.
+        self.slow_handler = 0.5
+        #: Called as ``on_report(owner, message)`` when a handler is first reported (the host lists
+        #: its plugin as broken).
+        self.on_report: Callable[[str | None, str], Any] | None = None
 
     def subscribe(self, handler: Handler, kinds: Iterable[str] | str | None = None,
                   schemas: Iterable[str] | str | None = None, *, critical: bool = False) -> Subscription:
@@ -114,20 +127,34 @@ class EventBus:
             if sub.critical:
                 sub.handler(event)
                 continue
+            start = _clock()
             try:
                 sub.handler(event)
             except Exception as exc:  # noqa: BLE001 - a plugin handler never stops logging
                 self._report(sub, exc)
+            if _clock() - start > self.slow_handler and not sub.slow_reported:
+                self._report_slow(sub, _clock() - start)
 
     def _report(self, sub: Subscription, exc: Exception) -> None:
         name = getattr(sub.handler, "__qualname__", repr(sub.handler))
-        self.failures.append((sub.owner, name, f"{type(exc).__name__}: {exc}"))
+        if len(self.failures) < MAX_FAILURES:
+            self.failures.append((sub.owner, name, f"{type(exc).__name__}: {exc}"))
         if sub.reported:
             return
         sub.reported = True
+        self._warn(sub, f"handler {name} raised {type(exc).__name__}: {exc}")
+
+    def _report_slow(self, sub: Subscription, seconds: float) -> None:
+        sub.slow_reported = True
+        name = getattr(sub.handler, "__qualname__", repr(sub.handler))
+        self._warn(sub, f"handler {name} took {seconds:.2f} s on one event (limit {self.slow_handler:g} s); "
+                        "logging waits for it")
+
+    def _warn(self, sub: Subscription, message: str) -> None:
         who = f"plugin {sub.owner!r}" if sub.owner else "a handler"
-        warnings.warn(f"tracker: {who}: handler {name} raised {type(exc).__name__}: {exc} "
-                      "(reported once; logging goes on)", TrackerWarning, stacklevel=3)
+        warnings.warn(f"tracker: {who}: {message} (reported once; logging goes on)", TrackerWarning, stacklevel=4)
+        if self.on_report is not None:
+            self.on_report(sub.owner, message)
 
     @property
     def subscriptions(self) -> list[Subscription]:

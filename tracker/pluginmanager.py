@@ -150,6 +150,7 @@ class Host:
         self.summarizers: dict[str, Summarizer] = {}
         self.summarizer_owner: dict[str, str] = {}
         self.bus = EventBus()
+        self.bus.on_report = self._handler_reported
         self._trace = os.environ.get("TRACKER_TRACE_PLUGINS", "") not in ("", "0")
         self.call_each("tracker_configure", config=self.config)
         self.call_each("tracker_schemas", collect=self._add_schemas)
@@ -182,6 +183,18 @@ class Host:
             if sub.owner == name:
                 sub.unsubscribe()
         self.pm.break_plugin(name, error)
+
+    def _handler_reported(self, plugin: str | None, error: str) -> None:
+        """A handler of ``plugin`` raised or was slow: list the plugin as broken.
+
+        Its schemas, summarizers and handlers stay registered, so that no
+        record of it is refused and no event is withheld from it.
+        """
+        if plugin is None:
+            return
+        info = self.pm.infos.setdefault(plugin, PluginInfo(name=plugin))
+        if info.status == "ok":
+            info.status, info.error = "broken", error
 
     def _add_schemas(self, plugin: str, result: Any) -> None:
         compiled = []
