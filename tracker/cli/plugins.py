@@ -73,20 +73,6 @@ def type_name(tp: Any) -> str:
     return str(tp).replace("typing.", "")
 
 
-def _clean_repr(text: str) -> str:
-    text = re.sub(r"<class '(?:[\w.]*\.)?(\w+)'>", r"\1", text)
-    previous = None
-    while previous != text:
-        previous = text
-        text = re.sub(r"<([^<>]*)>", lambda m: m.group(1), text)
-    for old, new in (("Validator for x ", "value "), (" validator for type ", " "), (" validator with options ", " "),
-                     (" validator for iterables of ", " for each item: "), (" validator for ", " "),
-                     ("instance_of", "instance of"), ("in_ ", "one of "), ("min_len", "length >="),
-                     ("max_len", "length <="), ("matches_re", "matches")):
-        text = text.replace(old, new)
-    return text.strip()
-
-
 def _expected_in_source(fn: Any) -> str | None:
     """The ``expected ...`` phrase of the first error a validator function raises, if it has one."""
     try:
@@ -136,7 +122,35 @@ def describe_validator(validator: Any) -> list[str]:
         if found:
             return [found]
         return [validator.__name__.strip("_").replace("_", " ")]
-    return [_clean_repr(repr(validator))]
+    return [_describe_attrs_validator(validator)]
+
+
+def _describe_attrs_validator(v: Any) -> str:
+    """One of attrs' own validators, from its attributes (their reprs nest ``<...>``)."""
+    if hasattr(v, "compare_op") and hasattr(v, "bound"):
+        return f"value {v.compare_op} {v.bound!r}"
+    if hasattr(v, "options"):
+        return f"one of {getattr(v, '_original_options', v.options)!r}"
+    if hasattr(v, "member_validator"):
+        return "each item: " + "; ".join(describe_validator(v.member_validator))
+    if hasattr(v, "value_validator") and hasattr(v, "key_validator"):
+        return ("keys: " + "; ".join(describe_validator(v.key_validator)) + ", values: "
+                + "; ".join(describe_validator(v.value_validator)))
+    if type(v).__name__ == "_OptionalValidator":
+        return "; ".join(describe_validator(v.validator)) + " (or None)"
+    if type(v).__name__ == "_NotValidator":
+        return "not: " + "; ".join(describe_validator(v.validator))
+    if hasattr(v, "type") and type(v).__name__ == "_InstanceOfValidator":
+        types = v.type if isinstance(v.type, tuple) else (v.type,)
+        return "instance of " + " or ".join(type_name(t) for t in types)
+    if hasattr(v, "min_length"):
+        return f"length >= {v.min_length}"
+    if hasattr(v, "max_length"):
+        return f"length <= {v.max_length}"
+    if hasattr(v, "pattern"):
+        return f"matches {getattr(v.pattern, 'pattern', v.pattern)!r}"
+    text = repr(v)
+    return text[1:-1] if text.startswith("<") and text.endswith(">") else text
 
 
 def _doc_fields(cls: type) -> dict[str, str]:
