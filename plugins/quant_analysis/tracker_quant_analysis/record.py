@@ -62,7 +62,8 @@ class ErrorRecord:
     :ivar mae: mean absolute error.
     :ivar max_error: largest absolute error.
     :ivar sqnr_db: measured SQNR in dB; +Inf when there is no noise, never NaN.
-    :ivar outlier_rate: fraction of values far from the mean, in [0, 1].
+    :ivar outlier_rate: fraction of values more than ``outlier_threshold`` standard
+        deviations (3 by default) from the mean, in [0, 1].
     :ivar num_samples: number of values analysed.
     :ivar theoretical_max_error: the largest scale / 2.
     """
