@@ -21,16 +21,22 @@ from types import TracebackType
 from typing import Any
 
 import attrs
+import orjson
 
 from .config import resolve_store_path
 from .errors import SchemaError, StoreError, TrackerError
 from .pluginmanager import Host, get_host
 from .records import RECORD, RUN_FINISHED, RUN_STARTED, WRITER_STARTED, Event
-from .schema import _Bad, _check_json, _unwrap_numpy, check_metrics, given
-from .store import Heartbeat, SegmentWriter, check_run_id, hostname, new_run_id
+from .schema import MAX_INT, _Bad, _check_json, _unwrap_numpy, check_metrics, given
+from .store import STRICT, Heartbeat, SegmentWriter, check_run_id, encode_line, hostname, new_run_id
 
 _time = _time_mod.time
+_dumps = orjson.dumps
 STATUSES = ("finished", "failed", "crashed")
+# The metrics fast path takes dicts whose values are exactly these types and
+# whose names are none of these (issue 6).
+_all_numbers = frozenset({float, int, bool}).issuperset
+RECORD_METRICS = "metrics"
 
 
 class _Attachment:
@@ -47,12 +53,30 @@ class _Attachment:
         self.max_step: int | None = None
         self.last: dict[str, Any] = {}
 
+    def note(self, schema: str | None, step: int, data: dict[str, Any]) -> None:
+        """Count a record written to the segment (``Run.log`` inlines this on its fast path)."""
+        self.records += 1
+        if self.max_step is None or step > self.max_step:
+            self.max_step = step
+        if schema == "metrics":
+            self.last.update(data)
+
 
 class _StoreSink:
-    """The store writer's place on the bus: routes each event to its run's segment."""
+    """The store writer's place on the bus: routes each event to its run's segment.
+
+    A record that no other handler wants skips the bus: ``Run.log`` writes it
+    straight to the segment (see ``Run._record_slow``).
+    """
 
     def __init__(self) -> None:
         self.attached: dict[str, _Attachment] = {}
+
+    def routes_changed(self) -> None:
+        """A handler was subscribed or unsubscribed: every run resolves its routes again."""
+        for run in list(_active):
+            if run._sink is self:
+                run._forget_routes()
 
     def __call__(self, event: Event) -> None:
         att = self.attached.get(event.run_id)
@@ -63,12 +87,7 @@ class _StoreSink:
             _reopen_after_fork(att)
         w.append(event.kind, event.schema, event.step, event.time, event.data)
         if event.kind == RECORD:
-            att.records += 1
-            step = event.step
-            if att.max_step is None or step > att.max_step:
-                att.max_step = step
-            if event.schema == "metrics":
-                att.last.update(event.data)
+            att.note(event.schema, event.step, event.data)
 
 
 def _reopen_after_fork(att: _Attachment) -> None:
@@ -90,8 +109,27 @@ def _sink_for(host: Host) -> _StoreSink:
     if sink is None:
         sink = _StoreSink()
         host.bus.subscribe(sink, critical=True)
+        host.bus._watch(sink.routes_changed)
         _sinks[host] = sink
+        _ensure_fork_hook()
     return sink
+
+
+_fork_hook = False
+
+
+def _ensure_fork_hook() -> None:
+    global _fork_hook
+    if not _fork_hook and hasattr(os, "register_at_fork"):
+        os.register_at_fork(after_in_child=_forget_all_routes)
+        _fork_hook = True
+
+
+def _forget_all_routes() -> None:
+    # A forked child's first record takes the bus, whose store handler opens
+    # the child's own segment; only then do records go straight to it again.
+    for run in _active:
+        run._forget_routes()
 
 
 class Run:
@@ -115,6 +153,18 @@ class Run:
         self._att = att
         self._publish = host.bus.publish
         self._next = next_step
+        self._bus = host.bus
+        self._sink = _sinks.get(host)
+        self._append = att.writer.append_record
+        # The writer's record envelopes of the schemas that only the store
+        # wants: their records skip the Event and the bus (issue 6). Dropped
+        # on every subscription change and in a forked child.
+        self._metrics_env: dict[str, Any] | None = None
+        self._envs: dict[str, dict[str, Any]] = {}
+
+    def _forget_routes(self) -> None:
+        self._metrics_env = None
+        self._envs = {}
 
     @property
     def store(self) -> Path:
@@ -137,14 +187,36 @@ class Run:
         """
         if self.status != "running":
             raise TrackerError(f"run {self.id} has {self.status}; start or resume a run to log more")
+        # The fast path (issue 6): a plain dict of floats, ints and bools under
+        # ordinary names is checked by the types of its values; the writer's
+        # one orjson call also refuses non-str names, lone surrogates and ints
+        # beyond ±(2**53 - 1) with a TypeError, before writing anything.
+        # Anything else takes the full check, which names the problem.
+        env = self._metrics_env
+        if env is not None and type(values) is dict and _all_numbers(map(type, values.values())) \
+                and "step" not in values and "time" not in values and "" not in values:
+            if step is None:
+                s = self._next
+            elif type(step) is int and -MAX_INT <= step <= MAX_INT:
+                s = step
+            else:
+                s = None
+            if s is not None:
+                try:
+                    self._append(env, s, _time(), values, STRICT)
+                except TypeError:
+                    pass
+                else:
+                    if s >= self._next:
+                        self._next = s + 1
+                    att = self._att
+                    att.records += 1
+                    if att.max_step is None or s > att.max_step:
+                        att.max_step = s
+                    att.last.update(values)
+                    return
         data = check_metrics(values)
-        if step is None:
-            step = self._next
-        elif type(step) is not int:
-            step = _check_step(step)
-        if step >= self._next:
-            self._next = step + 1
-        self._publish(Event(RECORD, self.id, step, _time(), "metrics", data))
+        self._record(RECORD_METRICS, data, self._step(step))
 
     def log_record(self, schema: Any, record: Any = None, /, step: int | None = None,
                    **fields: Any) -> None:
@@ -163,7 +235,7 @@ class Run:
             schema, record = self._schema_of(schema), schema
         if self.status != "running":
             raise TrackerError(f"run {self.id} has {self.status}; start or resume a run to log more")
-        compiled = self._host.schema(schema)
+        compiled = self._host.schemas.get(schema) or self._host.schema(schema)
         if record is None:
             record = fields
         elif fields:
@@ -174,11 +246,59 @@ class Run:
         data = compiled.validate(record)
         if step is None:
             step = self._next
-        elif type(step) is not int:
+        elif type(step) is not int or not -MAX_INT <= step <= MAX_INT:
             step = _check_step(step)
+        env = self._envs.get(schema)
+        if env is None:
+            self._record(schema, data, step)
+            return
+        try:
+            self._append(env, step, _time(), data)
+        except TypeError:
+            encode_line({"schema": schema, "data": data})  # raises SchemaError naming the problem
+            raise
         if step >= self._next:
             self._next = step + 1
-        self._publish(Event(RECORD, self.id, step, _time(), schema, data))
+        att = self._att
+        att.records += 1
+        if att.max_step is None or step > att.max_step:
+            att.max_step = step
+
+    def _step(self, step: Any) -> int:
+        if step is None:
+            return self._next
+        if type(step) is not int or not -MAX_INT <= step <= MAX_INT:
+            return _check_step(step)
+        return step
+
+    def _record(self, schema: str, data: dict[str, Any], step: int) -> None:
+        """Log a checked record that the fast path did not take.
+
+        When only the store wants records of ``schema`` (no plugin subscribed
+        to them), the record goes straight to the segment, and the writer's
+        envelope for the schema is kept so that the next ones take the fast
+        path; otherwise it is published as an :class:`Event` on the bus.
+        """
+        time = _time()
+        route = self._bus.route(RECORD, schema)
+        att = self._att
+        w = att.writer
+        if len(route) == 1 and route[0].handler is self._sink and not w.stale:
+            env = w.record_env(schema)
+            try:
+                self._append(env, step, time, data)
+            except TypeError:
+                encode_line({"schema": schema, "data": data})  # raises SchemaError naming the problem
+                raise
+            att.note(schema, step, data)
+            if schema == RECORD_METRICS:
+                self._metrics_env = env
+            else:
+                self._envs[schema] = env
+        else:
+            self._publish(Event(RECORD, self.id, step, time, schema, data))
+        if step >= self._next:
+            self._next = step + 1
 
     def _schema_of(self, record: Any) -> str:
         for name, c in self._host.schemas.items():

@@ -76,6 +76,7 @@ class EventBus:
         self._subs: list[Subscription] = []
         self._routes: dict[tuple[str, str | None], tuple[Subscription, ...]] = {}
         self._lock = threading.Lock()
+        self._watchers: list[Callable[[], Any]] = []
         self.owner: str | None = None
         #: Failures of isolated handlers, ``(owner, handler name, error text)``, in order (the first
         #: ``MAX_FAILURES`` of them).
@@ -106,23 +107,42 @@ class EventBus:
             subs += [s for s in self._subs if not s.critical] + ([] if critical else [sub])
             self._subs = subs
             self._routes = {}
+        self._changed()
         return sub
 
     def _remove(self, sub: Subscription) -> None:
         with self._lock:
             self._subs = [s for s in self._subs if s is not sub]
             self._routes = {}
+        self._changed()
 
-    def _route(self, kind: str, schema: str | None) -> tuple[Subscription, ...]:
-        subs = tuple(s for s in self._subs if s.matches(kind, schema))
-        self._routes[(kind, schema)] = subs
+    def _watch(self, callback: Callable[[], Any]) -> None:
+        """Call ``callback()`` after every subscribe and unsubscribe.
+
+        The logging API caches, per run and schema, whether a record needs an
+        ``Event`` at all (issue 6); this is how that cache is dropped.
+        """
+        self._watchers.append(callback)
+
+    def _changed(self) -> None:
+        for callback in self._watchers:
+            callback()
+
+    def route(self, kind: str, schema: str | None) -> tuple[Subscription, ...]:
+        """The subscriptions an event of ``kind`` and ``schema`` goes to, critical ones first.
+
+        Resolved once per pair and cached until the next subscribe or unsubscribe.
+        """
+        subs = self._routes.get((kind, schema))
+        if subs is None:
+            subs = self._routes[(kind, schema)] = tuple(s for s in self._subs if s.matches(kind, schema))
         return subs
 
     def publish(self, event: Event) -> None:
         """Hand ``event`` to every matching handler, critical ones first."""
         subs = self._routes.get((event.kind, event.schema))
         if subs is None:
-            subs = self._route(event.kind, event.schema)
+            subs = self.route(event.kind, event.schema)
         for sub in subs:
             if sub.critical:
                 sub.handler(event)

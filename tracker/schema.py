@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import inspect
 import math
+import operator
 import reprlib
 import types
 import typing
@@ -372,6 +373,7 @@ class CompiledSchema:
         self.cls = schema.cls
         self.free_form = schema.free_form
         self._converter = converter
+        self._flat: tuple | None = None
         if self.free_form:
             self.fields: list[tuple[str, Callable[[Any], Any], bool]] = []
             self.kinds: dict[str, str] = {}
@@ -399,12 +401,17 @@ class CompiledSchema:
         self.kinds = kinds
         self._float_fields = tuple(floats)
         self.names = frozenset(n for n, _, _ in fields)
+        self._flat = _compile_flat(schema.cls, hints)
 
     def validate(self, data: Any) -> dict[str, Any]:
         """Check a mapping or an instance of the class; returns the fields to store.
 
         :raises SchemaError: listing every problem of the record.
         """
+        if self._flat is not None and type(data) is dict:
+            out = self._flat_validate(data)
+            if out is not None:
+                return out
         if self.free_form:
             if isinstance(data, self.cls):
                 data = data.values
@@ -414,12 +421,14 @@ class CompiledSchema:
         elif isinstance(data, Mapping):
             values = data
         else:
-            raise SchemaError(self.name, [("(record)", f"expected a mapping or a {self.cls.__name__}, given {given(data)}")])
+            raise SchemaError(self.name, [("(record)", f"expected a mapping or a {self.cls.__name__}, "
+                                                       f"given {given(data)}")])
         problems: list[tuple[str, str]] = []
         if len(values) > len(self.names) or not self.names.issuperset(values):
             for k in values:
                 if k not in self.names:
-                    problems.append((str(k), f"expected one of the fields {sorted(self.names)}, given unknown field {k!r}"))
+                    problems.append((str(k), f"expected one of the fields {sorted(self.names)}, "
+                                             f"given unknown field {k!r}"))
         kwargs = {}
         for name, check, required in self.fields:
             if name not in values:
@@ -444,9 +453,55 @@ class CompiledSchema:
                 try:
                     v = check(v)
                 except _Bad as bad:
-                    raise SchemaError(self.name, [(name, f"expected {bad.args[0]} (derived), given {given(v)}")]) from None
+                    raise SchemaError(self.name, [(name, f"expected {bad.args[0]} (derived), "
+                                                         f"given {given(v)}")]) from None
             out[name] = v
         return out
+
+    def _flat_validate(self, values: dict[str, Any]) -> dict[str, Any] | None:
+        """The fast path of :meth:`validate` for flat schemas (issue 6), or ``None`` to take the full one.
+
+        Exact types only (an int for a float field, numpy scalars and anything
+        doubtful go the full way, which converts or names the problem), then
+        the field validators, called as attrs calls them but without building
+        the instance. Any failure returns ``None``: the full path finds the
+        same failure and reports it with the usual message.
+        """
+        names, getter, types, defaults, ints, strs, validators = self._flat
+        n = len(names)
+        if len(values) != n:
+            if len(values) > n or not defaults:
+                return None
+            values = {**defaults, **values}
+            if len(values) != n:
+                return None
+        try:
+            vals = getter(values)
+        except KeyError:
+            return None
+        if tuple(map(type, vals)) != types:
+            return None
+        for i in ints:
+            if not -MAX_INT <= vals[i] <= MAX_INT:
+                return None
+        for i in strs:
+            if not vals[i].isascii():
+                try:
+                    vals[i].encode("utf-8")
+                except UnicodeEncodeError:
+                    return None
+        if validators:
+            if _validators_disabled():
+                return None
+            try:
+                for i, attribute, check in validators:
+                    check(_NO_INSTANCE, attribute, vals[i])
+            except _NeedsInstance:
+                self._flat = None  # a validator reads other fields: always build the instance
+                return None
+            except Exception:  # noqa: BLE001 - the full path reports it
+                return None
+        return dict(zip(names, vals, strict=False))
 
     def _diagnose(self, kwargs: dict[str, Any], exc: Exception) -> list[tuple[str, str]]:
         """Run each field validator on its own to name every failing field."""
@@ -486,6 +541,67 @@ class CompiledSchema:
         except Exception as exc:  # noqa: BLE001 - shown to the user as a SchemaError
             msgs = cattrs.transform_error(exc) if isinstance(exc, cattrs.BaseValidationError) else [str(exc)]
             raise SchemaError(self.name, [("(stored record)", m) for m in msgs]) from None
+
+
+_FLAT_TYPES = (float, int, str, bool)
+_validators_disabled = attrs.validators.get_disabled
+
+
+class _NeedsInstance(BaseException):
+    """Raised by :data:`_NO_INSTANCE` when a validator looks at the instance.
+
+    A ``BaseException``, so that a validator's own ``except Exception`` does
+    not swallow it.
+    """
+
+
+class _NoInstanceType:
+    """Stands for the instance when a flat schema's validators run without one."""
+
+    __slots__ = ()
+
+    def __getattribute__(self, name: str) -> Any:
+        raise _NeedsInstance(name)
+
+
+_NO_INSTANCE = _NoInstanceType()
+
+
+def _compile_flat(cls: type, hints: dict[str, Any]) -> tuple | None:
+    """What the fast path of a flat schema needs, or ``None`` when the schema is not flat.
+
+    Flat: every field is a float, int, str or bool that ``__init__`` takes as
+    it is (no converter, alias, factory, ``init=False``, pre- or post-init
+    hook, hand-written ``__init__``), so that checking the types and running
+    the field validators is all that building the instance would do.
+    """
+    init = getattr(cls, "__init__", None)
+    code = getattr(init, "__code__", None)
+    if code is None or "attrs generated" not in code.co_filename:
+        return None
+    if hasattr(cls, "__attrs_post_init__") or hasattr(cls, "__attrs_pre_init__"):
+        return None
+    names, types, defaults, ints, strs, validators = [], [], {}, [], [], []
+    for i, f in enumerate(attrs.fields(cls)):
+        tp = hints.get(f.name)
+        if tp not in _FLAT_TYPES or not f.init or f.converter is not None or getattr(f, "alias", f.name) != f.name:
+            return None
+        if f.default is not attrs.NOTHING:
+            if isinstance(f.default, attrs.Factory) or type(f.default) is not tp:  # type: ignore[arg-type]
+                return None
+            defaults[f.name] = f.default
+        names.append(f.name)
+        types.append(tp)
+        if tp is int:
+            ints.append(i)
+        elif tp is str:
+            strs.append(i)
+        if f.validator is not None:
+            validators.append((i, f, f.validator))
+    if not names:
+        return None
+    getter = operator.itemgetter(*names) if len(names) > 1 else (lambda d, _n=names[0]: (d[_n],))
+    return (tuple(names), getter, tuple(types), defaults, tuple(ints), tuple(strs), tuple(validators))
 
 
 def _message(exc: Exception, value: Any) -> str:
