@@ -253,6 +253,10 @@ class RunView:
     def __init__(self, store: str | os.PathLike[str], run_id: str, host: Host | None = None) -> None:
         self.store = Path(store)
         self.id = run_id
+        if not isinstance(run_id, str) or not RUN_ID_RE.match(run_id):
+            # Only a valid id names a folder: "..", "" or "a/b" must not lead outside the store.
+            shown = repr(run_id) if len(repr(run_id)) <= 80 else repr(run_id)[:77] + "..."
+            raise RunNotFound(f"no run {shown} in store {self.store}: not a valid run id")
         self.path = self.store / "runs" / run_id
         if not self.path.is_dir():
             raise RunNotFound(f"no run {run_id!r} in store {self.store}")
