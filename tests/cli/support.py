@@ -61,3 +61,32 @@ def write_run(store: Path, run_id: str, records: list[tuple[int, dict[str, Any]]
     with open(path, "ab") as f:
         f.write(b"".join(out))
     return path
+
+
+def run_on_terminal(args: list[str], *, stream: str = "stdout", env: dict[str, str] | None = None,
+                    timeout: float = 60) -> str:
+    """``python -m tracker ARGS`` with its stdout or stderr on a pseudo-terminal; returns what that got.
+
+    The other stream goes to a pipe that is read and dropped.
+    """
+    import pty
+
+    master, slave = pty.openpty()
+    full_env = {k: v for k, v in os.environ.items() if k != "NO_COLOR"}
+    full_env.update(env or {})
+    targets = {"stdout": slave, "stderr": subprocess.DEVNULL} if stream == "stdout" else \
+        {"stdout": subprocess.DEVNULL, "stderr": slave}
+    proc = subprocess.Popen([sys.executable, "-m", "tracker", *args], env=full_env, **targets)
+    os.close(slave)
+    chunks = []
+    while True:
+        try:
+            data = os.read(master, 65536)
+        except OSError:  # the terminal closed with the process
+            break
+        if not data:
+            break
+        chunks.append(data)
+    proc.wait(timeout=timeout)
+    os.close(master)
+    return b"".join(chunks).decode("utf-8", "replace")

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import pty
 import subprocess
 import sys
 from pathlib import Path
@@ -11,7 +9,7 @@ from pathlib import Path
 import pytest
 
 import tracker
-from tests.cli.support import run_tracker, write_run
+from tests.cli.support import run_on_terminal, run_tracker, write_run
 
 
 @pytest.fixture
@@ -118,31 +116,11 @@ def test_closed_pipe_is_quiet(store):
     assert "Traceback" not in err and "BrokenPipe" not in err, err
 
 
-def _on_terminal(args: list[str], env: dict[str, str]) -> str:
-    """What the command prints with stdout on a pseudo-terminal."""
-    master, slave = pty.openpty()
-    proc = subprocess.Popen([sys.executable, "-m", "tracker", *args], stdout=slave, stderr=subprocess.DEVNULL,
-                            env={**{k: v for k, v in os.environ.items() if k != "NO_COLOR"}, **env})
-    os.close(slave)
-    chunks = []
-    while True:
-        try:
-            data = os.read(master, 65536)
-        except OSError:
-            break
-        if not data:
-            break
-        chunks.append(data)
-    proc.wait(timeout=60)
-    os.close(master)
-    return b"".join(chunks).decode("utf-8", "replace")
-
-
 def test_colour_only_on_a_terminal_and_never_with_no_color(one_run, store: Path):
     args = ["--store", str(store), "runs"]
-    coloured = _on_terminal(args, {"TERM": "xterm"})
+    coloured = run_on_terminal(args, env={"TERM": "xterm"})
     assert "\x1b[" in coloured and "only" in coloured
-    plain = _on_terminal(args, {"TERM": "xterm", "NO_COLOR": "1"})
+    plain = run_on_terminal(args, env={"TERM": "xterm", "NO_COLOR": "1"})
     assert "\x1b[" not in plain and "only" in plain
     piped = run_tracker(*args, env={"TERM": "xterm"})
     assert "\x1b[" not in piped.stdout and "only" in piped.stdout

@@ -12,7 +12,7 @@ import pytest
 
 import tracker
 import tracker.store
-from tests.cli.support import write_run
+from tests.cli.support import run_on_terminal, run_tracker, write_run
 
 
 @pytest.fixture
@@ -116,3 +116,12 @@ def test_constant_memory(cli, store, tmp_path, monkeypatch):
     with open(tmp_path / "large.csv") as f:
         assert sum(1 for _ in f) == 8_001
     assert large < 1.5 * small + 64 * 1024, (small, large)
+
+
+def test_progress_bar_on_a_terminal_only_when_the_output_is_not_there(store, tmp_path):
+    write_run(store, "big", [(s, {"loss": 1.0 / (s + 1), "acc": 0.5}) for s in range(12_000)])
+    to_file = ["--store", str(store), "export", "big", "-o", str(tmp_path / "big.csv")]
+    on_tty = run_on_terminal(to_file, stream="stderr")
+    assert "exporting metrics" in on_tty and "100%" in on_tty
+    piped = run_tracker(*to_file)
+    assert piped.returncode == 0 and "exporting" not in piped.stderr and "%" not in piped.stderr

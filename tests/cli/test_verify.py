@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
-import pty
 import subprocess
 import sys
 from pathlib import Path
@@ -12,7 +10,7 @@ from pathlib import Path
 import pytest
 
 import tracker
-from tests.cli.support import write_run
+from tests.cli.support import run_on_terminal, run_tracker, write_run
 from tracker.store import hostname
 
 N = 20  # records; the segment's lines: 1 start, 2..21 records, 22 finish
@@ -144,31 +142,10 @@ def test_running_writer_may_have_a_partial_last_line(cli, store):
         run.finish()
 
 
-def _verify_with_stderr_on(store: Path, stderr_tty: bool) -> str:
-    """Run verify in a subprocess whose stderr is a terminal (or a pipe); returns what stderr got."""
-    cmd = [sys.executable, "-m", "tracker", "--store", str(store), "verify"]
-    if not stderr_tty:
-        return subprocess.run(cmd, capture_output=True, text=True, timeout=60).stderr
-    master, slave = pty.openpty()
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=slave)
-    os.close(slave)
-    chunks = []
-    while True:
-        try:
-            data = os.read(master, 4096)
-        except OSError:
-            break
-        if not data:
-            break
-        chunks.append(data)
-    proc.wait(timeout=60)
-    os.close(master)
-    return b"".join(chunks).decode("utf-8", "replace")
-
-
 def test_progress_bar_only_on_a_terminal(store):
     write_run(store, "big", [(s, {"loss": 1.0 / (s + 1), "acc": 0.5}) for s in range(12_000)])
     assert sum(p.stat().st_size for p in store.rglob("*.jsonl")) > 1 << 20
-    on_tty = _verify_with_stderr_on(store, True)
+    args = ["--store", str(store), "verify"]
+    on_tty = run_on_terminal(args, stream="stderr")
     assert "verifying" in on_tty and "100%" in on_tty
-    assert _verify_with_stderr_on(store, False) == ""
+    assert run_tracker(*args).stderr == ""

@@ -108,7 +108,8 @@ def export_cmd(obj: CliContext, run: str, schema: str | None, fmt: str | None, o
     if count is None and size >= PROGRESS_MIN_BYTES and is_terminal(click.get_text_stream("stderr")):
         count = _count_marked(paths, b'"kind":"record","schema":"%s",' % schema.encode())
     written = 0
-    with _output(output) as out, progress(count or 0, f"exporting {schema}", output_on_terminal=to_terminal) as bar:
+    with _output(output) as out, progress(count or 0, f"exporting {schema}", work_bytes=size,
+                                        output_on_terminal=to_terminal) as bar:
         if fmt == "csv":
             writer = csv.writer(out, lineterminator="\n")
             writer.writerow(["step", "time", *fields])

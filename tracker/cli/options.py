@@ -140,14 +140,16 @@ class _NoBar:
 
 
 @contextlib.contextmanager
-def progress(total: int, label: str, *, output_on_terminal: bool = False) -> Iterator[Any]:
-    """A progress bar on stderr over ``total`` units (bytes), or a silent stand-in.
+def progress(total: int, label: str, *, work_bytes: int | None = None,
+             output_on_terminal: bool = False) -> Iterator[Any]:
+    """A progress bar on stderr over ``total`` units, or a silent stand-in.
 
     The bar shows only when stderr is a terminal, the work is at least
-    :data:`PROGRESS_MIN_BYTES`, and the command's output does not go to that
-    same terminal.
+    :data:`PROGRESS_MIN_BYTES` (``work_bytes``, else ``total`` counts bytes),
+    and the command's output does not go to that same terminal.
     """
-    show = total >= PROGRESS_MIN_BYTES and is_terminal(sys.stderr) and not output_on_terminal
+    size = total if work_bytes is None else work_bytes
+    show = total > 0 and size >= PROGRESS_MIN_BYTES and is_terminal(sys.stderr) and not output_on_terminal
     if not show:
         yield _NoBar()
         return
