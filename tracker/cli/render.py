@@ -38,8 +38,8 @@ def dumps_line(doc: Any) -> str:
 
 def encode_nonfinite_deep(obj: Any) -> Any:
     """Like the store's encoding, through nested dicts, lists and numpy values."""
-    if isinstance(obj, float):
-        return obj if math.isfinite(obj) else encode_nonfinite(obj)
+    if isinstance(obj, float):  # numpy's float64 too
+        return obj if math.isfinite(obj) else encode_nonfinite(float(obj))
     if isinstance(obj, dict):
         return {k: encode_nonfinite_deep(v) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):
