@@ -1,0 +1,195 @@
+"""The writing side of the fault-injection tests, run as a real child process.
+
+``python child.py MODE [options]``. Every mode that logs prints one line per
+record to stdout *after* ``log`` has returned; those lines are what the parent
+counts as acknowledged. stdout is a file the parent reads after the child has
+died, so printing never blocks the child.
+
+Modes:
+
+- ``loop``: log ``{"c": child, "k": k, "x": k / 7}`` forever with automatic
+  steps (the parent SIGKILLs it). With ``--fsync-probe`` every ``os.fsync`` is
+  counted and each acknowledgement also carries the count and the size of the
+  file at its last fsync.
+- ``write``: attach to (or create) a run, log ``--count`` records, finish.
+- ``rank``: one data-parallel rank: attach through ``TRACKER_RUN_ID``, wait for
+  the parent's go file, log ``--count`` records, finish.
+- ``fill``: log until the store refuses (a full disk), then try a few more times.
+- ``readonly``: drop root for another user, then read the store and try to write to it.
+- ``heartbeat``: pose as another host, log one record, then sleep (the parent
+  watches the heartbeat and kills it).
+- ``plugins``: log with whatever plugins are installed (broken ones included)
+  and print what the process knows of them as JSON.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import sys
+import time
+import warnings
+from pathlib import Path
+
+
+def ack(*fields: object) -> None:
+    sys.stdout.write(" ".join(str(f) for f in fields) + "\n")
+    sys.stdout.flush()
+
+
+def mode_loop(args: argparse.Namespace) -> None:
+    import tracker
+
+    fsyncs = [0, 0]  # count, file size at the last fsync of the segment
+    if args.fsync_probe:
+        real_fsync = os.fsync
+
+        def counting_fsync(fd: int) -> None:
+            real_fsync(fd)
+            fsyncs[0] += 1
+            fsyncs[1] = os.fstat(fd).st_size
+
+        os.fsync = counting_fsync
+    run = tracker.start_run(project="kill", store=args.store, run_id=args.run_id, resume=True)
+    ack("ready", run.writer_id)
+    k = 0
+    while True:
+        run.log({"c": args.child, "k": k, "x": k / 7})
+        if args.fsync_probe:
+            ack(k, fsyncs[0], fsyncs[1])
+        else:
+            ack(k)
+        k += 1
+
+
+def mode_write(args: argparse.Namespace) -> None:
+    import tracker
+
+    with tracker.start_run(name="n", project="p", store=args.store, run_id=args.run_id, resume=True) as run:
+        for k in range(args.count):
+            run.log({"c": args.child, "k": k, "x": k * 0.25}, step=k)
+    ack("done", run.writer_id)
+
+
+def mode_rank(args: argparse.Namespace) -> None:
+    import tracker
+
+    run = tracker.start_run(store=args.store)  # TRACKER_RUN_ID in the environment: attach
+    Path(args.go).with_name(f"ready-{args.child}").touch()
+    while not os.path.exists(args.go):
+        time.sleep(0.001)
+    for i in range(args.count):
+        run.log({"rank": args.child, "i": i, "x": i * 0.5}, step=i)
+    run.finish()
+    ack("done", run.writer_id)
+
+
+def mode_fill(args: argparse.Namespace) -> None:
+    import tracker
+
+    if args.fsize_limit:
+        # Python ignores SIGXFSZ, so a write past the limit fails with EFBIG.
+        resource.setrlimit(resource.RLIMIT_FSIZE, (args.fsize_limit, args.fsize_limit))
+    run = tracker.start_run(store=args.store, run_id=args.run_id)
+    ack("ready", run.writer_id)
+    k = 0
+    errors = []
+    while len(errors) < 3:
+        try:
+            run.log({"k": k, "pad": k * 1.5}, step=k)
+        except tracker.StoreError as exc:
+            errors.append(f"{type(exc).__name__}: {exc}")
+            continue
+        ack(k)
+        k += 1
+    print(json.dumps({"errors": errors}), file=sys.stderr)
+    try:
+        run.finish()
+    except tracker.StoreError as exc:
+        print(json.dumps({"finish_error": str(exc)}), file=sys.stderr)
+
+
+def mode_readonly(args: argparse.Namespace) -> None:
+    import tracker
+    import tracker.cli  # noqa: F401 - every module needed below is imported before dropping root
+    import tracker.view  # noqa: F401
+
+    tracker.get_host()
+    os.setgroups([])
+    os.setgid(args.uid)
+    os.setuid(args.uid)
+    assert os.geteuid() == args.uid
+    out: dict[str, object] = {"uid": os.geteuid()}
+    store = tracker.open_store(args.store)
+    view = store.run(args.run_id)
+    out["status"] = view.info.status
+    out["values"] = [r.data["k"] for r in view.records()]
+    out["runs"] = [i.id for i in store.runs()]
+    for what, call in (
+        ("new_run", lambda: tracker.start_run(store=args.store, run_id="fresh")),
+        ("resume", lambda: tracker.start_run(store=args.store, run_id=args.run_id, resume=True)),
+    ):
+        try:
+            run = call()
+        except tracker.TrackerError as exc:
+            out[what] = f"{type(exc).__name__}: {exc}"
+        else:
+            run.finish()
+            out[what] = "wrote"
+    print(json.dumps(out))
+
+
+def mode_heartbeat(args: argparse.Namespace) -> None:
+    import tracker
+    import tracker.store
+
+    tracker.store.hostname = lambda: "other-host.example"  # as if this writer ran elsewhere
+    run = tracker.start_run(store=args.store, run_id=args.run_id)
+    run.log({"k": 0})
+    ack("ready", run.writer_id)
+    time.sleep(600)
+
+
+def mode_plugins(args: argparse.Namespace) -> None:
+    warnings.simplefilter("always")
+    import tracker
+
+    lost = []
+    with tracker.start_run(store=args.store, run_id=args.run_id) as run:
+        start = time.perf_counter()
+        for k in range(args.count):
+            run.log({"k": k}, step=k)
+            ack(k)
+        elapsed = time.perf_counter() - start
+        for name in ("good.point", "dup.point"):
+            try:
+                run.log_record(name, step=0, value=1.5)
+            except tracker.SchemaError as exc:
+                lost.append(f"{name}: {exc}")
+    infos = [p.to_dict() for p in tracker.list_plugins()]
+    import plug_good  # the test's well-behaved plugin: what its handler saw
+
+    seen = [e.kind for e in plug_good.SEEN]
+    print(json.dumps({"plugins": infos, "elapsed": elapsed, "refused": lost, "seen": seen}), file=sys.stderr)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("mode")
+    parser.add_argument("--store", required=True)
+    parser.add_argument("--run-id")
+    parser.add_argument("--child", type=int, default=0)
+    parser.add_argument("--count", type=int, default=0)
+    parser.add_argument("--go")
+    parser.add_argument("--fsync-probe", action="store_true")
+    parser.add_argument("--fsize-limit", type=int, default=0)
+    parser.add_argument("--uid", type=int, default=65534)
+    args = parser.parse_args()
+    {"loop": mode_loop, "write": mode_write, "rank": mode_rank, "fill": mode_fill, "readonly": mode_readonly,
+     "heartbeat": mode_heartbeat, "plugins": mode_plugins}[args.mode](args)
+
+
+if __name__ == "__main__":
+    main()
