@@ -109,3 +109,20 @@ def test_best_of():
     assert best_of([1.0, 1.0], "max") == []  # all equal
     assert best_of([1.0, float("inf")], "max") == [1]
     assert best_of([1.0, 2.0], None) == []
+
+
+def test_numpy_values_and_rows_matched_by_labels():
+    import numpy as np
+
+    from tracker.cli.compare import compare_summaries
+
+    a = tracker.Summary("Layers", [{"layer": "fc1", "bits": 8, "mse": np.float64(0.5)},
+                                   {"layer": "fc2", "bits": 8, "mse": np.float64(0.1)}])
+    b = tracker.Summary("Layers", [{"layer": "fc2", "bits": 8, "mse": np.float64(0.2)},
+                                   {"layer": "fc1", "bits": np.int64(4), "mse": np.float64(0.4)}])
+    section = compare_summaries("Layers", "x.layers", "x.layer", [a, b, None])
+    assert section["labels"] == ["layer"]
+    fc1 = _row(section, "mse", layer="fc1")
+    assert fc1["values"] == [0.5, 0.4, None] and fc1["best"] == [1] and type(fc1["values"][1]) is float
+    assert _row(section, "mse", layer="fc2")["best"] == [0]
+    assert _row(section, "bits", layer="fc1")["values"] == [8, 4, None]

@@ -84,6 +84,11 @@ def best_of(values: list[Any], direction: str | None) -> list[int]:
     return [i for i, v in nums if v == target]
 
 
+def _plain(v: Any) -> Any:
+    # Summarizers may hand back numpy scalars; compare them as Python numbers.
+    return v.item() if type(v).__module__ == "numpy" and getattr(v, "ndim", None) == 0 else v
+
+
 def _key(values: tuple[Any, ...]) -> tuple[Any, ...]:
     return tuple(v if isinstance(v, (str, int, float, bool, type(None))) else repr(v) for v in values)
 
@@ -109,7 +114,7 @@ def _label_columns(columns: list[str], tables: list[list[dict[str, Any]]]) -> li
 
 def compare_summaries(title: str, summarizer: str, schema: str, per_run: list[Any | None]) -> dict[str, Any]:
     """One comparison section from each run's summary (``None`` where a run lacks it)."""
-    tables = [list(s.rows) if s is not None else [] for s in per_run]
+    tables = [[{k: _plain(v) for k, v in r.items()} for r in s.rows] if s is not None else [] for s in per_run]
     columns: dict[str, None] = {}
     for s in per_run:
         if s is not None:

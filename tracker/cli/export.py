@@ -81,8 +81,8 @@ def export_cmd(obj: CliContext, run: str, schema: str | None, fmt: str | None, o
 
     Streams the run's segments (merged by time across writers), so memory
     stays flat whatever the run's size. CSV writes NaN and infinities as
-    ``NaN``, ``inf`` and ``-inf`` and lists as JSON; JSON Lines writes them as
-    the store does (``"NaN"``, ``"Infinity"``, ``"-Infinity"``).
+    NaN, inf and -inf and lists as JSON; JSON Lines writes them as
+    the store does ("NaN", "Infinity", "-Infinity").
 
     \b
     Examples:

@@ -20,7 +20,7 @@ from .render import csv_text, dumps
 def verify_cmd(obj: CliContext, runs: tuple[str, ...], fmt: str) -> None:
     """Check runs (default: all): torn, corrupt or changed lines, gaps and duplicates, missing starts.
 
-    Prints every problem as ``file:line: kind: message``; exits 0 when the
+    Prints every problem as file:line: kind: message; exits 0 when the
     runs are intact and 1 otherwise. Nothing is changed.
 
     \b

@@ -42,7 +42,7 @@ def runs_cmd(obj: CliContext, project: str | None, status: str | None, tags: tup
     """List runs, newest first: id, name, project, status, start, duration, last step, records, key metrics.
 
     Reads only the first line and the last few KiB of each run's segments, so
-    it stays fast on a store of thousands of long runs. ``step`` is the
+    it stays fast on a store of thousands of long runs. "step" is the
     largest step logged; the metrics are their last logged values.
 
     \b

@@ -133,7 +133,7 @@ def _show_csv(info: Any, summaries: list[Any]) -> str:
 def show_cmd(obj: CliContext, run: str, fmt: str) -> None:
     """Show a run: info, config, tags, the error of a failed run, and every summary.
 
-    ``--format csv`` gives one long table: section, row, column, value.
+    --format csv gives one long table: section, row, column, value.
 
     \b
     Examples:
@@ -169,9 +169,9 @@ def _run_header(obj: CliContext, info: Any) -> str:
 def compare_cmd(obj: CliContext, runs: tuple[str, ...], fmt: str) -> None:
     """Compare runs: their info, config and summaries side by side, one column per run.
 
-    In the table, ``*`` marks the best value of a row where lower or higher is
-    clearly better (loss, error, time: lower; accuracy, f1, sqnr: higher). A
-    run that lacks a schema shows ``-`` in that summary.
+    In the table, "*" marks the best value of a row where lower or higher is
+    clearly better (loss, error, latency: lower; accuracy, f1, sqnr: higher). A
+    run that lacks a schema shows "-" in that summary.
 
     \b
     Examples:

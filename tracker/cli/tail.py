@@ -101,7 +101,7 @@ def tail_cmd(obj: CliContext, run: str, follow: bool, schema: str | None, last: 
     """Print a run's records in log order; with -f, follow new ones from every writer.
 
     Following stops when the run finishes (or fails, or its writers crash),
-    or on Ctrl-C, which exits with status 0. ``--format jsonl`` prints one
+    or on Ctrl-C, which exits with status 0. --format jsonl prints one
     strict JSON object per record.
 
     \b
