@@ -20,7 +20,7 @@ from typing import Any
 import click
 
 from ..bus import TrackerWarning
-from ..records import RECORD, RUN_FINISHED, Problem, Record
+from ..records import RECORD, Problem, Record
 from ..schema import decode_nonfinite
 from ..store import LineError, iter_lines, parse_line
 from . import CliContext
@@ -45,7 +45,6 @@ class Follower:
         self.host = host
         self.offsets: dict[Path, int] = {}
         self.lines: dict[Path, int] = {}
-        self.finished: set[Path] = set()
 
     def _segment(self, path: Path) -> Iterator[Record]:
         for end, line in iter_lines(path, self.offsets.get(path, 0)):
@@ -57,10 +56,7 @@ class Follower:
                 warnings.warn(f"tracker: {Problem(str(path), lineno, exc.kind, str(exc))}", TrackerWarning,
                               stacklevel=2)
                 continue
-            kind = ev.get("kind")
-            if kind == RUN_FINISHED:
-                self.finished.add(path)
-            if kind != RECORD or (self.schema is not None and ev.get("schema") != self.schema):
+            if ev.get("kind") != RECORD or (self.schema is not None and ev.get("schema") != self.schema):
                 continue
             data = ev.get("data")
             if not isinstance(data, dict):
