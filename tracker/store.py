@@ -318,7 +318,11 @@ class SegmentWriter:
             line = b"\n" + line  # end the fragment a failed write left behind
         self._put_rest(line, 0)
         if self.fsync:
-            os.fsync(self.fd)
+            try:
+                os.fsync(self.fd)
+            except OSError as exc:
+                raise StoreError(f"cannot fsync {self.path}: {exc.strerror or exc} (the line was written "
+                                 "but may not be on the disk)") from None
 
     def _put_rest(self, line: bytes, written: int) -> None:
         """Write what is left of ``line`` after its first ``written`` bytes."""
@@ -330,8 +334,20 @@ class SegmentWriter:
         self.torn = False
 
     def _failed(self, line: bytes, written: int, exc: OSError) -> NoReturn:
-        """Remember a line cut off part-way (the next one starts with a newline) and raise."""
-        self.torn = self.torn or 0 < written < len(line)
+        """Take back a line cut off part-way, and raise.
+
+        A full disk (ENOSPC, or EFBIG past a file size limit) can take the
+        first part of a line and refuse the rest. Those bytes are cut off
+        again (only this failed, unacknowledged line's), so the segment holds
+        no partial line and the next line can follow it once there is room.
+        If even that fails, the next line starts with a newline, which ends
+        the fragment as a line of its own that readers report.
+        """
+        if 0 < written < len(line):
+            try:
+                os.ftruncate(self.fd, os.fstat(self.fd).st_size - written)
+            except OSError:
+                self.torn = True
         raise StoreError(f"cannot append to {self.path}: {exc.strerror or exc}") from None
 
     def touch(self) -> None:
