@@ -54,5 +54,6 @@ def test_short_ids_are_unique_prefixes():
 
 
 def test_durations_and_one_line():
-    assert [duration(s) for s in (None, 4.21, 185, 3725, 200_000)] == ["-", "4.2s", "3m05s", "1h02m", "2d07h"]
+    assert [duration(s) for s in (None, 0.0323, 4.21, 185, 3725, 200_000)] == [
+        "-", "32ms", "4.2s", "3m05s", "1h02m", "2d07h"]
     assert one_line("schema 'x': 2 problems:\n  a: bad\n  b: worse") == "schema 'x': 2 problems:; a: bad; b: worse"

@@ -175,9 +175,11 @@ def clock(ts: float | None) -> str:
 
 
 def duration(seconds: float | None) -> str:
-    """Seconds as ``4.2s``, ``3m05s`` or ``1h02m``."""
+    """Seconds as ``32ms``, ``4.2s``, ``3m05s``, ``1h02m`` or ``2d07h``."""
     if seconds is None:
         return "-"
+    if seconds < 1:
+        return f"{max(seconds, 0.0) * 1000:.0f}ms"
     if seconds < 60:
         return f"{max(seconds, 0.0):.1f}s"
     m, s = divmod(int(seconds), 60)
