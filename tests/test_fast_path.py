@@ -263,3 +263,52 @@ def test_typed_records_are_the_same_through_the_bus_and_straight_to_the_store(tm
     assert got[0][0]["data"] == {"model_id": "", **point, "mel_err": "NaN"}
     records = list(tracker.open_store().run(run.id).records("fft.loss_point"))
     assert math.isnan(records[0].data["mel_err"])
+
+
+# --- reading ----------------------------------------------------------------------------------
+
+def test_metrics_columns_match_the_records_whatever_the_names(tmp_store: Path) -> None:
+    from tracker.summary import MISSING
+
+    logged = [{"a": 1.0, "b": 2.0}, {"a": math.nan, "b": math.inf}, {"a": 3.0, "b": -math.inf}, {"b": 4.0},
+              {"c": True, "a": 5}, {"a": 6.0, "c": False}, {"a": 7.0, "c": 1.5}, {}, {"a": 8.0}]
+    with tracker.start_run() as run:
+        for i, values in enumerate(logged):
+            run.log(values, step=i)
+    cols = tracker.open_store().run(run.id).metrics()
+    assert cols["step"].tolist() == list(range(len(logged)))
+    for name in ("a", "b", "c"):
+        want = [float(v[name]) if name in v else MISSING for v in logged]
+        got = cols[name].tolist()
+        assert len(got) == len(want)
+        for g, w, v in zip(got, want, logged, strict=True):
+            if name not in v:
+                assert math.isnan(g) and np.float64(g).tobytes() == np.float64(MISSING).tobytes()
+            elif math.isnan(w):
+                assert math.isnan(g) and np.float64(g).tobytes() != np.float64(MISSING).tobytes()
+            else:
+                assert g == w
+
+
+def test_metrics_reads_other_layouts_and_reports_damage(tmp_store: Path) -> None:
+    import warnings
+    import zlib
+
+    with tracker.start_run() as run:
+        for i in range(5):
+            run.log({"x": float(i)}, step=i)
+    (seg,) = run.path.glob("*.jsonl")
+    lines = seg.read_bytes().splitlines()
+    # A record with its keys in another order (valid checksum), and a changed byte in another.
+    ev = json.loads(lines[2])
+    other = json.dumps({"data": {"x": 10.0}, "step": 10, "time": ev["time"], "v": 1, "kind": "record",
+                        "schema": "metrics", "w": ev["w"], "seq": ev["seq"]}, separators=(",", ":")).encode()[:-1]
+    lines[2] = other + b',"crc":"%08x"}' % zlib.crc32(other)
+    lines[3] = lines[3].replace(b'"x":2.0', b'"x":9.0')
+    seg.write_bytes(b"\n".join(lines) + b"\n")
+    view = tracker.open_store().run(run.id)
+    with warnings.catch_warnings(record=True):
+        warnings.simplefilter("always")
+        cols = view.metrics()
+    assert cols["x"].tolist() == [0.0, 10.0, 3.0, 4.0]
+    assert [p.kind for p in view.problems] == ["checksum"] and view.problems[0].line == 4

@@ -481,15 +481,17 @@ class CompiledSchema:
             return None
         if tuple(map(type, vals)) != types:
             return None
-        for i in ints:
-            if not -MAX_INT <= vals[i] <= MAX_INT:
-                return None
-        for i in strs:
-            if not vals[i].isascii():
-                try:
-                    vals[i].encode("utf-8")
-                except UnicodeEncodeError:
+        if ints:
+            for i in ints:
+                if not -MAX_INT <= vals[i] <= MAX_INT:
                     return None
+        if strs:
+            for i in strs:
+                if not vals[i].isascii():
+                    try:
+                        vals[i].encode("utf-8")
+                    except UnicodeEncodeError:
+                        return None
         if validators:
             if _validators_disabled():
                 return None
@@ -501,7 +503,9 @@ class CompiledSchema:
                 return None
             except Exception:  # noqa: BLE001 - the full path reports it
                 return None
-        return dict(zip(names, vals, strict=False))
+        # The fields in the class's order, as the full path returns them (a
+        # copy only when the caller's order differs).
+        return values if tuple(values) == names else dict(zip(names, vals, strict=False))
 
     def _diagnose(self, kwargs: dict[str, Any], exc: Exception) -> list[tuple[str, str]]:
         """Run each field validator on its own to name every failing field."""

@@ -12,7 +12,9 @@ import heapq
 import os
 import time
 import warnings
+import zlib
 from array import array
+from collections import deque
 from collections.abc import Iterator
 from operator import attrgetter
 from pathlib import Path
@@ -21,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 import orjson
 
+from . import store as store_module
 from .bus import TrackerWarning
 from .errors import RunNotFound, StoreError
 from .records import RECORD, RUN_FINISHED, RUN_STARTED, Problem, Record, RunInfo
@@ -42,6 +45,11 @@ if TYPE_CHECKING:
 
 _SEVERITY = {"finished": 0, "failed": 1, "crashed": 2}
 _METRICS_MARK = b'"kind":"record","schema":"metrics",'
+# How this version's writer starts every metrics line (store.SegmentWriter.record_env).
+_METRICS_HEAD = b'{"v":1,"kind":"record","schema":"metrics","step":'
+_CRC_MARK = b',"crc":"'
+_consume = deque(maxlen=0).extend
+_NAN = float("nan")
 _SPECIAL_MARKS = (b'"NaN"', b'Infinity"')
 _CRC_TAIL = 18
 
@@ -365,19 +373,12 @@ class RunView:
         warnings.warn(f"tracker: {problem}", TrackerWarning, stacklevel=3)
 
     def _lines(self, path: Path, quiet_tail: bool) -> Iterator[tuple[int, bytes]]:
-        """Numbered lines of a segment; bad ones are reported and skipped."""
+        """Numbered complete lines of a segment; a torn last line is reported (unless ``quiet_tail``)."""
         lineno = 0
-        end = 0
-        for end, line in iter_lines(path):
-            lineno += 1
-            yield lineno, line
-        try:
-            size = os.path.getsize(path)
-        except OSError:
-            return
-        if size > end and not quiet_tail:
-            self._warn(Problem(str(path), lineno + 1, "torn",
-                               f"the last line is incomplete ({size - end} bytes): a write was cut off"))
+        for lines in self._line_chunks(path, quiet_tail):
+            for line in lines:
+                lineno += 1
+                yield lineno, line
 
     def _segment_records(self, path: Path, schema: str | None, quiet_tail: bool) -> Iterator[Record]:
         host = self._host if schema is None else self.host
@@ -470,52 +471,72 @@ class RunView:
         return {k: v[order] for k, v in merged.items()}, int(order.size)
 
     def _metrics_segment(self, path: Path, quiet_tail: bool) -> tuple[dict[str, Any], int]:
-        """The metrics records of one segment as arrays; the hot loop of reading."""
+        """The metrics records of one segment as arrays; the hot loop of reading (issue 6).
+
+        A line written by this version's writer (it starts with the metrics
+        record head) is checked by its CRC and parsed once; its values go to
+        the columns of the previous record's names with one C-level
+        ``map(array.append, ...)`` when the names are the same, as they are in
+        a training loop. Every other line takes the full check, which reports
+        damage and still reads a metrics record of another layout.
+        """
         import numpy as np
 
-        loads, crc32 = orjson.loads, __import__("zlib").crc32
+        loads, crc32, consume, append = orjson.loads, zlib.crc32, _consume, array.append
+        head, mark = _METRICS_HEAD, _CRC_MARK
         steps = array("q")
         times = array("d")
         cols: dict[str, array] = {}
         nan1 = array("d", [MISSING])
+        names: tuple[str, ...] = ()  # the previous record's metric names, in order ...
+        arrs: list[array] = []  # ... and their columns
         n = 0
-        for lineno, line in self._lines(path, quiet_tail):
-            if _METRICS_MARK not in line:
-                if line[-_CRC_TAIL:-10] != b',"crc":"' or crc32(memoryview(line)[:-_CRC_TAIL]) != int(
-                        line[-10:-2], 16):
+        lineno = 0
+        for lines in self._line_chunks(path, quiet_tail):
+            for line in lines:
+                lineno += 1
+                ev = None
+                try:
+                    if line.startswith(head) and line[-_CRC_TAIL:-10] == mark and \
+                            crc32(line[:-_CRC_TAIL]) == int(line[-10:-2], 16):
+                        ev = loads(line)
+                except ValueError:
+                    ev = None
+                if ev is None:
+                    ev = self._other_metrics_line(path, lineno, line)
+                    if ev is None:
+                        continue
+                try:
+                    data = ev["data"]
+                    steps.append(ev["step"])
+                    times.append(ev["time"])
+                    if type(data) is not dict:
+                        raise TypeError
+                except (KeyError, TypeError):
+                    del steps[n:], times[n:]
+                    self._warn(Problem(str(path), lineno, "corrupt", "metrics record without step, time or data"))
+                    continue
+                if tuple(data) == names:
                     try:
-                        parse_line(line)
-                    except LineError as exc:
-                        self._warn(Problem(str(path), lineno, exc.kind, str(exc)))
-                continue
-            try:
-                if crc32(memoryview(line)[:-_CRC_TAIL]) != int(line[-10:-2], 16):
-                    raise ValueError
-                ev = loads(line)
-                data = ev["data"]
-                step = ev["step"]
-                t = ev["time"]
-            except (ValueError, KeyError, TypeError):
-                try:
-                    parse_line(line)
-                    problem = Problem(str(path), lineno, "corrupt", "metrics record without step, time or data")
-                except LineError as exc:
-                    problem = Problem(str(path), lineno, exc.kind, str(exc))
-                self._warn(problem)
-                continue
-            steps.append(step)
-            times.append(t)
-            for k, v in data.items():
-                a = cols.get(k)
-                if a is None:
-                    a = cols[k] = nan1 * n
-                elif len(a) != n:
-                    a.extend(nan1 * (n - len(a)))
-                try:
-                    a.append(v)
-                except TypeError:
-                    a.append(SPECIAL_IN.get(v, float("nan")))
-            n += 1
+                        consume(map(append, arrs, data.values()))
+                        n += 1
+                        continue
+                    except TypeError:  # NaN or an infinity, as its string
+                        for a in arrs:
+                            del a[n:]
+                for k, v in data.items():
+                    a = cols.get(k)
+                    if a is None:
+                        a = cols[k] = nan1 * n
+                    elif len(a) != n:
+                        a.extend(nan1 * (n - len(a)))
+                    try:
+                        a.append(v)
+                    except TypeError:
+                        a.append(SPECIAL_IN.get(v, _NAN))
+                names = tuple(data)
+                arrs = [cols[k] for k in names]
+                n += 1
         out: dict[str, Any] = {"step": np.frombuffer(steps, dtype=np.int64) if n else np.zeros(0, np.int64),
                                "time": np.frombuffer(times, dtype=np.float64) if n else np.zeros(0)}
         for k, a in cols.items():
@@ -523,6 +544,46 @@ class RunView:
                 a.extend(nan1 * (n - len(a)))
             out[k] = np.frombuffer(a, dtype=np.float64)
         return out, n
+
+    def _other_metrics_line(self, path: Path, lineno: int, line: bytes) -> dict[str, Any] | None:
+        """A line the fast loop did not take: the event if it is a sound metrics record, else ``None``.
+
+        Damaged lines are reported; lifecycle events and other schemas are skipped.
+        """
+        try:
+            ev = parse_line(line)
+        except LineError as exc:
+            self._warn(Problem(str(path), lineno, exc.kind, str(exc)))
+            return None
+        if ev.get("kind") != RECORD or ev.get("schema") != "metrics":
+            return None
+        return ev
+
+    def _line_chunks(self, path: Path, quiet_tail: bool) -> Iterator[list[bytes]]:
+        """The complete lines of a segment, a list per chunk read; a torn last line is reported.
+
+        Like :meth:`_lines` but with one generator step per 1 MiB instead of one per line.
+        """
+        lineno = 0
+        try:
+            f = open(path, "rb")  # noqa: SIM115 - closed below, also when the caller stops early
+        except OSError as exc:
+            raise StoreError(f"cannot read {path}: {exc.strerror}") from None
+        with f:
+            rest = b""
+            while True:
+                chunk = f.read(store_module.READ_CHUNK)
+                if not chunk:
+                    break
+                if rest:
+                    chunk = rest + chunk
+                lines = chunk.split(b"\n")
+                rest = lines.pop()
+                lineno += len(lines)
+                yield lines
+        if rest and not quiet_tail:
+            self._warn(Problem(str(path), lineno + 1, "torn",
+                               f"the last line is incomplete ({len(rest)} bytes): a write was cut off"))
 
     def summarize(self, schema: str | None = None) -> list[Summary]:
         """Every summary of every schema present (or of one schema), in that order.
