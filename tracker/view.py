@@ -15,7 +15,7 @@ import warnings
 import zlib
 from array import array
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from operator import attrgetter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -80,13 +80,19 @@ class Segment:
         host, _, pid = host.rpartition("-")
         return {"host": host, "pid": int(pid) if pid.isdigit() else None, "proc_start": None}
 
-    def alive(self, timeout: float) -> bool:
-        """Whether the writer may still append (not finished, process still there)."""
+    def alive(self, timeout: float | Callable[[], float]) -> bool:
+        """Whether the writer may still append (not finished, process still there).
+
+        :param timeout: seconds a writer on another host may stay silent, or a
+            function giving them (asked only for such a writer).
+        """
         if self.finish is not None:
             return False
         facts = self.facts()
         if facts.get("host") == hostname() and isinstance(facts.get("pid"), int):
             return pid_alive(facts["pid"], facts.get("proc_start"))
+        if callable(timeout):
+            timeout = timeout()
         return time.time() - self.mtime < timeout
 
 
@@ -305,11 +311,13 @@ class RunView:
         return self.info
 
     def _timeout(self) -> float:
-        return self._host.config.heartbeat_timeout if self._host is not None else 120.0
+        # [store] heartbeat_timeout of tracker.toml, also for a view opened without a host
+        # (open_store()): the process's host is built, but only for a writer on another host.
+        return self.host.config.heartbeat_timeout
 
     def _read_info(self) -> RunInfo:
         segs = self.segments()
-        timeout = self._timeout()
+        timeout = self._timeout
         start = next((s.header for s in segs if s.header and s.header["kind"] == RUN_STARTED), None)
         meta = start["data"] if start else {}
         writers = []
