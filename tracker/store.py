@@ -201,6 +201,14 @@ def read_first_line(path: Path) -> bytes | None:
 _writers: weakref.WeakSet[SegmentWriter] = weakref.WeakSet()
 
 
+def _fsync_folder(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
 class SegmentWriter:
     """Appends the events of one process to its own segment of one run.
 
@@ -225,6 +233,11 @@ class SegmentWriter:
         self.path = self.run_dir / f"{self.id}.jsonl"
         try:
             self.fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_EXCL, 0o644)
+            if self.fsync:
+                # A file fsynced is found after a power loss only if the folder entries naming it
+                # are on the disk too: the segment's (in the run folder), the run folder's, runs/.
+                for folder in (self.run_dir, self.run_dir.parent, self.run_dir.parent.parent):
+                    _fsync_folder(folder)
         except OSError as exc:
             raise StoreError(f"cannot create {self.path}: {exc.strerror}") from None
         self.seq = 0
