@@ -417,6 +417,8 @@ def start_run(project: str | None = None, name: str | None = None, *, config: di
     for what, value in (("project", project), ("name", name)):
         if value is not None and not isinstance(value, str):
             raise TypeError(f"{what}: expected a str, given {given(value)}")
+        if value is not None:
+            _plain(str.__str__(value), what)  # e.g. a lone surrogate: refused before anything is created
     if tags is not None and (isinstance(tags, str) or not all(isinstance(t, str) for t in tags)):
         raise TypeError(f"tags: expected a list of str, given {given(tags)}")
     config_data = _plain(dict(config or {}), "config")
