@@ -1,0 +1,154 @@
+"""Run every benchmark and write benchmarks/RESULTS.md (or, with --quick, just check they run).
+
+Each ``bench_*.py`` runs in its own process and prints JSON lines; this script
+collects them, adds the machine's facts and the peers' results (from
+``benchmarks/peers/results.jsonl``, made by ``peers/run_peers.py``), and
+writes a markdown table with every figure next to its floor and the ratio.
+
+Usage::
+
+    python benchmarks/run_all.py            # full run (minutes), writes RESULTS.md and results.jsonl
+    python benchmarks/run_all.py --quick    # a few seconds per script; prints the JSON lines only
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+SCRIPTS = ["bench_log", "bench_records", "bench_read", "bench_list", "bench_cli_start", "bench_concurrency"]
+TITLES = {"log": "Logging: run.log", "records": "Typed records: run.log_record", "read": "Reading",
+          "list": "Listing runs", "cli_start": "CLI start", "concurrency": "Threads and processes"}
+
+
+def run_script(name: str, quick: bool, repeat: int | None) -> tuple[list[dict], str]:
+    """Run one benchmark script; its JSON lines and its error output."""
+    argv = [sys.executable, str(HERE / f"{name}.py")] + (["--quick"] if quick else [])
+    if repeat is not None:
+        argv += ["--repeat", str(repeat)]
+    proc = subprocess.run(argv, capture_output=True, text=True)
+    rows = []
+    for line in proc.stdout.splitlines():
+        if line.startswith("{"):
+            rows.append(json.loads(line))
+    if proc.returncode != 0:
+        rows.append({"benchmark": name, "name": "error", "error": proc.stderr.strip().splitlines()[-1:]})
+    return rows, proc.stderr
+
+
+def _fmt(v: object) -> str:
+    if isinstance(v, float):
+        return f"{v:,.3f}" if abs(v) < 10 else f"{v:,.1f}"
+    if isinstance(v, int):
+        return f"{v:,}"
+    return "" if v is None else str(v)
+
+
+def _target(row: dict) -> str:
+    target = row.get("target")
+    if target is None:
+        return ""
+    return f"<= {target}x: {'met' if row['ratio'] <= target else 'not met'}"
+
+
+def render(rows: list[dict], peers: list[dict], facts: dict, seconds: float) -> str:
+    """The RESULTS.md text."""
+    out = ["# Benchmark results", "",
+           "Made by `python benchmarks/run_all.py` on "
+           f"{datetime.date.today().isoformat()} in {seconds / 60:.1f} minutes. Every figure is the median of "
+           "several rounds, each round timing the floor and then tracker in the same process; the ratio is the "
+           "median of the per-round ratios (tracker / floor), with its range over the rounds. Times are CPU time "
+           "of the process (all its threads) unless the clock column says wall.", "",
+           "## Machine", "",
+           "| fact | value |", "| --- | --- |"]
+    for k in ("cpu", "cores", "python", "implementation", "system", "tmp_filesystem"):
+        out.append(f"| {k} | {facts.get(k, '')} |")
+    out.append("| versions | " + ", ".join(f"{k} {v}" for k, v in facts.get("versions", {}).items()) + " |")
+    for bench, title in TITLES.items():
+        group = [r for r in rows if r.get("benchmark") == bench]
+        if not group:
+            continue
+        out += ["", f"## {title}", "", "| measurement | value | floor | ratio (range) | unit | clock | floor is | "
+                                       "target |", "| --- | ---: | ---: | ---: | --- | --- | --- | --- |"]
+        for r in group:
+            if r.get("name") == "error":
+                out.append(f"| error | {r.get('error')} | | | | | | |")
+                continue
+            ratio = r.get("ratio")
+            spread = f" ({r['ratio_min']:.2f}-{r['ratio_max']:.2f})" if "ratio_min" in r else ""
+            out.append(f"| {r['name']} | {_fmt(r.get('value'))} | {_fmt(r.get('floor'))} | "
+                       f"{'' if ratio is None else f'{ratio:.2f}x'}{spread} | {r.get('unit', '')} | "
+                       f"{r.get('clock', '')} | {r.get('floor_name', '')} | {_target(r)} |")
+        if bench == "cli_start":
+            out += ["", "Imports at start (`python -X importtime`):", ""]
+            for r in group:
+                if "import_ms" in r:
+                    out.append(f"- {r['name']}: {r['import_ms']} ms of imports, {r['modules']} modules; numpy "
+                               f"{'loaded' if r['numpy'] else 'not loaded'}, matplotlib "
+                               f"{'loaded' if r['matplotlib'] else 'not loaded'}; heaviest: "
+                               + ", ".join(r["heaviest"]))
+        if bench == "concurrency":
+            out += ["", "Ratio here: floor records/s divided by tracker records/s (so, as elsewhere, the cost "
+                        "of tracker over the floor)."]
+    out += ["", "## Peers", "",
+            "The same measurement (4 float metrics per step, one process, floor measured beside it) for other "
+            "trackers, each in its own virtual environment made by its script in benchmarks/peers/ "
+            "(`python benchmarks/peers/run_peers.py`; not run in CI). *loop* is the time per step inside the "
+            "training loop; *total CPU* counts the process's CPU including `finish()`, where trackers that queue "
+            "records in a background thread do their writing. A peer's helper processes (the W&B service) are "
+            "not in the CPU figures.", "",
+            "| tracker | version | steps | loop µs/step (wall) | loop CPU µs | total CPU µs/step | floor CPU µs "
+            "| total CPU / floor |", "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    for r in rows:
+        if r.get("benchmark") == "log" and r.get("name") == "run.log, 4 floats, automatic step":
+            out.append(f"| tracker (this repository) | {facts.get('versions', {}).get('tracker-core', '')} | "
+                       f"{r['calls']:,} | | {r['value']:.2f} | {r['value']:.2f} | {r['floor']:.2f} | "
+                       f"{r['ratio']:.2f}x |")
+    for p in peers:
+        if "error" in p:
+            out.append(f"| {p['peer']} | | | failed: {p['error'][:200]} | | | | |")
+            continue
+        out.append(f"| {p['peer']} | {p['version']} | {p['steps']:,} | {p['loop_us']:,.1f} | "
+                   f"{p['loop_cpu_us']:,.1f} | {p['total_cpu_us']:,.1f} | {p['floor_cpu_us']:.2f} | "
+                   f"{p['ratio_total_cpu']:,.1f}x |")
+    if not peers:
+        out.append("| (no peer results yet: run benchmarks/peers/run_peers.py) | | | | | | | |")
+    return "\n".join(out) + "\n"
+
+
+def main() -> int:
+    """Run the scripts; write RESULTS.md and results.jsonl unless --quick."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="smoke run: a few seconds per script, no files")
+    parser.add_argument("--repeat", type=int, default=None, help="rounds per measurement")
+    parser.add_argument("--only", nargs="*", default=SCRIPTS, help="some of the scripts")
+    args = parser.parse_args()
+    sys.path.insert(0, str(HERE))
+    from common import machine
+
+    started = time.time()
+    rows: list[dict] = []
+    failed = False
+    for name in args.only:
+        got, err = run_script(name, args.quick, args.repeat)
+        for row in got:
+            print(json.dumps(row), flush=True)
+        failed |= any(r.get("name") == "error" for r in got)
+        rows += got
+    if args.quick:
+        return 1 if failed else 0
+    peers_file = HERE / "peers" / "results.jsonl"
+    peers = [json.loads(line) for line in peers_file.read_text().splitlines()] if peers_file.exists() else []
+    (HERE / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    (HERE / "RESULTS.md").write_text(render(rows, peers, machine(), time.time() - started))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

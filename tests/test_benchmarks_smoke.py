@@ -1,0 +1,46 @@
+"""The benchmark scripts keep working: ``benchmarks/run_all.py --quick`` runs them all.
+
+A smoke test only: it checks that every script prints its JSON lines, each
+with a value next to a floor, and never looks at how long anything took.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_run_all_quick_prints_a_json_line_per_measurement(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TRACKER_")}
+    proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "run_all.py"), "--quick"],
+                          capture_output=True, text=True, cwd=tmp_path, env=env, timeout=600)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    rows = [json.loads(line) for line in proc.stdout.splitlines() if line.strip()]
+    assert {r["benchmark"] for r in rows} == {"log", "records", "read", "list", "cli_start", "concurrency"}
+    for r in rows:
+        assert r["name"] != "error", r
+        assert isinstance(r["value"], (int, float)) and r["value"] > 0, r
+        if r["benchmark"] != "list" or r.get("floor") is not None:
+            assert "floor" in r or r["unit"] == "s", r
+    ratios = {r["name"]: r["ratio"] for r in rows if "target" in r}
+    assert any(name.startswith("run.log, 4 floats") for name in ratios)
+    assert any(name.startswith("run.log_record") for name in ratios)
+    assert any(name.startswith("view.metrics()") for name in ratios)
+
+
+def test_tracker_bench_command_prints_cost_next_to_floor(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TRACKER_")}
+    proc = subprocess.run([sys.executable, "-m", "tracker", "bench", "--seconds", "0.5", "--format", "json"],
+                          capture_output=True, text=True, cwd=tmp_path, env=env, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(proc.stdout)
+    names = [m["name"] for m in doc["measurements"]]
+    assert names[0].startswith("run.log")
+    for m in doc["measurements"]:
+        assert m["value_us"] > 0 and m["floor_us"] > 0 and m["ratio"] > 0
+    assert doc["floor"] in ("orjson.dumps + os.write", "json.dumps + os.write")
