@@ -8,8 +8,10 @@ the store writer (the bus's critical subscriber) appends the line with one
 from __future__ import annotations
 
 import atexit
+import errno
 import os
 import platform
+import secrets
 import subprocess
 import sys
 import threading
@@ -92,9 +94,10 @@ class _StoreSink:
 
 def _reopen_after_fork(att: _Attachment) -> None:
     w = att.writer
-    w._open()
+    w._open(hidden=True)
     att.records, att.max_step, att.last = 0, None, {}
     w.append(WRITER_STARTED, None, None, _time(), {**w.facts(), "resumed": True, "forked": True})
+    w.reveal()
 
 
 # Keyed by the host object itself: an id() could be reused by a later host and
@@ -430,39 +433,24 @@ def start_run(project: str | None = None, name: str | None = None, *, config: di
     except OSError as exc:
         raise StoreError(f"cannot create the store at {root}: {exc.strerror}") from None
     run_dir = runs / run_id
-    try:
-        run_dir.mkdir()
-        created = True
-    except FileExistsError:
-        if not resume:
-            raise TrackerError(f"run {run_id} already exists in {root}; pass resume=True to append to it") from None
-        created = False
-    except OSError as exc:
-        raise StoreError(f"cannot create {run_dir}: {exc.strerror}") from None
+    if not resume and run_dir.exists():
+        raise TrackerError(f"run {run_id} already exists in {root}; pass resume=True to append to it")
     sink = _sink_for(host)
     with _lock:
         att = sink.attached.get(run_id)
         if att is not None and att.store != root:
             raise TrackerError(f"run {run_id} is already open in store {att.store} in this process")
         if att is None:
-            last = None
-            if not created:
-                from .view import RunView
-
-                last = RunView(root, run_id, host=host).max_step()
-            writer = SegmentWriter(run_dir, fsync=host.config.durability == "fsync")
+            meta = {"name": name, "project": project, "config": config_data, "tags": tag_list,
+                    "env": _environment()}
+            writer, event, last = _open_segment(host, root, run_id, resume, meta)
             att = _Attachment(writer, root, run_id)
             # The run's largest step so far, so that automatic steps continue after it.
             att.max_step = last
+            # The start event is in the segment already: the bus hands it to the plugins only
+            # (the store's handler skips a run it has not attached yet).
+            host.bus.publish(event)
             sink.attached[run_id] = att
-            facts = {**writer.facts(), "name": name, "project": project, "config": config_data,
-                     "tags": tag_list, "env": _environment(), "resumed": not created}
-            try:
-                host.bus.publish(Event(RUN_STARTED if created else WRITER_STARTED, run_id, None, _time(), None, facts))
-            except BaseException:
-                sink.attached.pop(run_id, None)
-                writer.close()
-                raise
             interval = host.config.heartbeat_interval
             hb = _heartbeats.get(interval) or _heartbeats.setdefault(interval, Heartbeat(interval))
             hb.add(writer)
@@ -470,6 +458,68 @@ def start_run(project: str | None = None, name: str | None = None, *, config: di
         run = Run(host, att, run_id, name, project, run_dir, 0 if att.max_step is None else att.max_step + 1)
         _active.append(run)
     return run
+
+
+def _open_segment(host: Host, root: Path, run_id: str, resume: bool,
+                  meta: dict[str, Any]) -> tuple[SegmentWriter, Event, int | None]:
+    """This process's segment of run ``run_id``, its first line written: ``(writer, start event, max step)``.
+
+    A new run's folder appears whole: its first segment and start event are
+    written in a hidden staging folder that one rename puts in place, so of
+    several processes creating the same run at once exactly one does and the
+    others attach. A segment added to an existing run is written under a
+    hidden name and renamed once its first line is in. A kill -9 at any
+    moment thus leaves neither a run without its start event nor an empty
+    segment; at most a hidden leftover that readers skip.
+    """
+    fsync = host.config.durability == "fsync"
+    runs = root / "runs"
+    run_dir = runs / run_id
+    if not run_dir.exists():
+        staging = runs / f".new-{run_id}-{secrets.token_hex(4)}"
+        try:
+            staging.mkdir()
+        except OSError as exc:
+            raise StoreError(f"cannot create {run_dir}: {exc.strerror}") from None
+        writer = SegmentWriter(staging, fsync=fsync)
+        event = Event(RUN_STARTED, run_id, None, _time(), None, {**writer.facts(), **meta, "resumed": False})
+        try:
+            writer.append(event.kind, None, None, event.time, event.data)
+            os.rename(staging, run_dir)
+        except OSError as exc:
+            writer.discard()
+            _remove_folder(staging)
+            if exc.errno not in (errno.EEXIST, errno.ENOTEMPTY):
+                raise StoreError(f"cannot create {run_dir}: {exc.strerror}") from None
+            if not resume:  # another process made the run meanwhile
+                raise TrackerError(f"run {run_id} already exists in {root}; pass resume=True to append to it") \
+                    from None
+        except BaseException:
+            writer.discard()
+            _remove_folder(staging)
+            raise
+        else:
+            writer.moved(run_dir)
+            return writer, event, None
+    from .view import RunView
+
+    last = RunView(root, run_id, host=host).max_step()
+    writer = SegmentWriter(run_dir, fsync=fsync, hidden=True)
+    event = Event(WRITER_STARTED, run_id, None, _time(), None, {**writer.facts(), **meta, "resumed": True})
+    try:
+        writer.append(event.kind, None, None, event.time, event.data)
+        writer.reveal()
+    except BaseException:
+        writer.discard()
+        raise
+    return writer, event, last
+
+
+def _remove_folder(path: Path) -> None:
+    try:
+        path.rmdir()
+    except OSError:
+        pass
 
 
 def current_run() -> Run | None:

@@ -219,20 +219,23 @@ class SegmentWriter:
     numbers in file order.
     """
 
-    def __init__(self, run_dir: Path, *, fsync: bool = False) -> None:
+    def __init__(self, run_dir: Path, *, fsync: bool = False, hidden: bool = False) -> None:
         self.run_dir = run_dir
         self.fsync = fsync
         self.lock = threading.Lock()
-        self._open()
+        self._open(hidden)
         _writers.add(self)
         _ensure_fork_hook()
 
-    def _open(self) -> None:
+    def _open(self, hidden: bool = False) -> None:
+        """Create this process's segment; ``hidden``: under a name readers skip, until :meth:`reveal`."""
         self.pid = os.getpid()
         self.id = f"{_safe_host()}-{self.pid}-{secrets.token_hex(3)}"
         self.path = self.run_dir / f"{self.id}.jsonl"
+        self.hidden_path = self.run_dir / f".{self.id}.jsonl.part" if hidden else None
         try:
-            self.fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_EXCL, 0o644)
+            self.fd = os.open(self.hidden_path or self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_EXCL,
+                              0o644)
             if self.fsync:
                 # A file fsynced is found after a power loss only if the folder entries naming it
                 # are on the disk too: the segment's (in the run folder), the run folder's, runs/.
@@ -249,6 +252,41 @@ class SegmentWriter:
     def facts(self) -> dict[str, Any]:
         """What readers need to tell whether this writer still runs."""
         return {"host": hostname(), "pid": self.pid, "proc_start": process_start(self.pid), "writer": self.id}
+
+    def reveal(self) -> None:
+        """Give a hidden segment its real name, once its first line is in (one atomic rename).
+
+        A segment is only ever seen with its start event in it: a kill between
+        creating the file and writing that line leaves a hidden file, never an
+        empty segment.
+        """
+        if self.hidden_path is None:
+            return
+        try:
+            os.rename(self.hidden_path, self.path)
+            if self.fsync:
+                _fsync_folder(self.run_dir)
+        except OSError as exc:
+            raise StoreError(f"cannot create {self.path}: {exc.strerror}") from None
+        self.hidden_path = None
+
+    def moved(self, run_dir: Path) -> None:
+        """The segment's folder was renamed to ``run_dir`` (a new run's staging folder put in place)."""
+        self.run_dir = run_dir
+        self.path = run_dir / self.path.name
+        if self.fsync:
+            try:
+                _fsync_folder(run_dir.parent)
+            except OSError as exc:
+                raise StoreError(f"cannot sync {run_dir.parent}: {exc.strerror}") from None
+
+    def discard(self) -> None:
+        """Close and remove a segment that never got its first line (its run was not started after all)."""
+        self.close()
+        try:
+            os.unlink(self.hidden_path or self.path)
+        except OSError:
+            pass
 
     def append(self, kind: str, schema: str | None, step: int | None, time: float,
                data: dict[str, Any]) -> int:
