@@ -7,8 +7,9 @@ died, so printing never blocks the child.
 
 Modes:
 
-- ``loop``: log ``{"c": child, "k": k, "x": k / 7}`` forever with automatic
-  steps (the parent SIGKILLs it). With ``--fsync-probe`` every ``os.fsync`` is
+- ``loop``: print ``pre``, start (or join) a run, print ``ready``, then log
+  ``{"c": child, "k": k, "x": k / 7}`` forever with automatic steps (the
+  parent SIGKILLs it). With ``--fsync-probe`` every ``os.fsync`` is
   counted and each acknowledgement also carries the count and the size of the
   file at its last fsync.
 - ``write``: attach to (or create) a run, log ``--count`` records, finish.
@@ -52,6 +53,8 @@ def mode_loop(args: argparse.Namespace) -> None:
             fsyncs[1] = os.fstat(fd).st_size
 
         os.fsync = counting_fsync
+    tracker.get_host()
+    ack("pre")  # imports done: start_run comes next
     run = tracker.start_run(project="kill", store=args.store, run_id=args.run_id, resume=True)
     ack("ready", run.writer_id)
     k = 0

@@ -47,10 +47,11 @@ def ack_lines(out: Path) -> list[list[str]]:
     return [line.split() for line in data.decode().split("\n")[:-1]]
 
 
-def wait_for_line(out: Path, proc: subprocess.Popen, timeout: float = 60.0) -> None:
-    """Wait until the child has printed its first line."""
+def wait_for_line(out: Path, proc: subprocess.Popen, timeout: float = 60.0, word: str = "ready") -> None:
+    """Wait until the child has printed a line that starts with ``word``."""
     deadline = time.monotonic() + timeout
-    while b"\n" not in out.read_bytes():
+    mark = word.encode()
+    while not any(line.startswith(mark) for line in out.read_bytes().split(b"\n")[:-1]):
         if proc.poll() is not None:
             err = out.with_suffix(".err").read_text(errors="replace")
             raise AssertionError(f"child exited with {proc.returncode} before its first line:\n{err}")
@@ -133,3 +134,23 @@ def cli(*args: str, env: dict[str, str], cwd: Path) -> subprocess.CompletedProce
     """Run the ``tracker`` command line in a child process."""
     return subprocess.run([sys.executable, "-m", "tracker", *args], capture_output=True, text=True,
                           env=env, cwd=cwd, timeout=120)
+
+
+def verify(store: Path, *run_ids: str, work: Path) -> tuple[int, dict]:
+    """``tracker verify --format json`` on the store, in a child process: its exit status and report."""
+    res = cli("--store", str(store), "verify", *run_ids, "--format", "json", env=child_env(work), cwd=work)
+    assert res.stdout, res.stderr
+    return res.returncode, json.loads(res.stdout)
+
+
+def assert_verify_finds_at_most_torn_tails(store: Path, *run_ids: str, work: Path) -> dict:
+    """``tracker verify`` finds nothing but torn last lines, at most one per segment; returns its report."""
+    code, report = verify(store, *run_ids, work=work)
+    per_segment: dict[str, int] = {}
+    for p in report["problems"]:
+        assert p["kind"] == "torn", p
+        assert p["line"] == Path(p["path"]).read_bytes().count(b"\n") + 1, p
+        per_segment[p["path"]] = per_segment.get(p["path"], 0) + 1
+    assert all(n == 1 for n in per_segment.values()), report["problems"]
+    assert code == (1 if report["problems"] else 0)
+    return report

@@ -21,30 +21,31 @@ import tracker
 from tests.reliability.support import (
     ack_lines,
     assert_at_most_torn_tails,
+    assert_verify_finds_at_most_torn_tails,
     child_env,
     local_host,
     read_run,
     spawn,
     strict_json_lines,
-    wait_for_line,
 )
 
 SEED = 90125
 FRESH_KILLS = 40        # fresh runs, one kill each
 CHAIN_KILLS = 15        # one run resumed after each kill
 FSYNC_KILLS = 10        # durability = "fsync"
+CREATE_KILLS = 12       # while start_run creates or joins a run, three processes at a time
 
 
 class Child:
-    """One loop child and when to kill it (seconds after it is ready, or after it was spawned)."""
+    """One loop child and when to kill it: seconds after it printed ``word`` (or after it was spawned)."""
 
     def __init__(self, work: Path, store: Path, run_id: str, child: int, delay: float, from_spawn: bool,
-                 env: dict[str, str], fsync_probe: bool = False) -> None:
+                 env: dict[str, str], fsync_probe: bool = False, word: str = "ready") -> None:
         self.out = work / f"out-{child}.txt"
         args = ["--store", str(store), "--run-id", run_id, "--child", str(child)]
         if fsync_probe:
             args.append("--fsync-probe")
-        self.run_id, self.delay, self.from_spawn = run_id, delay, from_spawn
+        self.run_id, self.delay, self.from_spawn, self.word = run_id, delay, from_spawn, word.encode()
         self.spawned = time.monotonic()
         self.proc = spawn("loop", work, self.out, env, *args)
         self.ready_at: float | None = None
@@ -53,7 +54,8 @@ class Child:
         now = time.monotonic()
         if self.from_spawn:
             return now - self.spawned >= self.delay
-        if self.ready_at is None and b"\n" in self.out.read_bytes():
+        lines = self.out.read_bytes().split(b"\n")[:-1]
+        if self.ready_at is None and any(line.startswith(self.word) for line in lines):
             self.ready_at = now
         return self.ready_at is not None and now - self.ready_at >= self.delay
 
@@ -64,8 +66,8 @@ class Child:
 
     def acks(self) -> list[list[str]]:
         lines = ack_lines(self.out)
-        assert not lines or lines[0][0] == "ready"
-        return lines[1:]
+        assert [line[0] for line in lines[:2]] == ["pre", "ready"][:len(lines)]
+        return lines[2:]
 
 
 def kill_all(children: list[Child], timeout: float = 90.0) -> None:
@@ -130,6 +132,8 @@ def test_sigkill_at_random_moments_loses_no_acknowledged_record(tmp_path: Path) 
             stored_total += len(check_killed_run(store, c.run_id, acked, int(c.out.stem.split("-")[1])))
     assert kills == FRESH_KILLS
     assert acked_total > 1000 and stored_total >= acked_total
+    report = assert_verify_finds_at_most_torn_tails(store, work=tmp_path)
+    assert report["records"] == stored_total
 
 
 @pytest.mark.slow
@@ -164,6 +168,35 @@ def test_sigkill_then_resume_again_and_again_keeps_everything(tmp_store: Path, t
         ks = [r.data["k"] for r in after if r.data["c"] == child]
         assert ks[:len(acked)] == acked
     assert view.info.writers == CHAIN_KILLS + 1
+    report = assert_verify_finds_at_most_torn_tails(store, run_id, work=tmp_path)
+    assert (report["segments"], report["records"]) == (CHAIN_KILLS + 1, len(after))
+
+
+@pytest.mark.slow
+def test_sigkill_while_runs_are_created_or_joined_leaves_no_half_made_run(tmp_path: Path) -> None:
+    rng = random.Random(SEED + 3)
+    store = tmp_path / "store"
+    env = child_env(tmp_path)
+    children = []
+    for batch in range(CREATE_KILLS // 3):
+        # Three processes start (or join) the same run at once, each killed within 30 ms of calling start_run.
+        run_id = f"join-{batch % 2}"
+        group = [Child(tmp_path, store, run_id, batch * 3 + j, rng.uniform(0.0, 0.03), False, env, word="pre")
+                 for j in range(3)]
+        kill_all(group)
+        children += group
+    made = [p.name for p in (store / "runs").iterdir() if not p.name.startswith(".")]
+    assert set(made) <= {"join-0", "join-1"}
+    for c in children:
+        if c.run_id in made:
+            check_killed_run(store, c.run_id, [int(a[0]) for a in c.acks()], int(c.out.stem.split("-")[1]))
+        else:
+            assert not c.acks()
+    for run_id in made:
+        # A run folder only ever appears with its start event: its project (and name, config) are kept.
+        assert tracker.RunView(store, run_id).info.project == "kill"
+    report = assert_verify_finds_at_most_torn_tails(store, work=tmp_path)
+    assert report["runs"] == len(made)
 
 
 @pytest.mark.slow
@@ -174,8 +207,6 @@ def test_sigkill_with_fsync_durability_every_acknowledged_line_was_fsynced(tmp_p
     children = [Child(tmp_path, store, f"sync-{i}", i, rng.uniform(0.0, 0.2), False, env, fsync_probe=True)
                 for i in range(FSYNC_KILLS)]
     for batch in (children[:5], children[5:]):
-        for c in batch:
-            wait_for_line(c.out, c.proc)
         kill_all(batch)
     checked = 0
     for i, c in enumerate(children):
@@ -195,3 +226,32 @@ def test_sigkill_with_fsync_durability_every_acknowledged_line_was_fsynced(tmp_p
             assert int(synced) >= ends[k] and fsyncs >= k + 2
             checked += 1
     assert checked > 100
+    assert_verify_finds_at_most_torn_tails(store, work=tmp_path)
+
+
+def test_fsync_durability_also_syncs_the_folders_that_name_a_new_segment(tmp_path: Path, host: tracker.Host,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    # After a power loss a file fsynced is only found again if the folder entries naming it were fsynced
+    # too: the new run folder (in runs/), the new segment (in the run folder).
+    synced: list[tuple[int, int]] = []  # (inode, size) at each fsync
+    real_fsync = os.fsync
+
+    def counting_fsync(fd: int) -> None:
+        real_fsync(fd)
+        st = os.fstat(fd)
+        synced.append((st.st_ino, st.st_size))
+
+    monkeypatch.setattr(os, "fsync", counting_fsync)
+    tracker.set_host(local_host(durability="fsync"))
+    store = tmp_path / "store"
+    run = tracker.start_run(store=store, run_id="durable")
+    (seg,) = run.path.glob("*.jsonl")
+    inodes = {p: p.stat().st_ino for p in (store, store / "runs", run.path)}
+    for name, ino in inodes.items():
+        assert any(i == ino for i, _ in synced), f"{name} was never fsynced"
+    for k in range(20):
+        run.log({"k": k})
+        # When log returns, the segment was fsynced at its current size: the record is on the disk.
+        assert synced[-1] == (seg.stat().st_ino, seg.stat().st_size)
+    run.finish()
+    assert synced[-1] == (seg.stat().st_ino, seg.stat().st_size)
