@@ -17,6 +17,7 @@ from tests.reliability.support import (
     read_run,
     spawn,
     strict_json_lines,
+    verify,
 )
 
 RANKS = 8
@@ -72,6 +73,8 @@ def test_eight_processes_log_ten_thousand_records_each_to_one_run(tmp_path: Path
     assert strict_json_lines(segments) == RANKS * PER_RANK + 2 * RANKS
     cols = tracker.RunView(store, run_id).metrics()
     assert cols["i"].size == RANKS * PER_RANK
+    code, report = verify(store, run_id, work=tmp_path)
+    assert (code, report["problems"], report["records"]) == (0, [], RANKS * PER_RANK)
 
 
 def _thread_writers(store: Path, shared: bool) -> list[tracker.Record]:

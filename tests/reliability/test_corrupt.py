@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 import tracker
-from tests.reliability.support import child_env, read_run, spawn, tree_hashes
+from tests.reliability.support import child_env, read_run, spawn, tree_hashes, verify
 
 COUNT = 20  # records per writer; line 1 is the start event, so record k is on line k + 2
 
@@ -62,7 +62,9 @@ def damaged(tmp_path_factory: pytest.TempPathFactory) -> dict:
     b.insert(12, b'{"v":1,"kind":"record","schema":"metrics","step":99,"data":{"k":99}}')  # line 13, no checksum
     seg_b.write_bytes(b"\n".join(b) + b"\n")
 
-    (store / "runs" / "damaged" / "empty-0-000000.jsonl").write_bytes(b"")
+    # An empty segment, named as a writer of this host whose process is gone (that of segment A).
+    empty = seg_a.with_name(seg_a.stem.rsplit("-", 1)[0] + "-ffffff.jsonl")
+    empty.write_bytes(b"")
 
     h = seg_h.read_bytes().split(b"\n")[:-1]
     h = h[1:-1]                                                  # no start event, no finish event
@@ -74,7 +76,7 @@ def damaged(tmp_path_factory: pytest.TempPathFactory) -> dict:
         (str(seg_a), 5, "corrupt"), (str(seg_a), 8, "checksum"), (str(seg_a), torn_a, "torn"),
         (str(seg_b), 4, "checksum"), (str(seg_b), 10, "checksum"), (str(seg_b), 13, "corrupt"),
     }
-    return {"store": store, "hashes": tree_hashes(tmp_path), "root": tmp_path,
+    return {"store": store, "hashes": tree_hashes(tmp_path), "root": tmp_path, "empty": str(empty),
             "expected": expected_problems, "headless_torn": (str(seg_h), torn_h, "torn")}
 
 
@@ -128,6 +130,22 @@ def test_listing_and_summaries_work_on_damaged_runs(damaged: dict, host: tracker
         summaries = store.run("damaged").summarize()
     counts = {row["metric"]: row["count"] for s in summaries if s.summarizer == "metrics.scalars" for row in s.rows}
     assert counts["k"] == 2 * COUNT - 4
+
+
+def test_verify_exits_1_and_lists_every_bad_line_without_changing_a_file(damaged: dict) -> None:
+    root, store = damaged["root"], damaged["store"]
+    code, report = verify(store, work=root)
+    assert code == 1 and not report["ok"]
+    found = {(p["path"], p["line"], p["kind"]) for p in report["problems"]}
+    assert damaged["expected"] <= found
+    assert damaged["headless_torn"] in found
+    runs = store / "runs"
+    assert (damaged["empty"], None, "empty") in found
+    assert (str(runs / "headless"), None, "no_start") in found  # the run folder: no start event anywhere
+    # Whatever else verify says (gaps where lines were lost) is about a damaged file.
+    damaged_files = {p for p, _, _ in damaged["expected"]} | {damaged["headless_torn"][0], damaged["empty"]}
+    assert {p for p, _, _ in found} <= damaged_files | {str(runs / "headless")}
+    assert tree_hashes(root) == damaged["hashes"]
 
 
 def test_reading_never_changes_a_file_and_resuming_only_adds_one(damaged: dict, tmp_path: Path) -> None:
