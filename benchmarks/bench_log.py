@@ -45,6 +45,10 @@ def body(args) -> None:  # noqa: ANN001 - argparse namespace
                                lambda: floor.run(values, n), args.repeat)
             emit("log", "run.log, 4 floats, explicit step", unit="us/call", calls=n, clock="cpu",
                  floor_name=floor_name, target=1.5, **res)
+            line_floor = _line_format_floor(tmp / "floor", run.writer_id)
+            res = side_by_side(lambda: line_floor(values, n), lambda: floor.run(values, n), args.repeat)
+            emit("log", "the store's line format alone: dumps of the event + CRC-32 + os.write", unit="us/call",
+                 calls=n, clock="cpu", floor_name=floor_name, **res)
             wall = time.perf_counter
             res = side_by_side(lambda: per_call(lambda i: run.log(values), n, wall),
                                lambda: _wall_floor(floor, values, n), args.repeat)
@@ -59,6 +63,30 @@ def body(args) -> None:  # noqa: ANN001 - argparse namespace
             emit("log", f"run.log, 4 floats, {size:,} steps", unit="us/call", calls=size, clock="cpu",
                  floor_name=floor_name, steps=size, **res)
         floor.close()
+
+
+def _line_format_floor(folder: Path, writer_id: str):  # noqa: ANN202
+    """What the documented line format costs with no checks, lock or bookkeeping: the least tracker can do."""
+    import os
+    import zlib
+
+    fd = os.open(folder / "format-floor.jsonl", os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    write, crc32, dumps, clock = os.write, zlib.crc32, __import__("common")._dumps, time.time
+    env = {"v": 1, "kind": "record", "schema": "metrics", "step": 0, "time": 0.0, "w": writer_id, "seq": 0,
+           "data": None}
+
+    def run(values: dict, n: int) -> float:
+        def one(i: int) -> None:
+            env["step"] = i
+            env["time"] = clock()
+            env["seq"] = i
+            env["data"] = values
+            head = dumps(env)[:-1]
+            write(fd, head + b',"crc":"%08x"}\n' % crc32(head))
+
+        return per_call(one, n)
+
+    return run
 
 
 def _wall_floor(floor: FloorWriter, values: dict, n: int) -> float:

@@ -312,3 +312,22 @@ def test_metrics_reads_other_layouts_and_reports_damage(tmp_store: Path) -> None
         cols = view.metrics()
     assert cols["x"].tolist() == [0.0, 10.0, 3.0, 4.0]
     assert [p.kind for p in view.problems] == ["checksum"] and view.problems[0].line == 4
+
+
+def test_flat_instances_are_checked_like_the_full_path() -> None:
+    fast = _compiled(Flat)
+    full = _compiled(Flat)
+    full._flat = None
+    good = Flat(x=1.5, name="a", n=3)
+    assert fast.validate(good) == full.validate(good) == {"name": "a", "x": 1.5, "n": 3, "ok": False}
+    attrs.validators.set_disabled(True)
+    try:
+        bad = Flat(x=-1.0)
+    finally:
+        attrs.validators.set_disabled(False)
+    messages = []
+    for c in (fast, full):
+        with pytest.raises(tracker.SchemaError) as exc:
+            c.validate(bad)
+        messages.append(str(exc.value))
+    assert messages[0] == messages[1] and "x" in messages[0]

@@ -402,14 +402,26 @@ class CompiledSchema:
         self._float_fields = tuple(floats)
         self.names = frozenset(n for n, _, _ in fields)
         self._flat = _compile_flat(schema.cls, hints)
+        if self._flat is not None:
+            names = self._flat[0]
+            self._flat_fields = operator.attrgetter(*names) if len(names) > 1 else (
+                lambda inst, _n=names[0]: (getattr(inst, _n),))
 
     def validate(self, data: Any) -> dict[str, Any]:
         """Check a mapping or an instance of the class; returns the fields to store.
 
         :raises SchemaError: listing every problem of the record.
         """
-        if self._flat is not None and type(data) is dict:
-            out = self._flat_validate(data)
+        flat = self._flat
+        if flat is not None:
+            if type(data) is dict:
+                out = self._flat_validate(flat, data)
+            elif type(data) is self.cls:
+                # An instance: its validators ran when it was built, unless it was built
+                # with them off or changed since; checking costs less than building another.
+                out = self._flat_validate(flat, dict(zip(flat[0], self._flat_fields(data), strict=True)))
+            else:
+                out = None
             if out is not None:
                 return out
         if self.free_form:
@@ -458,7 +470,7 @@ class CompiledSchema:
             out[name] = v
         return out
 
-    def _flat_validate(self, values: dict[str, Any]) -> dict[str, Any] | None:
+    def _flat_validate(self, flat: tuple, values: dict[str, Any]) -> dict[str, Any] | None:
         """The fast path of :meth:`validate` for flat schemas (issue 6), or ``None`` to take the full one.
 
         Exact types only (an int for a float field, numpy scalars and anything
@@ -467,7 +479,7 @@ class CompiledSchema:
         the instance. Any failure returns ``None``: the full path finds the
         same failure and reports it with the usual message.
         """
-        names, getter, types, defaults, ints, strs, validators = self._flat
+        names, getter, types, defaults, ints, strs, validators = flat
         n = len(names)
         if len(values) != n:
             if len(values) > n or not defaults:

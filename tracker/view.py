@@ -47,7 +47,7 @@ _SEVERITY = {"finished": 0, "failed": 1, "crashed": 2}
 _METRICS_MARK = b'"kind":"record","schema":"metrics",'
 # How this version's writer starts every metrics line (store.SegmentWriter.record_env).
 _METRICS_HEAD = b'{"v":1,"kind":"record","schema":"metrics","step":'
-_CRC_MARK = b',"crc":"'
+_CRC_FORMAT = b',"crc":"%08x"}'
 _consume = deque(maxlen=0).extend
 _NAN = float("nan")
 _SPECIAL_MARKS = (b'"NaN"', b'Infinity"')
@@ -491,7 +491,7 @@ class RunView:
         import numpy as np
 
         loads, crc32, consume, append = orjson.loads, zlib.crc32, _consume, array.append
-        head, mark = _METRICS_HEAD, _CRC_MARK
+        head, tail = _METRICS_HEAD, _CRC_FORMAT
         steps = array("q")
         times = array("d")
         cols: dict[str, array] = {}
@@ -503,12 +503,13 @@ class RunView:
         for lines in self._line_chunks(path, quiet_tail):
             for line in lines:
                 lineno += 1
-                ev = None
-                try:
-                    if line.startswith(head) and line[-_CRC_TAIL:-10] == mark and \
-                            crc32(line[:-_CRC_TAIL]) == int(line[-10:-2], 16):
+                # The whole tail, ``,"crc":"xxxxxxxx"}``, against the one the CRC calls for.
+                if line.startswith(head) and line[-_CRC_TAIL:] == tail % crc32(line[:-_CRC_TAIL]):
+                    try:
                         ev = loads(line)
-                except ValueError:
+                    except ValueError:
+                        ev = None
+                else:
                     ev = None
                 if ev is None:
                     ev = self._other_metrics_line(path, lineno, line)
