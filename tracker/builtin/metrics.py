@@ -8,7 +8,6 @@ time from the first to the last record.
 from __future__ import annotations
 
 import attrs
-import numpy as np
 
 from tracker import Schema, Summarizer, Summary, Table, hookimpl
 
@@ -37,6 +36,8 @@ def tracker_summarizers() -> list[Summarizer]:
 
 def summarize_scalars(table: Table) -> Summary:
     """Per metric: count, NaN count, first, last, min (with step), mean, max (with step)."""
+    import numpy as np  # here, not at the top: the CLI loads this plugin and must start without numpy
+
     steps = table["step"]
     rows = []
     for name, col in table.numeric_columns().items():
@@ -59,6 +60,8 @@ def summarize_scalars(table: Table) -> Summary:
 
 def summarize_run(table: Table) -> Summary:
     """Steps (distinct, first, last) and wall time from the first to the last record."""
+    import numpy as np
+
     steps, times = table["step"], table["time"]
     wall = float(times.max() - times.min()) if len(table) else 0.0
     rows = [{"records": len(table), "distinct_steps": int(np.unique(steps).size),
