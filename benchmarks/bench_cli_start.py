@@ -57,19 +57,31 @@ def body(args) -> None:  # noqa: ANN001 - argparse namespace
     with scratch() as tmp:
         (tmp / "empty-store" / "runs").mkdir(parents=True)
         env = dict(os.environ, TRACKER_STORE=str(tmp / "empty-store"), NO_COLOR="1")
-        cases = [("python -c pass", [py, "-c", "pass"]),
-                 ("import tracker", [py, "-c", "import tracker"]),
-                 ("tracker --help", [py, "-m", "tracker", "--help"]),
-                 ("tracker runs (empty store)", [py, "-m", "tracker", "runs"])]
+        env.pop("TRACKER_CONFIG", None)
+        # The same starts with every installed plugin but the built-in disabled in tracker.toml:
+        # what the core alone costs.
+        from importlib.metadata import entry_points
+
+        others = sorted({ep.name for ep in entry_points(group="tracker")} - {"metrics"})
+        (tmp / "core.toml").write_text("[plugins]\ndisable = [" + ", ".join(f'"{n}"' for n in others) + "]\n")
+        core_env = dict(env, TRACKER_CONFIG=str(tmp / "core.toml"))
+        cases = [("python -c pass", [py, "-c", "pass"], env),
+                 ("import tracker", [py, "-c", "import tracker"], env),
+                 ("tracker --help", [py, "-m", "tracker", "--help"], env),
+                 ("tracker runs (empty store)", [py, "-m", "tracker", "runs"], env),
+                 ("tracker --help, plugins disabled", [py, "-m", "tracker", "--help"], core_env),
+                 ("tracker runs (empty store), plugins disabled", [py, "-m", "tracker", "runs"], core_env)]
         start(cases[2][1], env)  # warm the file cache
-        times = {name: [] for name, _ in cases}
+        times: dict[str, list[float]] = {name: [] for name, _, _ in cases}
         for _ in range(starts):
-            for name, argv in cases:
-                times[name].append(start(argv, env))
+            for name, argv, case_env in cases:
+                times[name].append(start(argv, case_env))
         floor = statistics.median(times["python -c pass"])
-        for name, argv in cases:
+        for name, argv, case_env in cases:
             value = statistics.median(times[name])
-            extra = import_profile(argv, env) if name != "python -c pass" else {}
+            extra = import_profile(argv, case_env) if name != "python -c pass" else {}
+            if name.endswith("plugins disabled"):
+                extra["disabled"] = others
             emit("cli_start", name, unit="ms", clock="wall", value=round(value * 1000, 1),
                  floor=round(floor * 1000, 1), ratio=round(value / floor, 2), floor_name="python -c pass",
                  rounds=starts, **extra)

@@ -11,12 +11,8 @@ figures show it). benchmarks/ in the source tree has the full suite.
 from __future__ import annotations
 
 import os
-import platform
-import statistics
-import tempfile
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import click
@@ -74,6 +70,8 @@ def _side_by_side(subject: Callable[[], Any], floor: Callable[[], Any], seconds:
 
     :param batches: calibrate batches of about 50 ms; ``False`` times one call per round.
     """
+    import statistics
+
     n = _calibrate(subject, 0.05) if batches else 1
     m = _calibrate(floor, 0.05) if batches else 1
     subj, base, ratios = [], [], []
@@ -90,6 +88,11 @@ def _side_by_side(subject: Callable[[], Any], floor: Callable[[], Any], seconds:
 
 def run_bench(seconds: float) -> dict[str, Any]:
     """Measure logging (and reading back) here; returns the figures as a document."""
+    # Imported here: every start of the CLI imports this module to add the command.
+    import platform
+    import tempfile
+    from pathlib import Path
+
     import tracker
 
     measurements = []
