@@ -13,6 +13,7 @@ import os
 import random
 import signal
 import time
+import warnings
 from pathlib import Path
 
 import pytest
@@ -34,6 +35,7 @@ FRESH_KILLS = 40        # fresh runs, one kill each
 CHAIN_KILLS = 15        # one run resumed after each kill
 FSYNC_KILLS = 10        # durability = "fsync"
 CREATE_KILLS = 12       # while start_run creates or joins a run, three processes at a time
+SEEN = {"torn": 0}      # torn last lines met: a kill can land inside a write that spans two pages
 
 
 class Child:
@@ -97,18 +99,23 @@ def check_killed_run(store: Path, run_id: str, acked: list[int], child: int) -> 
     assert acked == ks[:len(acked)]
     assert all(r.data["x"] == r.data["k"] / 7 for r in mine)
     assert len({(r.writer, r.seq) for r in records}) == len(records)
-    # The columnar reader sees the same records.
-    cols = tracker.RunView(store, run_id).metrics()
+    # The columnar reader sees the same records, and the same torn tail if any.
+    cols_view = tracker.RunView(store, run_id)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", tracker.TrackerWarning)
+        cols = cols_view.metrics()
+    assert {(p.path, p.line) for p in cols_view.problems} == {(p.path, p.line) for p in view.problems}
     if records:
         assert cols["k"][cols["c"] == child].tolist() == [float(k) for k in ks]
     else:
         assert cols["step"].size == 0
     strict_json_lines(view.segment_paths())
+    SEEN["torn"] += len(view.problems)
     return records
 
 
 @pytest.mark.slow
-def test_sigkill_at_random_moments_loses_no_acknowledged_record(tmp_path: Path) -> None:
+def test_sigkill_at_random_moments_loses_no_acknowledged_record(tmp_path: Path, record_property) -> None:
     rng = random.Random(SEED)
     store = tmp_path / "store"
     env = child_env(tmp_path)
@@ -134,10 +141,14 @@ def test_sigkill_at_random_moments_loses_no_acknowledged_record(tmp_path: Path) 
     assert acked_total > 1000 and stored_total >= acked_total
     report = assert_verify_finds_at_most_torn_tails(store, work=tmp_path)
     assert report["records"] == stored_total
+    record_property("kills", kills)
+    record_property("acknowledged", acked_total)
+    record_property("torn_tails_so_far", SEEN["torn"])
 
 
 @pytest.mark.slow
-def test_sigkill_then_resume_again_and_again_keeps_everything(tmp_store: Path, tmp_path: Path) -> None:
+def test_sigkill_then_resume_again_and_again_keeps_everything(tmp_store: Path, tmp_path: Path,
+                                                              record_property) -> None:
     rng = random.Random(SEED + 1)
     store, run_id = tmp_store, "chain"
     env = child_env(tmp_path)
@@ -170,10 +181,12 @@ def test_sigkill_then_resume_again_and_again_keeps_everything(tmp_store: Path, t
     assert view.info.writers == CHAIN_KILLS + 1
     report = assert_verify_finds_at_most_torn_tails(store, run_id, work=tmp_path)
     assert (report["segments"], report["records"]) == (CHAIN_KILLS + 1, len(after))
+    record_property("kills", CHAIN_KILLS)
+    record_property("acknowledged", sum(map(len, acked_by_child.values())))
 
 
 @pytest.mark.slow
-def test_sigkill_while_runs_are_created_or_joined_leaves_no_half_made_run(tmp_path: Path) -> None:
+def test_sigkill_while_runs_are_created_or_joined_leaves_no_half_made_run(tmp_path: Path, record_property) -> None:
     rng = random.Random(SEED + 3)
     store = tmp_path / "store"
     env = child_env(tmp_path)
@@ -197,10 +210,12 @@ def test_sigkill_while_runs_are_created_or_joined_leaves_no_half_made_run(tmp_pa
         assert tracker.RunView(store, run_id).info.project == "kill"
     report = assert_verify_finds_at_most_torn_tails(store, work=tmp_path)
     assert report["runs"] == len(made)
+    record_property("kills", len(children))
+    record_property("acknowledged", sum(len(c.acks()) for c in children))
 
 
 @pytest.mark.slow
-def test_sigkill_with_fsync_durability_every_acknowledged_line_was_fsynced(tmp_path: Path) -> None:
+def test_sigkill_with_fsync_durability_every_acknowledged_line_was_fsynced(tmp_path: Path, record_property) -> None:
     rng = random.Random(SEED + 2)
     store = tmp_path / "store"
     env = child_env(tmp_path, toml='[store]\ndurability = "fsync"\n')
@@ -227,6 +242,8 @@ def test_sigkill_with_fsync_durability_every_acknowledged_line_was_fsynced(tmp_p
             checked += 1
     assert checked > 100
     assert_verify_finds_at_most_torn_tails(store, work=tmp_path)
+    record_property("kills", len(children))
+    record_property("acknowledged", checked)
 
 
 def test_fsync_durability_also_syncs_the_folders_that_name_a_new_segment(tmp_path: Path, host: tracker.Host,
