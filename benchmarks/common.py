@@ -152,7 +152,10 @@ def machine() -> dict[str, Any]:
                             timeout=5).stdout.splitlines()[-1].split()[1]
     except Exception:  # noqa: BLE001 - df is optional
         pass
-    return {"cpu": cpu, "cores": os.cpu_count(), "python": platform.python_version(),
+    load = ""
+    if hasattr(os, "getloadavg"):
+        load = " / ".join(f"{x:.1f}" for x in os.getloadavg()) + " (1, 5, 15 min, at the end of the run)"
+    return {"cpu": cpu, "cores": os.cpu_count(), "load_average": load, "python": platform.python_version(),
             "implementation": platform.python_implementation(), "system": platform.platform(),
             "tmp_filesystem": fs, "versions": versions}
 

@@ -331,3 +331,30 @@ def test_flat_instances_are_checked_like_the_full_path() -> None:
             c.validate(bad)
         messages.append(str(exc.value))
     assert messages[0] == messages[1] and "x" in messages[0]
+
+
+def test_a_forked_child_keeps_to_its_own_segment_on_the_fast_path(tmp_store: Path) -> None:
+    import os
+
+    with tracker.start_run() as run:
+        for i in range(3):
+            run.log({"parent": float(i)})
+        pid = os.fork()
+        if pid == 0:  # pragma: no cover - runs in the child
+            try:
+                for i in range(5):
+                    run.log({"child": float(i)})
+            finally:
+                os._exit(0)
+        os.waitpid(pid, 0)
+        run.log({"parent": 3.0})
+    segments = {}
+    for path in run.path.glob("*.jsonl"):
+        events = [json.loads(line) for line in path.read_text().splitlines()]
+        assert [e["seq"] for e in events] == list(range(1, len(events) + 1))
+        assert {e["w"] for e in events} == {path.stem}
+        names = {k for e in events if e["kind"] == "record" for k in e["data"]}
+        segments[frozenset(names)] = [e for e in events if e["kind"] == "record"]
+    assert set(segments) == {frozenset({"parent"}), frozenset({"child"})}
+    assert [e["data"]["child"] for e in segments[frozenset({"child"})]] == [0.0, 1.0, 2.0, 3.0, 4.0]
+    assert len(segments[frozenset({"parent"})]) == 4
