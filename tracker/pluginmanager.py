@@ -234,7 +234,8 @@ class Host:
             return self.schemas[name]
         except (KeyError, TypeError):
             shown = repr(name) if len(repr(name)) < 80 else repr(name)[:77] + "..."
-            raise SchemaError(str(name)[:80], [("(schema)", f"expected a known schema ({', '.join(sorted(self.schemas))}), "
+            known = ", ".join(sorted(self.schemas))
+            raise SchemaError(str(name)[:80], [("(schema)", f"expected a known schema ({known}), "
                                                             f"given unknown schema {shown}")]) from None
 
     def summarizers_for(self, schema: str) -> list[Summarizer]:
