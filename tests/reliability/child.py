@@ -16,7 +16,7 @@ Modes:
 - ``rank``: one data-parallel rank: attach through ``TRACKER_RUN_ID``, wait for
   the parent's go file, log ``--count`` records, finish.
 - ``fill``: log until the store refuses (a full disk), then try a few more times.
-- ``readonly``: drop root for another user, then read the store and try to write to it.
+- ``readonly``: (with ``--uid``, as root: become that user,) then read the store and try to write to it.
 - ``heartbeat``: pose as another host, log one record, then sleep (the parent
   watches the heartbeat and kills it).
 - ``plugins``: log with whatever plugins are installed (broken ones included)
@@ -116,14 +116,14 @@ def mode_fill(args: argparse.Namespace) -> None:
 
 def mode_readonly(args: argparse.Namespace) -> None:
     import tracker
-    import tracker.cli  # noqa: F401 - every module needed below is imported before dropping root
-    import tracker.view  # noqa: F401
+    import tracker.view  # noqa: F401 - imported before root is dropped: the interpreter may be unreadable after
 
     tracker.get_host()
-    os.setgroups([])
-    os.setgid(args.uid)
-    os.setuid(args.uid)
-    assert os.geteuid() == args.uid
+    if args.uid is not None:  # as root: become another user, so that permission bits apply
+        os.setgroups([])
+        os.setgid(args.uid)
+        os.setuid(args.uid)
+        assert os.geteuid() == args.uid
     out: dict[str, object] = {"uid": os.geteuid()}
     store = tracker.open_store(args.store)
     view = store.run(args.run_id)
@@ -188,7 +188,7 @@ def main() -> None:
     parser.add_argument("--go")
     parser.add_argument("--fsync-probe", action="store_true")
     parser.add_argument("--fsize-limit", type=int, default=0)
-    parser.add_argument("--uid", type=int, default=65534)
+    parser.add_argument("--uid", type=int, default=None)
     args = parser.parse_args()
     {"loop": mode_loop, "write": mode_write, "rank": mode_rank, "fill": mode_fill, "readonly": mode_readonly,
      "heartbeat": mode_heartbeat, "plugins": mode_plugins}[args.mode](args)

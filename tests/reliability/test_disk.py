@@ -75,8 +75,11 @@ def test_file_size_limit_mid_run_raises_store_error_and_keeps_every_acknowledged
 def small_tmpfs(tmp_path: Path) -> Iterator[Path]:
     mnt = tmp_path / "mnt"
     mnt.mkdir()
-    res = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(mnt)], capture_output=True,
-                         text=True)
+    try:
+        res = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(mnt)], capture_output=True,
+                             text=True)
+    except FileNotFoundError:
+        pytest.skip("cannot mount a tmpfs here: no mount command")
     if res.returncode != 0:
         pytest.skip(f"cannot mount a tmpfs here: {res.stderr.strip()}")
     try:
