@@ -14,6 +14,7 @@ import json
 import os
 import signal
 import time
+import warnings
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -165,7 +166,11 @@ def test_resume_after_crash_continues_with_later_steps_and_keeps_earlier_records
     view, before = read_run(store, "again")
     assert view.info.status == "crashed" and len(before) >= acked
     last = max(r.step for r in before)
-    with tracker.start_run(store=store, run_id="again", resume=True) as run:
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        run = tracker.start_run(store=store, run_id="again", resume=True)
+    assert all(": torn: " in str(w.message) for w in caught)  # the killed writer's last line, if it was cut
+    with run:
         assert tracker.open_store(store).run("again").info.status == "running"
         run.log({"c": 1, "k": 0, "x": 0.0})
         run.log({"c": 1, "k": 1, "x": 0.0}, step=3)  # an explicit earlier step is kept as logged
