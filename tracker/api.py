@@ -30,7 +30,16 @@ from .errors import SchemaError, StoreError, TrackerError
 from .pluginmanager import Host, get_host
 from .records import RECORD, RUN_FINISHED, RUN_STARTED, WRITER_STARTED, Event
 from .schema import MAX_INT, _Bad, _check_json, _unwrap_numpy, check_metrics, given
-from .store import STRICT, Heartbeat, SegmentWriter, check_run_id, encode_line, hostname, new_run_id
+from .store import (
+    STRICT,
+    Heartbeat,
+    SegmentWriter,
+    check_run_id,
+    encode_line,
+    hostname,
+    new_run_id,
+    on_fork_in_child,
+)
 
 _time = _time_mod.time
 _dumps = orjson.dumps
@@ -114,18 +123,8 @@ def _sink_for(host: Host) -> _StoreSink:
         host.bus.subscribe(sink, critical=True)
         host.bus._watch(sink.routes_changed)
         _sinks[host] = sink
-        _ensure_fork_hook()
+        on_fork_in_child(_forget_all_routes)
     return sink
-
-
-_fork_hook = False
-
-
-def _ensure_fork_hook() -> None:
-    global _fork_hook
-    if not _fork_hook and hasattr(os, "register_at_fork"):
-        os.register_at_fork(after_in_child=_forget_all_routes)
-        _fork_hook = True
 
 
 def _forget_all_routes() -> None:

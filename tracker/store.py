@@ -19,7 +19,7 @@ import socket
 import threading
 import weakref
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -150,28 +150,54 @@ def parse_line(line: bytes) -> dict[str, Any]:
     return event
 
 
+class LineChunks:
+    """The complete lines of a file from ``offset``, a list per 1 MiB read.
+
+    Memory stays flat whatever the file's size. After iterating, ``rest``
+    holds a last line without its newline (a torn write, or one in
+    progress), which is never yielded, and ``lines`` counts the lines yielded.
+
+    :raises StoreError: when the file cannot be opened.
+    """
+
+    def __init__(self, path: Path, offset: int = 0) -> None:
+        self.path = path
+        self.offset = offset
+        self.rest = b""
+        self.lines = 0
+
+    def __iter__(self) -> Iterator[list[bytes]]:
+        try:
+            f = open(self.path, "rb")  # noqa: SIM115 - closed below, also when the caller stops early
+        except OSError as exc:
+            raise StoreError(f"cannot read {self.path}: {exc.strerror}") from None
+        with f:
+            f.seek(self.offset)
+            rest = b""
+            while True:
+                chunk = f.read(READ_CHUNK)
+                if not chunk:
+                    break
+                if rest:
+                    chunk = rest + chunk
+                lines = chunk.split(b"\n")
+                rest = lines.pop()
+                self.lines += len(lines)
+                yield lines
+            self.rest = rest
+
+
 def iter_lines(path: Path, offset: int = 0) -> Iterator[tuple[int, bytes]]:
     """Yield ``(end_offset, line)`` for each newline-terminated line from ``offset``.
 
     A last line without its newline (a torn write, or one in progress) is not
-    yielded; ``Segment.torn`` reports it. Reads 1 MiB at a time, so memory
-    stays flat whatever the file's size.
+    yielded; ``Segment.torn`` reports it.
     """
-    with open(path, "rb") as f:
-        f.seek(offset)
-        rest = b""
-        pos = offset
-        while True:
-            chunk = f.read(READ_CHUNK)
-            if not chunk:
-                return
-            if rest:
-                chunk = rest + chunk
-            lines = chunk.split(b"\n")
-            rest = lines.pop()
-            for line in lines:
-                pos += len(line) + 1
-                yield pos, line
+    pos = offset
+    for lines in LineChunks(path, offset):
+        for line in lines:
+            pos += len(line) + 1
+            yield pos, line
 
 
 def read_tail(path: Path, size: int, want: int = 1 << 16) -> tuple[list[bytes], bytes]:
@@ -420,6 +446,7 @@ class SegmentWriter:
 
 
 _fork_hook_installed = False
+_fork_callbacks: list[Callable[[], None]] = []
 
 
 def _ensure_fork_hook() -> None:
@@ -429,12 +456,21 @@ def _ensure_fork_hook() -> None:
         _fork_hook_installed = True
 
 
+def on_fork_in_child(callback: Callable[[], None]) -> None:
+    """Call ``callback()`` in a forked child, after its writers are marked stale (once per callback)."""
+    _ensure_fork_hook()
+    if callback not in _fork_callbacks:
+        _fork_callbacks.append(callback)
+
+
 def _after_fork() -> None:
     # A forked child must not share its parent's segment: each of its writers
     # is marked stale and opens a segment of its own on the next write.
     for w in list(_writers):
         w.lock = threading.Lock()
         w.stale = True
+    for callback in _fork_callbacks:
+        callback()
 
 
 class Heartbeat:

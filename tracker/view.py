@@ -23,13 +23,13 @@ from typing import TYPE_CHECKING, Any
 import attrs
 import orjson
 
-from . import store as store_module
 from .bus import TrackerWarning
 from .errors import RunNotFound, StoreError
 from .records import RECORD, RUN_FINISHED, RUN_STARTED, Problem, Record, RunInfo
 from .schema import SPECIAL_IN, decode_nonfinite
 from .store import (
     RUN_ID_RE,
+    LineChunks,
     LineError,
     hostname,
     iter_lines,
@@ -573,26 +573,11 @@ class RunView:
 
         Like :meth:`_lines` but with one generator step per 1 MiB instead of one per line.
         """
-        lineno = 0
-        try:
-            f = open(path, "rb")  # noqa: SIM115 - closed below, also when the caller stops early
-        except OSError as exc:
-            raise StoreError(f"cannot read {path}: {exc.strerror}") from None
-        with f:
-            rest = b""
-            while True:
-                chunk = f.read(store_module.READ_CHUNK)
-                if not chunk:
-                    break
-                if rest:
-                    chunk = rest + chunk
-                lines = chunk.split(b"\n")
-                rest = lines.pop()
-                lineno += len(lines)
-                yield lines
-        if rest and not quiet_tail:
-            self._warn(Problem(str(path), lineno + 1, "torn",
-                               f"the last line is incomplete ({len(rest)} bytes): a write was cut off"))
+        reader = LineChunks(path)
+        yield from reader
+        if reader.rest and not quiet_tail:
+            self._warn(Problem(str(path), reader.lines + 1, "torn",
+                               f"the last line is incomplete ({len(reader.rest)} bytes): a write was cut off"))
 
     def summarize(self, schema: str | None = None) -> list[Summary]:
         """Every summary of every schema present (or of one schema), in that order.
