@@ -179,13 +179,25 @@ def read_segment(path: Path) -> Segment:
     return seg
 
 
+def _resolve_host(host: Callable[[], Host] | None) -> Host:
+    if host is not None:
+        return host()
+    from .pluginmanager import get_host
+
+    return get_host()
+
+
 class Store:
     """A store folder opened for reading.
 
     :param path: the store folder; ``None`` resolves it like the CLI does.
+    :param host: the plugin host for schemas and summarizers, or a function
+        that builds it when first needed (listing runs never needs it, so
+        ``tracker runs`` loads no plugin); default: the process's host.
     """
 
-    def __init__(self, path: str | os.PathLike[str] | None = None, host: Host | None = None) -> None:
+    def __init__(self, path: str | os.PathLike[str] | None = None,
+                 host: Host | Callable[[], Host] | None = None) -> None:
         self._host = host
         if path is None:
             from .config import resolve_store_path
@@ -198,11 +210,9 @@ class Store:
 
     @property
     def host(self) -> Host:
-        """The plugin host used for schemas and summarizers."""
-        if self._host is None:
-            from .pluginmanager import get_host
-
-            self._host = get_host()
+        """The plugin host used for schemas and summarizers (built on first use)."""
+        if self._host is None or callable(self._host):
+            self._host = _resolve_host(self._host)
         return self._host
 
     def run_ids(self) -> list[str]:
@@ -264,7 +274,8 @@ class RunView:
     warned about once.
     """
 
-    def __init__(self, store: str | os.PathLike[str], run_id: str, host: Host | None = None) -> None:
+    def __init__(self, store: str | os.PathLike[str], run_id: str,
+                 host: Host | Callable[[], Host] | None = None) -> None:
         self.store = Path(store)
         self.id = run_id
         if not isinstance(run_id, str) or not RUN_ID_RE.match(run_id):
@@ -280,11 +291,9 @@ class RunView:
 
     @property
     def host(self) -> Host:
-        """The plugin host used for schemas and summarizers."""
-        if self._host is None:
-            from .pluginmanager import get_host
-
-            self._host = get_host()
+        """The plugin host used for schemas and summarizers (built on first use)."""
+        if self._host is None or callable(self._host):
+            self._host = _resolve_host(self._host)
         return self._host
 
     def segment_paths(self) -> list[Path]:
@@ -389,7 +398,7 @@ class RunView:
                 yield lineno, line
 
     def _segment_records(self, path: Path, schema: str | None, quiet_tail: bool) -> Iterator[Record]:
-        host = self._host if schema is None else self.host
+        host = self._host if schema is None and not callable(self._host) else self.host
         compiled = None
         for lineno, line in self._lines(path, quiet_tail):
             try:

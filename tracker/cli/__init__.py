@@ -73,7 +73,8 @@ class CliContext:
             if not path.exists():
                 raise StoreError(f"no store at {path} (choose one with --store, TRACKER_STORE "
                                  "or [store] path in tracker.toml)")
-            self._store = Store(path, host=self.host)
+            # Plugins load only when a command needs schemas or summaries: listing runs does not.
+            self._store = Store(path, host=self._host if self._host is not None else (lambda: self.host))
         return self._store
 
     def short_ids(self) -> dict[str, str]:
