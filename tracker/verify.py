@@ -141,7 +141,7 @@ def scan_segment(path: Path, report: VerifyReport, *, live: bool = False,
 def verify_run(run_dir: Path, report: VerifyReport, *, timeout: float = 120.0,
                progress: Callable[[int], None] | None = None) -> None:
     """Check every segment of one run folder and that the run has a start event."""
-    from .view import read_segment
+    from .segment import read_segment
 
     report.runs += 1
     started = False

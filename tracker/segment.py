@@ -1,0 +1,166 @@
+"""What a segment's two ends tell: its writer, its finish event, whether it still runs.
+
+Listing runs reads only these few kilobytes of each segment, never its
+records; a run's status is derived from its segments' ends here.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from .records import RUN_FINISHED, RUN_STARTED
+from .store import LineError, hostname, parse_line, pid_alive
+
+_SEVERITY = {"finished": 0, "failed": 1, "crashed": 2}
+
+
+@attrs.define
+class Segment:
+    """One writer's file, as far as its first line and its tail tell."""
+
+    path: Path
+    size: int
+    mtime: float
+    header: dict[str, Any] | None = None
+    last: dict[str, Any] | None = None
+    tail: list[dict[str, Any]] = attrs.field(factory=list)
+    torn: bool = False
+
+    @property
+    def finish(self) -> dict[str, Any] | None:
+        """The writer's ``run_finished`` event, if it wrote one."""
+        return self.last if self.last is not None and self.last.get("kind") == RUN_FINISHED else None
+
+    def facts(self) -> dict[str, Any]:
+        """Host, pid and start time of the writer, from its first line or its id."""
+        if self.header is not None and isinstance(self.header.get("data"), dict):
+            return self.header["data"]
+        wid = (self.last or {}).get("w") or self.path.stem
+        host, _, rest = str(wid).rpartition("-")
+        host, _, pid = host.rpartition("-")
+        return {"host": host, "pid": int(pid) if pid.isdigit() else None, "proc_start": None}
+
+    def alive(self, timeout: float | Callable[[], float]) -> bool:
+        """Whether the writer may still append (not finished, process still there).
+
+        :param timeout: seconds a writer on another host may stay silent, or a
+            function giving them (asked only for such a writer).
+        """
+        if self.finish is not None:
+            return False
+        facts = self.facts()
+        if facts.get("host") == hostname() and isinstance(facts.get("pid"), int):
+            return pid_alive(facts["pid"], facts.get("proc_start"))
+        if callable(timeout):
+            timeout = timeout()
+        return time.time() - self.mtime < timeout
+
+
+#: Listing reads this much of each end of a segment first, and more only when
+#: no complete line fits (a long first line, a finish event with many metrics).
+HEAD_WINDOW = 4096
+TAIL_WINDOW = 4096
+
+
+def _pread_all(fd: int, size: int, offset: int) -> bytes:
+    parts = []
+    while size > 0:
+        chunk = os.pread(fd, size, offset)
+        if not chunk:
+            break
+        parts.append(chunk)
+        size -= len(chunk)
+        offset += len(chunk)
+    return b"".join(parts)
+
+
+def _first_line(fd: int, size: int) -> bytes | None:
+    """The first complete line (without its newline), read in growing windows."""
+    want, data = HEAD_WINDOW, b""
+    while True:
+        data += _pread_all(fd, min(want, size) - len(data), len(data))
+        end = data.find(b"\n")
+        if end >= 0:
+            return data[:end]
+        if len(data) >= size or len(data) >= 1 << 24:
+            return None
+        want *= 4
+
+
+def read_segment(path: Path) -> Segment:
+    """The first line and the last lines of a segment, parsed (bad lines skipped).
+
+    Reads a few KiB at each end (the whole file when it is small), whatever the
+    number of records, so that listing a store costs the same for short and long runs.
+    """
+    st = os.stat(path)
+    seg = Segment(path, st.st_size, st.st_mtime)
+    size = st.st_size
+    if size == 0:
+        return seg
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        whole = size <= HEAD_WINDOW + TAIL_WINDOW
+        if whole:
+            data = _pread_all(fd, size, 0)
+            end = data.find(b"\n")
+            first = data[:end] if end >= 0 else None
+        else:
+            first = _first_line(fd, size)
+        if first is not None:
+            try:
+                ev = parse_line(first)
+                if ev.get("kind") in (RUN_STARTED, "writer_started"):
+                    seg.header = ev
+            except LineError:
+                pass
+        want = TAIL_WINDOW
+        while True:
+            start = 0 if whole else max(0, size - want)
+            if not whole:
+                data = _pread_all(fd, size - start, start)
+            lines = data.split(b"\n")
+            seg.torn = bool(lines.pop())
+            if start > 0 and lines:
+                lines.pop(0)  # may be the end of a line cut in the middle
+            parsed = []
+            for line in lines:
+                try:
+                    parsed.append(parse_line(line))
+                except LineError:
+                    continue
+            if parsed or start == 0:
+                break
+            want *= 4
+    finally:
+        os.close(fd)
+    seg.tail = parsed
+    seg.last = parsed[-1] if parsed else None
+    return seg
+
+
+
+def run_status(writers: list[tuple[float, float, str, dict | None]]) -> tuple[str, dict | None]:
+    """The run's status from its writers' (start, end, status, finish event).
+
+    Running if any writer runs. Otherwise a writer is superseded by one that
+    started after it ended (a resume); of the others the worst status wins:
+    crashed, then failed, then finished.
+    """
+    if not writers:
+        return "crashed", None
+    if any(w[2] == "running" for w in writers):
+        return "running", None
+    current = [w for w in writers if not any(o[0] > w[1] for o in writers)]
+    worst = max(current, key=lambda w: _SEVERITY.get(w[2], 2))
+    error = None
+    if worst[2] == "failed" and worst[3] is not None:
+        error = (worst[3].get("data") or {}).get("error")
+    return worst[2], error
+
