@@ -29,7 +29,6 @@ from .config import resolve_store_path
 from .errors import SchemaError, StoreError, TrackerError
 from .pluginmanager import Host, get_host
 from .records import RECORD, RUN_FINISHED, RUN_STARTED, WRITER_STARTED, Event
-from .schema import MAX_INT, _Bad, _check_json, _unwrap_numpy, check_metrics, given
 from .store import (
     STRICT,
     Heartbeat,
@@ -40,6 +39,7 @@ from .store import (
     new_run_id,
     on_fork_in_child,
 )
+from .values import MAX_INT, _Bad, _check_json, _unwrap_numpy, check_metrics, given
 
 _time = _time_mod.time
 _dumps = orjson.dumps

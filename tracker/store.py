@@ -27,7 +27,7 @@ import orjson
 
 from .errors import SchemaError, StoreError, TrackerError
 from .records import RECORD as RECORD_KIND
-from .schema import encode_nonfinite
+from .values import encode_nonfinite
 
 FORMAT_VERSION = 1
 RUN_ID_RE = re.compile(r"[A-Za-z0-9_-]{1,64}\Z")

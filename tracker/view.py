@@ -25,7 +25,6 @@ import orjson
 from .bus import TrackerWarning
 from .errors import RunNotFound, StoreError
 from .records import RECORD, RUN_STARTED, Problem, Record, RunInfo
-from .schema import SPECIAL_IN, decode_nonfinite
 from .segment import Segment, read_segment, run_status
 from .store import (
     RUN_ID_RE,
@@ -35,6 +34,7 @@ from .store import (
     parse_line,
 )
 from .summary import MISSING, Summary, Table
+from .values import SPECIAL_IN, decode_nonfinite
 
 if TYPE_CHECKING:
     import numpy as np

@@ -21,8 +21,8 @@ import click
 
 from ..bus import TrackerWarning
 from ..records import RECORD, Problem, Record
-from ..schema import decode_nonfinite
 from ..store import LineError, iter_lines, parse_line
+from ..values import decode_nonfinite
 from . import CliContext
 from .options import clock, format_option, handle_errors, require_schema, schema_option, style
 from .render import cell, dumps_line
