@@ -13,6 +13,7 @@ The type checks and the store's encoding of values live in
 
 from __future__ import annotations
 
+import functools
 import inspect
 import operator
 import types
@@ -337,6 +338,7 @@ def make_converter() -> cattrs.Converter:
     return conv
 
 
+@functools.cache
 def fn_takes_run(fn: Callable[..., Any]) -> bool:
     """Whether a summarizer function takes ``(table, run)`` rather than ``(table)``."""
     try:

@@ -23,13 +23,15 @@ import attrs
 import orjson
 
 from .bus import TrackerWarning
-from .errors import RunNotFound, StoreError
+from .errors import RunNotFound, StoreError, TrackerError
 from .records import RECORD, RUN_STARTED, Problem, Record, RunInfo
+from .schema import fn_takes_run
 from .segment import Segment, read_segment, run_status
 from .store import (
     RUN_ID_RE,
     LineChunks,
     LineError,
+    check_run_id,
     iter_lines,
     parse_line,
 )
@@ -51,15 +53,24 @@ _SPECIAL_MARKS = (b'"NaN"', b'Infinity"')
 _CRC_TAIL = 18
 
 
-def _resolve_host(host: Callable[[], Host] | None) -> Host:
-    if host is not None:
-        return host()
-    from .pluginmanager import get_host
+class _UsesHost:
+    """A reader that builds its plugin host only when it first needs schemas or summarizers."""
 
-    return get_host()
+    _host: Host | Callable[[], Host] | None
+
+    @property
+    def host(self) -> Host:
+        """The plugin host used for schemas and summarizers (built on first use)."""
+        if self._host is None:
+            from .pluginmanager import get_host
+
+            self._host = get_host()
+        elif callable(self._host):
+            self._host = self._host()
+        return self._host
 
 
-class Store:
+class Store(_UsesHost):
     """A store folder opened for reading.
 
     :param path: the store folder; ``None`` resolves it like the CLI does.
@@ -79,13 +90,6 @@ class Store:
         if self.path.exists() and not self.path.is_dir():
             raise StoreError(f"{self.path} is not a store folder")
         self.runs_dir = self.path / "runs"
-
-    @property
-    def host(self) -> Host:
-        """The plugin host used for schemas and summarizers (built on first use)."""
-        if self._host is None or callable(self._host):
-            self._host = _resolve_host(self._host)
-        return self._host
 
     def run_ids(self) -> list[str]:
         """Every run id in the store (folder names that are valid ids)."""
@@ -139,7 +143,7 @@ def open_store(path: str | os.PathLike[str] | None = None) -> Store:
     return Store(path)
 
 
-class RunView:
+class RunView(_UsesHost):
     """One run of a store, read-only.
 
     ``problems`` collects every damaged line met while reading; each is also
@@ -150,23 +154,17 @@ class RunView:
                  host: Host | Callable[[], Host] | None = None) -> None:
         self.store = Path(store)
         self.id = run_id
-        if not isinstance(run_id, str) or not RUN_ID_RE.match(run_id):
+        try:
             # Only a valid id names a folder: "..", "" or "a/b" must not lead outside the store.
-            shown = repr(run_id) if len(repr(run_id)) <= 80 else repr(run_id)[:77] + "..."
-            raise RunNotFound(f"no run {shown} in store {self.store}: not a valid run id")
+            check_run_id(run_id)
+        except TrackerError as exc:
+            raise RunNotFound(f"no such run in store {self.store}: {exc}") from None
         self.path = self.store / "runs" / run_id
         if not self.path.is_dir():
             raise RunNotFound(f"no run {run_id!r} in store {self.store}")
         self._host = host
         self._info: RunInfo | None = None
         self.problems: list[Problem] = []
-
-    @property
-    def host(self) -> Host:
-        """The plugin host used for schemas and summarizers (built on first use)."""
-        if self._host is None or callable(self._host):
-            self._host = _resolve_host(self._host)
-        return self._host
 
     def segment_paths(self) -> list[Path]:
         """The run's segment files, sorted by name."""
@@ -474,8 +472,6 @@ class RunView:
             table = self.table(name)
             if not len(table):
                 continue
-            from .schema import fn_takes_run
-
             for s in sums:
                 try:
                     result = s.fn(table, self) if fn_takes_run(s.fn) else s.fn(table)
