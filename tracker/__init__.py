@@ -17,7 +17,7 @@ from __future__ import annotations
 from .api import Run, current_run, finish, log, log_record, start_run
 from .bus import EventBus, Subscription, TrackerWarning
 from .config import Config, load_config
-from .errors import ConfigError, PluginError, RunNotFound, SchemaError, StoreError, TrackerError
+from .errors import ConfigError, PluginError, QueryError, RunNotFound, SchemaError, StoreError, TrackerError
 from .hookspecs import hookimpl, hookspec
 from .pluginmanager import (
     Host,
@@ -47,7 +47,7 @@ def __getattr__(name: str) -> object:
 
 __all__ = [
     "MISSING", "CliContext", "Config", "ConfigError", "Event", "EventBus", "Host", "PluginError",
-    "PluginInfo", "PluginManager", "Problem", "Record", "Run", "RunInfo", "RunNotFound", "RunView",
+    "PluginInfo", "PluginManager", "Problem", "QueryError", "Record", "Run", "RunInfo", "RunNotFound", "RunView",
     "Schema", "SchemaError", "Store", "StoreError", "Subscription", "Summarizer", "Summary", "Table",
     "TrackerError", "TrackerWarning", "__version__", "current_run", "finish", "get_host",
     "get_plugin_manager", "hookimpl", "hookspec", "list_plugins", "load_config", "log", "log_record",

@@ -44,3 +44,7 @@ class ConfigError(TrackerError):
 
 class PluginError(TrackerError):
     """A plugin could not be loaded or broke a rule of the plugin contract."""
+
+
+class QueryError(TrackerError):
+    """A SQL query over a store failed; the message is the query engine's (DuckDB's)."""

@@ -175,6 +175,8 @@ def make_cli(host: Any = None) -> click.Group:
     cli.host = host
     add_core_commands(cli)
     from .bench import add_bench_command; add_bench_command(cli)  # noqa: E702, I001 - issue 6
+    from .query import query_cmd; from .index import index_cmd  # noqa: E702, I001 - issue 14
+    cli.add_command(query_cmd); cli.add_command(index_cmd)  # noqa: E702
     if host is not None:
         _add_plugin_commands(cli, host)
     return cli

@@ -1,0 +1,548 @@
+"""SQL over a store with DuckDB: the views ``runs``, ``metrics``, ``records`` and one per schema.
+
+DuckDB reads the JSONL segments itself. Every line is first checked against
+its CRC here, as the Python readers check it; a segment whose damage DuckDB
+would not skip on its own (a changed byte in a line that is still JSON, a
+torn last line that parses) is read from a copy of its sound lines instead.
+Damage is reported as the readers report it (one warning per line) and never
+fails a query. Runs indexed by ``tracker index`` are read from the Parquet
+index instead of their JSONL, as long as their segments have not changed.
+
+Views (see DESIGN.md, "Query and team store"):
+
+- ``runs``: id, name, project, status, created_at, ended_at, tags, config,
+  then one column per top-level config key (``config_<key>`` on a clash);
+- ``records``: run_id, schema, step, time, writer, seq, data (JSON);
+- ``metrics``: run_id, step, time, name, value (DOUBLE, long format);
+- ``"<schema>"``: run_id, step, time and one typed column per field.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import typing
+import warnings
+import zlib
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import attrs
+import orjson
+
+from ..errors import QueryError, TrackerError
+from ..records import Problem, RunInfo
+from ._core import LineChunks, LineError, parse_line, segment_finish
+
+if TYPE_CHECKING:
+    import duckdb
+
+    from .index import IndexSnapshot
+
+INSTALL_HINT = 'pip install "tracker-core[query]"'
+#: The columns DuckDB reads from each line (the CRC was checked before).
+EVENT_COLUMNS = ("{kind: 'VARCHAR', schema: 'VARCHAR', step: 'BIGINT', time: 'DOUBLE', w: 'VARCHAR', "
+                 "seq: 'BIGINT', data: 'JSON'}")
+#: DuckDB refuses longer lines by default (16 MiB); a heatmap record may be long.
+MAX_LINE = 1 << 30
+BASE_RUN_COLUMNS = ("id", "name", "project", "status", "created_at", "ended_at", "tags", "config")
+_CRC_TAIL = 18
+_CRC_FORMAT = b',"crc":"%08x"}'
+_METRICS_PREFIX = b'{"v":1,"kind":"record","schema":"metrics",'
+_RUN_OF_FILE = r"([^/\\]+)[/\\][^/\\]+$"
+
+
+def duckdb_module() -> Any:
+    """The ``duckdb`` module.
+
+    :raises TrackerError: when DuckDB is not installed, naming the extra to install.
+    """
+    try:
+        import duckdb
+    except ImportError:
+        raise TrackerError(f"SQL queries need DuckDB, which is not installed: {INSTALL_HINT}") from None
+    return duckdb
+
+
+def quote(name: str) -> str:
+    """``name`` as a SQL identifier."""
+    return '"' + name.replace('"', '""') + '"'
+
+
+def literal(text: str) -> str:
+    """``text`` as a SQL string literal."""
+    return "'" + text.replace("'", "''") + "'"
+
+
+# --- checking segments ---------------------------------------------------------------------------
+
+@attrs.define
+class SegmentScan:
+    """What checking one segment found.
+
+    :ivar sound: ``None`` when DuckDB may read the file itself, else the lines to read instead.
+    :ivar metric_names: metric names of the segment's ``metrics`` records.
+    """
+
+    run_id: str
+    path: Path
+    problems: list[Problem] = attrs.field(factory=list)
+    sound: list[bytes] | None = None
+    metric_names: dict[str, None] = attrs.field(factory=dict)
+
+
+#: Checked segments of this process: (path, size, mtime_ns) -> scan, so repeated
+#: queries in one session check each unchanged segment once.
+_checked: dict[tuple[str, int, int], SegmentScan] = {}
+_CHECKED_MAX = 100_000
+
+
+def scan_segment(run_id: str, path: Path, quiet_tail: bool) -> SegmentScan:
+    """Check every line of a segment against its CRC, as the readers do.
+
+    A torn last line is reported unless ``quiet_tail`` (its writer still runs).
+    Metric names come from the writer's finish event when it has one, else
+    from the ``metrics`` records themselves.
+    """
+    try:
+        st = os.stat(path)
+    except OSError as exc:
+        raise TrackerError(f"cannot read {path}: {exc.strerror}") from None
+    key = (str(path), st.st_size, st.st_mtime_ns, quiet_tail)
+    hit = _checked.get(key)
+    if hit is not None:
+        return hit
+    finish = segment_finish(path)
+    names: dict[str, None] = {}
+    want_names = finish is None
+    if finish is not None:
+        last = (finish.get("data") or {}).get("last")
+        if isinstance(last, dict):
+            names.update(dict.fromkeys(last))
+        else:
+            want_names = True
+    scan = SegmentScan(run_id, path)
+    crc32, tail, loads = zlib.crc32, _CRC_FORMAT, orjson.loads
+    bad: list[tuple[int, bytes]] = []
+    lineno = 0
+    reader = LineChunks(path)
+    for lines in reader:
+        for line in lines:
+            lineno += 1
+            if line[-_CRC_TAIL:] != tail % crc32(line[:-_CRC_TAIL]):
+                bad.append((lineno, line))
+            elif want_names and line.startswith(_METRICS_PREFIX):
+                try:
+                    data = loads(line).get("data")
+                except orjson.JSONDecodeError:
+                    continue
+                if isinstance(data, dict):
+                    names.update(dict.fromkeys(data))
+    copy = False
+    for n, line in bad:
+        try:
+            parse_line(line)
+        except LineError as exc:
+            scan.problems.append(Problem(str(path), n, exc.kind, str(exc)))
+            copy = True
+    rest = reader.rest
+    if rest:
+        if not quiet_tail:
+            scan.problems.append(Problem(str(path), reader.lines + 1, "torn",
+                                         f"the last line is incomplete ({len(rest)} bytes): a write was cut off"))
+        try:
+            loads(rest)
+            copy = True  # a whole line but its newline: DuckDB would read it, the readers do not
+        except orjson.JSONDecodeError:
+            pass  # DuckDB skips it like any line that is not JSON
+    if copy:
+        scan.sound = _sound_lines(path)
+    scan.metric_names = names
+    if len(_checked) > _CHECKED_MAX:
+        _checked.clear()
+    _checked[key] = scan
+    return scan
+
+
+def _sound_lines(path: Path) -> list[bytes]:
+    out = []
+    crc32, tail = zlib.crc32, _CRC_FORMAT
+    for lines in LineChunks(path):
+        for line in lines:
+            if line[-_CRC_TAIL:] == tail % crc32(line[:-_CRC_TAIL]):
+                out.append(line)
+                continue
+            try:
+                parse_line(line)
+            except LineError:
+                continue
+            out.append(line)
+    return out
+
+
+def report(problems: Iterable[Problem]) -> None:
+    """Warn about each problem as the readers do (``tracker: <file>:<line>: <kind>: ...``)."""
+    from ..bus import TrackerWarning
+
+    for p in problems:
+        warnings.warn(f"tracker: {p}", TrackerWarning, stacklevel=3)
+
+
+# --- typed columns -------------------------------------------------------------------------------
+
+def field_type(tp: Any) -> str:
+    """The DuckDB type of a schema field's annotation (float DOUBLE, int BIGINT, str VARCHAR, ...)."""
+    origin = typing.get_origin(tp)
+    args = [a for a in typing.get_args(tp) if a is not type(None)]
+    if origin is typing.Union or (origin is not None and str(origin) == "<class 'types.UnionType'>"):
+        kinds = {field_type(a) for a in args}
+        if len(kinds) == 1:
+            return kinds.pop()
+        if kinds <= {"DOUBLE", "BIGINT"}:
+            return "DOUBLE"
+        return "JSON"
+    if tp is bool:
+        return "BOOLEAN"
+    if tp is int:
+        return "BIGINT"
+    if tp is float:
+        return "DOUBLE"
+    if tp is str:
+        return "VARCHAR"
+    if origin is typing.Literal:
+        values = typing.get_args(tp)
+        if all(isinstance(v, str) for v in values):
+            return "VARCHAR"
+        if all(isinstance(v, int) and not isinstance(v, bool) for v in values):
+            return "BIGINT"
+        return "JSON"
+    if origin in (list, tuple, Sequence, typing.Sequence) or origin is getattr(__import__("collections.abc").abc,
+                                                                               "Sequence", None):
+        inner = {field_type(a) for a in args if a is not Ellipsis}
+        if inner == {"BIGINT"}:
+            return "BIGINT[]"
+        if inner and inner <= {"DOUBLE", "BIGINT"}:
+            return "DOUBLE[]"
+        return "JSON"
+    return "JSON"
+
+
+def schema_columns(compiled: Any) -> dict[str, str] | None:
+    """``{field: DuckDB type}`` of a registered schema, or ``None`` for a free-form one."""
+    if getattr(compiled, "free_form", False):
+        return None
+    cls = compiled.cls
+    try:
+        hints = typing.get_type_hints(cls)
+    except Exception:  # noqa: BLE001 - an unresolvable annotation reads as JSON
+        hints = {}
+    return {f.name: field_type(hints.get(f.name, Any)) for f in attrs.fields(cls)}
+
+
+def _config_type(values: list[Any]) -> str:
+    kinds = set()
+    for v in values:
+        if v is None:
+            continue
+        if isinstance(v, bool):
+            kinds.add("b")
+        elif isinstance(v, int):
+            kinds.add("i")
+        elif isinstance(v, float) or v in ("NaN", "Infinity", "-Infinity"):
+            kinds.add("f")
+        elif isinstance(v, str):
+            kinds.add("s")
+        else:
+            kinds.add("j")
+    if not kinds:
+        return "JSON"
+    if kinds == {"b"}:
+        return "BOOLEAN"
+    if kinds == {"i"}:
+        return "BIGINT"
+    if kinds <= {"i", "f"}:
+        return "DOUBLE"
+    if kinds == {"s"}:
+        return "VARCHAR"
+    return "JSON"
+
+
+def run_columns(infos: Sequence[RunInfo]) -> list[tuple[str, str, str]]:
+    """``(column, config key, DuckDB type)`` of the config columns of the ``runs`` view."""
+    keys: dict[str, list[Any]] = {}
+    for info in infos:
+        if isinstance(info.config, dict):
+            for k, v in info.config.items():
+                keys.setdefault(str(k), []).append(v)
+    taken = set(BASE_RUN_COLUMNS)
+    out = []
+    for k, values in keys.items():
+        col = k
+        while col in taken:
+            col = f"config_{col}"
+        taken.add(col)
+        out.append((col, k, _config_type(values)))
+    return out
+
+
+# --- building the views --------------------------------------------------------------------------
+
+@attrs.define
+class Sources:
+    """What the views read.
+
+    :ivar infos: every run's info (the ``runs`` view).
+    :ivar files: JSONL files DuckDB reads itself, each ``<folder>/<run_id>/<name>.jsonl``.
+    :ivar copies: ``(run_id, lines)`` read through a temporary copy instead.
+    :ivar metric_names: every metric name of the JSONL part.
+    :ivar index: the Parquet index snapshot, if one is used.
+    """
+
+    infos: list[RunInfo]
+    files: list[str] = attrs.field(factory=list)
+    copies: list[tuple[str, list[bytes]]] = attrs.field(factory=list)
+    metric_names: dict[str, None] = attrs.field(factory=dict)
+    index: IndexSnapshot | None = None
+
+
+def _write_runs(path: Path, infos: Sequence[RunInfo], cols: list[tuple[str, str, str]]) -> None:
+    with open(path, "wb") as f:
+        for info in infos:
+            cfg = info.config if isinstance(info.config, dict) else {}
+            row = {"id": info.id, "name": info.name, "project": info.project, "status": info.status,
+                   "created_at": info.created_at, "ended_at": info.ended_at, "tags": list(info.tags or []),
+                   "config": cfg}
+            for i, (_, key, _) in enumerate(cols):
+                row[f"c{i}"] = cfg.get(key)
+            f.write(_encode_row(row))
+
+
+def _encode_row(row: dict[str, Any]) -> bytes:
+    from ..values import encode_nonfinite
+
+    try:
+        return orjson.dumps(row) + b"\n" if _finite(row) else orjson.dumps(encode_nonfinite(row)) + b"\n"
+    except TypeError:
+        return orjson.dumps(row, default=str) + b"\n"
+
+
+def _finite(obj: Any) -> bool:
+    t = type(obj)
+    if t is float:
+        return obj - obj == 0.0
+    if t is dict:
+        return all(_finite(v) for v in obj.values())
+    if t is list:
+        return all(_finite(v) for v in obj)
+    return True
+
+
+class Catalog:
+    """A DuckDB connection with the store's views.
+
+    :param sources: what the views read.
+    :param host: the plugin host whose schemas get typed views (``None``: none).
+    :param needed: the view names a query refers to; the others are left out
+        (``None``: all). ``metrics``, ``records`` and the typed views read records.
+    """
+
+    def __init__(self, sources: Sources, host: Any = None, needed: set[str] | None = None) -> None:
+        duckdb = duckdb_module()
+        self.con: duckdb.DuckDBPyConnection = duckdb.connect(":memory:")
+        self.sources = sources
+        self.host = host
+        tmp = Path(tempfile.mkdtemp(prefix="tracker-sql-"))
+        try:
+            self._build(tmp, needed)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+    def _exec(self, sql: str) -> None:
+        self.con.execute(sql)
+
+    def _build(self, tmp: Path, needed: set[str] | None) -> None:
+        s = self.sources
+        cols = run_columns(s.infos)
+        runs_file = tmp / "runs.jsonl"
+        _write_runs(runs_file, s.infos, cols)
+        types = ["id: 'VARCHAR'", "name: 'VARCHAR'", "project: 'VARCHAR'", "status: 'VARCHAR'",
+                 "created_at: 'DOUBLE'", "ended_at: 'DOUBLE'", "tags: 'JSON'", "config: 'JSON'"]
+        types += [f"c{i}: {literal(kind)}" for i, (_, _, kind) in enumerate(cols)]
+        select = ", ".join(BASE_RUN_COLUMNS) + "".join(f", c{i} AS {quote(col)}" for i, (col, _, _) in enumerate(cols))
+        self._exec(f"CREATE TEMP TABLE runs AS SELECT {select} FROM read_ndjson({literal(str(runs_file))}, "
+                   f"columns={{{', '.join(types)}}})" if s.infos else
+                   "CREATE TEMP TABLE runs (id VARCHAR, name VARCHAR, project VARCHAR, status VARCHAR, "
+                   "created_at DOUBLE, ended_at DOUBLE, tags JSON, config JSON)")
+        wants_records = needed is None or bool(needed - {"runs"})
+        if not wants_records:
+            return
+        if s.index is not None:
+            s.index.prepare(self.con)
+        self._events(tmp)
+        self._records()
+        self._metrics()
+        if self.host is not None:
+            for name, compiled in self.host.schemas.items():
+                if name in ("metrics", "records", "runs") or (needed is not None and name not in needed):
+                    continue
+                columns = schema_columns(compiled)
+                if columns is not None:
+                    self._typed(name, columns)
+
+    def _events(self, tmp: Path) -> None:
+        s = self.sources
+        parts = []
+        read = (f"columns={EVENT_COLUMNS}, format='newline_delimited', ignore_errors=true, filename=true, "
+                f"maximum_object_size={MAX_LINE}")
+        pick = (f"regexp_extract(filename, {literal(_RUN_OF_FILE)}, 1) AS run_id, kind, schema, step, time, "
+                "w AS writer, seq, data")
+        if s.files:
+            self.con.execute("SET VARIABLE tracker_files = $files", {"files": s.files})
+            parts.append(f"SELECT {pick} FROM read_ndjson(getvariable('tracker_files'), {read}) "
+                         "WHERE kind IS NOT NULL")
+        if s.copies:
+            copies = []
+            for i, (run_id, lines) in enumerate(s.copies):
+                folder = tmp / "copies" / run_id
+                folder.mkdir(parents=True, exist_ok=True)
+                p = folder / f"{i}.jsonl"
+                with open(p, "wb") as f:
+                    for line in lines:
+                        f.write(line + b"\n")
+                copies.append(str(p))
+            self.con.execute("SET VARIABLE tracker_copies = $files", {"files": copies})
+            self._exec(f"CREATE TEMP TABLE _copied AS SELECT {pick} FROM "
+                       f"read_ndjson(getvariable('tracker_copies'), {read}) WHERE kind IS NOT NULL")
+            parts.append("SELECT * FROM _copied")
+        if not parts:
+            parts.append("SELECT NULL::VARCHAR AS run_id, NULL::VARCHAR AS kind, NULL::VARCHAR AS schema, "
+                         "NULL::BIGINT AS step, NULL::DOUBLE AS time, NULL::VARCHAR AS writer, NULL::BIGINT AS seq, "
+                         "NULL::JSON AS data WHERE false")
+        self._exec("CREATE TEMP VIEW _jsonl_events AS " + " UNION ALL ".join(parts))
+
+    def _records(self) -> None:
+        jsonl = "SELECT run_id, schema, step, time, writer, seq, data FROM _jsonl_events WHERE kind = 'record'"
+        idx = self.sources.index
+        if idx is not None and idx.live:
+            jsonl += f" UNION ALL {idx.select('records')}"
+        self._exec(f"CREATE TEMP VIEW records AS {jsonl}")
+
+    def _metrics(self) -> None:
+        names = list(self.sources.metric_names)
+        parts = []
+        if names:
+            struct = orjson.dumps(dict.fromkeys(names, "DOUBLE")).decode()
+            fields = ", ".join(f"m.d.{quote(n)}" for n in names)
+            labels = ", ".join(literal(n) for n in names)
+            parts.append(
+                "SELECT run_id, step, time, name, value FROM ("
+                f"SELECT run_id, step, time, unnest([{labels}]) AS name, unnest([{fields}]) AS value FROM ("
+                f"SELECT run_id, step, time, json_transform(data, {literal(struct)}) AS d FROM _jsonl_events "
+                "WHERE kind = 'record' AND schema = 'metrics') AS m) WHERE value IS NOT NULL")
+        idx = self.sources.index
+        if idx is not None and idx.live:
+            parts.append(idx.select("metrics"))
+        if not parts:
+            parts.append("SELECT NULL::VARCHAR AS run_id, NULL::BIGINT AS step, NULL::DOUBLE AS time, "
+                         "NULL::VARCHAR AS name, NULL::DOUBLE AS value WHERE false")
+        self._exec("CREATE TEMP VIEW metrics AS " + " UNION ALL ".join(parts))
+
+    def _typed(self, name: str, columns: dict[str, str]) -> None:
+        struct = orjson.dumps(columns).decode()
+        picks = []
+        for field in columns:
+            alias = field if field not in ("run_id", "step", "time") else f"data_{field}"
+            picks.append(f"t.d.{quote(field)} AS {quote(alias)}")
+        body = ", ".join(picks)
+        self._exec(f"CREATE TEMP VIEW {quote(name)} AS SELECT t.run_id, t.step, t.time{', ' if body else ''}{body} "
+                   f"FROM (SELECT run_id, step, time, json_transform(data, {literal(struct)}) AS d FROM records "
+                   f"WHERE schema = {literal(name)}) AS t")
+
+    def sql(self, query: str) -> duckdb.DuckDBPyRelation:
+        """Run ``query`` over the views.
+
+        :raises QueryError: carrying DuckDB's message.
+        """
+        duckdb = duckdb_module()
+        try:
+            return self.con.sql(query)
+        except duckdb.Error as exc:
+            raise QueryError(str(exc)) from None
+
+
+# --- a folder store ------------------------------------------------------------------------------
+
+def referenced(query: str) -> set[str] | None:
+    """The table names ``query`` refers to, or ``None`` when DuckDB cannot tell."""
+    duckdb = duckdb_module()
+    try:
+        return set(duckdb.get_table_names(query))
+    except Exception:  # noqa: BLE001 - a query DuckDB cannot parse gets every view and DuckDB's error
+        return None
+
+
+def folder_sources(store: Any, needed: set[str] | None = None, use_index: bool = True) -> Sources:
+    """The sources of a folder store: its runs' infos, segments, and the index where it is fresh."""
+    from ..view import RunView
+    from .index import open_index
+
+    idx = open_index(store.path) if use_index else None
+    fresh: dict[str, Any] = idx.fresh_runs(store) if idx is not None else {}
+    infos: list[RunInfo] = []
+    host = getattr(store, "_host", None)
+    want_records = needed is None or bool(needed - {"runs"})
+    files: list[str] = []
+    copies: list[tuple[str, list[bytes]]] = []
+    names: dict[str, None] = {}
+    problems: list[Problem] = []
+    for rid in store.run_ids():
+        if rid in fresh:
+            infos.append(fresh[rid])
+            continue
+        view = RunView(store.path, rid, host=host)
+        try:
+            info = view.info
+        except TrackerError:
+            continue
+        infos.append(info)
+        if not want_records:
+            continue
+        quiet = info.status == "running"
+        for path in view.segment_paths():
+            scan = scan_segment(rid, path, quiet)
+            problems += scan.problems
+            names.update(scan.metric_names)
+            if scan.sound is None:
+                files.append(str(path))
+            else:
+                copies.append((rid, scan.sound))
+    infos.sort(key=lambda i: (i.created_at or 0.0, i.id), reverse=True)
+    report(problems)
+    snapshot = idx.snapshot(set(fresh)) if idx is not None and fresh and want_records else None
+    return Sources(infos, files, copies, names, snapshot)
+
+
+def query(store: Any, sql: str, *, use_index: bool = True) -> duckdb.DuckDBPyRelation:
+    """Run ``sql`` over a store's views; returns a DuckDB relation (``.fetchall()``, ``.df()``, ...).
+
+    :param store: a :class:`tracker.Store` (a folder) or a team store.
+    :param use_index: read indexed runs from the Parquet index (``tracker index``).
+    :raises QueryError: carrying DuckDB's message.
+    :raises TrackerError: when DuckDB is not installed.
+    """
+    if not isinstance(sql, str) or not sql.strip():
+        raise QueryError("expected a SQL query, given an empty one")
+    needed = referenced(sql)
+    own = getattr(store, "sql_sources", None)
+    if own is not None:
+        sources = own(needed)
+    else:
+        sources = folder_sources(store, needed, use_index=use_index)
+    host = store.host if needed is None or needed - {"runs", "records", "metrics"} else None
+    return Catalog(sources, host, needed).sql(sql)
+
+
+__all__ = ["Catalog", "SegmentScan", "Sources", "duckdb_module", "field_type", "folder_sources", "query",
+           "report", "scan_segment", "schema_columns"]
