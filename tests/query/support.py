@@ -158,3 +158,12 @@ def wait_for(pred: Any, timeout: float = 20.0, every: float = 0.1) -> Any:
         if time.monotonic() > end:
             raise AssertionError(f"condition not met within {timeout}s")
         time.sleep(every)
+
+
+def run_tracker(*args: str, env: dict[str, str] | None = None,
+                timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    """``python -m tracker ARGS`` in a subprocess: exit code, stdout and stderr."""
+    full = {k: v for k, v in os.environ.items() if k not in ("TRACKER_STORE", "TRACKER_CONFIG")}
+    full.update(env or {})
+    return subprocess.run([sys.executable, "-m", "tracker", *args], capture_output=True, text=True,
+                          env=full, timeout=timeout)
