@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
@@ -31,3 +32,31 @@ def store_copy(rich_store: Path, tmp_path: Path) -> Path:
     dest = tmp_path / "store"
     shutil.copytree(rich_store, dest)
     return dest
+
+
+@pytest.fixture(scope="session")
+def pg_server() -> Iterator[object]:
+    """A PostgreSQL server started for the test session (skipped only when no server binaries exist)."""
+    pytest.importorskip("psycopg", reason="the team extra (psycopg) is not installed")
+    from .pg import Server, bindir
+
+    bins = bindir()
+    if bins is None:
+        pytest.skip("no PostgreSQL server binaries (initdb, pg_ctl) on this machine")
+    server = Server(bins)
+    yield server
+    server.stop()
+
+
+_dbs = iter(range(1, 10_000))
+
+
+@pytest.fixture
+def pg_url(pg_server: object) -> str:
+    """The URL of a fresh, empty database on the test server."""
+    import psycopg
+
+    name = f"t{next(_dbs)}_{os.getpid()}"
+    with psycopg.connect(pg_server.url(), autocommit=True) as conn:  # type: ignore[attr-defined]
+        conn.execute(f"CREATE DATABASE {name}")
+    return pg_server.url(name)  # type: ignore[attr-defined]

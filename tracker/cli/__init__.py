@@ -7,6 +7,7 @@ through the ``tracker_commands`` hook, called last.
 
 from __future__ import annotations
 
+import os
 import sys
 import warnings
 from pathlib import Path
@@ -67,6 +68,14 @@ class CliContext:
         :raises StoreError: when the folder does not exist or is not a store.
         """
         if self._store is None:
+            raw = self._store_path if self._store_path is not None else os.environ.get("TRACKER_STORE")
+            if raw is not None and str(raw).startswith(("postgresql://", "postgres://")):
+                # The team database (issue 14): the same reading API over PostgreSQL.
+                from ..query.team import open_team_store
+
+                self._store = open_team_store(str(raw), host=self._host if self._host is not None
+                                              else (lambda: self.host))
+                return self._store
             from ..view import Store
 
             path = self.store_path
@@ -175,8 +184,8 @@ def make_cli(host: Any = None) -> click.Group:
     cli.host = host
     add_core_commands(cli)
     from .bench import add_bench_command; add_bench_command(cli)  # noqa: E702, I001 - issue 6
-    from .query import query_cmd; from .index import index_cmd  # noqa: E702, I001 - issue 14
-    cli.add_command(query_cmd); cli.add_command(index_cmd)  # noqa: E702
+    from .query import query_cmd; from .index import index_cmd; from .sync import sync_cmd  # noqa: E702, I001
+    cli.add_command(query_cmd); cli.add_command(index_cmd); cli.add_command(sync_cmd)  # noqa: E702 - issue 14
     if host is not None:
         _add_plugin_commands(cli, host)
     return cli

@@ -25,7 +25,7 @@ import tempfile
 import typing
 import warnings
 import zlib
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -298,6 +298,8 @@ class Sources:
     :ivar copies: ``(run_id, lines)`` read through a temporary copy instead.
     :ivar metric_names: every metric name of the JSONL part.
     :ivar index: the Parquet index snapshot, if one is used.
+    :ivar dump: writes records as JSONL files into a folder (``<folder>/<run_id>/<name>.jsonl``)
+        and returns their paths; they are loaded at once (the team store's records).
     """
 
     infos: list[RunInfo]
@@ -305,6 +307,7 @@ class Sources:
     copies: list[tuple[str, list[bytes]]] = attrs.field(factory=list)
     metric_names: dict[str, None] = attrs.field(factory=dict)
     index: IndexSnapshot | None = None
+    dump: Callable[[Path], list[str]] | None = None
 
 
 def _write_runs(path: Path, infos: Sequence[RunInfo], cols: list[tuple[str, str, str]]) -> None:
@@ -402,8 +405,10 @@ class Catalog:
             self.con.execute("SET VARIABLE tracker_files = $files", {"files": s.files})
             parts.append(f"SELECT {pick} FROM read_ndjson(getvariable('tracker_files'), {read}) "
                          "WHERE kind IS NOT NULL")
+        copies: list[str] = []
+        if s.dump is not None:
+            copies += s.dump(tmp / "dump")
         if s.copies:
-            copies = []
             for i, (run_id, lines) in enumerate(s.copies):
                 folder = tmp / "copies" / run_id
                 folder.mkdir(parents=True, exist_ok=True)
@@ -412,6 +417,7 @@ class Catalog:
                     for line in lines:
                         f.write(line + b"\n")
                 copies.append(str(p))
+        if copies:
             self.con.execute("SET VARIABLE tracker_copies = $files", {"files": copies})
             self._exec(f"CREATE TEMP TABLE _copied AS SELECT {pick} FROM "
                        f"read_ndjson(getvariable('tracker_copies'), {read}) WHERE kind IS NOT NULL")

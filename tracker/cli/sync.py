@@ -1,0 +1,59 @@
+"""``tracker sync``: copy the store into the team database on PostgreSQL."""
+
+from __future__ import annotations
+
+import click
+
+from . import CliContext
+from .options import fail, handle_errors
+
+
+@click.command("sync")
+@click.argument("url", metavar="URL")
+@click.option("-f", "--follow", is_flag=True,
+              help="Keep copying new records of running runs (and new runs) until Ctrl-C.")
+@click.option("--interval", type=click.FloatRange(min=0.05), default=1.0, show_default=True, metavar="SECONDS",
+              help="With --follow: seconds between looks at the store.")
+@click.option("--batch-size", type=click.IntRange(min=1), default=20_000, show_default=True, metavar="N",
+              help="Events per transaction.")
+@click.pass_obj
+@handle_errors
+def sync_cmd(obj: CliContext, url: str, follow: bool, interval: float, batch_size: int) -> None:
+    """Copy every run of the store into a PostgreSQL database (idempotent; needs psycopg).
+
+    Events are keyed by run, writer and sequence number: syncing again, or
+    from several machines sharing one store folder, never stores one twice;
+    a sync that was interrupted goes on where it stopped. Credentials come
+    from the URL, the PG* environment variables or ~/.pgpass. Read the
+    database with `tracker --store URL runs` (show, summary, compare, query).
+
+    \b
+    Examples:
+      tracker sync postgresql://tracker@db.lab/experiments
+      tracker sync postgresql://db.lab/experiments --follow
+      tracker --store postgresql://db.lab/experiments runs
+    """
+    from ..query.team import is_team_url, mask_url, sync
+
+    if not is_team_url(url):
+        fail(f"expected a database URL starting with postgresql://, given {url!r}", code=2)
+    if is_team_url(str(obj._store_path or "")):
+        fail("tracker sync copies a store folder into the database: give the folder with --store, "
+             "not a database URL", code=2)
+    store = obj.store
+    if follow:
+        click.echo(f"tracker: following {store.path} into {mask_url(url)} (Ctrl-C to stop)", err=True)
+    shown = [0]
+
+    def on_pass(rep) -> None:  # noqa: ANN001 - a SyncReport
+        if follow and rep.events_read > shown[0]:
+            click.echo(f"+{rep.events_read - shown[0]} events", err=True)
+            shown[0] = rep.events_read
+
+    rep = sync(store, url, follow=follow, interval=interval, batch=batch_size, on_pass=on_pass)
+    click.echo(f"synced {rep.runs} run{'s' if rep.runs != 1 else ''} ({rep.segments} segments) to {mask_url(url)}: "
+               f"{rep.events_read} events read, {rep.events_new} new, in {rep.seconds:.1f}s "
+               f"({rep.rate():.0f} events/s)" + (f"; {rep.problems} damaged lines skipped" if rep.problems else ""))
+
+
+__all__ = ["sync_cmd"]

@@ -1,0 +1,133 @@
+"""Two readers, one interface: what the CLI, the dashboard and ``summarize`` ask of a store.
+
+The folder reader (:class:`tracker.Store`, :class:`tracker.RunView`) and the
+PostgreSQL reader (:class:`tracker.query.team.TeamStore`) both satisfy
+:class:`StoreReader` and :class:`RunReader`, so a feature written against
+these protocols works on both. :class:`RecordsRunMixin` builds tables,
+metrics and summaries from ``records()`` alone, for readers that have no
+faster columnar path of their own.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+from ..records import Record, RunInfo
+from ..summary import Summary, Table
+
+if TYPE_CHECKING:
+    import numpy as np
+
+
+@runtime_checkable
+class RunReader(Protocol):
+    """One run, read-only."""
+
+    id: str
+
+    @property
+    def info(self) -> RunInfo:
+        """The run's info: name, project, status, times, config, tags, counts."""
+
+    def records(self, schema: str | None = None) -> Iterator[Record]:
+        """Every record (of one schema), in log order."""
+
+    def schemas(self) -> list[str]:
+        """The schema names present in the run, in order of first appearance."""
+
+    def table(self, schema: str) -> Table:
+        """The run's records of ``schema`` as columns."""
+
+    def metrics(self) -> dict[str, np.ndarray]:
+        """``{"step": ..., "time": ..., name: ...}``, one entry per ``metrics`` record."""
+
+    def summarize(self, schema: str | None = None) -> list[Summary]:
+        """Every summary of every schema present (or of one)."""
+
+
+@runtime_checkable
+class StoreReader(Protocol):
+    """A store, read-only: a folder or the team database."""
+
+    path: Any
+
+    def run_ids(self) -> list[str]:
+        """Every run id."""
+
+    def runs(self, project: str | None = None, status: str | None = None,
+             tag: str | None = None) -> list[RunInfo]:
+        """Every run's info, newest first, optionally filtered."""
+
+    def run(self, ref: str) -> RunReader:
+        """The run whose id is ``ref`` or a unique prefix of it, else whose name is ``ref``."""
+
+
+class RecordsRunMixin:
+    """``table``, ``metrics``, ``schemas`` and ``summarize`` from ``records()`` and a plugin ``host``."""
+
+    host: Any
+
+    def records(self, schema: str | None = None) -> Iterator[Record]:  # pragma: no cover - provided by the reader
+        raise NotImplementedError
+
+    def schemas(self) -> list[str]:
+        """The schema names present in the run, in order of first appearance."""
+        seen: dict[str, None] = {}
+        for r in self.records():
+            seen.setdefault(r.schema, None)
+        return list(seen)
+
+    def table(self, schema: str) -> Table:
+        """The run's records of ``schema`` as columns (an empty table when there are none)."""
+        compiled = self.host.schemas.get(schema)
+        recs = list(self.records(schema))
+        return Table(schema, [r.step for r in recs], [r.time for r in recs], [r.data for r in recs], compiled)
+
+    def metrics(self) -> dict[str, np.ndarray]:
+        """``{"step": ..., "time": ..., name: ...}``; NaN where a record lacks a metric, bools as 1.0 and 0.0."""
+        import numpy as np
+
+        table = self.table("metrics")
+        out = dict(table.columns)
+        for k, v in out.items():
+            if k not in ("step", "time"):
+                out[k] = np.asarray(v, dtype=np.float64)
+        return out
+
+    def summarize(self, schema: str | None = None) -> list[Summary]:
+        """Every summary of every schema present (or of one schema), in that order.
+
+        A summarizer that raises gives a summary that says so instead of stopping the others.
+        """
+        import attrs
+
+        from ..bus import TrackerWarning
+        from ..schema import fn_takes_run
+
+        names = [schema] if schema is not None else self.schemas()
+        out = []
+        for name in names:
+            sums = self.host.summarizers_for(name)
+            if not sums:
+                continue
+            table = self.table(name)
+            if not len(table):
+                continue
+            for s in sums:
+                try:
+                    result = s.fn(table, self) if fn_takes_run(s.fn) else s.fn(table)
+                    if not isinstance(result, Summary):
+                        raise TypeError(f"returned {type(result).__name__}, expected tracker.Summary")
+                    out.append(attrs.evolve(result, summarizer=s.name, schema=name))
+                except Exception as exc:  # noqa: BLE001 - one failing summarizer never hides the others
+                    owner = self.host.summarizer_owner.get(s.name)
+                    warnings.warn(f"tracker: plugin {owner!r}: summarizer {s.name} raised "
+                                  f"{type(exc).__name__}: {exc}", TrackerWarning, stacklevel=2)
+                    out.append(Summary(f"{s.name} failed", [], notes=(f"{type(exc).__name__}: {exc}",),
+                                       summarizer=s.name, schema=name))
+        return out
+
+
+__all__ = ["RecordsRunMixin", "RunReader", "StoreReader"]
