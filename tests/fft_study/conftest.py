@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 from tracker_fft_study import plugin
-from tracker_fft_study.settings import SETTINGS
+from tracker_fft_study.config import SETTINGS
 
 import tracker
 

@@ -7,7 +7,7 @@ import sys
 import pytest
 from click.testing import CliRunner
 from tracker_fft_study import plugin
-from tracker_fft_study.settings import SETTINGS, Settings
+from tracker_fft_study.config import SETTINGS, Settings
 
 import tracker
 from tracker.cli import make_cli

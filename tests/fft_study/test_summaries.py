@@ -8,7 +8,7 @@ import math
 import pytest
 from click.testing import CliRunner
 from tracker_fft_study import plugin, study
-from tracker_fft_study.settings import SETTINGS
+from tracker_fft_study.config import SETTINGS
 
 import tracker
 from tracker.cli import make_cli

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from .butterfly import exact_twiddles, num_stages
-from .schema import FFTHeatmap
+from .record import FFTHeatmap
 
 __all__ = ["gate_heatmap"]
 

@@ -30,9 +30,9 @@ from tracker import (
 )
 
 from . import study
-from .command import fft_group
-from .schema import FFTHeatmap, FFTLandscape, FFTLossPoint, FFTParams, FFTTrace
-from .settings import SETTINGS
+from .cli import fft_group
+from .record import FFTHeatmap, FFTLandscape, FFTLossPoint, FFTParams, FFTTrace
+from .config import SETTINGS
 
 
 @hookimpl

@@ -10,7 +10,7 @@ import click
 from tracker import TrackerError
 
 from .report import StudyRun, build_report
-from .settings import SETTINGS
+from .config import SETTINGS
 
 __all__ = ["fft_group"]
 
