@@ -14,6 +14,9 @@ value)``) or builds one::
         share: float = attrs.field(validator=v.fraction)
         mode: str = attrs.field(validator=v.one_of("symmetric", "asymmetric"))
 
+The first line of each validator's docstring is the constraint ``tracker
+schemas`` shows for the field (``value >= 0``, ``one of 'a', 'b'``).
+
 The core checks a field's type before any validator runs, so these check only
 ranges, shapes and choices. A failure raises ``ValueError("expected ...,
 given ...")``; the core turns it into a :class:`tracker.SchemaError` naming
@@ -75,7 +78,7 @@ def _bound(test: Callable[[Any], bool], text: str, nan_ok: bool) -> Validator:
         if not test(value):  # a comparison with NaN is false, so NaN fails here
             raise ValueError(f"expected {_a(value)} {text}{or_nan}, given {_given(value)}")
 
-    check.__doc__ = f"Value {text}{or_nan}."
+    check.__doc__ = f"value {text}{or_nan}."
     check.__qualname__ = check.__name__ = f"value {text}"
     return check
 
@@ -121,25 +124,25 @@ fraction = in_range(0, 1)
 
 
 def finite(_instance: Any, _attribute: Any, value: float) -> None:
-    """A finite number: not NaN, +Inf or -Inf."""
+    """a finite number (not NaN, +Inf or -Inf)."""
     if not math.isfinite(value):
         raise ValueError(f"expected a finite number, given {_given(value)}")
 
 
 def not_nan(_instance: Any, _attribute: Any, value: float) -> None:
-    """Any number but NaN (infinities pass)."""
+    """any number but NaN (infinities allowed)."""
     if value != value:
         raise ValueError(f"expected a number other than NaN (infinities allowed), given {_given(value)}")
 
 
 def power_of_two(_instance: Any, _attribute: Any, value: int) -> None:
-    """An int that is a power of two, at least 2 (a transform size)."""
+    """a power of two >= 2."""
     if value < 2 or value & (value - 1):
         raise ValueError(f"expected a power of two >= 2, given {_given(value)}")
 
 
 def non_empty(_instance: Any, _attribute: Any, value: Sequence[Any]) -> None:
-    """A string or list with at least one item."""
+    """non-empty (a string or list with at least one item)."""
     if len(value) == 0:
         raise ValueError(f"expected a non-empty {'string' if isinstance(value, str) else 'list'}, "
                          f"given {_given(value)}")
@@ -155,7 +158,7 @@ def one_of(*choices: Any) -> Validator:
         if value not in choices:
             raise ValueError(f"expected one of {allowed}, given {_given(value)}")
 
-    check.__doc__ = f"One of {allowed}."
+    check.__doc__ = f"one of {allowed}."
     check.__qualname__ = check.__name__ = f"one of {allowed}"
     return check
 
@@ -167,7 +170,7 @@ def length(n: int) -> Validator:
             raise ValueError(f"expected {n} item{'s' if n != 1 else ''}, "
                              f"given {len(value)}: {_given(value)}")
 
-    check.__doc__ = f"Exactly {n} items."
+    check.__doc__ = f"exactly {n} items."
     check.__qualname__ = check.__name__ = f"length {n}"
     return check
 
@@ -186,6 +189,8 @@ def each(*validators: Validator) -> Validator:
                     raise ValueError(f"item {i}: {err}") from None
 
     names = ", ".join(getattr(x, "__name__", "valid") for x in validators)
-    check.__doc__ = f"Every item: {names}."
+    texts = "; ".join((x.__doc__ or getattr(x, "__name__", "valid")).splitlines()[0].rstrip(".")
+                      for x in validators)
+    check.__doc__ = f"each item: {texts}."
     check.__qualname__ = check.__name__ = f"each {names}"
     return check
