@@ -14,24 +14,18 @@ first use.
 
 from __future__ import annotations
 
+from . import validators
 from .api import Run, current_run, finish, log, log_record, start_run
 from .bus import EventBus, Subscription, TrackerWarning
 from .config import Config, load_config
 from .errors import ConfigError, PluginError, QueryError, RunNotFound, SchemaError, StoreError, TrackerError
 from .hookspecs import hookimpl, hookspec
-from .pluginmanager import (
-    Host,
-    PluginInfo,
-    PluginManager,
-    get_host,
-    get_plugin_manager,
-    list_plugins,
-    set_host,
-)
+from .host import Host, get_host, set_host
+from .pluginmanager import PluginInfo, PluginManager, get_plugin_manager, list_plugins
+from .reader import RunView, Store, open_store
 from .records import Event, Problem, Record, RunInfo
 from .schema import Schema
 from .summary import MISSING, Summarizer, Summary, Table
-from .view import RunView, Store, open_store
 
 __version__ = "0.1.0"
 
@@ -51,5 +45,5 @@ __all__ = [
     "Schema", "SchemaError", "Store", "StoreError", "Subscription", "Summarizer", "Summary", "Table",
     "TrackerError", "TrackerWarning", "__version__", "current_run", "finish", "get_host",
     "get_plugin_manager", "hookimpl", "hookspec", "list_plugins", "load_config", "log", "log_record",
-    "open_store", "set_host", "start_run",
+    "open_store", "set_host", "start_run", "validators",
 ]

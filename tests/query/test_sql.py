@@ -119,7 +119,7 @@ def test_without_duckdb_names_the_extra(rich_store: Path, monkeypatch: pytest.Mo
 
 
 def test_relation_api(rich_store: Path) -> None:
-    rel = query(tracker.open_store(rich_store), "SELECT name, status FROM runs ORDER BY name")
+    rel = tracker.open_store(rich_store).sql("SELECT name, status FROM runs ORDER BY name")
     assert rel.fetchall()[0] == ("alpha", "finished")
     assert rel.filter("status = 'crashed'").count("*").fetchall()[0][0] == 2
 

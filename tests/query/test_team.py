@@ -27,7 +27,7 @@ def db_count(url: str, sql: str = "SELECT count(*) FROM tracker_events") -> int:
 
 def local_events(store: Path) -> int:
     """Sound lines of every segment: what a full sync must hold."""
-    from tracker.store import LineError, parse_line
+    from tracker.format import LineError, parse_line
 
     n = 0
     for seg in store.glob("runs/*/*.jsonl"):
@@ -52,7 +52,8 @@ def test_sync_is_idempotent_and_reads_back(rich_store: Path, pg_url: str) -> Non
     assert rep.events_new == total == db_count(pg_url)
     again = quiet_sync(rich_store, pg_url)
     assert again.events_new == 0 and db_count(pg_url) == total
-    team = TeamStore(pg_url)
+    team = tracker.open_store(pg_url)
+    assert isinstance(team, TeamStore)
     local = {i.id: i for i in tracker.open_store(rich_store).runs()}
     remote = {i.id: i for i in team.runs()}
     assert set(remote) == set(local)
@@ -75,9 +76,7 @@ def test_sync_is_idempotent_and_reads_back(rich_store: Path, pg_url: str) -> Non
     with pytest.raises(tracker.RunNotFound):
         team.run("nope")
     # SQL over the database gives what it gives over the folder.
-    from tracker.query import query
-
-    rows = query(team, "SELECT run_id, step, time, name, value FROM metrics").fetchall()
+    rows = team.sql("SELECT run_id, step, time, name, value FROM metrics").fetchall()
     assert sorted(((r[0], r[1], r[2], r[3], norm(r[4])) for r in rows), key=repr) == reader_metrics(rich_store)
 
 
@@ -102,7 +101,7 @@ def test_two_stores_sync_concurrently(tmp_path: Path, pg_url: str) -> None:
 
 
 def test_kill_9_then_resume_loses_and_doubles_nothing(tmp_path: Path, pg_url: str) -> None:
-    from tracker.store import FORMAT_VERSION, encode_line
+    from tracker.format import FORMAT_VERSION, encode_line
 
     store = tmp_path / "big"
     for r in range(4):

@@ -1,19 +1,12 @@
-"""The few core internals the query package reads (segment ends, line checks), in one place."""
+"""The few core internals the query package reads (line checks, segment ends), in one place."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
 
-try:  # the layout after the core move
-    from ..format import LineChunks, LineError, parse_line  # type: ignore[import-not-found]
-except ImportError:  # pragma: no cover - the layout before it
-    from ..store import LineChunks, LineError, parse_line  # type: ignore[no-redef]
-
-try:
-    from ..reader import read_segment, run_status  # type: ignore[import-not-found,attr-defined]
-except ImportError:  # pragma: no cover
-    from ..segment import read_segment, run_status  # type: ignore[no-redef]
+from ..format import LineChunks, LineError, parse_line
+from ..segment import read_segment, run_status
 
 
 def segment_finish(path: Path) -> dict[str, Any] | None:

@@ -28,8 +28,8 @@ import attrs
 import orjson
 
 from ..errors import TrackerError
+from ..format import decode_nonfinite, encode_nonfinite
 from ..records import RunInfo
-from ..values import decode_nonfinite, encode_nonfinite
 from .sql import Catalog, Sources, literal, report, scan_segment
 
 INDEX_DIR = "index"
@@ -154,7 +154,7 @@ class Index:
                 info["last_metrics"] = decode_nonfinite(info.get("last_metrics") or {})
                 out[rid] = RunInfo(**info)
             else:
-                from ..view import RunView
+                from ..reader import RunView
 
                 out[rid] = RunView(store.path, rid, host=getattr(store, "_host", None)).info
         return out
@@ -223,7 +223,7 @@ def build_index(store: Any, *, rebuild: bool = False) -> IndexReport:
     :param rebuild: drop the index and index every run again.
     :raises TrackerError: when the store cannot be read or another index runs.
     """
-    from ..view import RunView
+    from ..reader import RunView
 
     t0 = time.perf_counter()
     store_path = Path(store.path)

@@ -323,7 +323,7 @@ def _write_runs(path: Path, infos: Sequence[RunInfo], cols: list[tuple[str, str,
 
 
 def _encode_row(row: dict[str, Any]) -> bytes:
-    from ..values import encode_nonfinite
+    from ..format import encode_nonfinite
 
     try:
         return orjson.dumps(row) + b"\n" if _finite(row) else orjson.dumps(encode_nonfinite(row)) + b"\n"
@@ -491,7 +491,7 @@ def referenced(query: str) -> set[str] | None:
 
 def folder_sources(store: Any, needed: set[str] | None = None, use_index: bool = True) -> Sources:
     """The sources of a folder store: its runs' infos, segments, and the index where it is fresh."""
-    from ..view import RunView
+    from ..reader import RunView
     from .index import open_index
 
     idx = open_index(store.path) if use_index else None

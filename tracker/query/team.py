@@ -29,8 +29,8 @@ import attrs
 import orjson
 
 from ..errors import RunNotFound, TrackerError
-from ..records import RECORD, Problem, Record, RunInfo
-from ..values import decode_nonfinite, encode_nonfinite
+from ..format import RECORD, decode_nonfinite, encode_nonfinite
+from ..records import Problem, Record, RunInfo
 from ._core import LineChunks, LineError, parse_line, read_segment, run_status
 from .protocol import RecordsRunMixin
 
@@ -345,7 +345,7 @@ class Syncer:
         return last_seq
 
     def _sync_info(self, rid: str) -> None:
-        from ..view import RunView
+        from ..reader import RunView
 
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -444,7 +444,7 @@ class TeamStore:
     def host(self) -> Any:
         """The plugin host used for schemas and summarizers (built on first use)."""
         if self._host is None:
-            from ..pluginmanager import get_host
+            from ..host import get_host
 
             self._host = get_host()
         elif callable(self._host):
@@ -528,6 +528,12 @@ class TeamStore:
             raise RunNotFound(f"no run matches {ref!r} in {self.path}")
         shown = ", ".join(matches[:10]) + (" ..." if len(matches) > 10 else "")
         raise RunNotFound(f"{ref!r} is ambiguous: {len(matches)} runs match ({shown})", matches)
+
+    def sql(self, query: str) -> Any:
+        """Run SQL over the database's runs and records (DuckDB, as :meth:`tracker.Store.sql`)."""
+        from .sql import query as run_query
+
+        return run_query(self, query)
 
     def sql_sources(self, needed: set[str] | None) -> Any:
         """What ``tracker query`` reads: the runs' infos and, when asked for, every record."""
