@@ -28,7 +28,7 @@ def rich_store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
 
 @pytest.fixture
 def store_copy(rich_store: Path, tmp_path: Path) -> Path:
-    """A copy of the rich store a test may change (the running run reads as crashed in it)."""
+    """A copy of the rich store a test may change (its live writer is the same process: still running)."""
     dest = tmp_path / "store"
     shutil.copytree(rich_store, dest)
     return dest
