@@ -258,9 +258,10 @@ class Syncer:
             if self.seen_sizes.get(str(path)) == sig and (rid, writer) not in self.live:
                 continue
             facts = _writer_facts(path, self.timeout)
-            if state is not None and state[0] == st.st_size and state[2] == facts["status"] \
-                    and facts["status"] != "running":
+            if state is not None and state[0] == st.st_size and state[2] == facts["status"]:
                 self.seen_sizes[str(path)] = sig
+                if facts["status"] == "running":
+                    self.live.add((rid, writer))  # nothing new: the heartbeat tells readers it runs
                 continue
             self._sync_segment(rid, writer, path, facts, state, report)
             self.seen_sizes[str(path)] = sig
@@ -368,9 +369,12 @@ class Syncer:
         """Tell readers the live writers still run (their ``seen_at``)."""
         if not self.live:
             return
-        with self.conn.transaction(), self.conn.cursor() as cur:
-            cur.executemany("UPDATE tracker_writers SET seen_at = now() WHERE run_id = %s AND writer = %s "
-                            "AND status = 'running'", sorted(self.live))
+        try:
+            with self.conn.transaction(), self.conn.cursor() as cur:
+                cur.executemany("UPDATE tracker_writers SET seen_at = now() WHERE run_id = %s AND writer = %s "
+                                "AND status = 'running'", sorted(self.live))
+        except _psycopg().Error as exc:
+            raise self._fail(exc) from None
 
 
 def _warning_class() -> type[Warning]:
@@ -399,6 +403,7 @@ def sync(store: Any, url: str, *, follow: bool = False, interval: float = 1.0, b
         old = signal.signal(signal.SIGTERM, lambda *_: stop.set())
     try:
         syncer.sync_once(report)
+        syncer.heartbeat()
         if on_pass is not None:
             on_pass(report)
         beat = time.monotonic()
