@@ -5,10 +5,14 @@ Layout::
     <store>/blobs/sha256/<first 2 hex>/<other 62 hex>   the bytes, read-only
     <store>/blobs/tmp/<random>.part                       a copy in progress
 
-A file is hashed while it is copied: each chunk is read once into a buffer,
-which a worker thread hashes while the main thread writes it (hashlib and
-``os.write`` both release the GIL), so the cost is close to the larger of the
-two rather than their sum (benchmarks/bench_capture.py). The copy is written
+A file is hashed while it is copied. A large one is copied by the kernel
+(``os.copy_file_range``: the source is read once, no bytes pass through
+Python) while a worker thread hashes each chunk of the copy right behind it,
+from the page cache, so the blob is named by exactly the bytes it holds and
+the cost is close to the larger of copy and hash rather than their sum
+(benchmarks/bench_capture.py). Without the kernel copy (another file system,
+an old kernel), each chunk is read once into a buffer that a worker thread
+hashes while the main thread writes it. Small files take the plain loop. The copy is written
 under a temporary name, flushed, and renamed to its hash only when complete,
 so a kill at any moment leaves either the whole blob or a ``.part`` leftover
 that no record names. Writers call this before appending the record that
@@ -160,6 +164,67 @@ def copy_hashing(src: IO[bytes], dst_fd: int | None, size_hint: int = 0) -> tupl
     return sha, total
 
 
+class _NoKernelCopy(Exception):
+    """``copy_file_range`` is not available between these two files (nothing was copied)."""
+
+
+def kernel_copy_hashing(src_fd: int, dst_fd: int) -> tuple[str, int]:
+    """Copy with ``os.copy_file_range`` (in the kernel) while a worker thread hashes what landed in ``dst_fd``.
+
+    The hash is computed from the destination's bytes (read back from the
+    page cache right behind the copy), so the blob is named by exactly what
+    it holds even if the source changes meanwhile. ``dst_fd`` must be open
+    for reading too.
+
+    :raises _NoKernelCopy: the kernel refuses the copy before any byte moved.
+    """
+    import queue
+
+    todo: queue.SimpleQueue = queue.SimpleQueue()
+    h = hashlib.sha256()
+    failed: list[BaseException] = []
+
+    def hasher() -> None:
+        buf = bytearray(CHUNK)
+        mv = memoryview(buf)
+        try:
+            while True:
+                item = todo.get()
+                if item is None:
+                    return
+                off, n = item
+                while n:
+                    got = os.preadv(dst_fd, [mv[:min(n, CHUNK)]], off)
+                    if not got:
+                        raise OSError(f"the copy is shorter than written at offset {off}")
+                    h.update(mv[:got])
+                    off += got
+                    n -= got
+        except BaseException as exc:  # noqa: BLE001 - handed to the copying thread
+            failed.append(exc)
+
+    total = 0
+    try:
+        n = os.copy_file_range(src_fd, dst_fd, CHUNK, 0, 0)
+    except OSError as exc:
+        raise _NoKernelCopy(str(exc)) from None
+    worker = threading.Thread(target=hasher, name="tracker-blob-hash", daemon=True)
+    worker.start()
+    try:
+        while n:
+            todo.put((total, n))
+            total += n
+            if failed:
+                break
+            n = os.copy_file_range(src_fd, dst_fd, CHUNK, total, total)
+    finally:
+        todo.put(None)
+        worker.join()
+    if failed:
+        raise failed[0]
+    return h.hexdigest(), total
+
+
 def hash_file(path: str | os.PathLike[str]) -> tuple[str, int]:
     """``(sha256, size)`` of a file, read once."""
     with open(path, "rb", buffering=0) as f:
@@ -187,7 +252,8 @@ class BlobStore:
         try:
             tmp_dir.mkdir(parents=True, exist_ok=True)
             path = tmp_dir / f"{secrets.token_hex(8)}.part"
-            return os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644), path
+            # Read as well as written: the kernel copy hashes what landed in the file.
+            return os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644), path
         except OSError as exc:
             raise StoreError(f"cannot write to {tmp_dir}: {exc.strerror}") from None
 
@@ -224,7 +290,7 @@ class BlobStore:
         with f:
             fd, tmp = self._tmp()
             try:
-                sha, size = copy_hashing(f, fd, os.fstat(f.fileno()).st_size)
+                sha, size = self._copy(f, fd)
             except OSError as exc:
                 os.close(fd)
                 _unlink(tmp)
@@ -235,6 +301,16 @@ class BlobStore:
                 raise
         self._settle(fd, tmp, sha)
         return sha, size
+
+    @staticmethod
+    def _copy(f: IO[bytes], fd: int) -> tuple[str, int]:
+        size = os.fstat(f.fileno()).st_size
+        if size >= THREAD_MIN and hasattr(os, "copy_file_range"):
+            try:
+                return kernel_copy_hashing(f.fileno(), fd)
+            except _NoKernelCopy:
+                pass
+        return copy_hashing(f, fd, size)
 
     def put_bytes(self, data: bytes) -> tuple[str, int]:
         """Store ``data``: ``(sha256, size)``."""

@@ -140,6 +140,28 @@ def read_image(store: Any, sha: str) -> Any:
         return np.asarray(im)
 
 
+def _equal_bins(a: Any, nbins: int, lo: float, hi: float) -> tuple[Any, Any]:
+    """``np.histogram`` over [lo, hi], widened when the range is too narrow for ``nbins`` floats."""
+    import numpy as np
+
+    rng = (lo, hi)
+    if lo == hi:
+        pad = max(0.5, abs(lo) * 1e-9)
+        rng = (lo - pad, hi + pad)
+    try:
+        return np.histogram(a, bins=nbins, range=rng)
+    except ValueError:  # "too many bins for data range": adjacent floats, or a span beyond float range
+        pass
+    pad = max(abs(lo), abs(hi), 1.0) * 1e-9 * nbins
+    try:
+        return np.histogram(a, bins=nbins, range=(lo - pad, hi + pad))
+    except ValueError:
+        # A span wider than the largest float: bins computed in halves.
+        edges = np.linspace(lo / 2, hi / 2, nbins + 1) * 2
+        edges[0], edges[-1] = lo, hi
+        return np.histogram(a, bins=edges)
+
+
 def histogram_record(name: Any, values: Any, bins: Any = 64) -> dict[str, Any]:
     """The ``histogram`` record of ``values``: edges and counts of the finite values, NaN and inf apart.
 
@@ -193,8 +215,8 @@ def histogram_record(name: Any, values: Any, bins: Any = 64) -> dict[str, Any]:
         if edges_given is not None:
             counts, edges = np.histogram(a, bins=edges_given)
         else:
-            rng = (float(lo), float(hi)) if lo != hi else (float(lo) - 0.5, float(hi) + 0.5)
-            counts, edges = np.histogram(a, bins=nbins, range=rng)
+            with np.errstate(all="ignore"):
+                counts, edges = _equal_bins(a, nbins, float(lo), float(hi))
     else:
         lo = hi = None
         edges = edges_given if edges_given is not None else np.linspace(0.0, 1.0, nbins + 1)
