@@ -341,6 +341,30 @@ class RunView(_UsesHost):
             self._warn(Problem(str(path), reader.lines + 1, "torn",
                                f"the last line is incomplete ({len(reader.rest)} bytes): a write was cut off"))
 
+    def artifacts(self) -> list[Any]:
+        """Every :class:`tracker.Artifact` of the run, in log order."""
+        from .capture.artifacts import artifacts
+
+        return artifacts(self)
+
+    def open_artifact(self, name: str) -> Any:
+        """A binary file object over the latest version of file artifact ``name``.
+
+        :raises TrackerError: no such artifact, or a folder; :class:`StoreError`: its bytes are missing.
+        """
+        from .capture.artifacts import open_artifact
+
+        return open_artifact(self, name)
+
+    def copy_artifact(self, name: str, dest: str | os.PathLike[str]) -> Path:
+        """Copy artifact ``name`` (a file or a folder) to ``dest``, every hash checked; returns ``dest``.
+
+        :raises StoreError: a missing or damaged blob or referenced file (nothing is left at ``dest``).
+        """
+        from .capture.artifacts import copy_artifact
+
+        return copy_artifact(self, name, dest)
+
     def summarize(self, schema: str | None = None) -> list[Summary]:
         """Every summary of every schema present (or of one schema), in that order.
 

@@ -5,8 +5,9 @@ from __future__ import annotations
 import click
 
 from . import CliContext
-from .options import format_option, handle_errors, when
+from .options import format_option, handle_errors
 from .render import csv_text, dumps, table_text
+from .text import when
 
 COLUMNS = ["name", "kind", "size", "files", "sha256", "step", "logged", "stored", "path"]
 
