@@ -398,11 +398,15 @@ class Run:
             if isinstance(error, BaseException):
                 error = _error_facts(type(error), error, error.__traceback__)
             att = self._att
+            system = None
             if att.refs == 1 and att.sampler is not None:
                 att.sampler.stop()
+                system = att.sampler.totals()
                 att.sampler = None
             data = {"status": status, "error": error, "records": att.records,
                     "max_step": att.max_step, "last": att.last}
+            if system:
+                data["system"] = system  # peaks and means for the runs table (RunInfo.system)
             self.status = status
             try:
                 if att.refs == 1:
@@ -493,9 +497,10 @@ def start_run(project: str | None = None, name: str | None = None, *, config: di
     :raises TrackerError: a bad run id, or an existing run without ``resume``.
     """
     host = get_host()
-    from .capture.system import resolve_interval
-
-    resolve_interval(system_metrics, host.config)  # a bad value is refused before anything is created
+    if system_metrics not in (None, True, False) and not (type(system_metrics) in (int, float)
+                                                          and system_metrics > 0):
+        raise TypeError("system_metrics: expected None, False, True or a positive number of seconds, "
+                        f"given {system_metrics!r}")
     env_id = os.environ.get("TRACKER_RUN_ID")
     if run_id is None and env_id:
         run_id, resume = env_id, True
@@ -541,10 +546,20 @@ def start_run(project: str | None = None, name: str | None = None, *, config: di
         run = Run(host, att, run_id, name, project, run_dir, 0 if att.max_step is None else att.max_step + 1)
         _active.append(run)
         if att.refs == 1:
-            from .capture import start_sampler
-
-            att.sampler = start_sampler(run, system_metrics)
+            att.sampler = _start_sampler(run, system_metrics, host)
     return run
+
+
+def _start_sampler(run: Run, system_metrics: bool | float | None, host: Host) -> Any:
+    """The run's system sampler (issue 17), or ``None``: off, nothing to sample, or it cannot start."""
+    if system_metrics is False or (system_metrics is None and not host.config.system_enabled):
+        return None
+    try:
+        from .capture import start_sampler
+
+        return start_sampler(run, system_metrics)
+    except Exception:  # noqa: BLE001 - the sampler never makes a run fail (e.g. a module that cannot load)
+        return None
 
 
 def _open_segment(host: Host, root: Path, run_id: str, resume: bool,

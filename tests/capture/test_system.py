@@ -56,8 +56,19 @@ def test_sampling_in_a_real_process(tmp_path: Path) -> None:
     rows = {row["metric"]: row for row in summary.rows}
     assert rows["process_rss_bytes"]["peak"] == max(r.data["process_rss_bytes"] for r in recs)
     assert rows["cpu_percent"]["mean"] == pytest.approx(sum(r.data["cpu_percent"] for r in recs) / len(recs))
-    assert tracker.open_store(store).run("sys").info.status == "finished"
+    info = tracker.open_store(store).run("sys").info
+    assert info.status == "finished"
     assert not list(view.records("system.gpu"))  # no GPU here (or no NVML): no records
+    # The finish event carries the peaks and means for the runs table.
+    assert info.system["samples"] == len(recs)
+    assert info.system["process_rss_peak_bytes"] == rows["process_rss_bytes"]["peak"]
+    assert info.system["cpu_percent_peak"] == rows["cpu_percent"]["peak"]
+    assert info.system["cpu_percent_mean"] == pytest.approx(rows["cpu_percent"]["mean"])
+    from .conftest import cli
+
+    res = cli(store, "runs", "--system")
+    assert res.returncode == 0 and "cpu% peak" in res.stdout and "rss peak" in res.stdout
+    assert f"{rows['cpu_percent']['peak']:g}" in res.stdout
 
 
 def test_sampler_thread_stops_at_finish(tmp_store: Path) -> None:
@@ -271,3 +282,15 @@ def test_gpu_records_in_a_run_and_their_summary(tmp_store: Path, monkeypatch: py
     assert rows[1]["energy_kwh"] == pytest.approx(max(r.data["energy_j"] for r in gpu if r.data["index"] == 1)
                                                   / 3.6e6)
     assert rows[1]["energy_kwh"] > 0
+    info = view.info
+    assert info.system["gpus"] == 2 and info.system["gpu_utilization_mean"] == pytest.approx(50.0)
+    assert info.system["gpu_memory_peak_bytes"] == 2 << 30
+    assert info.system["gpu_energy_kwh"] == pytest.approx(rows[1]["energy_kwh"])
+
+
+def test_system_figures_of_several_writers_combine() -> None:
+    from tracker.capture.system import combine_totals
+
+    got = combine_totals([{"samples": 1, "cpu_percent_mean": 10.0, "cpu_percent_peak": 10.0, "gpu_energy_kwh": 1.0},
+                          {"samples": 3, "cpu_percent_mean": 50.0, "cpu_percent_peak": 90.0, "gpu_energy_kwh": 2.0}])
+    assert got == {"samples": 4, "cpu_percent_mean": 40.0, "cpu_percent_peak": 90.0, "gpu_energy_kwh": 3.0}

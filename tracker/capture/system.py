@@ -101,6 +101,8 @@ class Sampler:
         self._proc: Any = None
         self._base: dict[str, float] = {}
         self._gpus: list[_Gpu] = []
+        self._acc: dict[str, float] = {}
+        self._gpu_acc: dict[int, dict[str, float]] = {}
 
     @property
     def active(self) -> bool:
@@ -186,7 +188,66 @@ class Sampler:
                 self.emit(schema, data)
             except Exception as exc:  # noqa: BLE001 - a write error must not end the thread
                 log.debug("system record not written: %s", exc)
+            else:
+                self._account(schema, data)
         self.samples += 1
+        return out
+
+    def _account(self, schema: str, d: dict[str, Any]) -> None:
+        if schema == "system":
+            acc = self._acc
+            acc["samples"] = acc.get("samples", 0) + 1
+            cpu = d.get("cpu_percent")
+            if cpu is not None:
+                acc["cpu_sum"] = acc.get("cpu_sum", 0.0) + cpu
+                acc["cpu_n"] = acc.get("cpu_n", 0) + 1
+                acc["cpu_percent_peak"] = max(acc.get("cpu_percent_peak", cpu), cpu)
+            for key, peak in (("process_rss_bytes", "process_rss_peak_bytes"),
+                              ("memory_used_bytes", "memory_used_peak_bytes")):
+                v = d.get(key)
+                if v is not None:
+                    acc[peak] = max(acc.get(peak, v), v)
+        else:
+            g = self._gpu_acc.setdefault(d["index"], {})
+            util, mem, energy = d.get("utilization_percent"), d.get("memory_used_bytes"), d.get("energy_j")
+            if util is not None:
+                g["util_sum"] = g.get("util_sum", 0.0) + util
+                g["util_n"] = g.get("util_n", 0) + 1
+            if mem is not None:
+                g["mem_peak"] = max(g.get("mem_peak", mem), mem)
+            if energy is not None:
+                g["energy_j"] = energy
+
+    def totals(self) -> dict[str, float | int]:
+        """The run's figures so far, for its finish event and the runs table.
+
+        ``samples``, ``cpu_percent_mean``, ``cpu_percent_peak``,
+        ``process_rss_peak_bytes``, ``memory_used_peak_bytes``; with GPUs
+        ``gpus``, ``gpu_utilization_mean`` (over every GPU's samples),
+        ``gpu_memory_peak_bytes`` (the largest of any GPU) and
+        ``gpu_energy_kwh`` (all GPUs together). A figure never read is left out.
+        """
+        acc = self._acc
+        out: dict[str, float | int] = {}
+        if acc.get("samples"):
+            out["samples"] = int(acc["samples"])
+        if acc.get("cpu_n"):
+            out["cpu_percent_mean"] = acc["cpu_sum"] / acc["cpu_n"]
+        for key in ("cpu_percent_peak", "process_rss_peak_bytes", "memory_used_peak_bytes"):
+            if key in acc:
+                out[key] = acc[key]
+        gpus = self._gpu_acc.values()
+        if gpus:
+            out["gpus"] = len(self._gpu_acc)
+            n = sum(g.get("util_n", 0) for g in gpus)
+            if n:
+                out["gpu_utilization_mean"] = sum(g.get("util_sum", 0.0) for g in gpus) / n
+            peaks = [g["mem_peak"] for g in gpus if "mem_peak" in g]
+            if peaks:
+                out["gpu_memory_peak_bytes"] = max(peaks)
+            energy = [g["energy_j"] for g in gpus if "energy_j" in g]
+            if energy:
+                out["gpu_energy_kwh"] = sum(energy) / 3.6e6
         return out
 
     def system_sample(self) -> dict[str, Any]:
@@ -279,3 +340,25 @@ def resolve_interval(system_metrics: Any, config: Any) -> float | None:
         return float(system_metrics)
     raise TypeError(f"system_metrics: expected None, False, True or a positive number of seconds, "
                     f"given {system_metrics!r}")
+
+
+def combine_totals(parts: list[dict[str, Any]]) -> dict[str, Any]:
+    """One run's system figures from its writers' finish events (``Sampler.totals`` of each).
+
+    Peaks take the largest, means are weighted by samples, energy adds up.
+    """
+    parts = [p for p in parts if isinstance(p, dict) and p]
+    if len(parts) <= 1:
+        return dict(parts[0]) if parts else {}
+    out: dict[str, Any] = {}
+    for key in {k for p in parts for k in p}:
+        vals = [(p[key], p.get("samples") or 1) for p in parts if isinstance(p.get(key), (int, float))]
+        if not vals:
+            continue
+        if key.endswith("_peak") or key.endswith("_peak_bytes") or key == "gpus":
+            out[key] = max(v for v, _ in vals)
+        elif key.endswith("_mean"):
+            out[key] = sum(v * w for v, w in vals) / sum(w for _, w in vals)
+        else:  # samples, gpu_energy_kwh
+            out[key] = sum(v for v, _ in vals)
+    return out
