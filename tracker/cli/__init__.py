@@ -115,7 +115,7 @@ class TrackerGroup(click.Group):
         """Call every plugin's ``tracker_commands(cli)`` (once)."""
         if not self.plugins_added:
             self.plugins_added = True
-            host.call_each("tracker_commands", cli=self)
+            host.call_each(host.pm.hook.tracker_commands, cli=self)
 
     def _ensure_plugins(self, ctx: click.Context, strict: bool) -> None:
         if self.plugins_added:
