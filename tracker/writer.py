@@ -24,12 +24,13 @@ import orjson
 from .errors import StoreError
 from .format import METRICS, RECORD, SEGMENT_SUFFIX, encode_line, encode_nonfinite, event
 from .segment import hostname, process_start
+from .values import MAX_INT
 
 _dumps = orjson.dumps
 _crc32 = zlib.crc32
 _write = os.write
 #: Below every step a record may have (steps are ints within ±2**53): "no step yet".
-NO_STEP = -(2**53) - 1
+NO_STEP = -MAX_INT - 1
 
 
 def _safe_host() -> str:

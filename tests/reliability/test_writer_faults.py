@@ -29,7 +29,7 @@ with tracker.start_run(store=sys.argv[1], run_id=sys.argv[2]) as run:
 """
 
 
-def test_ctrl_c_while_logging_leaves_a_run_that_verifies_clean(tmp_path: Path) -> None:
+def test_ctrl_c_or_interrupt_while_logging_leaves_a_run_that_verifies_clean(tmp_path: Path) -> None:
     """Item 4: SIGINT lands mostly during os.write, so the interrupt is raised right after it returns."""
     store = tmp_path / "store"
     rng = random.Random(4)
@@ -56,7 +56,8 @@ def test_ctrl_c_while_logging_leaves_a_run_that_verifies_clean(tmp_path: Path) -
         assert view.info.last_step == records[-1].step == len(records) - 1
 
 
-def test_interrupt_right_after_the_write_counts_the_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_ctrl_c_or_interrupt_right_after_the_write_counts_the_line(tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     """Item 4, injected: KeyboardInterrupt raised the moment os.write returns, on both write paths."""
     host = local_host()
     old = tracker.set_host(host)

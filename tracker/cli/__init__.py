@@ -176,7 +176,6 @@ def make_cli(host: Any = None) -> click.Group:
 
     cli.host = host
     add_core_commands(cli)
-    from .bench import add_bench_command; add_bench_command(cli)  # noqa: E702, I001 - issue 6
     if host is not None:
         _add_plugin_commands(cli, host)
     return cli
