@@ -17,6 +17,7 @@ first use.
 
 from __future__ import annotations
 
+from . import validators
 from .api import Run, current_run, finish, log, log_record, start_run
 from .bus import EventBus, Subscription, TrackerWarning
 from .config import Config, load_config
@@ -42,11 +43,51 @@ def __getattr__(name: str) -> object:
     raise AttributeError(f"module 'tracker' has no attribute {name!r}")
 
 
-__all__ = [
-    "EVENT_KINDS", "MISSING", "RECORD", "RUN_FINISHED", "RUN_STARTED", "WRITER_STARTED", "CliContext",
-    "Config", "ConfigError", "Event", "EventBus", "Host", "PluginError", "PluginInfo", "PluginManager",
-    "Problem", "Record", "Run", "RunInfo", "RunNotFound", "RunView", "Schema", "SchemaError", "Store",
-    "StoreError", "Subscription", "Summarizer", "Summary", "Table", "TrackerError", "TrackerWarning",
-    "__version__", "current_run", "finish", "get_host", "get_plugin_manager", "hookimpl", "hookspec",
-    "list_plugins", "load_config", "log", "log_record", "open_store", "set_host", "start_run",
+__all__ = [  # one name per line: additions merge cleanly
+    "CliContext",
+    "Config",
+    "ConfigError",
+    "EVENT_KINDS",
+    "Event",
+    "EventBus",
+    "Host",
+    "MISSING",
+    "PluginError",
+    "PluginInfo",
+    "PluginManager",
+    "Problem",
+    "RECORD",
+    "RUN_FINISHED",
+    "RUN_STARTED",
+    "Record",
+    "Run",
+    "RunInfo",
+    "RunNotFound",
+    "RunView",
+    "Schema",
+    "SchemaError",
+    "Store",
+    "StoreError",
+    "Subscription",
+    "Summarizer",
+    "Summary",
+    "Table",
+    "TrackerError",
+    "TrackerWarning",
+    "WRITER_STARTED",
+    "__version__",
+    "current_run",
+    "finish",
+    "get_host",
+    "get_plugin_manager",
+    "hookimpl",
+    "hookspec",
+    "list_plugins",
+    "load_config",
+    "log",
+    "log_record",
+    "open_store",
+    "set_host",
+    "start_run",
+    "validators",
 ]
