@@ -20,6 +20,7 @@ from __future__ import annotations
 from . import validators
 from .api import Run, current_run, finish, log, log_record, start_run
 from .bus import EventBus, Subscription, TrackerWarning
+from .capture.artifacts import Artifact
 from .config import Config, load_config
 from .errors import ConfigError, PluginError, RunNotFound, SchemaError, StoreError, TrackerError
 from .format import EVENT_KINDS, RECORD, RUN_FINISHED, RUN_STARTED, WRITER_STARTED
@@ -44,6 +45,7 @@ def __getattr__(name: str) -> object:
 
 
 __all__ = [  # one name per line: additions merge cleanly
+    "Artifact",
     "CliContext",
     "Config",
     "ConfigError",

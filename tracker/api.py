@@ -96,11 +96,11 @@ class Run:
         if route is not None and type(values) is dict and _all_numbers(map(type, values.values())) \
                 and "step" not in values and "time" not in values and "" not in values:
             try:
-                route.append(self._steps, step, values, STRICT)
+                route.append(self._steps, step, _time(), values, STRICT)
                 return
             except TypeError:
                 pass
-        self._write(METRICS, check_metrics(values), step)
+        self._write(METRICS, check_metrics(values), step, _time())
 
     def log_record(self, schema: Any, record: Any = None, /, step: int | None = None,
                    **fields: Any) -> None:
@@ -128,21 +128,87 @@ class Run:
             else:
                 record = {**record, **fields}
         data = compiled.validate(record)
-        self._write(schema, data, None if step is None else resolve_step(step, schema))
+        self._write(schema, data, None if step is None else resolve_step(step, schema), _time())
 
-    def _write(self, schema: str, data: dict[str, Any], step: int | None) -> None:
-        """Write a checked record: by its schema's route, or as an Event when a plugin wants it too."""
+    def _write(self, schema: str, data: dict[str, Any], step: int | None, time: float,
+               advance: bool = True) -> None:
+        """Write a checked record: by its schema's route, or as an Event when a plugin wants it too.
+
+        :param step: the step, or ``None`` for this object's next automatic step.
+        :param advance: let ``step`` advance the automatic steps (capture's records at the latest step do not).
+        """
+        steps = self._steps if advance else [step]
         route = self._att.route(schema)
         if route is not None:
-            route.append_checked(self._steps, step, data)
+            route.append_checked(steps, step, time, data)
             return
         w = self._att.writer
-        step, before = w.take_step(self._steps, step)
+        step, before = w.take_step(steps, step)
         try:
-            self._host.bus.publish(Event(RECORD, self.id, step, _time(), schema, data))
+            self._host.bus.publish(Event(RECORD, self.id, step, time, schema, data))
         except SchemaError:  # refused before anything was written
-            w.untake_step(self._steps, step, before)
+            w.untake_step(steps, step, before)
             raise
+
+    def _log_side(self, schema: str, data: Any, step: int, latest: bool) -> float:
+        """Write a record of ``schema`` at ``step`` for the capture features (artifacts, media, samples).
+
+        Unlike :meth:`log_record`, a record at the latest step (``latest``)
+        leaves the automatic step alone; the system sampler calls this from
+        its own thread (the writer appends under its lock). Returns the record's time.
+        """
+        if self.status != "running":
+            raise self._not_running()
+        compiled = self._host.schemas.get(schema) or self._host.schema(schema)
+        time = _time()
+        self._write(compiled.name, compiled.validate(data), step, time, advance=not latest)
+        return time
+
+    def log_artifact(self, path: str | os.PathLike[str], name: str | None = None, *, kind: str = "file",
+                     copy: bool = True, step: int | None = None) -> Any:
+        """Store a file or a folder once by content (or, ``copy=False``, record a reference to it).
+
+        The bytes are hashed while copied into ``<store>/blobs/sha256/`` and
+        renamed into place before the ``artifact`` record is appended. A folder
+        is one artifact with a manifest of its files.
+
+        :param path: a file or a folder.
+        :param name: the artifact's name (default: the file or folder name).
+        :param kind: free text: ``"file"`` (``"folder"`` for a folder by default), ``"model"``...
+        :param copy: ``False``: record the absolute path, size and sha256 without copying.
+        :param step: the step (default: the run's latest step; never advances the automatic step).
+        :returns: the :class:`tracker.Artifact` written.
+        :raises SchemaError: a bad name or kind; :class:`TrackerError`: ``path`` cannot be read.
+        """
+        from .capture import log_artifact
+
+        return log_artifact(self, path, name, kind=kind, copy=copy, step=step)
+
+    def log_image(self, name: str, image: Any, step: int | None = None, *, caption: str = "") -> str:
+        """Store an image as a PNG blob with an ``image`` record (needs the ``media`` extra: Pillow).
+
+        :param image: a numpy array HxW, HxWx3 or HxWx4 (uint8, or floats in [0, 1]),
+            a PIL image, or the path of a PNG or JPEG file.
+        :param step: the step (default: the run's latest step; never advances the automatic step).
+        :returns: the PNG's sha256.
+        :raises SchemaError: naming what is wrong with the image; nothing is written.
+        """
+        from .capture import log_image
+
+        return log_image(self, name, image, step, caption=caption)
+
+    def log_histogram(self, name: str, values: Any, step: int | None = None, *, bins: Any = 64) -> dict[str, Any]:
+        """Log a ``histogram`` record of ``values`` (numpy array, torch tensor or sequence; flattened).
+
+        NaN and infinities are counted apart; an empty input is allowed.
+
+        :param bins: a number of equal bins over the finite values' range, or a sequence of edges.
+        :param step: the step (default: the run's latest step; never advances the automatic step).
+        :returns: the record's fields.
+        """
+        from .capture import log_histogram
+
+        return log_histogram(self, name, values, step, bins=bins)
 
     def _schema_of(self, record: Any) -> str:
         for name, c in self._host.schemas.items():
@@ -172,9 +238,17 @@ class Run:
                 _active.remove(self)
 
             def last_words() -> None:
-                w = self._att.writer
+                att = self._att
+                system = None
+                if att.sampler is not None:
+                    att.sampler.stop()
+                    system = att.sampler.totals()
+                    att.sampler = None
+                w = att.writer
                 data = {"status": status, "error": error, "records": w.records, "max_step": w.max_step,
                         "last": w.last}
+                if system:
+                    data["system"] = system  # peaks and means for the runs table (RunInfo.system)
                 self._host.bus.publish(Event(RUN_FINISHED, self.id, None, _time(), None, data))
 
             detach(self._att, last_words)
@@ -242,7 +316,7 @@ def _plain(value: Any, what: str) -> Any:
 
 def start_run(project: str | None = None, name: str | None = None, *, config: dict[str, Any] | None = None,
               tags: list[str] | None = None, store: str | os.PathLike[str] | None = None,
-              run_id: str | None = None, resume: bool = False) -> Run:
+              run_id: str | None = None, resume: bool = False, system_metrics: bool | float | None = None) -> Run:
     """Start (or, with ``resume=True``, attach to) a run; use it as a context manager.
 
     ``TRACKER_RUN_ID=X`` in the environment means ``run_id=X, resume=True``,
@@ -255,9 +329,16 @@ def start_run(project: str | None = None, name: str | None = None, *, config: di
     :param store: the store folder (default: TRACKER_STORE, tracker.toml, ./.tracker).
     :param run_id: the run's id, ``[A-Za-z0-9_-]{1,64}``; a fresh one by default.
     :param resume: attach to ``run_id`` if it exists (creating it if not).
+    :param system_metrics: sample CPU, memory and GPUs in a background thread:
+        ``None`` follows tracker.toml's ``[system]`` (on every 10 s when psutil is
+        installed), ``False`` turns it off, a number is the seconds between samples.
     :raises TrackerError: a bad run id, or an existing run without ``resume``.
     """
     host = get_host()
+    if system_metrics not in (None, True, False) and not (type(system_metrics) in (int, float)
+                                                          and system_metrics > 0):
+        raise TypeError("system_metrics: expected None, False, True or a positive number of seconds, "
+                        f"given {system_metrics!r}")
     run_id_from_env = os.environ.get("TRACKER_RUN_ID")
     if run_id is None and run_id_from_env:
         run_id, resume = run_id_from_env, True
@@ -285,7 +366,21 @@ def start_run(project: str | None = None, name: str | None = None, *, config: di
     run = Run(host, att, name, project, run_dir)
     with _lock:
         _active.append(run)
+        if att.refs == 1 and att.sampler is None:
+            att.sampler = _start_sampler(run, system_metrics, host)
     return run
+
+
+def _start_sampler(run: Run, system_metrics: bool | float | None, host: Host) -> Any:
+    """The run's system sampler (issue 17), or ``None``: off, nothing to sample, or it cannot start."""
+    if system_metrics is False or (system_metrics is None and not host.config.system_enabled):
+        return None
+    try:
+        from .capture import start_sampler
+
+        return start_sampler(run, system_metrics)
+    except Exception:  # noqa: BLE001 - the sampler never makes a run fail (e.g. a module that cannot load)
+        return None
 
 
 def current_run() -> Run | None:

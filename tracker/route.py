@@ -48,7 +48,7 @@ class Route:
         self.template = record_template(schema, writer.id)
         self.last = schema == METRICS
 
-    def append(self, steps: list[int], step: int | None, data: dict[str, Any], option: int = 0) -> int:
+    def append(self, steps: list[int], step: int | None, time: float, data: dict[str, Any], option: int = 0) -> int:
         """Write one record of checked ``data``; ``step=None`` takes the next of ``steps``.
 
         ``steps`` is the calling ``Run``'s counter of automatic steps
@@ -58,15 +58,15 @@ class Route:
         :raises TypeError: when orjson refuses ``data`` under ``option``; nothing is written.
         :raises StoreError: when the line cannot be written.
         """
-        return self.writer.append_record(self.template, steps, step, _time(), data, option, self.last)
+        return self.writer.append_record(self.template, steps, step, time, data, option, self.last)
 
-    def append_checked(self, steps: list[int], step: int | None, data: dict[str, Any]) -> int:
+    def append_checked(self, steps: list[int], step: int | None, time: float, data: dict[str, Any]) -> int:
         """:meth:`append` of data that passed its schema's check: an encoding problem is a SchemaError.
 
         :raises SchemaError: when ``data`` cannot be encoded (e.g. lone surrogates); nothing is written.
         """
         try:
-            return self.append(steps, step, data)
+            return self.append(steps, step, time, data)
         except TypeError:
             encode_line({"schema": self.schema, "data": data})  # raises SchemaError naming the problem
             raise
@@ -75,7 +75,7 @@ class Route:
 class Attachment:
     """This process's writer for one run, shared by every ``Run`` object of that run here."""
 
-    __slots__ = ("writer", "store", "run_id", "refs", "routes", "sink")
+    __slots__ = ("writer", "store", "run_id", "refs", "routes", "sink", "sampler")
 
     def __init__(self, writer: SegmentWriter, store: Path, run_id: str, sink: StoreSink) -> None:
         self.writer = writer
@@ -86,6 +86,8 @@ class Attachment:
         self.refs = 0
         #: Routes by schema, made on first use, cleared when the bus's subscriptions change.
         self.routes: dict[str, Route] = {}
+        #: The system metrics sampler (tracker.capture.system), if on; the last ``Run`` stops it.
+        self.sampler: Any = None
 
     def route(self, schema: str) -> Route | None:
         """The route of ``schema``'s records, if only the store wants them (else they take the bus)."""
