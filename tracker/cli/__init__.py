@@ -124,7 +124,7 @@ class TrackerGroup(click.Group):
         """Call every plugin's ``tracker_commands(cli)`` (once)."""
         if not self.plugins_added:
             self.plugins_added = True
-            host.call_each("tracker_commands", cli=self)
+            host.call_each(host.pm.hook.tracker_commands, cli=self)
 
     def _ensure_plugins(self, ctx: click.Context, strict: bool) -> None:
         if self.plugins_added:
@@ -185,11 +185,6 @@ def make_cli(host: Any = None) -> click.Group:
 
     cli.host = host
     add_core_commands(cli)
-    from .artifacts import artifacts_cmd; cli.add_command(artifacts_cmd)  # noqa: E702, I001 - issue 17
-    from .get import get_cmd; cli.add_command(get_cmd)  # noqa: E702, I001 - issue 17
-    from .bench import add_bench_command; add_bench_command(cli)  # noqa: E702, I001 - issue 6
-    from .query import query_cmd; from .index import index_cmd; from .sync import sync_cmd  # noqa: E702, I001
-    cli.add_command(query_cmd); cli.add_command(index_cmd); cli.add_command(sync_cmd)  # noqa: E702 - issue 14
     if host is not None:
         _add_plugin_commands(cli, host)
     return cli
