@@ -156,6 +156,8 @@ def measure(size: str, root: Path, args: argparse.Namespace) -> dict:
         shutil.rmtree(store, ignore_errors=True)
         out["generate_s"] = generate(store, runs, n, args.procs)
         print(f"[{size}] generated in {out['generate_s']:.1f}s", flush=True)
+    if args.generate_only:
+        return out
     shutil.rmtree(store / "index", ignore_errors=True)
     env = {"TRACKER_STORE": str(store), "NO_COLOR": "1"}
     jsonl = du(store / "runs", ".jsonl")
@@ -216,6 +218,7 @@ def main() -> int:
     p.add_argument("--root", type=Path, help="where to write the stores (default: a temporary folder)")
     p.add_argument("--keep", action="store_true", help="keep the stores (and reuse them on the next call)")
     p.add_argument("--regenerate", action="store_true")
+    p.add_argument("--generate-only", action="store_true", help="write the stores (kept) and stop")
     p.add_argument("--api-runs", type=int, default=0, help="baseline on this many runs, scaled (0: all)")
     p.add_argument("--sync-runs", type=int, default=0, help="sync this many runs (0: all)")
     p.add_argument("--skip-sync", action="store_true")
@@ -234,7 +237,7 @@ def main() -> int:
         if args.out:
             with open(args.out, "a") as f:
                 f.write(json.dumps(res) + "\n")
-    if args.root is None and not args.keep:
+    if args.root is None and not args.keep and not args.generate_only:
         shutil.rmtree(root, ignore_errors=True)
     return 0
 
