@@ -31,8 +31,8 @@ def metric_columns(segments: Iterable[tuple[str, Iterable[list[bytes]]]],
                    warn: Callable[[Problem], None]) -> tuple[Columns, int]:
     """``({"step", "time", name: array}, n)`` of the ``metrics`` records of a run's segments.
 
-    One entry per record in log order: by time across segments, in file order
-    within one; NaN where a record lacks a metric, bools as 1.0 and 0.0.
+    One entry per record in log order (as :func:`tracker.reader.merge_log_order`):
+    file order within a segment, by time across segments; NaN where a record lacks a metric, bools as 1.0 and 0.0.
 
     :param segments: ``(path, chunks)`` per segment, ``chunks`` its complete
         lines in lists (as :class:`tracker.format.LineChunks` yields them).
@@ -54,7 +54,10 @@ def metric_columns(segments: Iterable[tuple[str, Iterable[list[bytes]]]],
     for k in names:
         dtype = np.int64 if k == "step" else np.float64
         merged[k] = np.concatenate([c[k] if k in c else np.full(n, MISSING, dtype) for c, n in parts])
-    order = np.argsort(merged["time"], kind="stable")
+    # Log order, as merge_log_order: each segment's running maximum of time as the key, so that a
+    # writer's clock stepping back never reorders its own records (issue 10); ties: earlier segment.
+    keys = np.concatenate([np.maximum.accumulate(c["time"]) for c, _ in parts])
+    order = np.argsort(keys, kind="stable")
     return {k: v[order] for k, v in merged.items()}, int(order.size)
 
 

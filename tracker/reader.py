@@ -2,17 +2,18 @@
 
 Listing reads only each segment's first line and its last few kilobytes, so
 ``Store.runs`` costs the same for a run of ten records as for one of ten
-million. Reading records streams each segment in 1 MiB chunks and merges the
-segments of a run by time; :mod:`tracker.columns` decodes metric columns.
+million. Reading records streams each segment in chunks and merges the
+segments of a run in log order (:func:`merge_log_order`); :mod:`tracker.columns`
+decodes metric columns.
 """
 
 from __future__ import annotations
 
 import heapq
+import math
 import os
 import warnings
-from collections.abc import Callable, Iterator
-from operator import attrgetter
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -128,6 +129,33 @@ class Store(_UsesHost):
             raise RunNotFound(f"no run matches {ref!r} in store {self.path}")
         shown = ", ".join(matches[:10]) + (" ..." if len(matches) > 10 else "")
         raise RunNotFound(f"{ref!r} is ambiguous: {len(matches)} runs match ({shown})", matches)
+
+
+def merge_log_order(sources: Sequence[Iterable[Record]], tops: list[float] | None = None) -> Iterator[Record]:
+    """The records of a run's segments merged in log order, streaming.
+
+    Within a segment, file order: the writer's sequence, whatever its clock
+    did. Across segments, by time, where a segment's time is the largest its
+    writer's clock has shown so far, so that a clock stepping back (NTP, a
+    resumed virtual machine) never reorders a writer's own records (issue 10);
+    ties go to the earlier segment. :func:`tracker.columns.metric_columns`
+    orders columns by the same rule.
+
+    :param tops: each source's largest time before this call (updated in
+        place), for a reader that merges a growing run in batches.
+    """
+    def keyed(i: int, source: Iterable[Record]) -> Iterator[tuple[float, int, Record]]:
+        top = tops[i] if tops is not None else -math.inf
+        for rec in source:
+            t = rec.time
+            if t > top:
+                top = t
+                if tops is not None:
+                    tops[i] = t
+            yield top, i, rec
+
+    for _, _, rec in heapq.merge(*(keyed(i, src) for i, src in enumerate(sources))):
+        yield rec
 
 
 def open_store(path: str | os.PathLike[str] | None = None) -> Store:
@@ -285,13 +313,13 @@ class RunView(_UsesHost):
         return self.info.status == "running"
 
     def records(self, schema: str | None = None) -> Iterator[Record]:
-        """Every record (of one schema), in log order: by time across writers."""
+        """Every record (of one schema), in log order (see :func:`merge_log_order`)."""
         quiet = self._quiet()
         gens = [self._segment_records(p, schema, quiet) for p in self.segment_paths()]
         if len(gens) == 1:
             yield from gens[0]
         else:
-            yield from heapq.merge(*gens, key=attrgetter("time"))
+            yield from merge_log_order(gens)
 
     def schemas(self) -> list[str]:
         """The schema names present in the run, in order of first appearance."""

@@ -26,7 +26,6 @@ def proc_state(pid: int) -> str:
     return stat[stat.rfind(b")") + 2:].split()[0].decode()
 
 
-@pytest.mark.xfail(strict=True, reason="issue 10 item 5: a zombie writer reads as running")
 @pytest.mark.skipif(not os.path.exists("/proc/self/stat"), reason="needs /proc (Linux) to see a zombie")
 def test_an_unreaped_killed_writer_reads_as_crashed(tmp_path: Path, host: tracker.Host) -> None:
     store = tmp_path / "store"
