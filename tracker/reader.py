@@ -96,10 +96,20 @@ class Store(_UsesHost):
 
     def runs(self, project: str | None = None, status: str | None = None,
              tag: str | None = None) -> list[RunInfo]:
-        """Every run's info, newest first, optionally filtered."""
+        """Every run's info, newest first, optionally filtered.
+
+        A run that cannot be read (a segment its reader may not open) is left
+        out and reported with a warning naming the file, so that it never
+        hides the others; asking for that run with :meth:`run` raises
+        :class:`StoreError`.
+        """
         infos = []
         for rid in self.run_ids():
-            info = RunView(self.path, rid, host=self._host).info
+            try:
+                info = RunView(self.path, rid, host=self._host).info
+            except StoreError as exc:
+                warnings.warn(f"tracker: run {rid} is not listed: {exc}", TrackerWarning, stacklevel=2)
+                continue
             if project is not None and info.project != project:
                 continue
             if status is not None and info.status != status:
@@ -122,13 +132,20 @@ class Store(_UsesHost):
             return RunView(self.path, ref, host=self._host)
         matches = [i for i in ids if i.startswith(ref)] if RUN_ID_RE.match(ref) else []
         if not matches:
-            matches = [i for i in ids if RunView(self.path, i, host=self._host).info.name == ref]
+            matches = [i for i in ids if self._name_of(i) == ref]
         if len(matches) == 1:
             return RunView(self.path, matches[0], host=self._host)
         if not matches:
             raise RunNotFound(f"no run matches {ref!r} in store {self.path}")
         shown = ", ".join(matches[:10]) + (" ..." if len(matches) > 10 else "")
         raise RunNotFound(f"{ref!r} is ambiguous: {len(matches)} runs match ({shown})", matches)
+
+    def _name_of(self, run_id: str) -> str | None:
+        """The run's name, or ``None`` for a run that cannot be read (it never hides a match)."""
+        try:
+            return RunView(self.path, run_id, host=self._host).info.name
+        except StoreError:
+            return None
 
 
 def merge_log_order(sources: Sequence[Iterable[Record]], tops: list[float] | None = None) -> Iterator[Record]:
