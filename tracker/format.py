@@ -217,53 +217,77 @@ def parse_line(line: bytes) -> dict[str, Any]:
 
 #: How many bytes readers take from a segment file at a time.
 READ_CHUNK = 1 << 20
+#: What a merge of a run's segments may buffer in all, and at least per segment (see :func:`merge_chunk`).
+MERGE_BUDGET = 64 << 20
+MIN_CHUNK = 64 << 10
+
+
+def merge_chunk(segments: int) -> int:
+    """The read size per segment for a merge of ``segments`` segments.
+
+    A merge holds one chunk of each segment at a time: 1 MiB each for a few
+    segments, less for many, so that memory stays bounded (64 MiB, or 64 KiB
+    per segment beyond a thousand) whatever the number of segments.
+    """
+    return max(MIN_CHUNK, min(READ_CHUNK, MERGE_BUDGET // max(1, segments)))
 
 
 class LineChunks:
-    """The complete lines of a file from ``offset``, a list per 1 MiB read.
+    """The complete lines of a file from ``offset``, a list per chunk read (1 MiB by default).
 
-    Memory stays flat whatever the file's size. After iterating, ``rest``
-    holds a last line without its newline (a torn write, or one in
-    progress), which is never yielded, and ``lines`` counts the lines yielded.
+    Memory stays flat whatever the file's size. The file is open only while
+    a chunk is read, and reopened at the next offset for the next chunk, so
+    a merge of any number of segments holds at most one file open at a time
+    whatever the open-file limit (issue 10). After iterating, ``rest`` holds
+    a last line without its newline (a torn write, or one in progress),
+    which is never yielded, and ``lines`` counts the lines yielded.
 
-    :raises StoreError: when the file cannot be opened.
+    :raises StoreError: when the file cannot be opened or read.
     """
 
-    def __init__(self, path: Path, offset: int = 0) -> None:
+    def __init__(self, path: Path, offset: int = 0, chunk: int = READ_CHUNK) -> None:
         self.path = path
         self.offset = offset
+        self.chunk = chunk
         self.rest = b""
         self.lines = 0
 
     def __iter__(self) -> Iterator[list[bytes]]:
-        try:
-            f = open(self.path, "rb")  # noqa: SIM115 - closed below, also when the caller stops early
-        except OSError as exc:
-            raise StoreError(f"cannot read {self.path}: {exc.strerror}") from None
-        with f:
-            f.seek(self.offset)
-            rest = b""
-            while True:
-                chunk = f.read(READ_CHUNK)
-                if not chunk:
-                    break
-                if rest:
-                    chunk = rest + chunk
-                lines = chunk.split(b"\n")
-                rest = lines.pop()
+        pos, size, rest = self.offset, self.chunk, b""
+        while True:
+            try:
+                with open(self.path, "rb") as f:
+                    f.seek(pos)
+                    data = f.read(size)
+            except OSError as exc:
+                raise StoreError(f"cannot read {self.path}: {exc.strerror or exc}") from None
+            if not data:
+                break
+            pos += len(data)
+            at_end = len(data) < size  # a short read: the end of the file as it is now
+            if rest:
+                data = rest + data
+            lines = data.split(b"\n")
+            rest = lines.pop()
+            if lines:
                 self.lines += len(lines)
+                size = self.chunk
                 yield lines
-            self.rest = rest
+            else:
+                size *= 2  # inside a line longer than a chunk: read more at once, copying it O(1) times
+            if at_end:
+                break
+        self.rest = rest
 
 
-def iter_lines(path: Path, offset: int = 0) -> Iterator[tuple[int, bytes]]:
+def iter_lines(path: Path, offset: int = 0, chunk: int = READ_CHUNK) -> Iterator[tuple[int, bytes]]:
     """Yield ``(end_offset, line)`` for each newline-terminated line from ``offset``.
 
     A last line without its newline (a torn write, or one in progress) is not
     yielded; ``Segment.torn`` reports it.
     """
     pos = offset
-    for lines in LineChunks(path, offset):
+    for lines in LineChunks(path, offset, chunk):
         for line in lines:
             pos += len(line) + 1
             yield pos, line

@@ -24,6 +24,7 @@ from .errors import RunNotFound, StoreError, TrackerError
 from .format import (
     METRICS,
     NONFINITE_MARKS,
+    READ_CHUNK,
     RECORD,
     RECORD_SCHEMA_MARK,
     RUN_ID_RE,
@@ -33,6 +34,7 @@ from .format import (
     check_run_id,
     decode_nonfinite,
     iter_lines,
+    merge_chunk,
     parse_line,
 )
 from .records import Problem, Record, RunInfo
@@ -293,18 +295,19 @@ class RunView(_UsesHost):
         self.problems.append(problem)
         warnings.warn(f"tracker: {problem}", TrackerWarning, stacklevel=3)
 
-    def _lines(self, path: Path, quiet_tail: bool) -> Iterator[tuple[int, bytes]]:
+    def _lines(self, path: Path, quiet_tail: bool, chunk: int = READ_CHUNK) -> Iterator[tuple[int, bytes]]:
         """Numbered complete lines of a segment; a torn last line is reported (unless ``quiet_tail``)."""
         lineno = 0
-        for lines in self._line_chunks(path, quiet_tail):
+        for lines in self._line_chunks(path, quiet_tail, chunk):
             for line in lines:
                 lineno += 1
                 yield lineno, line
 
-    def _segment_records(self, path: Path, schema: str | None, quiet_tail: bool) -> Iterator[Record]:
+    def _segment_records(self, path: Path, schema: str | None, quiet_tail: bool,
+                         chunk: int = READ_CHUNK) -> Iterator[Record]:
         host = self._host if schema is None and not callable(self._host) else self.host
         compiled = None
-        for lineno, line in self._lines(path, quiet_tail):
+        for lineno, line in self._lines(path, quiet_tail, chunk):
             try:
                 ev = parse_line(line)
             except LineError as exc:
@@ -332,7 +335,11 @@ class RunView(_UsesHost):
     def records(self, schema: str | None = None) -> Iterator[Record]:
         """Every record (of one schema), in log order (see :func:`merge_log_order`)."""
         quiet = self._quiet()
-        gens = [self._segment_records(p, schema, quiet) for p in self.segment_paths()]
+        paths = self.segment_paths()
+        # Any number of segments within bounded memory and open files (issue 10): LineChunks opens a file
+        # only while it reads a chunk, and a merge of many segments reads smaller chunks.
+        chunk = merge_chunk(len(paths))
+        gens = [self._segment_records(p, schema, quiet, chunk) for p in paths]
         if len(gens) == 1:
             yield from gens[0]
         else:
@@ -375,12 +382,12 @@ class RunView(_UsesHost):
         quiet = self._quiet()
         return metric_columns(((str(p), self._line_chunks(p, quiet)) for p in self.segment_paths()), self._warn)
 
-    def _line_chunks(self, path: Path, quiet_tail: bool) -> Iterator[list[bytes]]:
+    def _line_chunks(self, path: Path, quiet_tail: bool, chunk: int = READ_CHUNK) -> Iterator[list[bytes]]:
         """The complete lines of a segment, a list per chunk read; a torn last line is reported.
 
         Like :meth:`_lines` but with one generator step per 1 MiB instead of one per line.
         """
-        reader = LineChunks(path)
+        reader = LineChunks(path, 0, chunk)
         yield from reader
         if reader.rest and not quiet_tail:
             self._warn(Problem(str(path), reader.lines + 1, "torn",

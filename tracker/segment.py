@@ -45,18 +45,14 @@ def process_start(pid: int) -> str | None:
     return fields[19].decode() if fields is not None and len(fields) > 19 else None
 
 
-def _zombie(pid: int, fields: list[bytes]) -> bool:
-    """Whether ``pid`` has ended and only waits for its parent to reap it (state Z or X).
+def _zombie(fields: list[bytes]) -> bool:
+    """Whether the process has ended and only waits for its parent to reap it (state Z or X).
 
-    A process whose main thread exited while others still run also shows Z;
-    it is alive while its task folder lists more than that one thread.
+    The state is the main thread's: a writer is a Python process, whose main
+    thread ends only with the process, so this holds as soon as it is killed,
+    even while its other threads are still being torn down.
     """
-    if not fields or fields[0] not in (b"Z", b"X"):
-        return False
-    try:
-        return len(os.listdir(f"/proc/{pid}/task")) <= 1
-    except OSError:
-        return True
+    return bool(fields) and fields[0] in (b"Z", b"X")
 
 
 def pid_alive(pid: int, start: str | None) -> bool:
@@ -73,7 +69,7 @@ def pid_alive(pid: int, start: str | None) -> bool:
         pass
     fields = _proc_stat(pid)
     if fields is not None:
-        if _zombie(pid, fields):
+        if _zombie(fields):
             return False
         if start is not None and len(fields) > 19 and fields[19].decode() != start:
             return False

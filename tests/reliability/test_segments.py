@@ -76,7 +76,6 @@ def many_segments(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return store
 
 
-@pytest.mark.xfail(strict=True, reason="issue 10 item 7: every segment open at once")
 def test_readers_work_with_more_segments_than_open_files(many_segments: Path, tmp_path: Path) -> None:
     res = subprocess.run([sys.executable, "-c", READER, str(many_segments), str(NOFILE)], capture_output=True,
                          text=True, env=child_env(tmp_path), cwd=tmp_path, timeout=120)
@@ -91,7 +90,6 @@ def test_readers_work_with_more_segments_than_open_files(many_segments: Path, tm
     assert out["runs"] == ["many"]
 
 
-@pytest.mark.xfail(strict=True, reason="issue 10 item 7: every segment open at once")
 @pytest.mark.parametrize("command", [["tail", "many", "--format", "jsonl"],
                                      ["export", "many", "--format", "jsonl"],
                                      ["export", "many", "--format", "csv"]], ids=["tail", "export", "csv"])

@@ -41,7 +41,7 @@ def test_an_unreaped_killed_writer_reads_as_crashed(tmp_path: Path, host: tracke
             time.sleep(0.01)
         os.kill(p.pid, 0)  # the fault: the pid still answers
         info = tracker.open_store(store).run("z").info
-        assert info.status == "crashed", info
+        assert info.status == "crashed", (info, proc_state(p.pid), os.listdir(f"/proc/{p.pid}/task"))
         res = cli("--store", str(store), "runs", "--format", "json", env=child_env(tmp_path), cwd=tmp_path)
         assert res.returncode == 0, res.stderr
         assert [d["status"] for d in json.loads(res.stdout)] == ["crashed"]

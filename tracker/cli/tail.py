@@ -19,7 +19,7 @@ from typing import Any
 import click
 
 from ..bus import TrackerWarning
-from ..format import RECORD, LineError, decode_nonfinite, iter_lines, parse_line
+from ..format import RECORD, LineError, decode_nonfinite, iter_lines, merge_chunk, parse_line
 from ..reader import merge_log_order
 from ..records import Problem, Record
 from . import CliContext
@@ -48,8 +48,8 @@ class Follower:
         self.lines: dict[Path, int] = {}
         self.tops: dict[Path, float] = {}  # each segment's largest time so far (merge_log_order)
 
-    def _segment(self, path: Path) -> Iterator[Record]:
-        for end, line in iter_lines(path, self.offsets.get(path, 0)):
+    def _segment(self, path: Path, chunk: int) -> Iterator[Record]:
+        for end, line in iter_lines(path, self.offsets.get(path, 0), chunk):
             lineno = self.lines.get(path, 0) + 1
             self.offsets[path], self.lines[path] = end, lineno
             try:
@@ -70,7 +70,7 @@ class Follower:
     def read(self) -> Iterator[Record]:
         """Every record appended since the last call, in log order across writers (streaming)."""
         paths = self.view.segment_paths()
-        gens = [self._segment(p) for p in paths]
+        gens = [self._segment(p, merge_chunk(len(paths))) for p in paths]
         tops = [self.tops.get(p, -math.inf) for p in paths]
         return self._remember(paths, tops, merge_log_order(gens, tops))
 
