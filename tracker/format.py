@@ -210,7 +210,75 @@ def parse_line(line: bytes) -> dict[str, Any]:
         raise LineError("corrupt", f"not valid JSON ({exc})") from None
     if type(ev) is not dict or "kind" not in ev:
         raise LineError("corrupt", "not an event object")
+    problem = shape_problem(ev)
+    if problem is not None:
+        raise LineError("corrupt", problem)
     return ev
+
+
+_NUMBER = (int, float)
+#: Steps are ints within ±2**53, so that every JSON reader reads them exactly.
+MAX_STEP = 2**53
+#: The types of the data fields readers use, per lifecycle kind (each may be absent).
+_LIFECYCLE_FIELDS: dict[str, dict[str, tuple[type, ...]]] = {
+    RUN_STARTED: {"name": (str, type(None)), "project": (str, type(None)), "config": (dict,), "tags": (list,),
+                  "env": (dict,), "host": (str, type(None)), "pid": (int, type(None)),
+                  "proc_start": (str, type(None))},
+    RUN_FINISHED: {"status": (str,), "records": (int,), "max_step": (int, type(None)), "last": (dict, type(None)),
+                   "error": (dict, type(None))},
+}
+_LIFECYCLE_FIELDS[WRITER_STARTED] = _LIFECYCLE_FIELDS[RUN_STARTED]
+
+
+def _what(value: Any) -> str:
+    text = orjson.dumps(value).decode() if value is not None else "null"
+    return f"{type(value).__name__} {text[:40]}{'...' if len(text) > 40 else ''}"
+
+
+def shape_problem(ev: dict[str, Any]) -> str | None:
+    """What is wrong with the shape of a parsed event, or ``None`` when it is sound.
+
+    A line can be sound JSON with a correct checksum and still not be an
+    event of this format (another tool's bug, a hand edit whose checksum was
+    recomputed); readers report it as corrupt instead of failing on it
+    (issue 10). Checked: the types of ``v``, ``kind``, ``w``, ``seq``,
+    ``time`` (a number), ``data`` (an object); a record's ``schema`` (str)
+    and ``step`` (int); a ``metrics`` record's values (numbers, or the
+    strings of non-finite ones); the data fields readers use of lifecycle
+    events. Unknown kinds pass, so that newer writers' events are skipped,
+    not reported.
+    """
+    for key, types, expected in (("v", (int,), "an int"), ("kind", (str,), "a str"), ("w", (str,), "a str"),
+                                 ("seq", (int,), "an int"), ("time", _NUMBER, "a number (seconds since the epoch)"),
+                                 ("data", (dict,), "an object")):
+        value = ev.get(key)
+        if type(value) not in types:
+            given = "missing" if key not in ev else f"given {_what(value)}"
+            return f"{key}: expected {expected}, {given}"
+    kind = ev["kind"]
+    data = ev["data"]
+    if kind == RECORD:
+        schema, step = ev.get("schema"), ev.get("step")
+        if type(schema) is not str:
+            return f"schema: expected a str for a record, given {_what(schema)}"
+        if type(step) is not int or not -MAX_STEP <= step <= MAX_STEP:
+            given = "missing" if "step" not in ev else f"given {_what(step)}"
+            return f"step: expected an int within ±2**53 for a record, {given}"
+        if schema == METRICS:
+            for name, value in data.items():
+                t = type(value)
+                if t is not float and t is not int and t is not bool and (t is not str or value not in SPECIAL_IN):
+                    return f"metric {name!r}: expected a number, given {_what(value)}"
+        return None
+    fields = _LIFECYCLE_FIELDS.get(kind)
+    if fields is not None:
+        for key, types in fields.items():
+            if key in data and type(data[key]) not in types:
+                return f"{kind} {key}: expected {' or '.join(t.__name__ for t in types)}, given {_what(data[key])}"
+        tags = data.get("tags")
+        if tags is not None and not all(type(t) is str for t in tags):
+            return f"{kind} tags: expected a list of str, given {_what(tags)}"
+    return None
 
 
 # --- lines of a segment file -------------------------------------------------------------------
