@@ -99,6 +99,58 @@ def decode_nonfinite(obj: Any) -> Any:
     return obj
 
 
+def nonfinite_paths(obj: Any) -> list[list[str | int]]:
+    """The paths (keys and list indices) of the NaN and infinite floats in ``obj``.
+
+    Stored beside free-form data whose strings must stay strings (a run's
+    config), so that readers restore exactly those as floats.
+    """
+    out: list[list[str | int]] = []
+
+    def walk(v: Any, path: list[str | int]) -> None:
+        t = type(v)
+        if t is float:
+            if v - v != 0.0:
+                out.append(path)
+        elif t is dict:
+            for k, x in v.items():
+                walk(x, [*path, k])
+        elif t is list or t is tuple:
+            for i, x in enumerate(v):
+                walk(x, [*path, i])
+
+    walk(obj, [])
+    return out
+
+
+def restore_nonfinite(obj: Any, paths: Any) -> Any:
+    """``obj`` with the store strings at ``paths`` (see :func:`nonfinite_paths`) back as floats.
+
+    Paths that do not lead to such a string (a damaged or foreign line) are ignored.
+    """
+    if not paths or type(paths) is not list:
+        return obj
+    for path in paths:
+        if type(path) is not list or not path:
+            continue
+        parent = obj
+        for key in path[:-1]:
+            parent = _child(parent, key)
+        last = path[-1]
+        value = _child(parent, last)
+        if type(value) is str and value in SPECIAL_IN:
+            parent[last] = SPECIAL_IN[value]
+    return obj
+
+
+def _child(container: Any, key: Any) -> Any:
+    if type(container) is dict and type(key) is str:
+        return container.get(key)
+    if type(container) is list and type(key) is int and 0 <= key < len(container):
+        return container[key]
+    return None
+
+
 # --- encoding ----------------------------------------------------------------------------------
 
 #: orjson options of the ``run.log`` fast path: ints beyond ±(2**53 - 1) and
@@ -222,6 +274,7 @@ MAX_STEP = 2**53
 #: The types of the data fields readers use, per lifecycle kind (each may be absent).
 _LIFECYCLE_FIELDS: dict[str, dict[str, tuple[type, ...]]] = {
     RUN_STARTED: {"name": (str, type(None)), "project": (str, type(None)), "config": (dict,), "tags": (list,),
+                  "config_nonfinite": (list,),
                   "env": (dict,), "host": (str, type(None)), "pid": (int, type(None)),
                   "proc_start": (str, type(None))},
     RUN_FINISHED: {"status": (str,), "records": (int,), "max_step": (int, type(None)), "last": (dict, type(None)),

@@ -36,6 +36,7 @@ from .format import (
     iter_lines,
     merge_chunk,
     parse_line,
+    restore_nonfinite,
 )
 from .records import Problem, Record, RunInfo
 from .schema import fn_takes_run
@@ -283,7 +284,8 @@ class RunView(_UsesHost):
         return RunInfo(
             id=self.id, name=meta.get("name"), project=meta.get("project"), status=status,
             created_at=start["time"] if start else (min(w[0] for w in writers) if writers else None),
-            ended_at=max(ended) if ended else None, config=meta.get("config") or {},
+            ended_at=max(ended) if ended else None,
+            config=restore_nonfinite(meta.get("config") or {}, meta.get("config_nonfinite")),
             tags=meta.get("tags") or [], error=error, env=meta.get("env") or {}, writers=len(writers),
             records=records, last_step=last_step, last_metrics=last_metrics,
             system=_system_totals(system))

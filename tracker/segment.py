@@ -19,13 +19,14 @@ import attrs
 
 from .errors import StoreError
 from .format import RUN_FINISHED, RUN_STARTED, SEGMENT_SUFFIX, WRITER_STARTED, LineError, parse_line
+from .values import storable_text
 
 _SEVERITY = {"finished": 0, "failed": 1, "crashed": 2}
 
 
 def hostname() -> str:
-    """This machine's name, as writers record it."""
-    return socket.gethostname()
+    """This machine's name, as writers record it (bytes UTF-8 cannot encode escaped, issue 10)."""
+    return storable_text(socket.gethostname())
 
 
 def _proc_stat(pid: int) -> list[bytes] | None:
