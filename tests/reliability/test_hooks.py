@@ -13,9 +13,11 @@ import json
 import sys
 from pathlib import Path
 
+import attrs
 import pytest
 
-from tests.reliability.support import child_env, cli, install, read_run
+import tracker
+from tests.reliability.support import child_env, cli, install, local_host, read_run
 
 ORDERED = {
     name: f'''
@@ -58,9 +60,8 @@ import json, sys, warnings
 warnings.simplefilter("always")
 import order_log
 import tracker
-from tracker.pluginmanager import get_host
 
-host = get_host()
+host = tracker.get_host()
 ours = [c for c in order_log.CALLS]
 order_log.CALLS.clear()
 host.pm.hook.tracker_configure(config=host.config)  # pluggy itself, for comparison
@@ -90,7 +91,6 @@ def run_child(site: Path, tmp_path: Path) -> tuple[dict, str]:
     return json.loads(res.stdout.strip().splitlines()[-1]), res.stderr
 
 
-@pytest.mark.xfail(strict=True, reason="issue 10 item 13: registration order, not pluggy's")
 def test_hooks_are_called_in_pluggys_order(site: Path, tmp_path: Path) -> None:
     out, _ = run_child(site, tmp_path)
     expected = ["b_first", "d_plain", "a_plain", "c_last"]  # tryfirst, then last registered first, then trylast
@@ -101,7 +101,6 @@ def test_hooks_are_called_in_pluggys_order(site: Path, tmp_path: Path) -> None:
     assert out["events"] == [[name, "run_started"] for name in expected]
 
 
-@pytest.mark.xfail(strict=True, reason="issue 10 item 13: wrappers silently never run")
 def test_hook_wrappers_are_refused_naming_the_plugin(site: Path, tmp_path: Path) -> None:
     out, err = run_child(site, tmp_path)
     infos = {p["name"]: p for p in out["plugins"]}
@@ -116,3 +115,24 @@ def test_hook_wrappers_are_refused_naming_the_plugin(site: Path, tmp_path: Path)
     assert res.returncode == 0, res.stderr
     listed = {p["name"]: p for p in json.loads(res.stdout)}
     assert listed["new_wrapper"]["status"] == "broken" and "wrapper" in listed["new_wrapper"]["error"]
+
+
+def test_a_name_offered_twice_stays_with_the_plugin_loaded_first_whatever_the_markers() -> None:
+    @attrs.frozen
+    class Point:
+        value: float
+
+    class First:
+        @tracker.hookimpl(trylast=True)
+        def tracker_schemas(self) -> list:
+            return [tracker.Schema("dup.point", Point)]
+
+    class Second:
+        @tracker.hookimpl(tryfirst=True)  # called first, loaded second
+        def tracker_schemas(self) -> list:
+            return [tracker.Schema("dup.point", Point)]
+
+    with pytest.warns(tracker.TrackerWarning, match="plugin 'second' is broken.*'first'"):
+        host = local_host(First(), Second(), names=["first", "second"])
+    assert host.schema_owner["dup.point"] == "first"
+    assert {p.name: p.status for p in host.plugins()}["second"] == "broken"
