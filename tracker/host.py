@@ -15,6 +15,8 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+import pluggy
+
 from .bus import EventBus
 from .config import Config, load_config
 from .errors import SchemaError
@@ -39,24 +41,29 @@ class Host:
         self.bus = EventBus()
         self.bus.on_report = self._handler_reported
         self._trace = os.environ.get("TRACKER_TRACE_PLUGINS", "") not in ("", "0")
-        self.call_each("tracker_configure", config=self.config)
-        self.call_each("tracker_schemas", collect=self._add_schemas)
-        self.call_each("tracker_summarizers", collect=self._add_summarizers)
-        self.call_each("tracker_subscribe", bus=self.bus)
+        hook = self.pm.hook
+        self.call_each(hook.tracker_configure, config=self.config)
+        self.call_each(hook.tracker_schemas, collect=self._add_schemas)
+        self.call_each(hook.tracker_summarizers, collect=self._add_summarizers)
+        self.call_each(hook.tracker_subscribe, bus=self.bus)
 
-    def call_each(self, hook: str, collect: Callable[[str, Any], None] | None = None,
+    def call_each(self, caller: pluggy.HookCaller, collect: Callable[[str, Any], None] | None = None,
                   **kwargs: Any) -> None:
-        """Call ``hook`` of each plugin on its own, in pluggy's order; a plugin that raises is broken.
+        """Call the hook of ``caller`` (e.g. ``host.pm.hook.tracker_schemas``) of each plugin on its own.
 
-        Pluggy's order: ``tryfirst`` implementations first, ``trylast`` ones
-        last, the others the plugin registered last first (issue 10). What
+        In pluggy's order: ``tryfirst`` implementations first, ``trylast``
+        ones last, the others the plugin loaded last first (issue 10). What
         they return is collected in load order (built-ins first), so that a
         name offered twice stays with the plugin loaded first, whatever the
-        markers. A wrapper (refused when a plugin is added) is never called.
+        markers. A plugin that raises is reported broken and the others still
+        run; a wrapper (refused when a plugin is added) is never called.
+
+        :param collect: called as ``collect(plugin name, result)`` with each plugin's result.
+        :param kwargs: the hook's arguments; each implementation gets those it asks for.
         """
-        impls = getattr(self.pm.hook, hook).get_hookimpls()
+        hook = caller.name
         results = []
-        for impl in reversed(impls):  # pluggy calls its list from the end
+        for impl in reversed(caller.get_hookimpls()):  # pluggy calls its list from the end
             name = impl.plugin_name
             if impl.hookwrapper or getattr(impl, "wrapper", False):
                 self.break_plugin(name, wrapper_error([hook]))

@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, Literal, Union
 
 from .errors import SchemaError
-from .format import SPECIAL_IN
+from .format import METRICS, SPECIAL_IN
 
 MAX_INT = 2**53
 RESERVED = frozenset({"step", "time"})
@@ -279,7 +279,7 @@ def storable(value: Any) -> Any:
 
 # --- metrics ----------------------------------------------------------------------------------
 
-def check_metrics(values: Any, schema: str = "metrics") -> dict[str, Any]:
+def check_metrics(values: Any, schema: str = METRICS) -> dict[str, Any]:
     """Validate a free-form ``{name: number}`` record; returns it with plain Python numbers.
 
     :raises SchemaError: naming every bad key or value.
