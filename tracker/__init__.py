@@ -18,6 +18,7 @@ from .api import Run, current_run, finish, log, log_record, start_run
 from .bus import EventBus, Subscription, TrackerWarning
 from .config import Config, load_config
 from .errors import ConfigError, PluginError, RunNotFound, SchemaError, StoreError, TrackerError
+from .figures import Band, BarChart, Heatmap, LineChart, Panel, Series, TableFigure
 from .hookspecs import hookimpl, hookspec
 from .pluginmanager import (
     Host,
@@ -52,4 +53,6 @@ __all__ = [
     "TrackerError", "TrackerWarning", "__version__", "current_run", "finish", "get_host",
     "get_plugin_manager", "hookimpl", "hookspec", "list_plugins", "load_config", "log", "log_record",
     "open_store", "set_host", "start_run",
+    # The figure vocabulary of plugin panels (tracker ui).
+    "Band", "BarChart", "Heatmap", "LineChart", "Panel", "Series", "TableFigure",
 ]

@@ -175,6 +175,7 @@ def make_cli(host: Any = None) -> click.Group:
     cli.host = host
     add_core_commands(cli)
     from .bench import add_bench_command; add_bench_command(cli)  # noqa: E702, I001 - issue 6
+    from .ui import ui_cmd; cli.add_command(ui_cmd)  # noqa: E702, I001 - issue 12
     if host is not None:
         _add_plugin_commands(cli, host)
     return cli
