@@ -110,7 +110,7 @@ def decode_cursor(cursor: str) -> dict[str, int]:
         raise CursorError("since: not a cursor of this server (expected the cursor of a previous response)")
     body = cursor[2:]
     try:
-        text = base64.urlsafe_b64decode(body + "=" * (-len(body) % 4)).decode()
+        text = base64.b64decode(body + "=" * (-len(body) % 4), altchars=b"-_", validate=True).decode()
     except (binascii.Error, ValueError, UnicodeDecodeError):
         raise CursorError("since: the cursor does not decode") from None
     offsets: dict[str, int] = {}

@@ -127,6 +127,7 @@ export class MetricChart {
     const { data, series, bands } = this.data();
     if (this.u && this.u.series.length === series.length) {
       this.u.setData(data, !this.zoomed);
+      this.showReadout(this.u);
       return;
     }
     this.destroy();
