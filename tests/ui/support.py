@@ -13,10 +13,7 @@ from typing import Any
 
 import tracker
 
-try:  # the line format's module once the core is split
-    from tracker.format import encode_line  # type: ignore[import-not-found]
-except ImportError:
-    from tracker.store import encode_line
+from tracker.format import encode_line
 
 XSS = "<img src=x onerror=alert(1)>"
 BIG_N = 1_000_000

@@ -189,6 +189,9 @@ def test_unknown_run_shows_an_error_not_a_blank_page(driver, server):
     assert "no run 'zzzz9999'" in err.text
     driver.get(server.url + "/runs/bad.id")
     assert "invalid run id" in wait(driver, lambda d: css(d, ".error"), what="error box")[0].text
+    # The browser logs the API's 404 and 400 answers as failed loads; nothing else may fail.
+    errors = console_errors(driver)
+    assert errors and all("the server responded with a status of 40" in e["message"] for e in errors), errors
 
 
 def test_a_run_logging_in_another_process_updates_live(driver, tmp_path):

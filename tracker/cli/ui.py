@@ -56,7 +56,7 @@ def ui_cmd(obj: CliContext, host: str, port: int, no_open: bool) -> None:
     except ImportError:
         fail(INSTALL_HINT)
     from ..ui.app import create_app
-    from ..view import Store
+    from ..reader import Store
 
     store = Store(obj.store_path, host=lambda: obj.host)
     app = create_app(store)

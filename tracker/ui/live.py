@@ -3,9 +3,10 @@
 Each segment is read from a byte offset to the end of its last complete line
 (a line still being written is left for the next read). :class:`MetricsCache`
 keeps, per run and per segment, the columns read so far and the offset they
-end at: a request after ten new records parses ten lines. Lines are checked
-and parsed by the core's line format (checksum included); a damaged line is
-reported as a problem and skipped, the rest is read.
+end at: a request after ten new records decodes ten lines. The lines go
+through the core's own columnar decoder (:func:`tracker.columns.segment_columns`,
+checksums included); a damaged line is reported as a problem and skipped, the
+rest is read.
 
 Nothing is written anywhere: the cache lives in the server's memory only.
 """
@@ -14,25 +15,19 @@ from __future__ import annotations
 
 import os
 import threading
-from array import array
-from collections import OrderedDict, deque
+from collections import OrderedDict
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from .. import MISSING
+from ..columns import segment_columns
+from ..records import Problem
+from ..segment import segment_paths as _segment_paths
 
-try:  # the line format's own module (tracker/format.py), once the core is split
-    from ..format import LineError, parse_line  # type: ignore[import-not-found]
-except ImportError:  # pragma: no cover - the layout of tracker 0.1
-    from ..store import LineError, parse_line
-
-_SPECIAL = {"NaN": float("nan"), "Infinity": float("inf"), "-Infinity": float("-inf")}
-_RECORD_MARK = b'"kind":"record","schema":"'
-_METRICS_MARK = b'"kind":"record","schema":"metrics"'
 _CHUNK = 1 << 20
-_consume = deque(maxlen=0).extend
 
 
 class SegmentColumns:
@@ -43,16 +38,33 @@ class SegmentColumns:
         self.offset = 0
         self.ino: int | None = None
         self.lines = 0
-        self.steps = array("q")
-        self.times = array("d")
-        self.cols: dict[str, array] = {}
+        self.parts: list[tuple[dict[str, np.ndarray], int]] = []
         self.n = 0
         self.problems: list[dict[str, Any]] = []
         #: Whether ``lines`` counts from the file's start (line numbers in problems are exact).
         self.from_start = True
 
-    def read(self, path: Path, stop: int | None = None) -> int:
-        """Read the complete lines after ``self.offset`` (up to byte ``stop``); returns how many records."""
+    def _chunks(self, fd: int, end: int) -> Iterator[list[bytes]]:
+        """Lists of complete lines from ``self.offset`` up to ``end``, advancing the offset past each."""
+        rest = b""
+        pos = self.offset
+        while pos < end:
+            chunk = os.pread(fd, min(_CHUNK, end - pos), pos)
+            if not chunk:
+                break
+            pos += len(chunk)
+            data = rest + chunk if rest else chunk
+            cut = data.rfind(b"\n")
+            if cut < 0:
+                rest = data
+                continue
+            rest = data[cut + 1:]
+            lines = data[:cut].split(b"\n")
+            self.offset = pos - len(rest)
+            yield lines
+
+    def read(self, path: Path) -> int:
+        """Read the complete lines after ``self.offset``; returns how many metrics records were new."""
         try:
             fd = os.open(path, os.O_RDONLY)
         except OSError as exc:
@@ -64,96 +76,44 @@ class SegmentColumns:
             if self.ino is not None and (st.st_ino != self.ino or st.st_size < self.offset):
                 self.__init__(self.name)  # the file was replaced: read it again from the start
             self.ino = st.st_ino
-            end = st.st_size if stop is None else min(stop, st.st_size)
-            before = self.n
-            rest = b""
-            pos = self.offset
-            while pos < end:
-                chunk = os.pread(fd, min(_CHUNK, end - pos), pos)
-                if not chunk:
-                    break
-                pos += len(chunk)
-                data = rest + chunk if rest else chunk
-                cut = data.rfind(b"\n")
-                if cut < 0:
-                    rest = data
-                    continue
-                rest = data[cut + 1:]
-                self._lines(data[:cut].split(b"\n"))
-                self.offset = pos - len(rest)
-            return self.n - before
+            if st.st_size <= self.offset:
+                return 0
+            base = self.lines
+            counted = self._counted(self._chunks(fd, st.st_size))
+            cols, n = segment_columns(self.name, counted, lambda p: self._problem(p, base))
         finally:
             os.close(fd)
+        if n:
+            self.parts.append((cols, n))
+            self.n += n
+            if len(self.parts) > 1:
+                self.parts = [(self._joined(), self.n)]
+        return n
 
-    def _lines(self, lines: list[bytes]) -> None:
-        steps, times, cols = self.steps, self.times, self.cols
-        append = array.append
-        names: tuple[str, ...] = ()
-        arrs: list[array] = []
-        n = self.n
-        for line in lines:
-            self.lines += 1
-            head = line[:80]
-            if _METRICS_MARK not in head:
-                if _RECORD_MARK in head:
-                    continue  # another schema's record: not read here
-                try:
-                    parse_line(line)  # lifecycle events; damage is reported
-                except LineError as exc:
-                    self._problem(exc.kind, str(exc))
-                continue
-            try:
-                ev = parse_line(line)
-                data = ev["data"]
-                step, time = ev["step"], ev["time"]
-                if type(data) is not dict or type(step) is not int or not isinstance(time, (int, float)):
-                    raise LineError("corrupt", "metrics record without step, time or data")
-            except LineError as exc:
-                self._problem(exc.kind, str(exc))
-                continue
-            except (KeyError, TypeError):
-                self._problem("corrupt", "metrics record without step, time or data")
-                continue
-            steps.append(step)
-            times.append(time)
-            if tuple(data) == names:
-                try:
-                    _consume(map(append, arrs, data.values()))
-                    n += 1
-                    continue
-                except TypeError:  # "NaN" or an infinity, as the store writes them
-                    for a in arrs:
-                        del a[n:]
-            for k, v in data.items():
-                a = cols.get(k)
-                if a is None:
-                    a = cols[k] = array("d", [MISSING]) * n
-                elif len(a) < n:
-                    a.extend(array("d", [MISSING]) * (n - len(a)))
-                try:
-                    a.append(v)
-                except TypeError:
-                    a.append(_SPECIAL.get(v, float("nan")) if isinstance(v, str) else float("nan"))
-            names = tuple(data)
-            arrs = [cols[k] for k in names]
-            n += 1
-        self.n = n
+    def _counted(self, chunks: Iterator[list[bytes]]) -> Iterator[list[bytes]]:
+        for lines in chunks:
+            self.lines += len(lines)
+            yield lines
 
-    def _problem(self, kind: str, message: str) -> None:
+    def _problem(self, problem: Problem, base: int) -> None:
         if len(self.problems) < 100:
-            self.problems.append({"segment": self.name, "line": self.lines if self.from_start else None,
-                                  "kind": kind, "message": message})
+            line = base + problem.line if self.from_start and problem.line is not None else None
+            self.problems.append({"segment": self.name, "line": line, "kind": problem.kind,
+                                  "message": problem.message})
 
-    def columns(self, start: int = 0) -> dict[str, np.ndarray]:
-        """Copies of the columns from record ``start`` on (``step``, ``time`` and every metric)."""
-        n = self.n
-        out: dict[str, np.ndarray] = {"step": np.array(self.steps[start:], dtype=np.int64),
-                                      "time": np.array(self.times[start:], dtype=np.float64)}
-        for k, a in self.cols.items():
-            if len(a) < n:
-                a.extend(array("d", [MISSING]) * (n - len(a)))
-            out[k] = np.array(a[start:], dtype=np.float64)
+    def _joined(self) -> dict[str, np.ndarray]:
+        names = list(dict.fromkeys(k for cols, _ in self.parts for k in cols))
+        out = {}
+        for k in names:
+            dtype = np.int64 if k == "step" else np.float64
+            out[k] = np.concatenate([c[k] if k in c else np.full(n, MISSING, dtype) for c, n in self.parts])
         return out
+
+    def columns(self) -> dict[str, np.ndarray]:
+        """The columns read so far (``step``, ``time`` and every metric)."""
+        if not self.parts:
+            return {"step": np.zeros(0, np.int64), "time": np.zeros(0)}
+        return self.parts[0][0]
 
 
 def merge(parts: list[dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
@@ -173,11 +133,10 @@ def merge(parts: list[dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
 
 
 def segment_paths(run_dir: Path) -> list[Path]:
-    """The run's segment files (what readers merge), sorted by name."""
+    """The run's segment files (what readers merge), sorted by name; none when the folder is gone."""
     try:
-        return sorted(p for p in run_dir.iterdir() if p.suffix == ".jsonl" and p.is_file()
-                      and not p.name.startswith("."))
-    except OSError:
+        return _segment_paths(run_dir)
+    except Exception:  # noqa: BLE001 - a run removed while the page looks at it has no segments
         return []
 
 
