@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Any
 
 import tracker
-
 from tracker.format import encode_line
 
 XSS = "<img src=x onerror=alert(1)>"
