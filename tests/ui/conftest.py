@@ -37,3 +37,12 @@ def client(runs_store):
 def pytest_configure(config: pytest.Config) -> None:
     # Starlette's test client still works on httpx; its notice about httpx2 is not ours to fix.
     config.addinivalue_line("filterwarnings", "ignore:Using `httpx` with `starlette.testclient`")
+
+
+@pytest.fixture(scope="session")
+def plugin_store(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str]]:
+    """A store with one run per bundled plugin (through the installed entry points)."""
+    from .support import make_plugin_runs
+
+    store = tmp_path_factory.mktemp("ui-plugins") / "store"
+    return store, make_plugin_runs(store)

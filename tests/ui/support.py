@@ -133,3 +133,49 @@ class Server:
     def __exit__(self, *exc: object) -> None:
         self.server.should_exit = True
         self.thread.join(10)
+
+
+def make_plugin_runs(store: Path) -> dict[str, str]:
+    """One run per bundled plugin with records its panels draw; returns {plugin: run id}."""
+    import numpy as np
+
+    ids = {}
+    with tracker.start_run(project="fft-study", name="fft panels", store=store) as run:
+        for model, scale in (("butterfly", 1.0), ("gated", 0.5)):
+            for step in range(0, 200, 10):
+                loss = scale * 2.0 / (step + 1) + 1e-3
+                run.log_record("fft.loss_point", step=step, model_id=model, total_loss=loss, mel_err=loss / 2,
+                               spec_err=loss / 3, welch_err=loss / 4, mean_gate=0.8)
+        gates = np.linspace(0.05, 1.0, 6 * 8)
+        run.log_record("fft.heatmap", step=200, model_id="gated", stages=6, butterflies=8, gates=gates.tolist())
+        xs, ys = np.linspace(-1, 1, 9), np.linspace(-1, 1, 5)
+        z = (xs[None, :] - 0.25) ** 2 + (ys[:, None] + 0.5) ** 2 + 0.1
+        run.log_record("fft.landscape", step=200, model_id="gated", x_label="twiddle angle", y_label="gate bias",
+                       x=xs.tolist(), y=ys.tolist(), z=z.tolist())
+        ids["fft_study"] = run.id
+    with tracker.start_run(project="phase_trainer", name="phase panels", store=store) as run:
+        step = 0
+        for cycle in range(2):
+            for phase, n in (("FULL", 8), ("PREDICT", 6), ("CORRECT", 4)):
+                for k in range(n):
+                    run.log_record("phase.step", step=step, phase=phase, phase_step=k, cycle=cycle,
+                                   loss=1.0 / (step + 1), phase_changed=k == 0)
+                    step += 1
+        ids["phase_trainer"] = run.id
+    with tracker.start_run(project="ptq", name="ptq panels", store=store) as run:
+        for name, (out, inp) in (("fc1", (64, 32)), ("fc2", (32, 64)), ("head", (10, 32))):
+            scale = 0.01 * (out / 32)
+            run.log_record("ptq.layer", name=name, shape=[out, inp], scale=scale, w_min=-1.0, w_max=1.0,
+                           max_abs_err=scale / 2 * 0.9, mse=scale**2 / 12, bytes_fp32=4 * out * inp + 4 * out,
+                           bytes_int8=out * inp + 8 * out)
+        ids["ptq"] = run.id
+    with tracker.start_run(project="quant-analysis", name="quant panels", store=store) as run:
+        for tensor in ("conv1", "embedding"):
+            for gran in ("per_tensor", "per_channel"):
+                for bits in (4, 6, 8):
+                    sqnr = 6.02 * bits + 1.76 - (3.0 if gran == "per_tensor" else 0.5)
+                    run.log_record("quant.error", tensor=tensor, bits=bits, granularity=gran, mode="symmetric",
+                                   mse=10 ** (-sqnr / 10), mae=0.01, max_error=0.02, sqnr_db=sqnr,
+                                   outlier_rate=0.0, num_samples=1000, theoretical_max_error=0.02)
+        ids["quant_analysis"] = run.id
+    return ids

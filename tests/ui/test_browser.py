@@ -232,3 +232,29 @@ def test_a_run_logging_in_another_process_updates_live(driver, tmp_path):
     finally:
         stop.touch()
         proc.wait(20)
+
+
+@pytest.fixture(scope="module")
+def plugin_server(plugin_store):
+    store, _ = plugin_store
+    with Server(tracker.ui.create_app(store)) as s:
+        yield s
+
+
+@pytest.mark.parametrize("plugin", ["fft_study", "phase_trainer", "ptq", "quant_analysis"])
+def test_each_bundled_plugin_panel_renders(driver, plugin_server, plugin_store, plugin):
+    _, ids = plugin_store
+    driver.get(plugin_server.url + f"/runs/{ids[plugin]}")
+    figures = wait(driver, lambda d: css(d, '[data-section="panels"] figure.figure'), what="panel figures")
+    wait(driver, lambda d: len(css(d, '[data-section="panels"] figure canvas, [data-section="panels"] figure table'))
+         >= len(figures), what="every figure drawn")
+    assert css(driver, '[data-section="panels"] .error') == []
+    for fig in css(driver, '[data-section="panels"] figure.figure'):
+        kind = fig.get_attribute("data-type")
+        if kind == "table":
+            assert fig.find_elements("css selector", "tbody tr")
+            continue
+        canvas = fig.find_element("css selector", "canvas")
+        wait(driver, lambda d, canvas=canvas: d.execute_script(COLORED_PIXELS, canvas) > 100,
+             what=f"coloured pixels in a {kind} figure")
+    assert console_errors(driver) == []

@@ -107,7 +107,7 @@ export class MetricChart {
       if (this.smoothing > 0) {
         cols.push(ys, sm);
         series.push({ label: `${r.label} (raw)`, stroke: alpha(r.color, 0.3), width: 1, points: { show: false } },
-          { label: r.label, stroke: r.color, width: 2, points: { show: false } });
+          { label: r.label, stroke: r.color, width: 2, points: { show: ys.length < 40 } });
         col += 2;
       } else {
         cols.push(ys);
@@ -123,7 +123,31 @@ export class MetricChart {
     return { data, series, bands };
   }
 
+  /** A metric logged once per run reads better as its value than as a chart of one point. */
+  renderStat() {
+    this.destroy();
+    this.isStat = true;
+    clear(this.plotNode);
+    clear(this.readout);
+    const many = this.runs.length > 1;
+    for (const r of this.runs) {
+      const i = r.x.length - 1;
+      const where = i < 0 ? "not logged" : this.xMode === "time" ? new Date(r.x[i] * 1000).toLocaleString() : `step ${fmtNum(r.x[i])}`;
+      const row = el("div", { class: "stat" });
+      if (many) {
+        const sw = el("span", { class: "swatch" });
+        sw.style.background = r.color;
+        row.append(el("span", { class: "val stat-label" }, sw, r.label));
+      }
+      row.append(el("span", { class: "stat-value", text: i < 0 || r.y[i] === null ? "–" : fmtNum(r.y[i]) }),
+        el("span", { class: "muted", text: where }));
+      this.plotNode.append(row);
+    }
+  }
+
   render() {
+    if (this.runs.length && this.runs.every((r) => r.x.length <= 1)) { this.renderStat(); return; }
+    if (this.isStat) { clear(this.plotNode); this.isStat = false; }
     const { data, series, bands } = this.data();
     if (this.u && this.u.series.length === series.length) {
       this.u.setData(data, !this.zoomed);
@@ -301,7 +325,7 @@ export function heatmapFigure(node, fig) {
     el("span", { class: "val", text: labelText(fig.log ? 10 ** hi : hi) }));
   if (fig.marked.length) legend.append(el("span", { class: "val mark-key", text: `✕ ${fig.mark_label || "marked"} (${fig.marked.length})` }));
   node.append(canvas, legend, readout);
-  const pad = { l: 48, r: 8, t: 6, b: 30 };
+  const pad = { l: 64, r: 8, t: 6, b: 30 };
   let geom = null;
   const draw = () => {
     const t = theme();
@@ -327,6 +351,11 @@ export function heatmapFigure(node, fig) {
       const [r, c] = key.split(",").map(Number);
       const x = pad.l + c * cw, y = pad.t + r * cellH, m = Math.min(cw, cellH) * 0.2;
       ctx.strokeRect(x + 1, y + 1, cw - 2, cellH - 2);
+      if (cw < 14 || cellH < 14) {  // a small cell gets a ring that can be seen
+        ctx.beginPath();
+        ctx.arc(x + cw / 2, y + cellH / 2, 8, 0, 2 * Math.PI);
+        ctx.stroke();
+      }
       ctx.beginPath();
       ctx.moveTo(x + m, y + m); ctx.lineTo(x + cw - m, y + cellH - m);
       ctx.moveTo(x + cw - m, y + m); ctx.lineTo(x + m, y + cellH - m);
@@ -335,14 +364,14 @@ export function heatmapFigure(node, fig) {
     ctx.fillStyle = t.muted;
     ctx.font = "11px system-ui, sans-serif";
     ctx.textAlign = "right"; ctx.textBaseline = "middle";
-    const yEvery = Math.ceil(12 / cellH);
+    const yEvery = Math.ceil(15 / cellH);
     for (let r = 0; r < rows; r += yEvery) ctx.fillText(labelText(fig.y[r]), pad.l - 4, pad.t + (r + 0.5) * cellH);
     ctx.textAlign = "center"; ctx.textBaseline = "top";
     const xEvery = Math.ceil(40 / cw);
     for (let c = 0; c < cols; c += xEvery) ctx.fillText(labelText(fig.x[c]), pad.l + (c + 0.5) * cw, pad.t + rows * cellH + 3);
     if (fig.x_label) { ctx.fillText(fig.x_label, pad.l + (w - pad.l - pad.r) / 2, pad.t + rows * cellH + 16); }
     if (fig.y_label) {
-      ctx.save(); ctx.translate(10, pad.t + rows * cellH / 2); ctx.rotate(-Math.PI / 2);
+      ctx.save(); ctx.translate(9, pad.t + rows * cellH / 2); ctx.rotate(-Math.PI / 2);
       ctx.textBaseline = "middle"; ctx.fillText(fig.y_label, 0, 0); ctx.restore();
     }
   };

@@ -58,7 +58,7 @@ export function mount(root, params, nav) {
   const state = { x: "step", smoothing: 0.6, stopped: false, charts: new Map(), series: new Map() };
   let timer = null;
 
-  async function loadSeries(data, grid, chartStatus) {
+  async function loadSeries(data, grid, statGrid, chartStatus) {
     const results = await Promise.all(data.runs.map((r) => api(`/api/runs/${encodeURIComponent(r.id)}/metrics`, { x: state.x, max_points: 2000 })
       .catch((err) => ({ error: err.message }))));
     if (state.stopped) return;
@@ -86,6 +86,9 @@ export function mount(root, params, nav) {
         if (s) runs.push({ id: data.runs[i].id, label: label(data.runs[i]), color: runColor(data.runs[i].id), ...s });
       });
       c.chart.setRuns(runs);
+      const home = c.chart.isStat ? statGrid : grid;
+      if (c.card.parentNode !== home) home.append(c.card);
+      c.card.classList.toggle("stat-card", !!c.chart.isStat);
     }
     return results;
   }
@@ -107,23 +110,24 @@ export function mount(root, params, nav) {
     const slider = el("input", { type: "range", min: 0, max: 0.99, step: 0.01, value: state.smoothing, "aria-label": "smoothing" });
     const sliderVal = el("span", { class: "muted mono", text: state.smoothing.toFixed(2) });
     const grid = el("div", { class: "charts" });
+    const statGrid = el("div", { class: "stats" });
     const chartStatus = el("div", {}, loading("Loading metrics…"));
     const legend = el("div", { class: "legend runs-legend" }, data.runs.map(runChip));
     status.append(el("div", { class: "run-head" }, el("h1", { text: `Comparing ${data.runs.length} runs` }), legend),
-      box("Metrics", el("div", { class: "toolbar" }, xSel, el("label", { class: "slider" }, "smoothing ", slider, sliderVal)), chartStatus, grid),
+      box("Metrics", el("div", { class: "toolbar" }, xSel, el("label", { class: "slider" }, "smoothing ", slider, sliderVal)), chartStatus, grid, statGrid),
       configDiff(data), sectionsNode(data));
-    xSel.addEventListener("change", () => { state.x = xSel.value; loadSeries(data, grid, chartStatus); });
+    xSel.addEventListener("change", () => { state.x = xSel.value; loadSeries(data, grid, statGrid, chartStatus); });
     slider.addEventListener("input", () => {
       state.smoothing = Number(slider.value);
       sliderVal.textContent = state.smoothing.toFixed(2);
       for (const c of state.charts.values()) c.chart.setOptions({ smoothing: state.smoothing });
     });
-    requestAnimationFrame(() => loadSeries(data, grid, chartStatus));
+    requestAnimationFrame(() => loadSeries(data, grid, statGrid, chartStatus));
     if (data.runs.some((r) => r.status === "running")) {
       nav.setLive(true);
       const tick = async () => {
         if (state.stopped) return;
-        const results = await loadSeries(data, grid, chartStatus);
+        const results = await loadSeries(data, grid, statGrid, chartStatus);
         if (results && results.some((res, i) => res.status && res.status !== data.runs[i].status)) { load(); return; }
         timer = setTimeout(tick, POLL_MS);
       };

@@ -87,10 +87,12 @@ function chartsSection(ctx) {
   const sliderVal = el("span", { class: "muted mono", text: s.smoothing.toFixed(2) });
   const filter = el("input", { type: "search", placeholder: "filter metrics  ( / )", "data-filter": true, "aria-label": "filter metrics" });
   const grid = el("div", { class: "charts" });
+  const statGrid = el("div", { class: "stats" });
   const status = el("div", { class: "chart-status" });
-  const node = box("Metrics", el("div", { class: "toolbar" }, filter, xSel, el("label", { class: "slider" }, "smoothing ", slider, sliderVal)), status, grid);
+  const node = box("Metrics", el("div", { class: "toolbar" }, filter, xSel, el("label", { class: "slider" }, "smoothing ", slider, sliderVal)), status, grid, statGrid);
   ctx.charts = new Map();
   ctx.grid = grid;
+  ctx.statGrid = statGrid;
   ctx.chartStatus = status;
   xSel.addEventListener("change", () => { s.x = xSel.value; ctx.saveState(); loadSeries(ctx, true); });
   slider.addEventListener("input", () => {
@@ -161,6 +163,10 @@ async function loadSeries(ctx, reset) {
       } else if (reset) c.chart.setOptions({ xMode: ctx.state.x });
       const s = ctx.series[name];
       c.chart.setRuns([{ id: ctx.id, label: name, color, x: s.x, y: s.y, y_min: s.y_min, y_max: s.y_max }]);
+      // Metrics logged once go to the row of values, the others to the grid of charts.
+      const home = c.chart.isStat ? ctx.statGrid : ctx.grid;
+      if (c.card.parentNode !== home) home.append(c.card);
+      c.card.classList.toggle("stat-card", !!c.chart.isStat);
     }
   }
   // Too many appended points: fetch the whole series again, downsampled by the server.
