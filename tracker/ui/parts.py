@@ -140,7 +140,9 @@ class StatsCache:
             hit = self._runs.get(run_id)
         if hit is None or hit[0] != sig:
             try:
-                cols = store.run(run_id).metrics()
+                from .. import RunView
+
+                cols = RunView(store.path, run_id, host=store._host).metrics()
             except Exception:  # noqa: BLE001 - a run that cannot be read shows no stats
                 cols = {}
             stats = {}

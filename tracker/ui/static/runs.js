@@ -43,7 +43,8 @@ function extraColumn(spec) {
   const [kind, ...rest] = spec.split(":");
   if (kind === "config") {
     const key = rest.join(":");
-    return { key: spec, label: key, get: (r) => r.config_flat[key], show: fmtValue, cls: "num", removable: true };
+    return { key: spec, label: key, get: (r) => r.config_flat[key], show: fmtValue, removable: true,
+      cls: (v) => (typeof v === "number" || num(v) !== null ? "num" : "") };
   }
   if (kind === "metric") {
     const stat = rest.pop();
@@ -188,7 +189,7 @@ export function mount(root, params, ctx) {
     tr.append(el("th", { class: "sel" }, all));
     for (const c of columns()) {
       const arrow = state.sort === c.key ? (state.desc ? " ▾" : " ▴") : "";
-      const th = el("th", { class: c.cls || "", title: `sort by ${c.label}` },
+      const th = el("th", { class: typeof c.cls === "string" ? c.cls : "", title: `sort by ${c.label}` },
         el("button", { type: "button", class: "sort", text: c.label + arrow, on: { click: () => {
           if (state.sort === c.key) state.desc = !state.desc; else { state.sort = c.key; state.desc = !c.text; }
           update(true);
@@ -207,7 +208,8 @@ export function mount(root, params, ctx) {
     }
     if (c.key === "status") return el("td", {}, statusBadge(r.status));
     if (c.key === "tags") return el("td", { text: r.tags.join(", ") });
-    return el("td", { class: c.cls || "", title: c.title ? c.title(v) : undefined, text: c.show ? c.show(v) : (v ?? "–") });
+    const cls = typeof c.cls === "function" ? c.cls(v) : c.cls || "";
+    return el("td", { class: cls, title: c.title ? c.title(v) : undefined, text: c.show ? c.show(v) : (v ?? "–") });
   }
 
   function renderRows() {
@@ -275,6 +277,7 @@ export function mount(root, params, ctx) {
   async function refresh() {
     clearTimeout(timer);
     const metricNames = [...new Set(state.cols.map(extraColumn).filter((c) => c && c.metric).map((c) => c.metric))];
+    const started = performance.now();
     try {
       data = await api("/api/runs", { stats: metricNames.join(",") });
       if (stopped) return;
@@ -284,7 +287,9 @@ export function mount(root, params, ctx) {
       clear(message);
       message.append(errorBox(`cannot list runs: ${err.message} (retrying)`));
     }
-    if (!stopped) timer = setTimeout(refresh, document.hidden ? REFRESH_MS * 4 : REFRESH_MS);
+    // A big store costs the server more per listing: poll less often (10x the time a listing took).
+    const every = Math.max(REFRESH_MS, (performance.now() - started) * 10);
+    if (!stopped) timer = setTimeout(refresh, document.hidden ? every * 4 : every);
   }
 
   refresh();
