@@ -15,7 +15,7 @@ from tracker.ui.series import CursorError, decode_cursor, downsample, encode_cur
 values = st.one_of(st.floats(-1e6, 1e6), st.just(math.nan), st.just(math.inf), st.just(-math.inf))
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(ys=st.lists(values, min_size=0, max_size=400), max_points=st.integers(1, 120))
 def test_downsample_keeps_bounds_and_extremes(ys, max_points):
     y = np.array(ys, dtype=np.float64)

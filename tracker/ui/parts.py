@@ -12,22 +12,21 @@ from __future__ import annotations
 
 import math
 import os
-import re
 import threading
 import warnings
 from collections.abc import Callable
 from typing import Any
 
 from ..figures import figures_json
+from ..format import RUN_ID_RE
 
 STATUSES = ("running", "finished", "failed", "crashed")
-_RUN_ID_RE = re.compile(r"[A-Za-z0-9_-]{1,64}\Z")
 _NONFINITE = {math.inf: "Infinity", -math.inf: "-Infinity"}
 
 
 def is_run_id(ref: str) -> bool:
     """Whether ``ref`` may name a run folder (the store's own rule: ``[A-Za-z0-9_-]{1,64}``)."""
-    return isinstance(ref, str) and bool(_RUN_ID_RE.match(ref))
+    return isinstance(ref, str) and bool(RUN_ID_RE.match(ref))
 
 
 def strict(value: Any) -> Any:
