@@ -19,6 +19,19 @@ first needed (not at import):
 5. ``tracker_commands(cli)``: only when the command line is built.
 6. ``tracker_panels()``: only when the dashboard (``tracker ui``) first asks
    for a run's panels; never while logging.
+
+Within one hook, implementations are called in pluggy's order:
+``@hookimpl(tryfirst=True)`` first, ``@hookimpl(trylast=True)`` last, the
+others the plugin loaded last first. What ``tracker_schemas`` and
+``tracker_summarizers`` return is registered in load order (built-ins first,
+then by distribution and name), so a name offered twice stays with the
+plugin loaded first whatever the markers.
+
+Hook wrappers are not supported: a plugin with an implementation marked
+``wrapper=True`` or ``hookwrapper=True`` is refused when it is loaded and
+listed broken, with an error naming the hook. The host calls each plugin's
+implementation on its own (to know which plugin offered what), so a wrapper
+would have nothing to wrap.
 """
 
 from __future__ import annotations
