@@ -40,7 +40,8 @@ def _safe_host() -> str:
 _writers: weakref.WeakSet[SegmentWriter] = weakref.WeakSet()
 
 
-def _fsync_folder(path: Path) -> None:
+def fsync_folder(path: Path) -> None:
+    """Flush a folder's entries to the disk (a new or renamed file survives a power loss only then)."""
     fd = os.open(path, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
     try:
         os.fsync(fd)
@@ -90,7 +91,7 @@ class SegmentWriter:
                 # A file fsynced is found after a power loss only if the folder entries naming it
                 # are on the disk too: the segment's (in the run folder), the run folder's, runs/.
                 for folder in (self.run_dir, self.run_dir.parent, self.run_dir.parent.parent):
-                    _fsync_folder(folder)
+                    fsync_folder(folder)
         except OSError as exc:
             raise StoreError(f"cannot create {self.path}: {exc.strerror}") from None
         self.torn = False
@@ -113,7 +114,7 @@ class SegmentWriter:
         try:
             os.rename(self.hidden_path, self.path)
             if self.fsync:
-                _fsync_folder(self.run_dir)
+                fsync_folder(self.run_dir)
         except OSError as exc:
             raise StoreError(f"cannot create {self.path}: {exc.strerror}") from None
         self.hidden_path = None
@@ -124,7 +125,7 @@ class SegmentWriter:
         self.path = run_dir / self.path.name
         if self.fsync:
             try:
-                _fsync_folder(run_dir.parent)
+                fsync_folder(run_dir.parent)
             except OSError as exc:
                 raise StoreError(f"cannot sync {run_dir.parent}: {exc.strerror}") from None
 
