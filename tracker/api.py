@@ -30,12 +30,13 @@ from .host import Host, get_host
 from .records import Event
 from .route import Attachment, attach, detach
 from .segment import hostname
-from .values import MAX_INT, BadValue, check_json, check_metrics, given, unwrap_numpy
+from .values import MAX_INT, RESERVED, BadValue, check_json, check_metrics, given, unwrap_numpy
 
 _time = _time_mod.time
 STATUSES = ("finished", "failed", "crashed")
 # ``run.log`` writes a dict straight away when its values are exactly of these types.
 _all_numbers = frozenset({float, int, bool}).issuperset
+_not_metric_names = RESERVED | {""}
 _active: list[Run] = []
 _lock = threading.RLock()
 
@@ -83,23 +84,23 @@ class Run:
         :raises SchemaError: for a bad name, value or step; nothing is written.
         :raises StoreError: when the line could not be written.
         """
-        if self.status != "running":
-            raise self._not_running()
         if step is not None:
             step = resolve_step(step, METRICS)
         # A plain dict of floats, ints and bools under ordinary names is checked
-        # by the types of its values only: the writer's one orjson call also
+        # by the types of its values only: the route's one orjson call also
         # refuses non-str names, lone surrogates and ints beyond ±(2**53 - 1)
         # with a TypeError, before writing anything. Anything else takes the
-        # full check, which names the problem.
+        # full check, which names the problem. A finished run has no routes.
         route = self._routes.get(METRICS)
         if route is not None and type(values) is dict and _all_numbers(map(type, values.values())) \
-                and "step" not in values and "time" not in values and "" not in values:
+                and _not_metric_names.isdisjoint(values):
             try:
                 route.append(self._steps, step, _time(), values, STRICT)
                 return
             except TypeError:
                 pass
+        if self.status != "running":
+            raise self._not_running()
         self._write(METRICS, check_metrics(values), step, _time())
 
     def log_record(self, schema: Any, record: Any = None, /, step: int | None = None,
@@ -234,6 +235,7 @@ class Run:
             if isinstance(error, BaseException):
                 error = _error_facts(type(error), error, error.__traceback__)
             self.status = status
+            self._routes = {}  # ``log`` takes no route any more: it finds the status and refuses
             if self in _active:
                 _active.remove(self)
 
