@@ -94,8 +94,9 @@ def _targets(rows: list[dict]) -> list[str]:
     if built:
         out += ["", f"Built from bytes precomputed per writer and schema (the constant prefix and its CRC, "
                     f"continued with `zlib.crc32`'s running value; `%d` for step and seq) the same line costs "
-                    f"{built['ratio']:.2f}x: no cheaper than one `orjson.dumps` of the filled-in event template, "
-                    "which is what the writer does."]
+                    f"{built['ratio']:.2f}x, against {exact['ratio'] if exact else float('nan'):.2f}x for one "
+                    "`orjson.dumps` of the filled-in event template, which is what the writer does (a float's "
+                    "text and the extra concatenations cost what the precomputed prefix saves)."]
     return out
 
 
