@@ -129,7 +129,17 @@ class Run:
             else:
                 record = {**record, **fields}
         data = compiled.validate(record)
-        self._write(schema, data, None if step is None else resolve_step(step, schema), _time())
+        if step is not None:
+            step = resolve_step(step, schema)
+        route = self._routes.get(schema)
+        if route is None:
+            self._write(schema, data, step, _time())
+            return
+        try:
+            route.append(self._steps, step, _time(), data)
+        except TypeError:
+            route.refuse(data)  # raises SchemaError naming the problem
+            raise
 
     def _write(self, schema: str, data: dict[str, Any], step: int | None, time: float,
                advance: bool = True) -> None:
@@ -141,7 +151,11 @@ class Run:
         steps = self._steps if advance else [step]
         route = self._att.route(schema)
         if route is not None:
-            route.append_checked(steps, step, time, data)
+            try:
+                route.append(steps, step, time, data)
+            except TypeError:
+                route.refuse(data)  # raises SchemaError naming the problem
+                raise
             return
         w = self._att.writer
         step, before = w.take_step(steps, step)

@@ -111,16 +111,9 @@ class Route:
                 raise
             return step
 
-    def append_checked(self, steps: list[int], step: int | None, time: float, data: dict[str, Any]) -> int:
-        """:meth:`append` of data that passed its schema's check: an encoding problem is a SchemaError.
-
-        :raises SchemaError: when ``data`` cannot be encoded (e.g. lone surrogates); nothing is written.
-        """
-        try:
-            return self.append(steps, step, time, data)
-        except TypeError:
-            encode_line({"schema": self.schema, "data": data})  # raises SchemaError naming the problem
-            raise
+    def refuse(self, data: dict[str, Any]) -> None:
+        """After :meth:`append` raised TypeError: raise the SchemaError that names why ``data`` does not encode."""
+        encode_line({"schema": self.schema, "data": data})
 
 
 class Attachment:
