@@ -7,8 +7,8 @@ import click
 
 def add_core_commands(cli: click.Group) -> None:
     """Add ``runs``, ``show``, ``summary``, ``compare``, ``tail``, ``plugins``,
-    ``schemas``, ``verify``, ``export``, ``artifacts``, ``get``, ``bench``, ``query``, ``index`` and
-    ``sync`` to ``cli``."""
+    ``schemas``, ``verify``, ``export``, ``artifacts``, ``get``, ``bench``, ``ui``, ``query``, ``index``
+    and ``sync`` to ``cli``."""
     from .artifacts import artifacts_cmd
     from .bench import bench_cmd
     from .compare import compare_cmd
@@ -23,8 +23,10 @@ def add_core_commands(cli: click.Group) -> None:
     from .summary import summary_cmd
     from .sync import sync_cmd
     from .tail import tail_cmd
+    from .ui import ui_cmd
     from .verify import verify_cmd
 
     for cmd in (runs_cmd, show_cmd, summary_cmd, compare_cmd, tail_cmd, plugins_cmd, schemas_cmd,
-                verify_cmd, export_cmd, artifacts_cmd, get_cmd, bench_cmd, query_cmd, index_cmd, sync_cmd):
+                verify_cmd, export_cmd, artifacts_cmd, get_cmd, bench_cmd, ui_cmd,
+                query_cmd, index_cmd, sync_cmd):
         cli.add_command(cmd)
