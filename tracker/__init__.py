@@ -14,6 +14,7 @@ first use.
 
 from __future__ import annotations
 
+from . import validators
 from .api import Run, current_run, finish, log, log_record, start_run
 from .bus import EventBus, Subscription, TrackerWarning
 from .config import Config, load_config
@@ -44,5 +45,5 @@ __all__ = [
     "Schema", "SchemaError", "Store", "StoreError", "Subscription", "Summarizer", "Summary", "Table",
     "TrackerError", "TrackerWarning", "__version__", "current_run", "finish", "get_host",
     "get_plugin_manager", "hookimpl", "hookspec", "list_plugins", "load_config", "log", "log_record",
-    "open_store", "set_host", "start_run",
+    "open_store", "set_host", "start_run", "validators",
 ]
