@@ -6,6 +6,7 @@ import importlib
 import importlib.util
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -44,3 +45,19 @@ def test_import_tracker_loads_no_framework() -> None:
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "[]"
+
+
+@pytest.mark.parametrize(("example", "framework"), [("lightning_example.py", "lightning"),
+                                                    ("transformers_example.py", "transformers"),
+                                                    ("keras_example.py", "keras")])
+def test_examples_say_how_to_install_a_missing_framework(example: str, framework: str) -> None:
+    root = Path(__file__).resolve().parents[2]
+    code = (f"import importlib.util as u, runpy, sys\n"
+            f"orig = u.find_spec\n"
+            f"u.find_spec = lambda name, *a: None if name == {framework!r} else orig(name, *a)\n"
+            f"sys.modules[{framework!r}] = None\n"
+            f"runpy.run_path({str(root / 'examples' / example)!r}, run_name='__main__')\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=root)
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.strip().splitlines()
+    assert len(lines) == 1 and f'"tracker-core[{framework}]"' in lines[0], proc.stdout
