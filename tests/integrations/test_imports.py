@@ -18,7 +18,8 @@ CASES = [("tracker.integrations.lightning", "lightning", "lightning"),
 @pytest.mark.parametrize(("module", "framework", "extra"), CASES)
 def test_missing_framework_says_what_to_install(module: str, framework: str, extra: str,
                                                 monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setitem(sys.modules, framework, None)  # as if it were not installed
+    for name in [m for m in sys.modules if m == framework or m.startswith(framework + ".")] or [framework]:
+        monkeypatch.setitem(sys.modules, name, None)  # as if it were not installed
     monkeypatch.delitem(sys.modules, module, raising=False)
     with pytest.raises(ImportError) as info:
         importlib.import_module(module)
