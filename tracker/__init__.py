@@ -17,6 +17,7 @@ from __future__ import annotations
 from . import validators
 from .api import Run, current_run, finish, log, log_record, start_run
 from .bus import EventBus, Subscription, TrackerWarning
+from .capture.artifacts import Artifact
 from .config import Config, load_config
 from .errors import ConfigError, PluginError, RunNotFound, SchemaError, StoreError, TrackerError
 from .hookspecs import hookimpl, hookspec
@@ -40,7 +41,7 @@ def __getattr__(name: str) -> object:
 
 
 __all__ = [
-    "MISSING", "CliContext", "Config", "ConfigError", "Event", "EventBus", "Host", "PluginError",
+    "MISSING", "Artifact", "CliContext", "Config", "ConfigError", "Event", "EventBus", "Host", "PluginError",
     "PluginInfo", "PluginManager", "Problem", "Record", "Run", "RunInfo", "RunNotFound", "RunView",
     "Schema", "SchemaError", "Store", "StoreError", "Subscription", "Summarizer", "Summary", "Table",
     "TrackerError", "TrackerWarning", "__version__", "current_run", "finish", "get_host",

@@ -74,6 +74,9 @@ class RunInfo:
     records: int = 0
     last_step: int | None = None
     last_metrics: dict[str, Any] = attrs.field(factory=dict)
+    #: System figures of the finished writers (tracker.capture.system.Sampler.totals):
+    #: cpu_percent_mean/peak, process_rss_peak_bytes, gpu_energy_kwh... Empty without sampling.
+    system: dict[str, Any] = attrs.field(factory=dict)
 
     @property
     def duration(self) -> float | None:
