@@ -10,6 +10,7 @@ store's handler, first on the bus, writes it the same way.
 from __future__ import annotations
 
 import atexit
+import math
 import os
 import platform
 import subprocess
@@ -101,6 +102,17 @@ class Run:
             except TypeError:
                 pass
         self._write(METRICS, check_metrics(values), step, _time())
+
+    def log_at(self, time: float, values: dict[str, Any], step: int | None = None) -> None:
+        """:meth:`log` with the record's wall time given: for importers, which keep the source's times.
+
+        :param time: seconds since the epoch, a finite number.
+        :raises SchemaError: for a bad time, name, value or step; nothing is written.
+        """
+        if self.status != "running":
+            raise self._not_running()
+        at = check_time(time)
+        self._write(METRICS, check_metrics(values), None if step is None else resolve_step(step, METRICS), at)
 
     def log_record(self, schema: Any, record: Any = None, /, step: int | None = None,
                    **fields: Any) -> None:
@@ -220,12 +232,15 @@ class Run:
     def _not_running(self) -> TrackerError:
         return TrackerError(f"run {self.id} has {self.status}; start or resume a run to log more")
 
-    def finish(self, status: str = "finished", error: dict[str, Any] | BaseException | None = None) -> None:
+    def finish(self, status: str = "finished", error: dict[str, Any] | BaseException | None = None, *,
+               time: float | None = None) -> None:
         """End the run (idempotent): write ``run_finished`` and close the segment.
 
         :param status: ``finished``, ``failed`` or ``crashed``.
         :param error: for a failed run, the exception or ``{"type", "message"}``.
+        :param time: the end time in seconds since the epoch (default: now); importers give the source's.
         """
+        end = None if time is None else check_time(time)
         with _lock:
             if self.status != "running":
                 return
@@ -249,7 +264,8 @@ class Run:
                         "last": w.last}
                 if system:
                     data["system"] = system  # peaks and means for the runs table (RunInfo.system)
-                self._host.bus.publish(Event(RUN_FINISHED, self.id, None, _time(), None, data))
+                self._host.bus.publish(Event(RUN_FINISHED, self.id, None, _time() if end is None else end, None,
+                                             data))
 
             detach(self._att, last_words)
 
@@ -265,6 +281,18 @@ class Run:
 
     def __repr__(self) -> str:
         return f"<Run {self.id} name={self.name!r} project={self.project!r} {self.status}>"
+
+
+def check_time(time: Any) -> float:
+    """A wall time given by a caller (importers): a finite number of seconds since the epoch.
+
+    :raises SchemaError: anything else, named.
+    """
+    u = unwrap_numpy(time)
+    if type(u) not in (int, float) or not math.isfinite(u):
+        raise SchemaError("metrics", [("time", f"expected a finite number of seconds since the epoch, "
+                                               f"given {given(time)}")])
+    return float(u)
 
 
 def resolve_step(step: Any, schema: str) -> int:
@@ -316,7 +344,8 @@ def _plain(value: Any, what: str) -> Any:
 
 def start_run(project: str | None = None, name: str | None = None, *, config: dict[str, Any] | None = None,
               tags: list[str] | None = None, store: str | os.PathLike[str] | None = None,
-              run_id: str | None = None, resume: bool = False, system_metrics: bool | float | None = None) -> Run:
+              run_id: str | None = None, resume: bool = False, system_metrics: bool | float | None = None,
+              created_at: float | None = None) -> Run:
     """Start (or, with ``resume=True``, attach to) a run; use it as a context manager.
 
     ``TRACKER_RUN_ID=X`` in the environment means ``run_id=X, resume=True``,
@@ -332,9 +361,12 @@ def start_run(project: str | None = None, name: str | None = None, *, config: di
     :param system_metrics: sample CPU, memory and GPUs in a background thread:
         ``None`` follows tracker.toml's ``[system]`` (on every 10 s when psutil is
         installed), ``False`` turns it off, a number is the seconds between samples.
+    :param created_at: when the run (or, resuming, this process's segment) started, in seconds
+        since the epoch (default: now); importers give the source run's start time.
     :raises TrackerError: a bad run id, or an existing run without ``resume``.
     """
     host = get_host()
+    at = None if created_at is None else check_time(created_at)
     if system_metrics not in (None, True, False) and not (type(system_metrics) in (int, float)
                                                           and system_metrics > 0):
         raise TypeError("system_metrics: expected None, False, True or a positive number of seconds, "
@@ -362,7 +394,7 @@ def start_run(project: str | None = None, name: str | None = None, *, config: di
     if not resume and run_dir.exists():
         raise TrackerError(f"run {run_id} already exists in {root}; pass resume=True to append to it")
     meta = {"name": name, "project": project, "config": config_data, "tags": tag_list, "env": _origin()}
-    att = attach(host, root, run_id, resume, meta)
+    att = attach(host, root, run_id, resume, meta, at)
     run = Run(host, att, name, project, run_dir)
     with _lock:
         _active.append(run)
