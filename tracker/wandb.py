@@ -323,3 +323,82 @@ def init(project: str | None = None, name: str | None = None, config: Mapping[st
 def login(*args: Any, **kwargs: Any) -> bool:
     """Nothing to log in to: the store is local. Accepted so that W&B scripts run unchanged."""
     return True
+
+
+# --- tracker.config, tracker.summary -----------------------------------------------------------
+
+class ActiveProxy:
+    """``tracker.config`` / ``tracker.summary``: the active run's ``config`` / ``summary``, as in W&B.
+
+    The modules of the same names (:mod:`tracker.config`, :mod:`tracker.summary`)
+    stay importable as before, and their own names still resolve through
+    this object (``tracker.config.load_config``).
+    """
+
+    def __init__(self, module: Any, what: str) -> None:
+        object.__setattr__(self, "_module", module)
+        object.__setattr__(self, "_what", what)
+
+    def _target(self, required: bool = True) -> Any:
+        from .api import current_run
+
+        run = current_run()
+        if run is None:
+            if required:
+                raise TrackerError(f"tracker.{self._what}: no active run: call tracker.init() first")
+            return None
+        return getattr(run, self._what)
+
+    def __getattr__(self, name: str) -> Any:
+        target = self._target(required=False)
+        if target is not None and name in target:
+            return target[name]
+        if hasattr(self._module, name):
+            return getattr(self._module, name)
+        if target is None:
+            raise TrackerError(f"tracker.{self._what}.{name}: no active run: call tracker.init() first")
+        return getattr(target, name)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        setattr(self._target(), name, value)
+
+    def __getitem__(self, key: str) -> Any:
+        return self._target()[key]
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        self._target()[key] = value
+
+    def __contains__(self, key: object) -> bool:
+        target = self._target(required=False)
+        return target is not None and key in target
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._target())
+
+    def __len__(self) -> int:
+        return len(self._target())
+
+    def update(self, *args: Any, **kwargs: Any) -> None:
+        """``update`` of the active run's config or summary."""
+        self._target().update(*args, **kwargs)
+
+    def get(self, key: str, default: Any = None) -> Any:
+        """``get`` of the active run's config or summary."""
+        return self._target().get(key, default)
+
+    def keys(self) -> Any:
+        """``keys`` of the active run's config or summary."""
+        return self._target().keys()
+
+    def items(self) -> Any:
+        """``items`` of the active run's config or summary."""
+        return self._target().items()
+
+    def as_dict(self) -> dict[str, Any]:
+        """A copy of the active run's config or summary."""
+        return self._target().as_dict()
+
+    def __repr__(self) -> str:
+        target = self._target(required=False)
+        return f"<tracker.{self._what} of the active run: {target!r}>" if target is not None else \
+            f"<tracker.{self._what}: no active run>"
