@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 import tracker
-from tracker.pluginmanager import get_plugin_manager, set_host
+from tracker.host import set_host
+from tracker.pluginmanager import get_plugin_manager
 
 pytest_plugins = ["tracker.testing"]
 

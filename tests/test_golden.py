@@ -11,7 +11,7 @@ import shutil
 from pathlib import Path
 
 import tracker
-from tracker.store import encode_line, parse_line
+from tracker.format import encode_line, parse_line
 from tracker.verify import verify_store
 
 GOLDEN = Path(__file__).parent / "data" / "v1"

@@ -19,19 +19,12 @@ from .bus import EventBus, Subscription, TrackerWarning
 from .config import Config, load_config
 from .errors import ConfigError, PluginError, RunNotFound, SchemaError, StoreError, TrackerError
 from .hookspecs import hookimpl, hookspec
-from .pluginmanager import (
-    Host,
-    PluginInfo,
-    PluginManager,
-    get_host,
-    get_plugin_manager,
-    list_plugins,
-    set_host,
-)
+from .host import Host, get_host, set_host
+from .pluginmanager import PluginInfo, PluginManager, get_plugin_manager, list_plugins
+from .reader import RunView, Store, open_store
 from .records import Event, Problem, Record, RunInfo
 from .schema import Schema
 from .summary import MISSING, Summarizer, Summary, Table
-from .view import RunView, Store, open_store
 
 __version__ = "0.1.0"
 

@@ -23,31 +23,31 @@ from types import TracebackType
 from typing import Any
 
 import attrs
-import orjson
 
 from .config import resolve_store_path
 from .errors import SchemaError, StoreError, TrackerError
-from .pluginmanager import Host, get_host
-from .records import RECORD, RUN_FINISHED, RUN_STARTED, WRITER_STARTED, Event
-from .store import (
+from .format import (
+    METRICS,
+    RECORD,
+    RUN_FINISHED,
+    RUN_STARTED,
     STRICT,
-    Heartbeat,
-    SegmentWriter,
+    WRITER_STARTED,
     check_run_id,
     encode_line,
-    hostname,
     new_run_id,
-    on_fork_in_child,
 )
-from .values import MAX_INT, _Bad, _check_json, _unwrap_numpy, check_metrics, given
+from .host import Host, get_host
+from .records import Event
+from .segment import hostname
+from .values import MAX_INT, BadValue, check_json, check_metrics, given, unwrap_numpy
+from .writer import Heartbeat, SegmentWriter, on_fork_in_child
 
 _time = _time_mod.time
-_dumps = orjson.dumps
 STATUSES = ("finished", "failed", "crashed")
 # The metrics fast path takes dicts whose values are exactly these types and
 # whose names are none of these (issue 6).
 _all_numbers = frozenset({float, int, bool}).issuperset
-RECORD_METRICS = "metrics"
 
 
 class _Attachment:
@@ -69,7 +69,7 @@ class _Attachment:
         self.records += 1
         if self.max_step is None or step > self.max_step:
             self.max_step = step
-        if schema == "metrics":
+        if schema == METRICS:
             self.last.update(data)
 
 
@@ -218,7 +218,7 @@ class Run:
                     att.last.update(values)
                     return
         data = check_metrics(values)
-        self._record(RECORD_METRICS, data, self._step(step))
+        self._record(METRICS, data, self._step(step))
 
     def log_record(self, schema: Any, record: Any = None, /, step: int | None = None,
                    **fields: Any) -> None:
@@ -293,7 +293,7 @@ class Run:
                 encode_line({"schema": schema, "data": data})  # raises SchemaError naming the problem
                 raise
             att.note(schema, step, data)
-            if schema == RECORD_METRICS:
+            if schema == METRICS:
                 self._metrics_env = env
             else:
                 self._envs[schema] = env
@@ -352,7 +352,7 @@ class Run:
 
 
 def _check_step(step: Any) -> int:
-    u = _unwrap_numpy(step)
+    u = unwrap_numpy(step)
     if type(u) is not int or not -(2**53) <= u <= 2**53:
         raise SchemaError("metrics", [("step", f"expected an int within ±2**53, given {given(step)}")])
     return u
@@ -386,8 +386,8 @@ def _environment() -> dict[str, Any]:
 
 def _plain(value: Any, what: str) -> Any:
     try:
-        return _check_json(value)
-    except _Bad as bad:
+        return check_json(value)
+    except BadValue as bad:
         raise SchemaError(what, [("(value)", f"expected {bad.args[0]}, given {given(value)}")]) from None
 
 
@@ -500,7 +500,7 @@ def _open_segment(host: Host, root: Path, run_id: str, resume: bool,
         else:
             writer.moved(run_dir)
             return writer, event, None
-    from .view import RunView
+    from .reader import RunView
 
     last = RunView(root, run_id, host=host).max_step()
     writer = SegmentWriter(run_dir, fsync=fsync, hidden=True)

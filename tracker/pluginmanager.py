@@ -1,36 +1,25 @@
-"""The plugin manager and the host that owns the registries and the bus.
+"""The plugin manager: pluggy, the entry points of group ``tracker``, and what each plugin is.
 
 ``get_plugin_manager()`` builds a pluggy manager and loads the entry points of
 group ``tracker`` one by one, so that a plugin that fails to import is
-reported as broken instead of stopping the others. ``Host`` calls each
-plugin's hooks on their own, so it knows which plugin offered which schema,
-summarizer and handler; the process's host is built on first use by
-:func:`get_host`, never at import.
+reported as broken instead of stopping the others. :class:`tracker.Host`
+(in :mod:`tracker.host`) calls the hooks and owns what they register.
 """
 
 from __future__ import annotations
 
 import importlib.metadata
-import os
-import re
-import sys
-import threading
 import warnings
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from typing import Any
 
 import attrs
 import pluggy
 
 from . import hookspecs
-from .bus import EventBus, TrackerWarning
-from .config import Config, load_config
-from .errors import SchemaError
-from .schema import CompiledSchema, Schema, make_converter
-from .summary import Summarizer
+from .bus import TrackerWarning
 
 CORE_DISTRIBUTION = "tracker-core"
-SCHEMA_NAME_RE = re.compile(r"[A-Za-z][A-Za-z0-9_]*(\.[A-Za-z0-9_]+)*\Z")
 
 
 @attrs.define(kw_only=True)
@@ -138,145 +127,8 @@ def _load_entry_points(pm: PluginManager, blocked: set[str]) -> None:
         pm.add_plugin(plugin, ep.name, distribution=dist, version=version, builtin=builtin)
 
 
-class Host:
-    """The plugins of a process: registries of schemas and summarizers, and the bus."""
-
-    def __init__(self, pm: PluginManager | None = None, config: Config | None = None) -> None:
-        self.config = config if config is not None else load_config()
-        self.pm = pm if pm is not None else get_plugin_manager(blocked=self.config.disable)
-        self.converter = make_converter()
-        self.schemas: dict[str, CompiledSchema] = {}
-        self.schema_owner: dict[str, str] = {}
-        self.summarizers: dict[str, Summarizer] = {}
-        self.summarizer_owner: dict[str, str] = {}
-        self.bus = EventBus()
-        self.bus.on_report = self._handler_reported
-        self._trace = os.environ.get("TRACKER_TRACE_PLUGINS", "") not in ("", "0")
-        self.call_each("tracker_configure", config=self.config)
-        self.call_each("tracker_schemas", collect=self._add_schemas)
-        self.call_each("tracker_summarizers", collect=self._add_summarizers)
-        self.call_each("tracker_subscribe", bus=self.bus)
-
-    def call_each(self, hook: str, collect: Callable[[str, Any], None] | None = None,
-                  **kwargs: Any) -> None:
-        """Call ``hook`` of each plugin in load order; a plugin that raises is broken."""
-        for impl in list(getattr(self.pm.hook, hook).get_hookimpls()):
-            name = impl.plugin_name
-            if self._trace:
-                print(f"tracker: {hook}() of plugin {name!r}", file=sys.stderr)
-            self.bus.owner = name
-            try:
-                result = impl.function(*[kwargs[a] for a in impl.argnames])
-                if collect is not None:
-                    collect(name, result)
-            except Exception as exc:  # noqa: BLE001 - a broken plugin never stops the others
-                self.break_plugin(name, f"{hook} raised {type(exc).__name__}: {exc}")
-            finally:
-                self.bus.owner = None
-
-    def break_plugin(self, name: str, error: str) -> None:
-        """Drop everything plugin ``name`` registered and report it broken."""
-        for table, owners in ((self.schemas, self.schema_owner), (self.summarizers, self.summarizer_owner)):
-            for key in [k for k, o in owners.items() if o == name]:
-                del table[key], owners[key]
-        for sub in self.bus.subscriptions:
-            if sub.owner == name:
-                sub.unsubscribe()
-        self.pm.break_plugin(name, error)
-
-    def _handler_reported(self, plugin: str | None, error: str) -> None:
-        """A handler of ``plugin`` raised or was slow: list the plugin as broken.
-
-        Its schemas, summarizers and handlers stay registered, so that no
-        record of it is refused and no event is withheld from it.
-        """
-        if plugin is None:
-            return
-        info = self.pm.infos.setdefault(plugin, PluginInfo(name=plugin))
-        if info.status == "ok":
-            info.status, info.error = "broken", error
-
-    def _add_schemas(self, plugin: str, result: Any) -> None:
-        compiled = []
-        for item in _as_list(result, "tracker_schemas"):
-            if not isinstance(item, Schema):
-                raise TypeError(f"tracker_schemas returned {type(item).__name__}, expected tracker.Schema")
-            if not SCHEMA_NAME_RE.match(item.name) or len(item.name) > 100:
-                raise ValueError(f"invalid schema name {item.name!r}: expected dotted words, e.g. 'fft.loss_point'")
-            if item.name in self.schema_owner:
-                raise ValueError(f"schema {item.name!r} is already offered by plugin "
-                                 f"{self.schema_owner[item.name]!r}; plugin {plugin!r} offers it too")
-            compiled.append(CompiledSchema(item, self.converter))
-        for c in compiled:
-            self.schemas[c.name] = c
-            self.schema_owner[c.name] = plugin
-        self.pm.infos.setdefault(plugin, PluginInfo(name=plugin)).schemas = [c.name for c in compiled]
-
-    def _add_summarizers(self, plugin: str, result: Any) -> None:
-        items = _as_list(result, "tracker_summarizers")
-        for item in items:
-            if not isinstance(item, Summarizer):
-                raise TypeError(f"tracker_summarizers returned {type(item).__name__}, expected tracker.Summarizer")
-            if item.name in self.summarizer_owner:
-                raise ValueError(f"summarizer {item.name!r} is already offered by plugin "
-                                 f"{self.summarizer_owner[item.name]!r}; plugin {plugin!r} offers it too")
-        for item in items:
-            self.summarizers[item.name] = item
-            self.summarizer_owner[item.name] = plugin
-        self.pm.infos.setdefault(plugin, PluginInfo(name=plugin)).summarizers = [s.name for s in items]
-
-    def schema(self, name: str) -> CompiledSchema:
-        """The compiled schema ``name``.
-
-        :raises SchemaError: for an unknown name, listing the known ones.
-        """
-        try:
-            return self.schemas[name]
-        except (KeyError, TypeError):
-            shown = repr(name) if len(repr(name)) < 80 else repr(name)[:77] + "..."
-            known = ", ".join(sorted(self.schemas))
-            raise SchemaError(str(name)[:80], [("(schema)", f"expected a known schema ({known}), "
-                                                            f"given unknown schema {shown}")]) from None
-
-    def summarizers_for(self, schema: str) -> list[Summarizer]:
-        """The summarizers that read ``schema``, in registration order."""
-        return [s for s in self.summarizers.values() if s.schema == schema]
-
-    def plugins(self) -> list[PluginInfo]:
-        """Every plugin known to the manager, loaded, broken or disabled."""
-        return list(self.pm.infos.values())
-
-
-def _as_list(result: Any, hook: str) -> list[Any]:
-    if result is None:
-        return []
-    if isinstance(result, (list, tuple)):
-        return list(result)
-    raise TypeError(f"{hook} returned {type(result).__name__}, expected a list")
-
-
-_host: Host | None = None
-_host_lock = threading.Lock()
-
-
-def get_host() -> Host:
-    """The process's host, built on first use (plugins loaded, bus subscribed)."""
-    global _host
-    if _host is None:
-        with _host_lock:
-            if _host is None:
-                _host = Host()
-    return _host
-
-
-def set_host(host: Host | None) -> Host | None:
-    """Replace the process's host (``None``: build a fresh one on next use); returns the old one."""
-    global _host
-    with _host_lock:
-        old, _host = _host, host
-    return old
-
-
 def list_plugins() -> list[PluginInfo]:
-    """Every plugin of the process's host."""
+    """Every plugin of the process's host (built on first use)."""
+    from .host import get_host
+
     return get_host().plugins()

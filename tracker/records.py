@@ -2,7 +2,7 @@
 
 ``Event`` and ``Record`` are named tuples rather than attrs classes: one of
 each is made per logged or read record, and a tuple is the cheapest object
-Python can build (see benchmarks/logging.py).
+Python can build (see benchmarks/bench_log.py).
 """
 
 from __future__ import annotations
@@ -11,17 +11,12 @@ from typing import Any, NamedTuple
 
 import attrs
 
-#: Event kinds written by the core.
-RUN_STARTED = "run_started"
-WRITER_STARTED = "writer_started"
-RECORD = "record"
-RUN_FINISHED = "run_finished"
-
 
 class Event(NamedTuple):
     """One event on the bus: a run starting, a record, a run finishing.
 
-    :ivar kind: ``"run_started"``, ``"writer_started"``, ``"record"`` or ``"run_finished"``.
+    :ivar kind: one of :data:`tracker.format.EVENT_KINDS`: ``"run_started"``,
+        ``"writer_started"``, ``"record"`` or ``"run_finished"``.
     :ivar run_id: the id of the run it belongs to.
     :ivar step: the record's step (``None`` for lifecycle events).
     :ivar time: seconds since the epoch when it was logged.

@@ -25,18 +25,17 @@ import attrs
 import cattrs
 
 from .errors import SchemaError
+from .format import SPECIAL_IN, decode_nonfinite
 from .values import (
     MAX_INT,
     RESERVED,
-    SPECIAL_IN,
-    _Bad,
-    _has_float,
-    _has_str,
-    _without_special_strings,
+    BadValue,
     check_metrics,
     compile_type,
-    decode_nonfinite,
     given,
+    has_float,
+    has_str,
+    without_special_strings,
 )
 
 
@@ -88,10 +87,10 @@ class CompiledSchema:
                 raise TypeError(f"schema {schema.name!r}: field name {f.name!r} is reserved")
             tp = hints.get(f.name, Any)
             check = compile_type(tp)
-            if _has_float(tp):
+            if has_float(tp):
                 floats.append(f.name)
-                if _has_str(tp):
-                    check = _without_special_strings(check)
+                if has_str(tp):
+                    check = without_special_strings(check)
             fields.append((f.name, check, f.default is attrs.NOTHING))
             kinds[f.name] = {float: "f", int: "i", bool: "b"}.get(tp, "o")
         self.fields = fields
@@ -147,7 +146,7 @@ class CompiledSchema:
             v = values[name]
             try:
                 kwargs[name] = check(v)
-            except _Bad as bad:
+            except BadValue as bad:
                 problems.append((name, f"expected {bad.args[0]}, given {given(v)}"))
         if problems:
             raise SchemaError(self.name, problems)
@@ -161,7 +160,7 @@ class CompiledSchema:
             if name not in kwargs or v is not kwargs[name]:
                 try:
                     v = check(v)
-                except _Bad as bad:
+                except BadValue as bad:
                     raise SchemaError(self.name, [(name, f"expected {bad.args[0]} (derived), "
                                                          f"given {given(v)}")]) from None
             out[name] = v

@@ -1,12 +1,15 @@
 """What a segment's two ends tell: its writer, its finish event, whether it still runs.
 
 Listing runs reads only these few kilobytes of each segment, never its
-records; a run's status is derived from its segments' ends here.
+records; a run's status is derived from its segments' ends here. A writer
+is known by its host, pid and process start time (:func:`hostname`,
+:func:`process_start`), which it records in its segment's first line.
 """
 
 from __future__ import annotations
 
 import os
+import socket
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -14,10 +17,53 @@ from typing import Any
 
 import attrs
 
-from .records import RUN_FINISHED, RUN_STARTED
-from .store import LineError, hostname, parse_line, pid_alive
+from .errors import StoreError
+from .format import RUN_FINISHED, RUN_STARTED, SEGMENT_SUFFIX, WRITER_STARTED, LineError, parse_line
 
 _SEVERITY = {"finished": 0, "failed": 1, "crashed": 2}
+
+
+def hostname() -> str:
+    """This machine's name, as writers record it."""
+    return socket.gethostname()
+
+
+def process_start(pid: int) -> str | None:
+    """The kernel's start time of process ``pid`` (tells a reused pid apart), if known."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            stat = f.read()
+    except OSError:
+        return None
+    # The command name (field 2) may hold spaces; fields after it are plain.
+    fields = stat[stat.rfind(b")") + 2:].split()
+    return fields[19].decode() if len(fields) > 19 else None
+
+
+def pid_alive(pid: int, start: str | None) -> bool:
+    """Whether process ``pid`` on this host still runs and is the same process."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass
+    if start is not None:
+        now = process_start(pid)
+        if now is not None and now != start:
+            return False
+    return True
+
+
+def segment_paths(run_dir: Path) -> list[Path]:
+    """The segment files of a run folder, sorted by name (hidden ones, still being created, left out).
+
+    :raises StoreError: when the folder cannot be read.
+    """
+    try:
+        return sorted(p for p in run_dir.iterdir() if p.suffix == SEGMENT_SUFFIX and p.is_file())
+    except OSError as exc:
+        raise StoreError(f"cannot read {run_dir}: {exc.strerror}") from None
 
 
 @attrs.define
@@ -116,7 +162,7 @@ def read_segment(path: Path) -> Segment:
         if first is not None:
             try:
                 ev = parse_line(first)
-                if ev.get("kind") in (RUN_STARTED, "writer_started"):
+                if ev.get("kind") in (RUN_STARTED, WRITER_STARTED):
                     seg.header = ev
             except LineError:
                 pass
@@ -143,7 +189,6 @@ def read_segment(path: Path) -> Segment:
     seg.tail = parsed
     seg.last = parsed[-1] if parsed else None
     return seg
-
 
 
 def run_status(writers: list[tuple[float, float, str, dict | None]]) -> tuple[str, dict | None]:

@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 
 from .config import Config
-from .pluginmanager import Host, get_plugin_manager, set_host
+from .host import Host, set_host
+from .pluginmanager import get_plugin_manager
 
 
 def make_host(*plugins: object, config: Config | None = None, names: list[str] | None = None) -> Host:

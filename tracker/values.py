@@ -1,16 +1,13 @@
-"""Values: strict type checks with no silent coercion, and the store's encoding of non-finite floats.
+"""Values: strict type checks with no silent coercion.
 
 A checker returns the value normalized (numpy scalars and 0-d arrays as the
 Python numbers they hold, numpy arrays in list fields as lists) or raises
-``_Bad`` saying what was expected. NaN, +Inf and -Inf are written to the
-store as the strings ``"NaN"``, ``"Infinity"`` and ``"-Infinity"`` in numeric
-positions; ints are limited to ``±2**53`` so that every JSON reader (jq,
+``BadValue`` saying what was expected. Ints are limited to ``±2**53`` so that every JSON reader (jq,
 pandas, DuckDB) reads them exactly (see docs/format.md).
 """
 
 from __future__ import annotations
 
-import math
 import reprlib
 import types
 import typing
@@ -18,10 +15,10 @@ from collections.abc import Callable, Mapping
 from typing import Any, Literal, Union
 
 from .errors import SchemaError
+from .format import SPECIAL_IN
 
 MAX_INT = 2**53
 RESERVED = frozenset({"step", "time"})
-SPECIAL_IN: dict[str, float] = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
 
 _repr = reprlib.Repr()
 _repr.maxstring = 40
@@ -33,8 +30,8 @@ def given(value: Any) -> str:
     return f"{type(value).__name__} {_repr.repr(value)}"
 
 
-class _Bad(Exception):
-    """Internal: a value failed a type check; ``args[0]`` says what was expected."""
+class BadValue(Exception):
+    """A value failed a type check; ``args[0]`` says what was expected (callers turn it into a SchemaError)."""
 
 
 # --- numbers -------------------------------------------------------------------------------
@@ -45,7 +42,7 @@ class _Bad(Exception):
 _PLAIN_KINDS = "biufUO"
 
 
-def _unwrap_numpy(v: Any) -> Any:
+def unwrap_numpy(v: Any) -> Any:
     """A numpy number (bool, int or float scalar, or 0-d array) as the Python value it holds.
 
     Anything else is returned unchanged, so it is refused: a datetime64 or
@@ -63,11 +60,11 @@ def _check_float(v: Any) -> float:
     if t is int:
         if -MAX_INT <= v <= MAX_INT:
             return float(v)
-        raise _Bad(f"a float (ints within ±2**53 are kept exactly, {v} is not)")
-    u = _unwrap_numpy(v)
+        raise BadValue(f"a float (ints within ±2**53 are kept exactly, {v} is not)")
+    u = unwrap_numpy(v)
     if u is not v and type(u) in (float, int):
         return _check_float(u)
-    raise _Bad("a float")
+    raise BadValue("a float")
 
 
 def _check_int(v: Any) -> int:
@@ -75,20 +72,20 @@ def _check_int(v: Any) -> int:
     if t is int:
         if -MAX_INT <= v <= MAX_INT:
             return v
-        raise _Bad("an int within ±2**53 (larger ints are not kept exactly by JSON readers)")
-    u = _unwrap_numpy(v)
+        raise BadValue("an int within ±2**53 (larger ints are not kept exactly by JSON readers)")
+    u = unwrap_numpy(v)
     if u is not v and type(u) is int:
         return _check_int(u)
-    raise _Bad("an int")
+    raise BadValue("an int")
 
 
 def _check_bool(v: Any) -> bool:
     if type(v) is bool:
         return v
-    u = _unwrap_numpy(v)
+    u = unwrap_numpy(v)
     if u is not v and type(u) is bool:
         return u
-    raise _Bad("a bool")
+    raise BadValue("a bool")
 
 
 def _check_str(v: Any) -> str:
@@ -96,12 +93,12 @@ def _check_str(v: Any) -> str:
         try:
             v.encode("utf-8")
         except UnicodeEncodeError:
-            raise _Bad("a str encodable as UTF-8 (no lone surrogates)") from None
+            raise BadValue("a str encodable as UTF-8 (no lone surrogates)") from None
         return v
-    raise _Bad("a str")
+    raise BadValue("a str")
 
 
-def _check_json(v: Any) -> Any:
+def check_json(v: Any) -> Any:
     """Any JSON value: None, bool, int, float, str, lists and str-keyed maps of them."""
     t = type(v)
     if v is None or t is bool or t is float:
@@ -111,17 +108,17 @@ def _check_json(v: Any) -> Any:
     if t is str:
         return _check_str(v)
     if t is list or t is tuple:
-        return [_check_json(x) for x in v]
+        return [check_json(x) for x in v]
     if isinstance(v, Mapping):
         out = {}
         for k, x in v.items():
             if type(k) is not str:
-                raise _Bad(f"str keys (key {given(k)})")
-            out[_check_str(k)] = _check_json(x)
+                raise BadValue(f"str keys (key {given(k)})")
+            out[_check_str(k)] = check_json(x)
         return out
     if type(v).__module__ == "numpy" and getattr(getattr(v, "dtype", None), "kind", "") in _PLAIN_KINDS:
-        return _check_json(v.tolist())
-    raise _Bad("a JSON value (None, bool, int, float, str, list or dict)")
+        return check_json(v.tolist())
+    raise BadValue("a JSON value (None, bool, int, float, str, list or dict)")
 
 
 def _list_checker(inner: Callable[[Any], Any], desc: str) -> Callable[[Any], list]:
@@ -130,13 +127,13 @@ def _list_checker(inner: Callable[[Any], Any], desc: str) -> Callable[[Any], lis
             if type(v).__module__ == "numpy" and getattr(v, "ndim", 0) >= 1 and v.dtype.kind in _PLAIN_KINDS:
                 v = v.tolist()
             else:
-                raise _Bad(f"a list of {desc}")
+                raise BadValue(f"a list of {desc}")
         out = []
         for i, x in enumerate(v):
             try:
                 out.append(inner(x))
-            except _Bad as bad:
-                raise _Bad(f"a list of {desc} (item {i}: expected {bad.args[0]}, given {given(x)})") from None
+            except BadValue as bad:
+                raise BadValue(f"a list of {desc} (item {i}: expected {bad.args[0]}, given {given(x)})") from None
         return out
 
     return check
@@ -147,7 +144,7 @@ def _describe(tp: Any) -> str:
 
 
 def compile_type(tp: Any) -> Callable[[Any], Any]:
-    """A checker for a field type: returns the normalized value or raises ``_Bad``."""
+    """A checker for a field type: returns the normalized value or raises ``BadValue``."""
     if tp is float:
         return _check_float
     if tp is int:
@@ -157,7 +154,7 @@ def compile_type(tp: Any) -> Callable[[Any], Any]:
     if tp is str:
         return _check_str
     if tp is Any or tp is object:
-        return _check_json
+        return check_json
     origin, args = typing.get_origin(tp), typing.get_args(tp)
     if origin in (Union, types.UnionType):
         options = [a for a in args if a is not type(None)]
@@ -171,9 +168,9 @@ def compile_type(tp: Any) -> Callable[[Any], Any]:
             for c in checks:
                 try:
                     return c(v)
-                except _Bad:
+                except BadValue:
                     pass
-            raise _Bad(desc)
+            raise BadValue(desc)
 
         return check_union
     if origin in (list, tuple, typing.get_origin(typing.Sequence[int])):
@@ -184,11 +181,11 @@ def compile_type(tp: Any) -> Callable[[Any], Any]:
 
         def check_dict(v: Any) -> dict:
             if not isinstance(v, Mapping):
-                raise _Bad("a mapping")
+                raise BadValue("a mapping")
             out = {}
             for k, x in v.items():
                 if type(k) is not str:
-                    raise _Bad(f"str keys (key {given(k)})")
+                    raise BadValue(f"str keys (key {given(k)})")
                 out[k] = val(x)
             return out
 
@@ -199,52 +196,22 @@ def compile_type(tp: Any) -> Callable[[Any], Any]:
         def check_literal(v: Any) -> Any:
             if type(v) in (str, int, bool) and v in allowed:
                 return v
-            raise _Bad("one of " + ", ".join(repr(a) for a in allowed))
+            raise BadValue("one of " + ", ".join(repr(a) for a in allowed))
 
         return check_literal
     raise TypeError(f"unsupported field type {tp!r}")
 
 
-# --- non-finite floats ---------------------------------------------------------------------
-
-def _special(v: float) -> str:
-    return "NaN" if v != v else ("Infinity" if v > 0 else "-Infinity")
-
-
-def encode_nonfinite(obj: Any) -> Any:
-    """A copy of ``obj`` with NaN and infinities replaced by their store strings."""
-    t = type(obj)
-    if t is float:
-        return obj if obj - obj == 0.0 else _special(obj)
-    if t is dict:
-        return {k: encode_nonfinite(v) for k, v in obj.items()}
-    if t is list or t is tuple:
-        return [encode_nonfinite(v) for v in obj]
-    return obj
-
-
-def decode_nonfinite(obj: Any) -> Any:
-    """Undo :func:`encode_nonfinite` wherever a special string stands."""
-    t = type(obj)
-    if t is str:
-        return SPECIAL_IN.get(obj, obj)
-    if t is dict:
-        return {k: decode_nonfinite(v) for k, v in obj.items()}
-    if t is list:
-        return [decode_nonfinite(v) for v in obj]
-    return obj
-
-
-def _has_float(tp: Any) -> bool:
+def has_float(tp: Any) -> bool:
     if tp is float or tp is Any or tp is object:
         return True
-    return any(_has_float(a) for a in typing.get_args(tp))
+    return any(has_float(a) for a in typing.get_args(tp))
 
 
-def _has_str(tp: Any) -> bool:
+def has_str(tp: Any) -> bool:
     if tp is str or tp is Any or tp is object or type(tp) is str:
         return True
-    return any(_has_str(a) for a in typing.get_args(tp))
+    return any(has_str(a) for a in typing.get_args(tp))
 
 
 def _holds_special(v: Any) -> bool:
@@ -258,7 +225,7 @@ def _holds_special(v: Any) -> bool:
     return False
 
 
-def _without_special_strings(check: Callable[[Any], Any]) -> Callable[[Any], Any]:
+def without_special_strings(check: Callable[[Any], Any]) -> Callable[[Any], Any]:
     """``check``, refusing the strings that stand for NaN and infinities in the store.
 
     For a field that holds floats and strings alike (``Any``, ``float | str``),
@@ -269,7 +236,7 @@ def _without_special_strings(check: Callable[[Any], Any]) -> Callable[[Any], Any
     def check_no_special(v: Any) -> Any:
         out = check(v)
         if _holds_special(out):
-            raise _Bad("no str 'NaN', 'Infinity' or '-Infinity' where a float may stand "
+            raise BadValue("no str 'NaN', 'Infinity' or '-Infinity' where a float may stand "
                        "(the store writes non-finite floats so)")
         return out
 
@@ -314,7 +281,7 @@ def _check_metrics_slow(values: Mapping, schema: str) -> dict[str, Any]:
         try:
             _check_str(k)
             out[k] = _check_metric_value(v)
-        except _Bad as bad:
+        except BadValue as bad:
             problems.append((k, f"expected {bad.args[0]}, given {given(v)}"))
     if problems:
         raise SchemaError(schema, problems)
@@ -327,7 +294,7 @@ def _check_metric_value(v: Any) -> float | int | bool:
         return v
     if t is int:
         return _check_int(v)
-    u = _unwrap_numpy(v)
+    u = unwrap_numpy(v)
     if u is not v and type(u) in (bool, float, int):
         return _check_metric_value(u)
-    raise _Bad("a number (float, int within ±2**53 or bool)")
+    raise BadValue("a number (float, int within ±2**53 or bool)")

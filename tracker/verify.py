@@ -26,8 +26,20 @@ from pathlib import Path
 
 import attrs
 
-from .records import RECORD, RUN_FINISHED, RUN_STARTED, WRITER_STARTED, Problem
-from .store import FORMAT_VERSION, RUN_ID_RE, LineError, iter_lines, parse_line
+from .errors import StoreError
+from .format import (
+    FORMAT_VERSION,
+    RECORD,
+    RUN_FINISHED,
+    RUN_ID_RE,
+    RUN_STARTED,
+    WRITER_STARTED,
+    LineError,
+    iter_lines,
+    parse_line,
+)
+from .records import Problem
+from .segment import read_segment, segment_paths
 
 #: How many bytes are scanned between two calls of the progress callback.
 PROGRESS_STEP = 1 << 20
@@ -48,11 +60,6 @@ class VerifyReport:
     def ok(self) -> bool:
         """Whether no problem was found."""
         return not self.problems
-
-
-def segment_paths(run_dir: Path) -> list[Path]:
-    """The segment files of a run folder, sorted by name."""
-    return sorted(p for p in run_dir.iterdir() if p.suffix == ".jsonl" and p.is_file())
 
 
 def scan_segment(path: Path, report: VerifyReport, *, live: bool = False,
@@ -141,8 +148,6 @@ def scan_segment(path: Path, report: VerifyReport, *, live: bool = False,
 def verify_run(run_dir: Path, report: VerifyReport, *, timeout: float = 120.0,
                progress: Callable[[int], None] | None = None) -> None:
     """Check every segment of one run folder and that the run has a start event."""
-    from .segment import read_segment
-
     report.runs += 1
     started = False
     paths = segment_paths(run_dir)
@@ -177,6 +182,6 @@ def store_size(store: Path, run_ids: Iterable[str]) -> int:
         run_dir = Path(store) / "runs" / rid
         try:
             total += sum(p.stat().st_size for p in segment_paths(run_dir))
-        except OSError:
+        except (OSError, StoreError):
             continue
     return total

@@ -11,7 +11,7 @@ import tracemalloc
 import pytest
 
 import tracker
-import tracker.store
+import tracker.format
 from tests.cli.support import run_on_terminal, run_tracker, write_run
 
 
@@ -104,7 +104,7 @@ def _peak_export(cli, store, run_id: str, out) -> int:
 def test_constant_memory(cli, store, tmp_path, monkeypatch):
     # Segments are read in fixed chunks: with small chunks, small runs already show
     # the whole cost, and a run eight times longer must not cost more.
-    monkeypatch.setattr(tracker.store, "READ_CHUNK", 16 * 1024)
+    monkeypatch.setattr(tracker.format, "READ_CHUNK", 16 * 1024)
     for run_id, n in (("small", 1_000), ("large", 8_000)):
         write_run(store, run_id, [(s, {"loss": 1.0 / (s + 1), "acc": 0.5}) for s in range(n // 2)],
                   writer="h-1-aaaaaa")

@@ -7,8 +7,9 @@ import math
 
 import numpy as np
 
-from tracker.cli.options import duration, one_line, short_ids
+from tracker.cli.options import one_line
 from tracker.cli.render import cell, csv_text, dumps, table_text
+from tracker.cli.text import duration, short_ids
 
 
 def test_dumps_is_strict_json_with_the_store_encoding():

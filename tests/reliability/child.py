@@ -116,7 +116,7 @@ def mode_fill(args: argparse.Namespace) -> None:
 
 def mode_readonly(args: argparse.Namespace) -> None:
     import tracker
-    import tracker.view  # noqa: F401 - imported before root is dropped: the interpreter may be unreadable after
+    import tracker.reader  # noqa: F401 - imported before root is dropped: the interpreter may be unreadable after
 
     tracker.get_host()
     if args.uid is not None:  # as root: become another user, so that permission bits apply
@@ -146,9 +146,9 @@ def mode_readonly(args: argparse.Namespace) -> None:
 
 def mode_heartbeat(args: argparse.Namespace) -> None:
     import tracker
-    import tracker.store
+    import tracker.writer
 
-    tracker.store.hostname = lambda: "other-host.example"  # as if this writer ran elsewhere
+    tracker.writer.hostname = lambda: "other-host.example"  # as if this writer ran elsewhere
     run = tracker.start_run(store=args.store, run_id=args.run_id)
     run.log({"k": 0})
     ack("ready", run.writer_id)

@@ -22,7 +22,8 @@ import pytest
 
 import tracker
 from tests.reliability.support import child_env, cli, read_run, spawn, wait_for_line
-from tracker.store import FORMAT_VERSION, encode_line, process_start
+from tracker.format import FORMAT_VERSION, encode_line
+from tracker.segment import hostname, process_start
 
 
 def write_segment(run_dir: Path, host: str, pid: int, proc_start: str | None, records: int,
@@ -87,10 +88,10 @@ def test_same_host_killed_writer_is_crashed_at_once_and_a_stopped_one_is_running
 def test_same_host_reused_pid_is_not_mistaken_for_the_writer(tmp_path: Path) -> None:
     store = tmp_path / "store"
     me = os.getpid()  # a live process, but not the one that wrote the segment
-    write_segment(store / "runs" / "reused", tracker.store.hostname(), me, "1", 3)
+    write_segment(store / "runs" / "reused", hostname(), me, "1", 3)
     assert process_start(me) != "1"
     assert status(store, "reused") == "crashed"
-    write_segment(store / "runs" / "live", tracker.store.hostname(), me, process_start(me), 3)
+    write_segment(store / "runs" / "live", hostname(), me, process_start(me), 3)
     assert status(store, "live") == "running"
 
 

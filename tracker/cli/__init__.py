@@ -1,7 +1,9 @@
 """The ``tracker`` command line: ``make_cli()`` builds the click group.
 
-Core commands are flat verbs (``tracker runs``), one module per group of
-commands, sharing :mod:`tracker.cli.options`. Plugins add their own groups
+Core commands are flat verbs (``tracker runs``), one module per command,
+named after it, sharing :mod:`tracker.cli.options` (options and error
+handling), :mod:`tracker.cli.render` (tables, JSON, CSV),
+:mod:`tracker.cli.terminal` and :mod:`tracker.cli.text`. Plugins add their own groups
 through the ``tracker_commands`` hook, called last.
 """
 
@@ -46,7 +48,7 @@ class CliContext:
     def host(self) -> Any:
         """The plugin host (built on first use)."""
         if self._host is None:
-            from ..pluginmanager import Host, get_host, set_host
+            from ..host import Host, get_host, set_host
 
             if self._config_path is not None:
                 self._host = Host(config=self.config)
@@ -67,7 +69,7 @@ class CliContext:
         :raises StoreError: when the folder does not exist or is not a store.
         """
         if self._store is None:
-            from ..view import Store
+            from ..reader import Store
 
             path = self.store_path
             if not path.exists():
@@ -80,7 +82,7 @@ class CliContext:
     def short_ids(self) -> dict[str, str]:
         """Every run id of the store mapped to its shortest unique prefix (at least 8 characters)."""
         if self._short is None:
-            from .options import short_ids
+            from .text import short_ids
 
             self._short = short_ids(self.store.run_ids())
         return self._short
@@ -200,11 +202,11 @@ def _add_plugin_commands(cli: TrackerGroup, host: Any) -> None:
 def main(argv: list[str] | None = None) -> None:
     """Run the command line (the ``tracker`` console script)."""
     from ..bus import TrackerWarning
-    from .options import _show_warning
+    from .options import show_warning
 
     # Warnings raised while plugins load (before a command runs) get the same one-line form.
     warnings.simplefilter("always", TrackerWarning)
-    warnings.showwarning = _show_warning
+    warnings.showwarning = show_warning
     try:
         cli = make_cli()
     except TrackerError as exc:

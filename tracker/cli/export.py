@@ -13,9 +13,11 @@ from typing import IO, Any
 import click
 
 from ..bus import TrackerWarning
+from ..format import schema_mark
 from . import CliContext
-from .options import PROGRESS_MIN_BYTES, handle_errors, is_terminal, progress, require_schema, schema_option
+from .options import handle_errors, require_schema, schema_option
 from .render import csv_value, dumps_line
+from .terminal import PROGRESS_MIN_BYTES, is_terminal, progress
 
 EXPORT_FORMATS = ("csv", "jsonl")
 _CHUNK = 1 << 20
@@ -106,7 +108,7 @@ def export_cmd(obj: CliContext, run: str, schema: str | None, fmt: str | None, o
     else:
         fields = [name for name, _, _ in compiled.fields] if compiled is not None else []
     if count is None and size >= PROGRESS_MIN_BYTES and is_terminal(click.get_text_stream("stderr")):
-        count = _count_marked(paths, b'"kind":"record","schema":"%s",' % schema.encode())
+        count = _count_marked(paths, schema_mark(schema))
     written = 0
     with _output(output) as out, progress(count or 0, f"exporting {schema}", work_bytes=size,
                                         output_on_terminal=to_terminal) as bar:

@@ -13,7 +13,7 @@ from typing import Any
 import click
 import orjson
 
-from ..values import encode_nonfinite
+from ..format import encode_nonfinite
 
 FORMATS = ("table", "json", "csv")
 #: A column is never squeezed below this many characters to fit the terminal.

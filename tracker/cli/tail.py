@@ -20,12 +20,13 @@ from typing import Any
 import click
 
 from ..bus import TrackerWarning
-from ..records import RECORD, Problem, Record
-from ..store import LineError, iter_lines, parse_line
-from ..values import decode_nonfinite
+from ..format import RECORD, LineError, decode_nonfinite, iter_lines, parse_line
+from ..records import Problem, Record
 from . import CliContext
-from .options import clock, format_option, handle_errors, require_schema, schema_option, style
+from .options import format_option, handle_errors, require_schema, schema_option
 from .render import cell, dumps_line
+from .terminal import style
+from .text import clock
 
 #: Seconds between two looks at the run's files while following.
 POLL_INTERVAL = 0.2

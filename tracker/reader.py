@@ -3,7 +3,7 @@
 Listing reads only each segment's first line and its last few kilobytes, so
 ``Store.runs`` costs the same for a run of ten records as for one of ten
 million. Reading records streams each segment in 1 MiB chunks and merges the
-segments of a run by time.
+segments of a run by time; :mod:`tracker.columns` decodes metric columns.
 """
 
 from __future__ import annotations
@@ -11,46 +11,38 @@ from __future__ import annotations
 import heapq
 import os
 import warnings
-import zlib
-from array import array
-from collections import deque
 from collections.abc import Callable, Iterator
 from operator import attrgetter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import attrs
-import orjson
 
 from .bus import TrackerWarning
 from .errors import RunNotFound, StoreError, TrackerError
-from .records import RECORD, RUN_STARTED, Problem, Record, RunInfo
-from .schema import fn_takes_run
-from .segment import Segment, read_segment, run_status
-from .store import (
+from .format import (
+    METRICS,
+    NONFINITE_MARKS,
+    RECORD,
+    RECORD_SCHEMA_MARK,
     RUN_ID_RE,
+    RUN_STARTED,
     LineChunks,
     LineError,
     check_run_id,
+    decode_nonfinite,
     iter_lines,
     parse_line,
 )
-from .summary import MISSING, Summary, Table
-from .values import SPECIAL_IN, decode_nonfinite
+from .records import Problem, Record, RunInfo
+from .schema import fn_takes_run
+from .segment import Segment, read_segment, run_status, segment_paths
+from .summary import Summary, Table
 
 if TYPE_CHECKING:
     import numpy as np
 
-    from .pluginmanager import Host
-
-_METRICS_MARK = b'"kind":"record","schema":"metrics",'
-# How this version's writer starts every metrics line (store.SegmentWriter.record_env).
-_METRICS_HEAD = b'{"v":1,"kind":"record","schema":"metrics","step":'
-_CRC_FORMAT = b',"crc":"%08x"}'
-_consume = deque(maxlen=0).extend
-_NAN = float("nan")
-_SPECIAL_MARKS = (b'"NaN"', b'Infinity"')
-_CRC_TAIL = 18
+    from .host import Host
 
 
 class _UsesHost:
@@ -62,7 +54,7 @@ class _UsesHost:
     def host(self) -> Host:
         """The plugin host used for schemas and summarizers (built on first use)."""
         if self._host is None:
-            from .pluginmanager import get_host
+            from .host import get_host
 
             self._host = get_host()
         elif callable(self._host):
@@ -168,10 +160,7 @@ class RunView(_UsesHost):
 
     def segment_paths(self) -> list[Path]:
         """The run's segment files, sorted by name."""
-        try:
-            return sorted(p for p in self.path.iterdir() if p.suffix == ".jsonl" and p.is_file())
-        except OSError as exc:
-            raise StoreError(f"cannot read {self.path}: {exc.strerror}") from None
+        return segment_paths(self.path)
 
     def segments(self) -> list[Segment]:
         """Header and tail of every segment."""
@@ -225,7 +214,7 @@ class RunView(_UsesHost):
                 step = max(steps) if steps else None
                 metrics = {}
                 for e in s.tail:
-                    if e.get("kind") == RECORD and e.get("schema") == "metrics":
+                    if e.get("kind") == RECORD and e.get("schema") == METRICS:
                         metrics.update(decode_nonfinite(e.get("data") or {}))
             if step is not None and (last_step is None or step > last_step):
                 last_step = step
@@ -282,7 +271,7 @@ class RunView(_UsesHost):
             if not isinstance(data, dict):
                 self._warn(Problem(str(path), lineno, "corrupt", "record without a data object"))
                 continue
-            if _SPECIAL_MARKS[0] in line or _SPECIAL_MARKS[1] in line:
+            if NONFINITE_MARKS[0] in line or NONFINITE_MARKS[1] in line:
                 name = ev.get("schema")
                 if host is None:
                     # Only the schema tells a non-finite float from a string "NaN" in a str field.
@@ -307,7 +296,7 @@ class RunView(_UsesHost):
     def schemas(self) -> list[str]:
         """The schema names present in the run, in order of first appearance."""
         seen: dict[str, None] = {}
-        mark = b'"kind":"record","schema":"'
+        mark = RECORD_SCHEMA_MARK
         for p in self.segment_paths():
             for _, line in iter_lines(p):
                 i = line.find(mark)
@@ -318,11 +307,11 @@ class RunView(_UsesHost):
 
     def table(self, schema: str) -> Table:
         """The run's records of ``schema`` as columns (an empty table when there are none)."""
-        if schema == "metrics":
+        if schema == METRICS:
             cols, n = self._metrics_columns()
-            compiled = self.host.schemas.get("metrics")
-            return Table.from_columns("metrics", cols, n, compiled,
-                                      rows=lambda: (r.data for r in self.records("metrics")))
+            compiled = self.host.schemas.get(METRICS)
+            return Table.from_columns(METRICS, cols, n, compiled,
+                                      rows=lambda: (r.data for r in self.records(METRICS)))
         compiled = self.host.schemas.get(schema)
         recs = list(self.records(schema))
         return Table(schema, [r.step for r in recs], [r.time for r in recs], [r.data for r in recs], compiled)
@@ -336,116 +325,10 @@ class RunView(_UsesHost):
         return cols
 
     def _metrics_columns(self) -> tuple[dict[str, np.ndarray], int]:
-        import numpy as np
+        from .columns import metric_columns
 
         quiet = self._quiet()
-        parts = [self._metrics_segment(p, quiet) for p in self.segment_paths()]
-        parts = [p for p in parts if p[1]]
-        if not parts:
-            return {"step": np.zeros(0, np.int64), "time": np.zeros(0)}, 0
-        if len(parts) == 1:
-            cols, n = parts[0]
-            return cols, n
-        names: dict[str, None] = {}
-        for cols, _ in parts:
-            for k in cols:
-                names.setdefault(k, None)
-        merged = {}
-        for k in names:
-            dtype = np.int64 if k == "step" else np.float64
-            merged[k] = np.concatenate([c[k] if k in c else np.full(n, MISSING, dtype) for c, n in parts])
-        order = np.argsort(merged["time"], kind="stable")
-        return {k: v[order] for k, v in merged.items()}, int(order.size)
-
-    def _metrics_segment(self, path: Path, quiet_tail: bool) -> tuple[dict[str, Any], int]:
-        """The metrics records of one segment as arrays; the hot loop of reading (issue 6).
-
-        A line written by this version's writer (it starts with the metrics
-        record head) is checked by its CRC and parsed once; its values go to
-        the columns of the previous record's names with one C-level
-        ``map(array.append, ...)`` when the names are the same, as they are in
-        a training loop. Every other line takes the full check, which reports
-        damage and still reads a metrics record of another layout.
-        """
-        import numpy as np
-
-        loads, crc32, consume, append = orjson.loads, zlib.crc32, _consume, array.append
-        head, tail = _METRICS_HEAD, _CRC_FORMAT
-        steps = array("q")
-        times = array("d")
-        cols: dict[str, array] = {}
-        nan1 = array("d", [MISSING])
-        names: tuple[str, ...] = ()  # the previous record's metric names, in order ...
-        arrs: list[array] = []  # ... and their columns
-        n = 0
-        lineno = 0
-        for lines in self._line_chunks(path, quiet_tail):
-            for line in lines:
-                lineno += 1
-                # The whole tail, ``,"crc":"xxxxxxxx"}``, against the one the CRC calls for.
-                if line.startswith(head) and line[-_CRC_TAIL:] == tail % crc32(line[:-_CRC_TAIL]):
-                    try:
-                        ev = loads(line)
-                    except ValueError:
-                        ev = None
-                else:
-                    ev = None
-                if ev is None:
-                    ev = self._other_metrics_line(path, lineno, line)
-                    if ev is None:
-                        continue
-                try:
-                    data = ev["data"]
-                    steps.append(ev["step"])
-                    times.append(ev["time"])
-                    if type(data) is not dict:
-                        raise TypeError
-                except (KeyError, TypeError):
-                    del steps[n:], times[n:]
-                    self._warn(Problem(str(path), lineno, "corrupt", "metrics record without step, time or data"))
-                    continue
-                if tuple(data) == names:
-                    try:
-                        consume(map(append, arrs, data.values()))
-                        n += 1
-                        continue
-                    except TypeError:  # NaN or an infinity, as its string
-                        for a in arrs:
-                            del a[n:]
-                for k, v in data.items():
-                    a = cols.get(k)
-                    if a is None:
-                        a = cols[k] = nan1 * n
-                    elif len(a) != n:
-                        a.extend(nan1 * (n - len(a)))
-                    try:
-                        a.append(v)
-                    except TypeError:
-                        a.append(SPECIAL_IN.get(v, _NAN))
-                names = tuple(data)
-                arrs = [cols[k] for k in names]
-                n += 1
-        out: dict[str, Any] = {"step": np.frombuffer(steps, dtype=np.int64) if n else np.zeros(0, np.int64),
-                               "time": np.frombuffer(times, dtype=np.float64) if n else np.zeros(0)}
-        for k, a in cols.items():
-            if len(a) != n:
-                a.extend(nan1 * (n - len(a)))
-            out[k] = np.frombuffer(a, dtype=np.float64)
-        return out, n
-
-    def _other_metrics_line(self, path: Path, lineno: int, line: bytes) -> dict[str, Any] | None:
-        """A line the fast loop did not take: the event if it is a sound metrics record, else ``None``.
-
-        Damaged lines are reported; lifecycle events and other schemas are skipped.
-        """
-        try:
-            ev = parse_line(line)
-        except LineError as exc:
-            self._warn(Problem(str(path), lineno, exc.kind, str(exc)))
-            return None
-        if ev.get("kind") != RECORD or ev.get("schema") != "metrics":
-            return None
-        return ev
+        return metric_columns(((str(p), self._line_chunks(p, quiet)) for p in self.segment_paths()), self._warn)
 
     def _line_chunks(self, path: Path, quiet_tail: bool) -> Iterator[list[bytes]]:
         """The complete lines of a segment, a list per chunk read; a torn last line is reported.

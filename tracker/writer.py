@@ -1,13 +1,10 @@
-"""The append-only JSONL store: segment writers, the line format, segment readers.
+"""The write path: each process appends the events of a run to a segment of its own.
 
-Layout: ``<store>/runs/<run_id>/<writer_id>.jsonl``, one segment per writing
-process. A line is one event, strict JSON, ending with a CRC-32 of the bytes
-before it (see docs/format.md)::
-
-    {"v":1,"kind":"record","schema":"metrics","step":3,"time":1.7e9,
-     "w":"host-123-a1b2c3","seq":5,"data":{"loss":0.4},"crc":"1c291ca3"}
-
-This module knows nothing of plugins or schemas beyond the value encoding.
+A line goes to the file with one ``os.write`` on an ``O_APPEND`` file
+descriptor before the logging call returns, so it survives a kill -9 of the
+process (``fsync`` is an option, for power loss). The lines are those of
+:mod:`tracker.format`; this module knows nothing of plugins, and of schemas
+only that a record's data must encode.
 """
 
 from __future__ import annotations
@@ -15,214 +12,33 @@ from __future__ import annotations
 import os
 import re
 import secrets
-import socket
 import threading
 import weakref
 import zlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NoReturn
 
 import orjson
 
-from .errors import SchemaError, StoreError, TrackerError
-from .records import RECORD as RECORD_KIND
-from .values import encode_nonfinite
+from .errors import StoreError
+from .format import (
+    SEGMENT_SUFFIX,
+    encode_line,
+    encode_nonfinite,
+    event,
+    record_template,
+)
+from .segment import hostname, process_start
 
-FORMAT_VERSION = 1
-RUN_ID_RE = re.compile(r"[A-Za-z0-9_-]{1,64}\Z")
-_CRC_TAIL = len(b',"crc":"00000000"}')
-_CRC_MARK = b',"crc":"'
 _dumps = orjson.dumps
-_loads = orjson.loads
 _crc32 = zlib.crc32
 _write = os.write
-READ_CHUNK = 1 << 20
-
-
-def check_run_id(run_id: Any) -> str:
-    """Return ``run_id`` if it is a valid folder name, else raise :class:`TrackerError`."""
-    if not isinstance(run_id, str) or not RUN_ID_RE.match(run_id):
-        shown = repr(run_id) if len(repr(run_id)) <= 80 else repr(run_id)[:77] + "..."
-        raise TrackerError(f"invalid run id {shown}: expected 1 to 64 characters from A-Z a-z 0-9 _ -")
-    return run_id
-
-
-def new_run_id() -> str:
-    """A fresh random run id: 12 lowercase hex digits."""
-    return secrets.token_hex(6)
-
-
-def hostname() -> str:
-    """This machine's name, as writers record it."""
-    return socket.gethostname()
 
 
 def _safe_host() -> str:
     return re.sub(r"[^A-Za-z0-9-]", "-", hostname())[:32] or "host"
 
-
-def process_start(pid: int) -> str | None:
-    """The kernel's start time of process ``pid`` (tells a reused pid apart), if known."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            stat = f.read()
-    except OSError:
-        return None
-    # The command name (field 2) may hold spaces; fields after it are plain.
-    fields = stat[stat.rfind(b")") + 2:].split()
-    return fields[19].decode() if len(fields) > 19 else None
-
-
-def pid_alive(pid: int, start: str | None) -> bool:
-    """Whether process ``pid`` on this host still runs and is the same process."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        pass
-    if start is not None:
-        now = process_start(pid)
-        if now is not None and now != start:
-            return False
-    return True
-
-
-# --- the line format --------------------------------------------------------------------------
-
-def encode_line(env: dict[str, Any]) -> bytes:
-    """One event as a store line, checksum and newline included.
-
-    :raises SchemaError: when the data cannot be encoded (e.g. lone surrogates).
-    """
-    try:
-        body = _dumps(env)
-        # orjson writes NaN and infinities as null: re-encode those lines only.
-        if b"null" in body:
-            env = dict(env, data=encode_nonfinite(env["data"]))
-            body = _dumps(env)
-    except (TypeError, orjson.JSONEncodeError) as exc:
-        raise SchemaError(env.get("schema") or env.get("kind", "?"),
-                          [("(record)", f"expected data encodable as JSON, given a value that is not "
-                                        f"({exc})")]) from None
-    head = body[:-1]
-    return b'%b,"crc":"%08x"}\n' % (head, _crc32(head))
-
-
-#: orjson options of the ``run.log`` fast path: ints beyond ±(2**53 - 1) and
-#: subclasses of str, int, dict and list raise, so that the caller falls back
-#: to the full check (which accepts exactly ±2**53 and names any problem).
-STRICT = orjson.OPT_STRICT_INTEGER | orjson.OPT_PASSTHROUGH_SUBCLASS
-
-
-class LineError(Exception):
-    """A stored line that cannot be used; ``kind`` is ``checksum`` or ``corrupt``."""
-
-    def __init__(self, kind: str, message: str) -> None:
-        super().__init__(message)
-        self.kind = kind
-
-
-def parse_line(line: bytes) -> dict[str, Any]:
-    """Check a line's checksum and parse it (without the trailing newline).
-
-    :raises LineError: on a checksum mismatch or a line that is not an event.
-    """
-    if line[-_CRC_TAIL:-10] != _CRC_MARK or line[-2:] != b'"}':
-        try:
-            _loads(line)
-        except orjson.JSONDecodeError:
-            raise LineError("corrupt", "not valid JSON") from None
-        raise LineError("corrupt", "valid JSON but no checksum at its end")
-    try:
-        crc = int(line[-10:-2], 16)
-    except ValueError:
-        raise LineError("corrupt", "malformed checksum") from None
-    if _crc32(memoryview(line)[:-_CRC_TAIL]) != crc:
-        raise LineError("checksum", "checksum mismatch: the line was changed after it was written")
-    try:
-        event = _loads(line)
-    except orjson.JSONDecodeError as exc:
-        raise LineError("corrupt", f"not valid JSON ({exc})") from None
-    if type(event) is not dict or "kind" not in event:
-        raise LineError("corrupt", "not an event object")
-    return event
-
-
-class LineChunks:
-    """The complete lines of a file from ``offset``, a list per 1 MiB read.
-
-    Memory stays flat whatever the file's size. After iterating, ``rest``
-    holds a last line without its newline (a torn write, or one in
-    progress), which is never yielded, and ``lines`` counts the lines yielded.
-
-    :raises StoreError: when the file cannot be opened.
-    """
-
-    def __init__(self, path: Path, offset: int = 0) -> None:
-        self.path = path
-        self.offset = offset
-        self.rest = b""
-        self.lines = 0
-
-    def __iter__(self) -> Iterator[list[bytes]]:
-        try:
-            f = open(self.path, "rb")  # noqa: SIM115 - closed below, also when the caller stops early
-        except OSError as exc:
-            raise StoreError(f"cannot read {self.path}: {exc.strerror}") from None
-        with f:
-            f.seek(self.offset)
-            rest = b""
-            while True:
-                chunk = f.read(READ_CHUNK)
-                if not chunk:
-                    break
-                if rest:
-                    chunk = rest + chunk
-                lines = chunk.split(b"\n")
-                rest = lines.pop()
-                self.lines += len(lines)
-                yield lines
-            self.rest = rest
-
-
-def iter_lines(path: Path, offset: int = 0) -> Iterator[tuple[int, bytes]]:
-    """Yield ``(end_offset, line)`` for each newline-terminated line from ``offset``.
-
-    A last line without its newline (a torn write, or one in progress) is not
-    yielded; ``Segment.torn`` reports it.
-    """
-    pos = offset
-    for lines in LineChunks(path, offset):
-        for line in lines:
-            pos += len(line) + 1
-            yield pos, line
-
-
-def read_tail(path: Path, size: int, want: int = 1 << 16) -> tuple[list[bytes], bytes]:
-    """The last complete lines of a file (up to ``want`` bytes) and its torn tail, if any."""
-    with open(path, "rb") as f:
-        start = max(0, size - want)
-        f.seek(start)
-        data = f.read(size - start)
-    lines = data.split(b"\n")
-    torn = lines.pop()
-    if start > 0 and lines:
-        lines.pop(0)  # may be the end of a line cut in the middle
-    return lines, torn
-
-
-def read_first_line(path: Path) -> bytes | None:
-    """The first complete line of a file, or ``None`` when it has none."""
-    with open(path, "rb") as f:
-        line = f.readline(1 << 24)
-    if not line.endswith(b"\n"):
-        return None
-    return line[:-1]
-
-
-# --- writing ------------------------------------------------------------------------------------
 
 _writers: weakref.WeakSet[SegmentWriter] = weakref.WeakSet()
 
@@ -257,8 +73,8 @@ class SegmentWriter:
         """Create this process's segment; ``hidden``: under a name readers skip, until :meth:`reveal`."""
         self.pid = os.getpid()
         self.id = f"{_safe_host()}-{self.pid}-{secrets.token_hex(3)}"
-        self.path = self.run_dir / f"{self.id}.jsonl"
-        self.hidden_path = self.run_dir / f".{self.id}.jsonl.part" if hidden else None
+        self.path = self.run_dir / f"{self.id}{SEGMENT_SUFFIX}"
+        self.hidden_path = self.run_dir / f".{self.id}{SEGMENT_SUFFIX}.part" if hidden else None
         try:
             self.fd = os.open(self.hidden_path or self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_EXCL,
                               0o644)
@@ -325,8 +141,7 @@ class SegmentWriter:
             if self.closed:
                 raise StoreError(f"writer {self.id} is closed: the run has finished")
             seq = self.seq + 1
-            line = encode_line({"v": FORMAT_VERSION, "kind": kind, "schema": schema, "step": step,
-                                "time": time, "w": self.id, "seq": seq, "data": data})
+            line = encode_line(event(kind, schema, step, time, self.id, seq, data))
             self._put(line)
             self.seq = seq
             return seq
@@ -335,8 +150,7 @@ class SegmentWriter:
         """The event dict this writer fills in for each record of ``schema`` (see :meth:`append_record`)."""
         env = self._envs.get(schema)
         if env is None:
-            env = self._envs[schema] = {"v": FORMAT_VERSION, "kind": RECORD_KIND, "schema": schema, "step": 0,
-                                        "time": 0.0, "w": self.id, "seq": 0, "data": None}
+            env = self._envs[schema] = record_template(schema, self.id)
         return env
 
     def append_record(self, env: dict[str, Any], step: int, time: float, data: dict[str, Any],

@@ -8,8 +8,9 @@ import click
 
 from ..verify import store_size, verify_store
 from . import CliContext
-from .options import format_option, handle_errors, progress, style
+from .options import format_option, handle_errors
 from .render import csv_text, dumps
+from .terminal import progress, style
 
 
 @click.command("verify")

@@ -8,8 +8,10 @@ from typing import Any
 import click
 
 from . import CliContext
-from .options import STATUS_COLORS, duration, format_option, handle_errors, run_duration, use_color, when
+from .options import format_option, handle_errors
 from .render import csv_text, dumps, table_text
+from .terminal import STATUS_COLORS, use_color
+from .text import duration, run_duration, when
 
 #: How many metrics the table shows when ``--metric`` is not given.
 KEY_METRICS = 3
