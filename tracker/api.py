@@ -20,7 +20,7 @@ import traceback
 import weakref
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
@@ -42,6 +42,9 @@ from .records import Event
 from .segment import hostname
 from .values import MAX_INT, BadValue, check_json, check_metrics, given, unwrap_numpy
 from .writer import Heartbeat, SegmentWriter, on_fork_in_child
+
+if TYPE_CHECKING:
+    from .wandb import RunConfig, RunSummary
 
 _time = _time_mod.time
 STATUSES = ("finished", "failed", "crashed")
@@ -163,6 +166,53 @@ class Run:
         # on every subscription change and in a forked child.
         self._metrics_env: dict[str, Any] | None = None
         self._envs: dict[str, dict[str, Any]] = {}
+        # run.config / run.summary (issue 18): built on first use; a run this call did not
+        # create starts from what the store holds.
+        self._initial_config: dict[str, Any] | None = None
+        self._config: RunConfig | None = None
+        self._summary: RunSummary | None = None
+
+    @property
+    def config(self) -> RunConfig:
+        """The run's config: ``run.config.lr``, ``run.config["lr"]``, ``run.config.update({...})``.
+
+        Changes are appended as edit events; ``RunInfo.config`` shows them.
+        """
+        if self._config is None:
+            from .wandb import RunConfig
+
+            values = self._initial_config if self._initial_config is not None else self._stored().config
+            self._config = RunConfig(self, values)
+        return self._config
+
+    @property
+    def summary(self) -> RunSummary:
+        """The run's summary: ``run.summary["best_acc"] = 0.93`` (appended; last write wins).
+
+        A key never set reads as the last logged value of that metric.
+        """
+        if self._summary is None:
+            from .wandb import RunSummary
+
+            self._summary = RunSummary(self, {} if self._initial_config is not None else self._stored().summary)
+        return self._summary
+
+    def _stored(self) -> Any:
+        from .reader import RunView
+
+        return RunView(self.store, self.id, host=self._host).info
+
+    def _last_metrics(self) -> dict[str, Any]:
+        return dict(self._att.last)
+
+    def __getattr__(self, name: str) -> Any:
+        # Only reached for a name Run does not have: W&B's run methods that tracker does not
+        # offer say what to use instead; anything else is an ordinary AttributeError.
+        from .wandb import UNSUPPORTED, unsupported
+
+        if name in UNSUPPORTED:
+            raise unsupported(name, "run")
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     def _forget_routes(self) -> None:
         self._metrics_env = None
@@ -309,12 +359,27 @@ class Run:
         raise SchemaError(type(record).__name__, [("(schema)", f"expected a schema name or an instance "
                                                                f"of a registered schema class, given {given(record)}")])
 
-    def finish(self, status: str = "finished", error: dict[str, Any] | BaseException | None = None) -> None:
+    def finish(self, status: str | int | None = None, error: dict[str, Any] | BaseException | None = None, *,
+               exit_code: int | None = None, quiet: bool | None = None) -> None:
         """End the run (idempotent): write ``run_finished`` and close the segment.
 
-        :param status: ``finished``, ``failed`` or ``crashed``.
+        :param status: ``finished``, ``failed`` or ``crashed``; by default
+            ``failed`` for a non-zero ``exit_code``, else ``finished``. An int
+            here is an exit code (W&B's ``run.finish(1)``).
         :param error: for a failed run, the exception or ``{"type", "message"}``.
+        :param exit_code: the process's exit code, as in W&B; non-zero means ``failed``.
+        :param quiet: accepted for W&B scripts; nothing is printed anyway.
         """
+        if type(status) is int and exit_code is None:
+            status, exit_code = None, status
+        if exit_code is not None and type(exit_code) is not int:
+            raise TypeError(f"exit_code: expected an int, given {given(exit_code)}")
+        if status is None:
+            status = "failed" if exit_code else "finished"
+        elif exit_code and status == "finished":
+            raise ValueError(f"status 'finished' with exit code {exit_code}: a non-zero exit code means failed")
+        if exit_code and error is None:
+            error = {"type": "ExitCode", "message": f"exit code {exit_code}", "traceback": ""}
         with _lock:
             if self.status != "running":
                 return
@@ -396,7 +461,7 @@ _heartbeats: dict[float, Heartbeat] = {}
 
 def start_run(project: str | None = None, name: str | None = None, *, config: dict[str, Any] | None = None,
               tags: list[str] | None = None, store: str | os.PathLike[str] | None = None,
-              run_id: str | None = None, resume: bool = False) -> Run:
+              run_id: str | None = None, resume: bool = False, notes: str | None = None) -> Run:
     """Start (or, with ``resume=True``, attach to) a run; use it as a context manager.
 
     ``TRACKER_RUN_ID=X`` in the environment means ``run_id=X, resume=True``,
@@ -409,6 +474,7 @@ def start_run(project: str | None = None, name: str | None = None, *, config: di
     :param store: the store folder (default: TRACKER_STORE, tracker.toml, ./.tracker).
     :param run_id: the run's id, ``[A-Za-z0-9_-]{1,64}``; a fresh one by default.
     :param resume: attach to ``run_id`` if it exists (creating it if not).
+    :param notes: free-text notes on the run (``tracker note`` changes them later).
     :raises TrackerError: a bad run id, or an existing run without ``resume``.
     """
     host = get_host()
@@ -416,7 +482,7 @@ def start_run(project: str | None = None, name: str | None = None, *, config: di
     if run_id is None and env_id:
         run_id, resume = env_id, True
     run_id = new_run_id() if run_id is None else check_run_id(run_id)
-    for what, value in (("project", project), ("name", name)):
+    for what, value in (("project", project), ("name", name), ("notes", notes)):
         if value is not None and not isinstance(value, str):
             raise TypeError(f"{what}: expected a str, given {given(value)}")
         if value is not None:
@@ -435,6 +501,7 @@ def start_run(project: str | None = None, name: str | None = None, *, config: di
     if not resume and run_dir.exists():
         raise TrackerError(f"run {run_id} already exists in {root}; pass resume=True to append to it")
     sink = _sink_for(host)
+    created = False  # by this call: its config is the run's (else run.config reads the store's)
     with _lock:
         att = sink.attached.get(run_id)
         if att is not None and att.store != root:
@@ -442,7 +509,10 @@ def start_run(project: str | None = None, name: str | None = None, *, config: di
         if att is None:
             meta = {"name": name, "project": project, "config": config_data, "tags": tag_list,
                     "env": _environment()}
+            if notes is not None:
+                meta["notes"] = notes
             writer, event, last = _open_segment(host, root, run_id, resume, meta)
+            created = event.kind == RUN_STARTED
             att = _Attachment(writer, root, run_id)
             # The run's largest step so far, so that automatic steps continue after it.
             att.max_step = last
@@ -455,6 +525,8 @@ def start_run(project: str | None = None, name: str | None = None, *, config: di
             hb.add(writer)
         att.refs += 1
         run = Run(host, att, run_id, name, project, run_dir, 0 if att.max_step is None else att.max_step + 1)
+        if created:
+            run._initial_config = config_data
         _active.append(run)
     return run
 
@@ -529,7 +601,7 @@ def current_run() -> Run | None:
 def _require_run() -> Run:
     run = current_run()
     if run is None:
-        raise TrackerError("no active run: call tracker.start_run() first")
+        raise TrackerError("no active run: call tracker.start_run() or tracker.init() first")
     return run
 
 
@@ -549,11 +621,14 @@ def log_record(schema: Any, record: Any = None, /, step: int | None = None, **fi
     _require_run().log_record(schema, record, step=step, **fields)
 
 
-def finish(status: str = "finished") -> None:
-    """Finish the active run, if any."""
+def finish(status: str | int | None = None, *, exit_code: int | None = None, quiet: bool | None = None) -> None:
+    """Finish the active run, if any: ``tracker.finish()``, ``tracker.finish(exit_code=1)`` (failed).
+
+    As in W&B, an int as the first argument is the exit code.
+    """
     run = current_run()
     if run is not None:
-        run.finish(status)
+        run.finish(status, exit_code=exit_code)
 
 
 @atexit.register

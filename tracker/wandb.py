@@ -272,8 +272,8 @@ def init(project: str | None = None, name: str | None = None, config: Mapping[st
     """
     from .api import start_run
     from .config import resolve_store_path
-    from .pluginmanager import get_host
-    from .store import check_run_id
+    from .format import check_run_id
+    from .host import get_host
 
     unknown = sorted(set(wandb_args) - IGNORED_INIT_ARGS)
     if unknown:

@@ -65,7 +65,7 @@ def make_runs(store: Path, n: int, project: str = "p", prefix: str = "run", reco
     python(store, f"""
         import tracker
         for i in range({n}):
-            with tracker.start_run(project={project!r}, name=f"{prefix}-name-{{i}}", run_id=f"{prefix}{{i}}",
+            with tracker.start_run(project={project!r}, name=f"{prefix}{{i}}-name-{{i}}", run_id=f"{prefix}{{i}}",
                                    tags=["t{{}}".format(i % 2)], config={{"i": i}}) as run:
                 for s in range({records}):
                     run.log({{"loss": 1.0 / (s + 1), "i": i}})

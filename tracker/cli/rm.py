@@ -7,8 +7,10 @@ import sys
 import click
 
 from . import CliContext
-from .options import fail, format_option, handle_errors, is_terminal, when
+from .options import fail, format_option, handle_errors
 from .render import dumps, table_text
+from .terminal import is_terminal
+from .text import when
 
 STATUSES = ("running", "finished", "failed", "crashed")
 

@@ -21,13 +21,14 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from ..errors import RunNotFound, SchemaError, StoreError, TrackerError
+from ..format import FORMAT_VERSION, LineChunks, LineError, decode_nonfinite, encode_line, parse_line
 from ..records import Problem
-from ..store import FORMAT_VERSION, LineChunks, LineError, encode_line, hostname, parse_line, pid_alive
-from ..values import _Bad, _check_json, _holds_special, decode_nonfinite, given
+from ..segment import hostname, pid_alive
+from ..values import BadValue, _holds_special, check_json, given
 
 if TYPE_CHECKING:
+    from ..reader import RunView, Store
     from ..records import RunInfo
-    from ..view import RunView, Store
 
 #: The event kind of an edit.
 EDIT = "edit"
@@ -44,8 +45,8 @@ def _plain_text(value: Any, what: str) -> str:
     if not isinstance(value, str):
         raise TrackerError(f"{what}: expected a str, given {given(value)}")
     try:
-        _check_json(str.__str__(value))
-    except _Bad as bad:
+        check_json(str.__str__(value))
+    except BadValue as bad:
         raise TrackerError(f"{what}: expected {bad.args[0]}, given {given(value)}") from None
     return str.__str__(value)
 
@@ -80,8 +81,8 @@ def check_values(values: Any, what: str) -> dict[str, Any]:
         if not isinstance(key, str) or not key:
             raise SchemaError(what, [("(key)", f"expected a non-empty str key, given {given(key)}")])
         try:
-            checked = _check_json(value)
-        except _Bad as bad:
+            checked = check_json(value)
+        except BadValue as bad:
             raise SchemaError(what, [(key, f"expected {bad.args[0]}, given {given(value)}")]) from None
         if _holds_special(checked):
             raise SchemaError(what, [(key, 'expected no string "NaN", "Infinity" or "-Infinity" '
@@ -231,7 +232,8 @@ def edit_paths(run_dir: Path) -> list[Path]:
         raise StoreError(f"cannot read {run_dir / EDITS_FOLDER}: {exc.strerror}") from None
 
 
-def _writer_alive(writer_id: str) -> bool:
+def editor_alive(writer_id: str) -> bool:
+    """Whether the process of edit segment ``writer_id`` runs on this host (its last line may be in progress)."""
     host, _, _ = writer_id.rpartition("-")
     host, _, pid = host.rpartition("-")
     return host == f"{EDITS_PREFIX}{_safe_host()}" and pid.isdigit() and pid_alive(int(pid), None)
@@ -263,7 +265,7 @@ def read_edits(run_dir: Path, report: Callable[[Problem], None] | None = None) -
                                        f"an event of kind {ev.get('kind')!r} in an edit segment (ignored)"))
                     continue
                 events.append(ev)
-        if chunks.rest and report and not _writer_alive(path.stem):
+        if chunks.rest and report and not editor_alive(path.stem):
             report(Problem(str(path), lineno + 1, "torn",
                            f"the last line is incomplete ({len(chunks.rest)} bytes): a write was cut off"))
     events.sort(key=lambda e: (e.get("time") or 0.0, str(e.get("w")), e.get("seq") or 0))

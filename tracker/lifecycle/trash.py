@@ -20,8 +20,8 @@ from ..errors import StoreError, TrackerError
 from .edits import _fsync_folder, _fsync_wanted, _views
 
 if TYPE_CHECKING:
+    from ..reader import Store
     from ..records import RunInfo
-    from ..view import Store
 
 #: The trash: a store-shaped folder, ``<store>/trash/runs/<run_id>/``.
 TRASH = "trash"
@@ -46,7 +46,7 @@ def trash_path(store: Store) -> Path:
 
 def trash_store(store: Store) -> Store:
     """The trash opened as a store (its runs are the removed ones)."""
-    from ..view import Store
+    from ..reader import Store
 
     return Store(trash_path(store), host=store._host)
 
