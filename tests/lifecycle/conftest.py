@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -43,5 +44,16 @@ def cli(host: tracker.Host) -> Callable[..., Result]:
 
     def invoke(*args: str, **kwargs: Any) -> Result:
         return CliRunner().invoke(group, list(args), catch_exceptions=False, **kwargs)
+
+    return invoke
+
+
+@pytest.fixture
+def cmd(cli: Callable[..., Result]) -> Callable[..., SimpleNamespace]:
+    """Like ``support.tracker_cmd`` but in-process: ``cmd("rm", RUN, "--yes").returncode``."""
+
+    def invoke(*args: str, stdin: str | None = None) -> SimpleNamespace:
+        r = cli(*args, input=stdin)
+        return SimpleNamespace(returncode=r.exit_code, stdout=r.stdout, stderr=r.stderr)
 
     return invoke

@@ -61,13 +61,12 @@ def tree_hashes(folder: Path) -> dict[str, str]:
 
 
 def make_runs(store: Path, n: int, project: str = "p", prefix: str = "run", records: int = 3) -> list[str]:
-    """``n`` finished runs ``<prefix>0``..., logged by a real child process."""
-    python(store, f"""
-        import tracker
-        for i in range({n}):
-            with tracker.start_run(project={project!r}, name=f"{prefix}{{i}}-name-{{i}}", run_id=f"{prefix}{{i}}",
-                                   tags=["t{{}}".format(i % 2)], config={{"i": i}}) as run:
-                for s in range({records}):
-                    run.log({{"loss": 1.0 / (s + 1), "i": i}})
-    """)
+    """``n`` finished runs ``<prefix>0``... of ``project``, tags ``t0``/``t1``, config ``{"i": i}``."""
+    import tracker
+
+    for i in range(n):
+        with tracker.start_run(project=project, name=f"{prefix}{i}-name-{i}", run_id=f"{prefix}{i}",
+                               tags=[f"t{i % 2}"], config={"i": i}, store=store) as run:
+            for _ in range(records):
+                run.log({"loss": 1.0 / (_ + 1), "i": i})
     return [f"{prefix}{i}" for i in range(n)]

@@ -6,7 +6,9 @@ import json
 import os
 import signal
 import warnings
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -124,11 +126,11 @@ def test_an_edit_of_a_running_run_does_not_disturb_its_writer(store: Path) -> No
     (("note", "nosuch", "x"), "no run matches 'nosuch'"),
     (("note", "run0", "", "--append"), "nothing to append"),
 ])
-def test_bad_edits_are_one_line_errors_and_change_nothing(store: Path, args: tuple[str, ...],
-                                                          message: str) -> None:
+def test_bad_edits_are_one_line_errors_and_change_nothing(store: Path, cmd: Callable[..., Any],
+                                                          args: tuple[str, ...], message: str) -> None:
     make_runs(store, 1)
     before = tree_hashes(store)
-    proc = tracker_cmd(store, *args)
+    proc = cmd(*args)
     assert proc.returncode == 1 and proc.stdout == ""
     assert proc.stderr.count("\n") == 1 and message in proc.stderr and "Traceback" not in proc.stderr
     assert tree_hashes(store) == before
@@ -178,14 +180,14 @@ def test_damaged_and_unknown_edit_lines_are_reported_and_skipped(store: Path) ->
         (path.name, 3, "corrupt"), (path.name, 4, "torn")}
 
 
-def test_verify_checks_edit_segments(store: Path) -> None:
+def test_verify_checks_edit_segments(store: Path, cmd: Callable[..., Any]) -> None:
     (rid,) = make_runs(store, 1)
     tracker.open_store(store).tag(rid, add=["x"])
     (path,) = edit_paths(store / "runs" / rid)
-    assert tracker_cmd(store, "verify").returncode == 0
+    assert cmd("verify").returncode == 0
     data = path.read_bytes().replace(b'"x"', b'"y"')
     path.write_bytes(data)
-    proc = tracker_cmd(store, "verify")
+    proc = cmd("verify")
     assert proc.returncode == 1 and "checksum" in proc.stdout and path.name in proc.stdout
 
 

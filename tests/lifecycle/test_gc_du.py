@@ -6,12 +6,14 @@ import hashlib
 import json
 import os
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import tracker
 from tracker.lifecycle import collect_garbage, disk_usage
 
-from .support import make_runs, tracker_cmd
+from .support import make_runs
 
 
 def put_blob(store: Path, content: bytes, age: float = 7200.0) -> str:
@@ -123,25 +125,25 @@ def test_du_counts_a_shared_blob_once_in_the_total(store: Path) -> None:
     assert orphan
 
 
-def test_du_and_gc_commands(store: Path) -> None:
+def test_du_and_gc_commands(store: Path, cmd: Callable[..., Any]) -> None:
     make_runs(store, 2, project="a")
-    proc = tracker_cmd(store, "du", "--format", "json")
+    proc = cmd("du", "--format", "json")
     doc = json.loads(proc.stdout)
     assert proc.returncode == 0 and [p["project"] for p in doc["projects"]] == ["a"]
     assert doc["total"] == sum(r["total"] for r in doc["runs"])
-    proc = tracker_cmd(store, "du")
+    proc = cmd("du")
     assert proc.returncode == 0
     lines = proc.stdout.splitlines()
     assert lines[0].split() == ["id", "name", "project", "jsonl", "blobs", "index", "total"]
     assert any(line.startswith("total:") for line in lines)
-    proc = tracker_cmd(store, "du", "-n", "1")
+    proc = cmd("du", "-n", "1")
     assert "1 smaller runs not shown" in proc.stdout
-    assert tracker_cmd(store, "rm", "run0", "--yes").returncode == 0
-    proc = tracker_cmd(store, "gc", "--dry-run", "--format", "json")
+    assert cmd("rm", "run0", "--yes").returncode == 0
+    proc = cmd("gc", "--dry-run", "--format", "json")
     doc = json.loads(proc.stdout)
     assert doc["dry_run"] and doc["trash_runs"] == ["run0"] and (store / "trash" / "runs" / "run0").is_dir()
-    proc = tracker_cmd(store, "gc")
+    proc = cmd("gc")
     assert proc.returncode == 0 and "removed 1 run" in proc.stdout
     assert not (store / "trash" / "runs" / "run0").exists()
-    proc = tracker_cmd(store, "--store", str(store.parent / "nothing"), "du")
+    proc = cmd("--store", str(store.parent / "nothing"), "du")
     assert proc.returncode == 1 and "no store at" in proc.stderr

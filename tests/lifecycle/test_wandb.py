@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 import tracker
 from tracker.wandb import UNSUPPORTED, UnsupportedError
 
-from .support import python, tracker_cmd
+from .support import python
 
 WANDB_SCRIPT = """
 import argparse
@@ -58,7 +60,7 @@ print(run3.id)
 """
 
 
-def test_a_wandb_script_runs_unchanged_and_reads_back(store: Path) -> None:
+def test_a_wandb_script_runs_unchanged_and_reads_back(store: Path, cmd: Callable[..., Any]) -> None:
     out = python(store, WANDB_SCRIPT).stdout.split()
     rid, name, lr, bs, last_loss, rid2, rid3 = out
     assert (name, lr, bs, last_loss) == ("baseline", "0.01", "64", "0.2")
@@ -79,15 +81,15 @@ def test_a_wandb_script_runs_unchanged_and_reads_back(store: Path) -> None:
     info3 = s.run(rid3).info
     assert info3.status == "failed" and "3" in info3.error["message"]
     # The summary is a column of `tracker runs`, and part of `tracker show`.
-    proc = tracker_cmd(store, "runs", "--columns", "summary.best_acc", "--format", "json")
+    proc = cmd("runs", "--columns", "summary.best_acc", "--format", "json")
     docs = {d["id"]: d for d in json.loads(proc.stdout)}
     assert docs[rid]["summary.best_acc"] == 0.9 and docs[rid2]["summary.best_acc"] is None
-    table = tracker_cmd(store, "runs", "--columns", "summary.best_acc,config.lr").stdout
+    table = cmd("runs", "--columns", "summary.best_acc,config.lr").stdout
     assert "summary.best_acc" in table.splitlines()[0] and "0.9" in table
-    show = tracker_cmd(store, "show", rid, "--format", "json")
+    show = cmd("show", rid, "--format", "json")
     doc = json.loads(show.stdout)
     assert doc["info"]["summary"] == {"best_acc": 0.9, "final_loss": 0.2} and doc["info"]["notes"] == "first try"
-    text = tracker_cmd(store, "show", rid).stdout
+    text = cmd("show", rid).stdout
     assert "first try" in text and "best_acc" in text
 
 
