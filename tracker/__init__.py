@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import sys
 
+from . import validators
 from .api import Run, current_run, finish, log, log_record, start_run
 from .bus import EventBus, Subscription, TrackerWarning
 from .config import Config, load_config
@@ -61,5 +62,5 @@ __all__ = [
     "Schema", "SchemaError", "Store", "StoreError", "Subscription", "Summarizer", "Summary", "Table",
     "TrackerError", "TrackerWarning", "UnsupportedError", "__version__", "config", "current_run", "finish",
     "get_host", "get_plugin_manager", "hookimpl", "hookspec", "init", "list_plugins", "load_config", "log",
-    "log_record", "login", "open_store", "set_host", "start_run", "summary",
+    "log_record", "login", "open_store", "set_host", "start_run", "summary", "validators",
 ]

@@ -110,10 +110,10 @@ def test_plugin_validators_read_as_constraints(cli, store):
     doc = json.loads(cli("schemas", "fft.params", "--format", "json").stdout)
     fields = {f["name"]: f for f in doc["fields"]}
     assert fields["n_fft"]["constraints"] == ["a power of two >= 2"]
-    assert fields["twiddles"]["constraints"] == ["an int >= 0"]
+    assert fields["twiddles"]["constraints"] == ["value >= 0"]
     assert fields["total_params"]["default"] is None and fields["total_params"]["required"] is False
     phase = {f["name"]: f for f in json.loads(cli("schemas", "phase.step", "--format", "json").stdout)["fields"]}
-    assert phase["phase"]["constraints"] == ["one of FULL, PREDICT, CORRECT (upper case)"]
+    assert phase["phase"]["constraints"] == ["one of 'FULL', 'PREDICT', 'CORRECT'"]
     assert "upper case" in phase["phase"]["description"]
     rows = list(csv.DictReader(io.StringIO(cli("schemas", "phase.step", "--format", "csv").stdout)))
     assert rows[0]["field"] == "phase" and rows[0]["default"] == "required"

@@ -1,4 +1,7 @@
-"""Fixtures of the FFT study tests: a host with only this plugin, a store, a small study run."""
+"""Fixtures of the FFT study tests: a host with only this plugin, an open run, a small study run.
+
+The store is ``tracker.testing``'s ``tracker_store`` (loaded by the root conftest).
+"""
 
 from __future__ import annotations
 
@@ -8,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from tracker_fft_study import plugin
-from tracker_fft_study.settings import SETTINGS
+from tracker_fft_study.config import SETTINGS
 
 import tracker
 
@@ -16,60 +19,29 @@ PARAMS = dict(twiddles=384, gates=192, freq_mask=128, denoiser=0, unitary=0, mel
               q8_packed=0)
 
 
-# Every host made here stays referenced until pytest exits: the core keys
-# the store sink of a host by id(host), so a new host that reuses the id of a
-# collected one would get that host's sink and its records would be dropped.
-_HOSTS: list[tracker.Host] = []
-
-
 @pytest.fixture
-def make_tracker_host(make_tracker_host):
-    """tracker.testing's factory, keeping every host it makes alive (see _HOSTS)."""
-
-    def factory(*plugins, **kwargs) -> tracker.Host:
-        host = make_tracker_host(*plugins, **kwargs)
-        _HOSTS.append(host)
-        return host
-
-    return factory
-
-
-@pytest.fixture
-def store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """An empty store folder, also TRACKER_STORE; the test runs in an empty folder."""
-    work = tmp_path / "work"
-    work.mkdir()
-    monkeypatch.chdir(work)
-    for var in ("TRACKER_RUN_ID", "TRACKER_CONFIG"):
-        monkeypatch.delenv(var, raising=False)
-    path = tmp_path / "store"
-    monkeypatch.setenv("TRACKER_STORE", str(path))
-    return path
-
-
-@pytest.fixture
-def host(make_tracker_host, store: Path) -> Iterator[tracker.Host]:
+def host(make_tracker_host, tracker_store: Path) -> Iterator[tracker.Host]:
     """The process's host for the test: the built-in metrics plugin and fft_study only."""
     yield make_tracker_host(plugin, names=["fft_study"])
     SETTINGS.load({})
 
 
 @pytest.fixture
-def run(host, store: Path) -> Iterator[tracker.Run]:
+def run(host, tracker_store: Path) -> Iterator[tracker.Run]:
     """An open run in the test's store."""
-    with tracker.start_run(project="fft", name="test", store=store) as active:
+    with tracker.start_run(project="fft", name="test", store=tracker_store) as active:
         yield active
 
 
 @pytest.fixture
-def study_run(host, store: Path) -> str:
+def study_run(host, tracker_store: Path) -> str:
     """A finished run with every fft.* schema and hand-checkable numbers; returns its id.
 
     - loss points of "a" (logged out of step order, one NaN), "b" (one point);
     - params of "a" (logged twice: the later one counts) and "c";
     - a trace of "a"; heatmaps of "a" at steps 0 and 10; one landscape of "a".
     """
-    with tracker.start_run(project="fft", name="study", store=store) as r:
+    with tracker.start_run(project="fft", name="study", store=tracker_store) as r:
         for step, loss, mel, spec in [(0, 2.0, 0.5, 0.9), (20, 0.5, 0.2, 0.3),
                                       (10, math.nan, 0.3, 0.4), (30, 0.8, 0.1, 0.2)]:
             r.log_record("fft.loss_point", step=step, model_id="a", total_loss=loss,

@@ -14,7 +14,7 @@ EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "fft_study.py"
 SCHEMAS = {"fft.loss_point", "fft.params", "fft.heatmap", "fft.landscape", "fft.trace"}
 
 
-def test_example_logs_every_schema_prints_the_summary_and_writes_the_report(host, store,
+def test_example_logs_every_schema_prints_the_summary_and_writes_the_report(host, tracker_store,
                                                                             tmp_path):
     with_report = importlib.util.find_spec("matplotlib") is not None
     report = tmp_path / "study.html"
@@ -27,9 +27,9 @@ def test_example_logs_every_schema_prints_the_summary_and_writes_the_report(host
     assert proc.returncode == 0, proc.stderr
     for title in ("FFT models", "FFT loss curves", "FFT gates per stage", "FFT loss landscape"):
         assert title in proc.stdout
-    (info,) = tracker.open_store(store).runs()
+    (info,) = tracker.open_store(tracker_store).runs()
     assert info.status == "finished" and info.config["steps"] == 20
-    view = tracker.open_store(store).run(info.id)
+    view = tracker.open_store(tracker_store).run(info.id)
     assert SCHEMAS <= set(view.schemas())
     models = {r["model_id"]: r for r in view.summarize("fft.params")[0].rows}
     assert list(models) == ["butterfly", "unitary", "gated", "int8", "exact"]

@@ -7,7 +7,7 @@ import sys
 import pytest
 from click.testing import CliRunner
 from tracker_fft_study import plugin
-from tracker_fft_study.settings import SETTINGS, Settings
+from tracker_fft_study.config import SETTINGS, Settings
 
 import tracker
 from tracker.cli import make_cli
@@ -67,8 +67,8 @@ def test_bad_options_are_named(table, message):
     assert message in str(caught.value)
 
 
-def test_bad_option_warns_and_keeps_the_plugin_working(make_tracker_host, store):
-    config = tracker.Config(file=store.parent / "tracker.toml",
+def test_bad_option_warns_and_keeps_the_plugin_working(make_tracker_host, tracker_store):
+    config = tracker.Config(file=tracker_store.parent / "tracker.toml",
                             plugins={"fft_study": {"dpi": 3, "prune_threshold": 0.3}})
     with pytest.warns(tracker.TrackerWarning) as caught:
         host = make_tracker_host(plugin, names=["fft_study"], config=config)
@@ -78,7 +78,7 @@ def test_bad_option_warns_and_keeps_the_plugin_working(make_tracker_host, store)
     info = next(p for p in host.plugins() if p.name == "fft_study")
     assert info.status == "ok"
     assert (SETTINGS.prune_threshold, SETTINGS.report_dpi) == (0.5, 110)
-    with tracker.start_run(store=store) as r:  # the schemas still log
+    with tracker.start_run(store=tracker_store) as r:  # the schemas still log
         r.log_record("fft.heatmap", model_id="m", stages=1, butterflies=1, gates=[0.4])
 
 

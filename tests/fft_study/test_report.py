@@ -98,8 +98,8 @@ def test_report_of_one_run(host, study_run, tmp_path):
     assert "Total loss of every model against step" in text
 
 
-def test_report_of_two_runs_labels_models_by_run(host, store, study_run, tmp_path):
-    with tracker.start_run(name="second", store=store) as second:
+def test_report_of_two_runs_labels_models_by_run(host, tracker_store, study_run, tmp_path):
+    with tracker.start_run(name="second", store=tracker_store) as second:
         second.log_record("fft.heatmap", model_id="a", stages=1, butterflies=2, gates=[0.2, 1.0])
         second.log_record("fft.loss_point", step=1, model_id="a", total_loss=1.0, mel_err=0,
                           spec_err=0, welch_err=0, mean_gate=0.6)
@@ -117,8 +117,8 @@ def test_report_of_two_runs_labels_models_by_run(host, store, study_run, tmp_pat
     assert all(p.read_bytes()[:8] == PNG_MAGIC for p in png_dir.iterdir())
 
 
-def test_report_without_loss_points_has_no_loss_chart(host, store, tmp_path):
-    with tracker.start_run(store=store) as r:
+def test_report_without_loss_points_has_no_loss_chart(host, tracker_store, tmp_path):
+    with tracker.start_run(store=tracker_store) as r:
         r.log_record("fft.params", model_id="m", variant="v", n_fft=2, twiddles=2, gates=1,
                      freq_mask=0, denoiser=0, unitary=0, mel_filters=0, q8_packed=0)
     out = tmp_path / "r.html"
@@ -138,8 +138,8 @@ def test_unknown_run_is_one_clear_line(host, study_run, tmp_path):
     assert not out.exists()
 
 
-def test_run_without_fft_records_is_refused(host, store, tmp_path):
-    with tracker.start_run(store=store) as r:
+def test_run_without_fft_records_is_refused(host, tracker_store, tmp_path):
+    with tracker.start_run(store=tracker_store) as r:
         r.log({"loss": 1.0})
     result = invoke(host, "fft", "report", r.id, "-o", str(tmp_path / "r.html"))
     assert result.exit_code != 0
@@ -151,9 +151,9 @@ def test_runs_are_required(host):
     assert result.exit_code == 2 and "Missing argument" in result.stderr
 
 
-def test_report_draws_degenerate_records(host, store, tmp_path):
+def test_report_draws_degenerate_records(host, tracker_store, tmp_path):
     nan = float("nan")
-    with tracker.start_run(store=store) as r:
+    with tracker.start_run(store=tracker_store) as r:
         for step, loss in enumerate([1.0, nan, 0.0, -0.5]):  # not all positive: linear axis
             r.log_record("fft.loss_point", step=step, model_id="", total_loss=loss, mel_err=0,
                          spec_err=0, welch_err=0, mean_gate=nan)

@@ -45,9 +45,9 @@ GOOD = {
 # (schema, fields, field named in the error, text of the error)
 BAD = [
     ("fft.loss_point", dict(GOOD["fft.loss_point"][0], mel_err=-0.1),
-     "mel_err", "expected an error >= 0 (or NaN), given -0.1"),
+     "mel_err", "expected a number >= 0 (or NaN), given -0.1"),
     ("fft.loss_point", dict(GOOD["fft.loss_point"][0], mean_gate=1.5),
-     "mean_gate", "expected a value in [0, 1] (or NaN), given 1.5"),
+     "mean_gate", "expected a number in [0, 1] (or NaN), given 1.5"),
     ("fft.loss_point", dict(GOOD["fft.loss_point"][0], spec_err="0.1"),
      "spec_err", "expected a float, given str '0.1'"),
     ("fft.loss_point", {k: v for k, v in GOOD["fft.loss_point"][0].items() if k != "welch_err"},
@@ -67,36 +67,36 @@ BAD = [
     ("fft.heatmap", dict(model_id="m", stages=3, butterflies=4, gates=[0.5] * 10),
      "gates", "expected stages*butterflies = 12 values, given 10"),
     ("fft.heatmap", dict(model_id="m", stages=1, butterflies=2, gates=[0.5, -0.01]),
-     "gates", "expected values in [0, 1], given -0.01 at 1"),
+     "gates", "item 1: expected a number in [0, 1], given -0.01"),
     ("fft.heatmap", dict(model_id="m", stages=1, butterflies=2, gates=[math.nan, 0.5]),
-     "gates", "expected values in [0, 1], given nan at 0"),
+     "gates", "item 0: expected a number in [0, 1], given nan"),
     ("fft.heatmap", dict(model_id="m", stages=0, butterflies=2, gates=[]),
-     "stages", "expected an int >= 1, given 0"),
+     "stages", "expected an int > 0, given 0"),
     ("fft.heatmap", dict(model_id="m", stages=1, butterflies=2, gates=[1, 1],
                          twiddle_mag=[1.0]),
      "twiddle_mag", "expected stages*butterflies = 2 values, given 1"),
     ("fft.heatmap", dict(model_id="m", stages=1, butterflies=2, gates=[1, 1],
                          twiddle_mag=[1.0, -1.0]),
-     "twiddle_mag", "expected finite values >= 0, given -1.0 at 1"),
+     "twiddle_mag", "item 1: expected a number >= 0, given -1.0"),
     ("fft.heatmap", dict(model_id="m", stages=1, butterflies=2, gates=[1, 1],
                          freq_mask=[math.inf]),
-     "freq_mask", "expected finite values, given inf at 0"),
+     "freq_mask", "item 0: expected a finite number, given inf"),
     ("fft.landscape", dict(GOOD["fft.landscape"][0], z=[[1.0, 2.0, 3.0]]),
      "z", "expected len(y) = 2 rows, given 1 rows"),
     ("fft.landscape", dict(GOOD["fft.landscape"][0], z=[[1.0, 2.0, 3.0], [1.0, 2.0]]),
      "z", "expected rows of len(x) = 3 values, given 2 in row 1"),
     ("fft.landscape", dict(GOOD["fft.landscape"][0], x=[], z=[[], []]),
-     "x", "expected at least one value, given an empty list"),
+     "x", "expected a non-empty list, given []"),
     ("fft.landscape", dict(GOOD["fft.landscape"][0], y=[math.nan, 1.0]),
-     "y", "expected finite values, given nan at 0"),
+     "y", "item 0: expected a finite number, given nan"),
     ("fft.trace", dict(GOOD["fft.trace"][0], n_fft=100),
      "n_fft", "expected a power of two >= 2, given 100"),
     ("fft.trace", dict(GOOD["fft.trace"][0], batch=0),
-     "batch", "expected an int >= 1, given 0"),
+     "batch", "expected an int > 0, given 0"),
     ("fft.trace", dict(GOOD["fft.trace"][0], train_steps=-1),
      "train_steps", "expected an int >= 0, given -1"),
     ("fft.trace", dict(GOOD["fft.trace"][0], final_spec_err=-2.0),
-     "final_spec_err", "expected an error >= 0 (or NaN), given -2.0"),
+     "final_spec_err", "expected a number >= 0 (or NaN), given -2.0"),
 ]
 
 
@@ -110,9 +110,9 @@ def _same(a, b) -> bool:
 
 @pytest.mark.parametrize(("schema", "fields"),
                          [(s, f) for s, cases in GOOD.items() for f in cases])
-def test_good_records_round_trip(run, store, schema, fields):
+def test_good_records_round_trip(run, tracker_store, schema, fields):
     run.log_record(schema, step=3, **fields)
-    (rec,) = tracker.open_store(store).run(run.id).records(schema)
+    (rec,) = tracker.open_store(tracker_store).run(run.id).records(schema)
     assert rec.step == 3
     for name, value in fields.items():
         assert _same(np.asarray(value).tolist() if isinstance(value, np.ndarray) else value,
@@ -121,7 +121,7 @@ def test_good_records_round_trip(run, store, schema, fields):
 
 @pytest.mark.parametrize(("schema", "fields", "field", "message"), BAD,
                          ids=[f"{s}-{f}-{i}" for i, (s, _, f, _) in enumerate(BAD)])
-def test_bad_records_are_schema_errors(run, store, schema, fields, field, message):
+def test_bad_records_are_schema_errors(run, tracker_store, schema, fields, field, message):
     with pytest.raises(tracker.SchemaError) as caught:
         run.log_record(schema, **fields)
     err = caught.value
@@ -131,7 +131,7 @@ def test_bad_records_are_schema_errors(run, store, schema, fields, field, messag
     assert field in [p[0] for p in err.problems]
     # Nothing of the refused record was written, and the run goes on.
     run.log_record("fft.trace", **GOOD["fft.trace"][0])
-    view = tracker.open_store(store).run(run.id)
+    view = tracker.open_store(tracker_store).run(run.id)
     assert [r.schema for r in view.records() if r.schema.startswith("fft.")] == ["fft.trace"]
 
 
@@ -144,10 +144,10 @@ def test_every_problem_of_a_record_is_named(run):
     assert "gates: expected an int >= 0, given -1" in text
 
 
-def test_params_derived_fields_are_stored(run, store):
+def test_params_derived_fields_are_stored(run, tracker_store):
     run.log_record("fft.params", model_id="m", variant="learned", n_fft=64,
                    **learned_model_params(64, 40))
-    table = tracker.open_store(store).run(run.id).table("fft.params")
+    table = tracker.open_store(tracker_store).run(run.id).table("fft.params")
     total = 384 + 192 + 128 + 256 + 40 * 33
     assert list(table["total_params"]) == [total]  # optional int: a list column
     assert list(table["memory_bytes"]) == [4 * total]
@@ -155,10 +155,10 @@ def test_params_derived_fields_are_stored(run, store):
     assert isinstance(row, FFTParams) and row.total_params == total
 
 
-def test_log_record_takes_instances(run, store):
+def test_log_record_takes_instances(run, tracker_store):
     heat = FFTHeatmap(model_id="m", stages=1, butterflies=2, gates=[0.25, 0.75])
     run.log_record("fft.heatmap", heat, step=4)
-    (row,) = tracker.open_store(store).run(run.id).table("fft.heatmap").rows()
+    (row,) = tracker.open_store(tracker_store).run(run.id).table("fft.heatmap").rows()
     assert row == heat
 
 

@@ -32,7 +32,7 @@ def summaries(run_id):
     return {s.summarizer: s for s in view.summarize("phase.step")}
 
 
-def test_overview_counts_fixed_schedule(store):
+def test_overview_counts_fixed_schedule(tracker_store):
     # full 2, predict 4, correct every 2: a cycle is F F P P C P C (7 steps).
     # 30 steps = 4 cycles + 2 FULL steps of a fifth.
     scheduler = PhaseScheduler(2, 4, 2)
@@ -45,7 +45,7 @@ def test_overview_counts_fixed_schedule(store):
     assert (row["cycles"], row["speedup"]) == (stats.cycles, stats.speedup)
 
 
-def test_loss_per_phase_last_100(store):
+def test_loss_per_phase_last_100(tracker_store):
     # full 3, predict 130, correct every 7: PREDICT gets more than 100 steps
     # per run, so its window drops its oldest ones; NaN is sprinkled in.
     rng = np.random.default_rng(7)
@@ -69,7 +69,7 @@ def test_loss_per_phase_last_100(store):
     assert rows["PREDICT"]["steps"] > 100 and rows["PREDICT"]["window"] == 100
 
 
-def test_loss_phase_without_steps_and_all_nan_window(store):
+def test_loss_phase_without_steps_and_all_nan_window(tracker_store):
     losses = [2.0] + [math.nan] * 3 + [4.0]  # FULL, then 3 PREDICT of NaN, FULL
     run_id, _ = logged_run(PhaseScheduler(1, 3, None), losses)
     rows = {r["phase"]: r for r in summaries(run_id)["phase.loss"].rows}
@@ -82,7 +82,7 @@ def test_loss_phase_without_steps_and_all_nan_window(store):
                                "loss_last": None, "nan": 0}
 
 
-def test_schedule_rows_follow_the_adjustments(store):
+def test_schedule_rows_follow_the_adjustments(tracker_store):
     # A rising loss in adaptive mode: the lengths change at several returns to FULL.
     scheduler = PhaseScheduler(10, 40, 10, adaptive=True)
     n = 400
@@ -107,7 +107,7 @@ def test_schedule_rows_follow_the_adjustments(store):
     )
 
 
-def test_schedule_without_recorded_lengths(store):
+def test_schedule_without_recorded_lengths(tracker_store):
     with tracker.start_run(project="phase") as run:
         for t, phase in enumerate(["FULL", "PREDICT", "PREDICT"]):
             run.log_record("phase.step", step=t, phase=phase, phase_step=max(t - 1, 0), cycle=0,
@@ -118,7 +118,7 @@ def test_schedule_without_recorded_lengths(store):
     assert by_name["phase.overview"].rows[0]["speedup"] == 3.0
 
 
-def test_schedule_rows_are_capped(store):
+def test_schedule_rows_are_capped(tracker_store):
     changes = MAX_SCHEDULE_ROWS + 5
     with tracker.start_run(project="phase") as run:
         for t in range(changes + 1):  # full_steps differs at every step
@@ -136,7 +136,7 @@ def test_schedule_rows_are_capped(store):
     )
 
 
-def test_cycles_after_reset_within_one_run(store):
+def test_cycles_after_reset_within_one_run(tracker_store):
     scheduler = PhaseScheduler(1, 3, None)
     infos = []
     with tracker.start_run(project="phase") as run:
@@ -152,7 +152,7 @@ def test_cycles_after_reset_within_one_run(store):
     assert row["steps"] == 15
 
 
-def test_summarizers_on_an_empty_table(store):
+def test_summarizers_on_an_empty_table(tracker_store):
     with tracker.start_run(project="phase") as run:
         run.log({"loss": 1.0})
     table = tracker.open_store().run(run.id).table("phase.step")

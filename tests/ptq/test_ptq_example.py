@@ -12,14 +12,14 @@ import tracker
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "ptq.py"
 
 
-def test_example_quantises_the_mlp_and_prints_the_summary(store):
-    env = {**os.environ, "TRACKER_STORE": str(store)}
-    out = subprocess.run([sys.executable, str(EXAMPLE), "--epochs", "4"], cwd=store.parent,
+def test_example_quantises_the_mlp_and_prints_the_summary(tracker_store):
+    env = {**os.environ, "TRACKER_STORE": str(tracker_store)}
+    out = subprocess.run([sys.executable, str(EXAMPLE), "--epochs", "4"], cwd=tracker_store.parent,
                          env=env, capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr
     assert "PTQ layers" in out.stdout and "PTQ totals" in out.stdout
-    (info,) = tracker.open_store(store).runs(project="ptq")
-    view = tracker.open_store(store).run(info.id)
+    (info,) = tracker.open_store(tracker_store).runs(project="ptq")
+    view = tracker.open_store(tracker_store).run(info.id)
     assert info.status == "finished"
     final = {k: v[-1] for k, v in view.metrics().items()}
     assert final["accuracy_fp32"] > 0.6  # well above the 0.25 of guessing among 4 classes

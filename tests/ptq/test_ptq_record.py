@@ -48,18 +48,18 @@ def test_good_values_construct():
 
 
 @pytest.mark.parametrize(("field", "value", "expected"), [
-    ("shape", [4], "two positive ints"),
-    ("shape", [4, 0], "two positive ints"),
-    ("shape", [4, 3, 2], "two positive ints"),
-    ("scale", 0.0, "finite float > 0"),
-    ("scale", -1.0, "finite float > 0"),
-    ("scale", float("inf"), "finite float > 0"),
-    ("w_min", float("nan"), "finite float"),
-    ("max_abs_err", -0.1, "float >= 0"),
-    ("mse", float("nan"), "float >= 0"),
-    ("bytes_fp32", 0, "int > 0"),
-    ("bytes_int8", -5, "int > 0"),
-    ("name", "", "non-empty string"),
+    ("shape", [4], "expected 2 items, given 1"),
+    ("shape", [4, 0], "item 1: expected an int > 0, given 0"),
+    ("shape", [4, 3, 2], "expected 2 items, given 3"),
+    ("scale", 0.0, "expected a number > 0, given 0.0"),
+    ("scale", -1.0, "expected a number > 0, given -1.0"),
+    ("scale", float("inf"), "expected a finite number, given inf"),
+    ("w_min", float("nan"), "expected a finite number, given nan"),
+    ("max_abs_err", -0.1, "expected a number >= 0, given -0.1"),
+    ("mse", float("nan"), "expected a number >= 0, given nan"),
+    ("bytes_fp32", 0, "expected an int > 0, given 0"),
+    ("bytes_int8", -5, "expected an int > 0, given -5"),
+    ("name", "", "expected a non-empty string, given ''"),
 ])
 def test_validators_refuse_bad_values(field, value, expected):
     with pytest.raises(ValueError, match=expected) as info:

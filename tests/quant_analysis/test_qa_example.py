@@ -10,14 +10,14 @@ import tracker
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "quant_analysis.py"
 
 
-def test_example_compares_granularities_and_prints_the_summary(store):
-    env = {**os.environ, "TRACKER_STORE": str(store)}
-    out = subprocess.run([sys.executable, str(EXAMPLE)], cwd=store.parent, env=env,
+def test_example_compares_granularities_and_prints_the_summary(tracker_store):
+    env = {**os.environ, "TRACKER_STORE": str(tracker_store)}
+    out = subprocess.run([sys.executable, str(EXAMPLE)], cwd=tracker_store.parent, env=env,
                          capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr
     assert "Quantisation error" in out.stdout and "Per-tensor vs per-channel" in out.stdout
-    (info,) = tracker.open_store(store).runs(project="quant-analysis")
-    view = tracker.open_store(store).run(info.id)
+    (info,) = tracker.open_store(tracker_store).runs(project="quant-analysis")
+    view = tracker.open_store(tracker_store).run(info.id)
     rows = list(view.table("quant.error").rows())
     assert len(rows) == 2 * 2 + 2 * 2 + 2 * 2 * 2
     by_key = {(r.tensor, r.bits, r.mode, r.granularity): r for r in rows}

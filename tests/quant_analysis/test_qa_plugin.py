@@ -16,11 +16,11 @@ ERROR = dict(tensor="w", bits=8, granularity="per_tensor", mode="symmetric", mse
              theoretical_max_error=4e-3)
 
 
-def summaries(store, run_id):
-    return {s.summarizer: s for s in tracker.open_store(store).run(run_id).summarize("quant.error")}
+def summaries(tracker_store, run_id):
+    return {s.summarizer: s for s in tracker.open_store(tracker_store).run(run_id).summarize("quant.error")}
 
 
-def test_plugin_is_loaded_from_its_entry_point(store):
+def test_plugin_is_loaded_from_its_entry_point(tracker_store):
     info = {p.name: p for p in tracker.list_plugins()}["quant_analysis"]
     assert info.status == "ok"
     assert info.distribution == "tracker-quant-analysis"
@@ -29,31 +29,31 @@ def test_plugin_is_loaded_from_its_entry_point(store):
 
 
 @pytest.mark.parametrize(("changes", "field", "expected"), [
-    ({"bits": 1}, "bits", "int from 2 to 16"),
+    ({"bits": 1}, "bits", "expected an int in [2, 16], given 1"),
     ({"bits": 8.0}, "bits", "int"),
     ({"granularity": "per_row"}, "granularity", "'per_tensor', 'per_channel'"),
     ({"mode": "asym"}, "mode", "'symmetric', 'asymmetric'"),
-    ({"sqnr_db": math.nan}, "sqnr_db", "+Inf allowed"),
+    ({"sqnr_db": math.nan}, "sqnr_db", "other than NaN (infinities allowed), given nan"),
     ({"outlier_rate": 1.01}, "outlier_rate", "[0, 1]"),
     ({"num_samples": -3}, "num_samples", "int >= 0"),
     ({"tensor": 3}, "tensor", "str"),
 ])
-def test_bad_records_are_schema_errors_and_nothing_is_written(store, changes, field, expected):
-    with tracker.start_run(project="quant", store=store) as run:
+def test_bad_records_are_schema_errors_and_nothing_is_written(tracker_store, changes, field, expected):
+    with tracker.start_run(project="quant", store=tracker_store) as run:
         with pytest.raises(tracker.SchemaError) as info:
             run.log_record("quant.error", {**ERROR, **changes})
         run.log_record("quant.error", ERROR)
     message = str(info.value)
     assert "quant.error" in message and f"{field}:" in message and expected in message
     assert "given" in message
-    assert len(tracker.open_store(store).run(run.id).table("quant.error")) == 1
+    assert len(tracker.open_store(tracker_store).run(run.id).table("quant.error")) == 1
 
 
-def test_infinite_sqnr_round_trips(store):
-    with tracker.start_run(project="quant", store=store) as run:
+def test_infinite_sqnr_round_trips(tracker_store):
+    with tracker.start_run(project="quant", store=tracker_store) as run:
         run.log_record("quant.error", error_record("zeros", np.zeros(8),
                                                    calibrate_per_tensor(np.zeros(8))))
-    (rec,) = tracker.open_store(store).run(run.id).table("quant.error").rows()
+    (rec,) = tracker.open_store(tracker_store).run(run.id).table("quant.error").rows()
     assert rec.sqnr_db == math.inf and rec.mse == 0
 
 
@@ -61,8 +61,8 @@ def theory(bits):
     return 6.02 * bits + 1.76
 
 
-def test_summaries_of_hand_made_records(store):
-    with tracker.start_run(project="quant", store=store) as run:
+def test_summaries_of_hand_made_records(tracker_store):
+    with tracker.start_run(project="quant", store=tracker_store) as run:
         run.log_record("quant.error", ERROR)
         run.log_record("quant.error", {**ERROR, "granularity": "per_channel", "mse": 2.5e-6,
                                        "max_error": 2e-3, "sqnr_db": 46.0})
@@ -73,7 +73,7 @@ def test_summaries_of_hand_made_records(store):
                                        "max_error": 0.0, "sqnr_db": math.inf})
         # w analysed again per tensor: replaces the first record.
         run.log_record("quant.error", {**ERROR, "sqnr_db": 41.0})
-    got = summaries(store, run.id)
+    got = summaries(tracker_store, run.id)
     errors, gran = got["quant.errors"], got["quant.granularity"]
 
     rows = {(r["tensor"], r["granularity"]): r for r in errors.rows}
@@ -101,15 +101,15 @@ def test_summaries_of_hand_made_records(store):
     assert gran.notes[0] == "per channel lowers the MSE in 1 of 1 comparisons"
 
 
-def test_summaries_of_analysed_weights(store):
+def test_summaries_of_analysed_weights(tracker_store):
     rng = np.random.default_rng(3)
     scales = np.array([1.0, 0.1, 0.01, 0.001])[:, None]
     w = rng.normal(size=(4, 64)) * scales
-    with tracker.start_run(project="quant", store=store) as run:
+    with tracker.start_run(project="quant", store=tracker_store) as run:
         for bits in (4, 8):
             run.log_record("quant.error", error_record("w", w, calibrate_per_tensor(w, bits)))
             run.log_record("quant.error", error_record("w", w, calibrate_per_channel(w, 4, bits)))
-    got = summaries(store, run.id)
+    got = summaries(tracker_store, run.id)
     rows = {(r["bits"], r["granularity"]): r for r in got["quant.errors"].rows}
     for bits in (4, 8):
         qmax = 2 ** (bits - 1) - 1
@@ -136,25 +136,25 @@ def test_summaries_of_analysed_weights(store):
         assert gran[bits]["gain_db"] > 0  # the largest channel has the same error both ways
 
 
-def test_granularity_summary_without_pairs_and_with_exact_tensors(store):
-    with tracker.start_run(project="quant", store=store) as run:
+def test_granularity_summary_without_pairs_and_with_exact_tensors(tracker_store):
+    with tracker.start_run(project="quant", store=tracker_store) as run:
         run.log_record("quant.error", ERROR)
-    assert summaries(store, run.id)["quant.granularity"].rows == []
-    with tracker.start_run(project="quant", store=store) as run:
+    assert summaries(tracker_store, run.id)["quant.granularity"].rows == []
+    with tracker.start_run(project="quant", store=tracker_store) as run:
         exact = {**ERROR, "mse": 0.0, "sqnr_db": math.inf}
         run.log_record("quant.error", exact)
         run.log_record("quant.error", {**exact, "granularity": "per_channel"})
-    (row,) = summaries(store, run.id)["quant.granularity"].rows
+    (row,) = summaries(tracker_store, run.id)["quant.granularity"].rows
     assert row["mse_ratio"] == 1.0 and row["gain_db"] == 0.0
-    assert summaries(store, run.id)["quant.errors"].notes[0].startswith("worst tensor: none")
+    assert summaries(tracker_store, run.id)["quant.errors"].notes[0].startswith("worst tensor: none")
 
 
-def test_cli_summary_as_json(store):
+def test_cli_summary_as_json(tracker_store):
     w = np.random.default_rng(1).normal(size=(4, 16))
-    with tracker.start_run(project="quant", store=store) as run:
+    with tracker.start_run(project="quant", store=tracker_store) as run:
         rec = error_record("w", w, calibrate_per_tensor(w, 8))
         run.log_record("quant.error", rec)
-    out = subprocess.run([sys.executable, "-m", "tracker", "--store", str(store), "summary",
+    out = subprocess.run([sys.executable, "-m", "tracker", "--store", str(tracker_store), "summary",
                           run.id, "--schema", "quant.error", "--format", "json"],
                          capture_output=True, text=True, check=True)
     by_name = {s["summarizer"]: s for s in json.loads(out.stdout)["summaries"]}

@@ -39,17 +39,17 @@ def test_good_values_construct_including_infinite_sqnr():
 
 
 @pytest.mark.parametrize(("field", "value", "expected"), [
-    ("bits", 1, "int from 2 to 16"),
-    ("bits", 17, "int from 2 to 16"),
+    ("bits", 1, r"expected an int in \[2, 16\], given 1"),
+    ("bits", 17, r"expected an int in \[2, 16\], given 17"),
     ("granularity", "per_row", "one of 'per_tensor', 'per_channel'"),
     ("mode", "Symmetric", "one of 'symmetric', 'asymmetric'"),
-    ("sqnr_db", math.nan, "Inf allowed"),
-    ("outlier_rate", 1.5, r"fraction in \[0, 1\]"),
-    ("outlier_rate", -0.1, r"fraction in \[0, 1\]"),
-    ("mse", -1.0, "float >= 0"),
-    ("max_error", math.nan, "float >= 0"),
+    ("sqnr_db", math.nan, r"other than NaN \(infinities allowed\)"),
+    ("outlier_rate", 1.5, r"expected a number in \[0, 1\]"),
+    ("outlier_rate", -0.1, r"expected a number in \[0, 1\]"),
+    ("mse", -1.0, "expected a number >= 0"),
+    ("max_error", math.nan, "expected a number >= 0"),
     ("num_samples", -1, "int >= 0"),
-    ("theoretical_max_error", -1e-3, "float >= 0"),
+    ("theoretical_max_error", -1e-3, "expected a number >= 0"),
     ("tensor", "", "non-empty"),
 ])
 def test_validators_refuse_bad_values(field, value, expected):

@@ -15,7 +15,7 @@ from .butterfly import (
     twiddle_param_count,
 )
 from .heatmap import gate_heatmap
-from .schema import FFTHeatmap, FFTLandscape, FFTLossPoint, FFTParams, FFTTrace
+from .record import FFTHeatmap, FFTLandscape, FFTLossPoint, FFTParams, FFTTrace
 from .spectral import mel_filterbank, spectral_errors
 
 __version__ = "0.1.0"

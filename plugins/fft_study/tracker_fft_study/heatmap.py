@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from .butterfly import exact_twiddles, num_stages
-from .schema import FFTHeatmap
+from .record import FFTHeatmap
 
 __all__ = ["gate_heatmap"]
 
@@ -38,6 +38,10 @@ def gate_heatmap(
         raise ValueError(
             f"twiddles: expected shape {(stages, butterflies, 2)}, given {tw.shape}"
         )
+    outside = np.flatnonzero(~((flat >= 0) & (flat <= 1)))
+    if outside.size:
+        raise ValueError(f"gates: expected values in [0, 1], given {float(flat[outside[0]])!r} "
+                         f"at {int(outside[0])}")
     magnitude = np.hypot(tw[..., 0], tw[..., 1]).reshape(-1)
     mask = None
     if freq_mask is not None:

@@ -19,6 +19,8 @@ from typing import Any
 import attrs
 import numpy as np
 
+from tracker import RunInfo, RunView, Table
+
 from . import study
 
 __all__ = ["Figure", "Report", "SCHEMA_NAMES", "StudyRun", "build_report"]
@@ -30,11 +32,11 @@ SCHEMA_NAMES = ("fft.loss_point", "fft.params", "fft.heatmap", "fft.landscape", 
 class StudyRun:
     """One run's info and its ``fft.*`` tables, read once."""
 
-    info: Any
-    tables: dict[str, Any]
+    info: RunInfo
+    tables: dict[str, Table]
 
     @classmethod
-    def load(cls, view: Any) -> StudyRun:
+    def load(cls, view: RunView) -> StudyRun:
         """Read the ``fft.*`` tables of a ``tracker`` RunView."""
         return cls(view.info, {name: view.table(name) for name in SCHEMA_NAMES})
 
@@ -111,7 +113,7 @@ def _loss_figure(p: _Painter, curves: dict[str, tuple[np.ndarray, np.ndarray]]) 
     return p.png(fig)
 
 
-def _heatmap_figure(p: _Painter, rec: Any, label: str, threshold: float) -> bytes:
+def _heatmap_figure(p: _Painter, rec: dict[str, Any], label: str, threshold: float) -> bytes:
     stages, butterflies = int(rec["stages"]), int(rec["butterflies"])
     gates = np.asarray(rec["gates"], dtype=np.float64).reshape(stages, butterflies)
     panels = [("gates", gates, "viridis", (0.0, 1.0))]
@@ -146,7 +148,7 @@ def _heatmap_figure(p: _Painter, rec: Any, label: str, threshold: float) -> byte
     return p.png(fig)
 
 
-def _landscape_figure(p: _Painter, rec: Any, label: str) -> bytes:
+def _landscape_figure(p: _Painter, rec: dict[str, Any], label: str) -> bytes:
     x = np.asarray(rec["x"], dtype=np.float64)
     y = np.asarray(rec["y"], dtype=np.float64)
     z = np.asarray(rec["z"], dtype=np.float64).reshape(y.size, x.size)
@@ -246,7 +248,7 @@ def _run_labels(runs: Sequence[StudyRun]) -> list[str]:
     return [n if names.count(n) == 1 else r.info.id[:8] for n, r in zip(names, runs, strict=True)]
 
 
-def _record(table: Any, idx: int, fields: Sequence[str]) -> dict[str, Any]:
+def _record(table: Table, idx: int, fields: Sequence[str]) -> dict[str, Any]:
     return {f: table[f][idx] for f in fields}
 
 

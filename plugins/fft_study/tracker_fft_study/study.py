@@ -12,6 +12,8 @@ from typing import Any
 
 import numpy as np
 
+from tracker import Table
+
 __all__ = [
     "DEFAULT_PRUNE_THRESHOLD",
     "gate_rows",
@@ -42,7 +44,7 @@ def _num(value: Any) -> float | int | None:
     return float(value)
 
 
-def model_ids(*tables: Any) -> list[str]:
+def model_ids(*tables: Table | None) -> list[str]:
     """Model ids of the given tables in order of first appearance."""
     seen: dict[str, None] = {}
     for table in tables:
@@ -52,12 +54,12 @@ def model_ids(*tables: Any) -> list[str]:
     return list(seen)
 
 
-def _positions(table: Any, model: str) -> np.ndarray:
+def _positions(table: Table, model: str) -> np.ndarray:
     ids = table["model_id"]
     return np.array([i for i, m in enumerate(ids) if m == model], dtype=np.int64)
 
 
-def latest_by_model(table: Any) -> dict[str, int]:
+def latest_by_model(table: Table) -> dict[str, int]:
     """Row index of each model's latest record: largest step, then last logged."""
     out: dict[str, int] = {}
     if table is None or not len(table):
@@ -70,7 +72,7 @@ def latest_by_model(table: Any) -> dict[str, int]:
     return out
 
 
-def loss_curves(losses: Any) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+def loss_curves(losses: Table) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     """``model_id -> (steps, total_loss)`` ordered by step (ties in log order)."""
     curves: dict[str, tuple[np.ndarray, np.ndarray]] = {}
     if losses is None or not len(losses):
@@ -103,7 +105,7 @@ def _best(steps: np.ndarray, values: np.ndarray) -> tuple[float, int | None]:
     return float(values[i]), int(steps[i])
 
 
-def loss_curve_rows(losses: Any) -> list[Row]:
+def loss_curve_rows(losses: Table) -> list[Row]:
     """First, best, last value and relative improvement of each model's total loss.
 
     ``improvement`` is ``(first - last) / |first|``: 0.9 means the loss fell by
@@ -128,7 +130,7 @@ def loss_curve_rows(losses: Any) -> list[Row]:
     return rows
 
 
-def model_rows(params: Any, losses: Any = None, traces: Any = None) -> list[Row]:
+def model_rows(params: Table, losses: Table | None = None, traces: Table | None = None) -> list[Row]:
     """One row per model: parameters, memory, training length, best loss, final errors.
 
     The parameters come from the model's latest ``fft.params`` record; train
@@ -168,7 +170,7 @@ PARAM_FIELDS = ("twiddles", "gates", "freq_mask", "denoiser", "unitary", "mel_fi
                 "q8_packed", "total_params")
 
 
-def param_breakdown_rows(params: Any) -> list[Row]:
+def param_breakdown_rows(params: Table) -> list[Row]:
     """Per model, the parameter counts of its latest ``fft.params`` record, by component."""
     return [
         {"model_id": model, "variant": str(params["variant"][idx]),
@@ -177,7 +179,7 @@ def param_breakdown_rows(params: Any) -> list[Row]:
     ]
 
 
-def gate_rows(heatmaps: Any, threshold: float = DEFAULT_PRUNE_THRESHOLD) -> list[Row]:
+def gate_rows(heatmaps: Table, threshold: float = DEFAULT_PRUNE_THRESHOLD) -> list[Row]:
     """Per model and stage, from the model's latest heatmap: gate mean, min and pruned share.
 
     A gate below ``threshold`` counts as pruned.
@@ -210,7 +212,7 @@ def grid_argmin(z: np.ndarray) -> tuple[int, int] | None:
     return int(i), int(j)
 
 
-def landscape_rows(landscapes: Any) -> list[Row]:
+def landscape_rows(landscapes: Table) -> list[Row]:
     """Per landscape record: its grid, the minimum loss and the (x, y) where it lies."""
     rows = []
     if landscapes is None or not len(landscapes):

@@ -7,9 +7,8 @@ plugin's summarizers report steps per phase, cycles, speedup, the loss of
 each phase and the schedule lengths over time.
 """
 
-from tracker_phase_trainer.record import PHASES, PhaseStep
+from tracker_phase_trainer.record import PHASES, SCHEMA_NAME, PhaseStep
 from tracker_phase_trainer.scheduler import (
-    SCHEMA_NAME,
     Adjustment,
     Phase,
     PhaseScheduler,

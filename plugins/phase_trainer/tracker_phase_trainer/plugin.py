@@ -7,9 +7,8 @@ from __future__ import annotations
 
 from tracker import Config, Schema, Summarizer, hookimpl
 from tracker_phase_trainer.config import PLUGIN_NAME, scheduler_options
-from tracker_phase_trainer.record import PhaseStep
-from tracker_phase_trainer.scheduler import SCHEMA_NAME
-from tracker_phase_trainer.summary import summarize_loss, summarize_overview, summarize_schedule
+from tracker_phase_trainer.record import SCHEMAS
+from tracker_phase_trainer.summary import SUMMARIZERS
 
 
 @hookimpl
@@ -22,36 +21,10 @@ def tracker_configure(config: Config) -> None:
 @hookimpl
 def tracker_schemas() -> list[Schema]:
     """Offer ``phase.step``."""
-    return [
-        Schema(
-            SCHEMA_NAME,
-            PhaseStep,
-            version=1,
-            description="one step of a phase-trained loop: FULL, PREDICT or CORRECT, and its loss",
-        )
-    ]
+    return list(SCHEMAS)
 
 
 @hookimpl
 def tracker_summarizers() -> list[Summarizer]:
     """Offer the three ``phase.*`` summaries of ``phase.step`` records."""
-    return [
-        Summarizer(
-            "phase.overview",
-            SCHEMA_NAME,
-            summarize_overview,
-            description="steps per phase, cycles and speedup",
-        ),
-        Summarizer(
-            "phase.loss",
-            SCHEMA_NAME,
-            summarize_loss,
-            description="mean loss of each phase over its last 100 steps",
-        ),
-        Summarizer(
-            "phase.schedule",
-            SCHEMA_NAME,
-            summarize_schedule,
-            description="FULL and predict lengths over time (changes in adaptive mode)",
-        ),
-    ]
+    return list(SUMMARIZERS)

@@ -21,20 +21,16 @@ annotations``) because the core reads the field types at run time.
 
 import attrs
 
-__all__ = ["PHASES", "PhaseStep"]
+from tracker import Schema
+from tracker import validators as v
+
+__all__ = ["PHASES", "SCHEMAS", "SCHEMA_NAME", "PhaseStep"]
+
+#: Schema name of the records :meth:`PhaseScheduler.attach` writes.
+SCHEMA_NAME = "phase.step"
 
 #: The phase names, upper case as written in a record.
 PHASES = ("FULL", "PREDICT", "CORRECT")
-
-
-def _one_of_phases(instance: object, attribute: "attrs.Attribute[str]", value: str) -> None:
-    if value not in PHASES:
-        raise ValueError(f"expected one of {', '.join(PHASES)} (upper case), given {value!r}")
-
-
-def _non_negative(instance: object, attribute: "attrs.Attribute[int]", value: int) -> None:
-    if value < 0:
-        raise ValueError(f"expected an int >= 0, given {value!r}")
 
 
 @attrs.frozen(kw_only=True)
@@ -52,10 +48,16 @@ class PhaseStep:
         recorded.
     """
 
-    phase: str = attrs.field(validator=_one_of_phases)
-    phase_step: int = attrs.field(validator=_non_negative)
-    cycle: int = attrs.field(validator=_non_negative)
+    phase: str = attrs.field(validator=v.one_of(*PHASES))
+    phase_step: int = attrs.field(validator=v.non_negative)
+    cycle: int = attrs.field(validator=v.non_negative)
     loss: float
     phase_changed: bool = False
-    full_steps: int = attrs.field(default=0, validator=_non_negative)
-    predict_steps: int = attrs.field(default=0, validator=_non_negative)
+    full_steps: int = attrs.field(default=0, validator=v.non_negative)
+    predict_steps: int = attrs.field(default=0, validator=v.non_negative)
+
+
+#: The plugin's one schema.
+SCHEMAS = [Schema(SCHEMA_NAME, PhaseStep, version=1,
+                  description="one step of a phase-trained loop: FULL, PREDICT or CORRECT, "
+                              "and its loss")]

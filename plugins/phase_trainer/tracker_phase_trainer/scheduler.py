@@ -29,6 +29,7 @@ from typing import Any, Protocol
 import attrs
 
 from tracker_phase_trainer.config import PLUGIN_NAME, scheduler_options
+from tracker_phase_trainer.record import SCHEMA_NAME
 
 __all__ = [
     "Adjustment",
@@ -40,8 +41,6 @@ __all__ = [
     "StepInfo",
 ]
 
-#: Schema name of the records :meth:`PhaseScheduler.attach` writes.
-SCHEMA_NAME = "phase.step"
 
 
 class Phase(str, Enum):

@@ -21,11 +21,12 @@ from typing import Any
 
 import numpy as np
 
-from tracker import Summary, Table
-from tracker_phase_trainer.record import PHASES
+from tracker import Summarizer, Summary, Table
+from tracker_phase_trainer.record import PHASES, SCHEMA_NAME
 
 __all__ = [
     "LOSS_WINDOW",
+    "SUMMARIZERS",
     "MAX_SCHEDULE_ROWS",
     "summarize_loss",
     "summarize_overview",
@@ -187,3 +188,14 @@ def summarize_schedule(table: Table) -> Summary:
         )
         rows = rows[:half] + rows[-half:]
     return Summary(title, rows, notes=notes)
+
+
+#: The summarizers the plugin offers.
+SUMMARIZERS = [
+    Summarizer("phase.overview", SCHEMA_NAME, summarize_overview,
+               description="steps per phase, cycles and speedup"),
+    Summarizer("phase.loss", SCHEMA_NAME, summarize_loss,
+               description="mean loss of each phase over its last 100 steps"),
+    Summarizer("phase.schedule", SCHEMA_NAME, summarize_schedule,
+               description="FULL and predict lengths over time (changes in adaptive mode)"),
+]

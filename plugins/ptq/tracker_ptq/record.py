@@ -1,43 +1,25 @@
 """The ``ptq.layer`` record: one quantised layer, its error and its size."""
 
-import math
+from typing import Any
 
 import attrs
 import numpy as np
+from tracker import Schema
+from tracker import validators as v
 
 from .quantize import SCHEME_PER_TENSOR, QuantizedWeights
 
 SCHEMA_NAME = "ptq.layer"
 
 
-def _shape(_inst: object, _attr: attrs.Attribute, value: list[int]) -> None:
-    if len(value) != 2 or any(v <= 0 for v in value):
-        raise ValueError(f"expected two positive ints [out, in], given {value!r}")
+def _error() -> Any:
+    """A field holding an error: a number >= 0, never NaN."""
+    return attrs.field(validator=v.non_negative)
 
 
-def _positive_finite(_inst: object, _attr: attrs.Attribute, value: float) -> None:
-    if not (math.isfinite(value) and value > 0):
-        raise ValueError(f"expected a finite float > 0, given {value!r}")
-
-
-def _finite(_inst: object, _attr: attrs.Attribute, value: float) -> None:
-    if not math.isfinite(value):
-        raise ValueError(f"expected a finite float, given {value!r}")
-
-
-def _non_negative(_inst: object, _attr: attrs.Attribute, value: float) -> None:
-    if not value >= 0:  # also refuses NaN
-        raise ValueError(f"expected a float >= 0, given {value!r}")
-
-
-def _positive_int(_inst: object, _attr: attrs.Attribute, value: int) -> None:
-    if value <= 0:
-        raise ValueError(f"expected an int > 0, given {value!r}")
-
-
-def _non_empty(_inst: object, _attr: attrs.Attribute, value: str) -> None:
-    if not value:
-        raise ValueError("expected a non-empty string, given ''")
+def _size() -> Any:
+    """A field holding a size in bytes: an int > 0."""
+    return attrs.field(validator=v.positive)
 
 
 @attrs.frozen(kw_only=True)
@@ -56,16 +38,16 @@ class LayerRecord:
     :ivar scheme: how it was quantised, e.g. ``"symmetric_per_channel_int8"``.
     """
 
-    name: str = attrs.field(validator=_non_empty)
-    shape: list[int] = attrs.field(validator=_shape)
-    scale: float = attrs.field(validator=_positive_finite)
-    w_min: float = attrs.field(validator=_finite)
-    w_max: float = attrs.field(validator=_finite)
-    max_abs_err: float = attrs.field(validator=_non_negative)
-    mse: float = attrs.field(validator=_non_negative)
-    bytes_fp32: int = attrs.field(validator=_positive_int)
-    bytes_int8: int = attrs.field(validator=_positive_int)
-    scheme: str = attrs.field(default=SCHEME_PER_TENSOR, validator=_non_empty)
+    name: str = attrs.field(validator=v.non_empty)
+    shape: list[int] = attrs.field(validator=[v.length(2), v.each(v.positive)])
+    scale: float = attrs.field(validator=[v.finite, v.positive])
+    w_min: float = attrs.field(validator=v.finite)
+    w_max: float = attrs.field(validator=v.finite)
+    max_abs_err: float = _error()
+    mse: float = _error()
+    bytes_fp32: int = _size()
+    bytes_int8: int = _size()
+    scheme: str = attrs.field(default=SCHEME_PER_TENSOR, validator=v.non_empty)
 
     def __attrs_post_init__(self) -> None:
         if self.w_min > self.w_max:
@@ -81,6 +63,11 @@ class LayerRecord:
     def compression_ratio(self) -> float:
         """``bytes_fp32 / bytes_int8``."""
         return self.bytes_fp32 / self.bytes_int8
+
+
+#: The plugin's one schema.
+SCHEMAS = [Schema(SCHEMA_NAME, LayerRecord, version=1,
+                  description="one layer after post-training INT8 quantisation: scale, error, bytes")]
 
 
 def layer_record(qw: QuantizedWeights, original: np.ndarray) -> LayerRecord:

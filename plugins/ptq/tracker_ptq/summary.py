@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from tracker import Summary, Table
+from tracker import Summarizer, Summary, Table
 
-from .record import LayerRecord
+from .record import SCHEMA_NAME, LayerRecord
 
 #: Relative slack on ``scale / 2`` before a layer is flagged, so that float
 #: rounding of an error that sits exactly on the bound does not raise a flag.
@@ -104,3 +104,12 @@ def _totals(layers: list[LayerRecord]) -> list[dict]:
             "over_bound": ", ".join(r.name for r in recs if over_bound(r)),
         })
     return out
+
+
+#: The summarizers the plugin offers.
+SUMMARIZERS = [
+    Summarizer("ptq.layers", SCHEMA_NAME, summarize_layers,
+               description="per layer: shape, scale, max error against scale/2, bytes"),
+    Summarizer("ptq.totals", SCHEMA_NAME, summarize_totals,
+               description="per scheme: total bytes, compression ratio, worst and flagged layers"),
+]

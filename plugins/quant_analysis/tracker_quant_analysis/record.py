@@ -1,9 +1,11 @@
 """The ``quant.error`` record: the quantisation error of one tensor in one configuration."""
 
-import math
+from typing import Any
 
 import attrs
 import numpy as np
+from tracker import Schema
+from tracker import validators as v
 
 from .analysis import OUTLIER_THRESHOLD, analyze_error, theoretical_max_error
 from .params import MAX_BITS, MIN_BITS, Granularity, Mode, QuantParams
@@ -13,41 +15,9 @@ GRANULARITIES = tuple(g.value for g in Granularity)
 MODES = tuple(m.value for m in Mode)
 
 
-def _non_empty(_inst: object, _attr: attrs.Attribute, value: str) -> None:
-    if not value:
-        raise ValueError("expected a non-empty string, given ''")
-
-
-def _bits(_inst: object, _attr: attrs.Attribute, value: int) -> None:
-    if not MIN_BITS <= value <= MAX_BITS:
-        raise ValueError(f"expected an int from {MIN_BITS} to {MAX_BITS}, given {value!r}")
-
-
-def _choice(choices: tuple[str, ...]):
-    def check(_inst: object, _attr: attrs.Attribute, value: str) -> None:
-        if value not in choices:
-            raise ValueError(f"expected one of {', '.join(map(repr, choices))}, given {value!r}")
-    return check
-
-
-def _non_negative(_inst: object, _attr: attrs.Attribute, value: float) -> None:
-    if not value >= 0:  # also refuses NaN
-        raise ValueError(f"expected a float >= 0, given {value!r}")
-
-
-def _not_nan(_inst: object, _attr: attrs.Attribute, value: float) -> None:
-    if math.isnan(value):
-        raise ValueError("expected a number in dB (+Inf allowed for zero noise), given nan")
-
-
-def _rate(_inst: object, _attr: attrs.Attribute, value: float) -> None:
-    if not 0 <= value <= 1:
-        raise ValueError(f"expected a fraction in [0, 1], given {value!r}")
-
-
-def _count(_inst: object, _attr: attrs.Attribute, value: int) -> None:
-    if value < 0:
-        raise ValueError(f"expected an int >= 0, given {value!r}")
+def _error() -> Any:
+    """A field holding an error: a number >= 0, never NaN."""
+    return attrs.field(validator=v.non_negative)
 
 
 @attrs.frozen(kw_only=True)
@@ -68,17 +38,22 @@ class ErrorRecord:
     :ivar theoretical_max_error: the largest scale / 2.
     """
 
-    tensor: str = attrs.field(validator=_non_empty)
-    bits: int = attrs.field(validator=_bits)
-    granularity: str = attrs.field(validator=_choice(GRANULARITIES))
-    mode: str = attrs.field(validator=_choice(MODES))
-    mse: float = attrs.field(validator=_non_negative)
-    mae: float = attrs.field(validator=_non_negative)
-    max_error: float = attrs.field(validator=_non_negative)
-    sqnr_db: float = attrs.field(validator=_not_nan)
-    outlier_rate: float = attrs.field(validator=_rate)
-    num_samples: int = attrs.field(validator=_count)
-    theoretical_max_error: float = attrs.field(validator=_non_negative)
+    tensor: str = attrs.field(validator=v.non_empty)
+    bits: int = attrs.field(validator=v.in_range(MIN_BITS, MAX_BITS))
+    granularity: str = attrs.field(validator=v.one_of(*GRANULARITIES))
+    mode: str = attrs.field(validator=v.one_of(*MODES))
+    mse: float = _error()
+    mae: float = _error()
+    max_error: float = _error()
+    sqnr_db: float = attrs.field(validator=v.not_nan)
+    outlier_rate: float = attrs.field(validator=v.fraction)
+    num_samples: int = attrs.field(validator=v.non_negative)
+    theoretical_max_error: float = _error()
+
+
+#: The plugin's one schema.
+SCHEMAS = [Schema(SCHEMA_NAME, ErrorRecord, version=1,
+                  description="quantisation error of one tensor: MSE, max error, SQNR, outliers")]
 
 
 def error_record(tensor: str, values: np.ndarray, params: QuantParams,
@@ -94,11 +69,7 @@ def error_record(tensor: str, values: np.ndarray, params: QuantParams,
         bits=params.bits,
         granularity=params.granularity.value,
         mode=params.mode.value,
-        mse=stats.mse,
-        mae=stats.mae,
-        max_error=stats.max_error,
-        sqnr_db=stats.sqnr_db,
-        outlier_rate=stats.outlier_rate,
-        num_samples=stats.num_samples,
+        mse=stats.mse, mae=stats.mae, max_error=stats.max_error, sqnr_db=stats.sqnr_db,
+        outlier_rate=stats.outlier_rate, num_samples=stats.num_samples,
         theoretical_max_error=theoretical_max_error(params),
     )

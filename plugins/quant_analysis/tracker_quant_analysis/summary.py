@@ -9,10 +9,10 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 
-from tracker import Summary, Table
+from tracker import Summarizer, Summary, Table
 
 from .analysis import theoretical_sqnr
-from .record import ErrorRecord
+from .record import SCHEMA_NAME, ErrorRecord
 
 #: Relative slack on the bound before a tensor is flagged, for float rounding.
 FLAG_RTOL = 1e-6
@@ -127,3 +127,12 @@ def summarize_granularity(table: Table) -> Summary:
                  "with the same bits and mode"]
     return Summary("Per-tensor vs per-channel", rows, columns=GRANULARITY_COLUMNS,
                    notes=notes + ["mse_ratio = per-tensor MSE / per-channel MSE"])
+
+
+#: The summarizers the plugin offers.
+SUMMARIZERS = [
+    Summarizer("quant.errors", SCHEMA_NAME, summarize_errors,
+               description="per tensor: SQNR against theory, max error against its bound"),
+    Summarizer("quant.granularity", SCHEMA_NAME, summarize_granularity,
+               description="per-tensor against per-channel error of the same tensor"),
+]

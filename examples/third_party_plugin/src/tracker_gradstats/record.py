@@ -5,15 +5,7 @@ from __future__ import annotations
 import attrs
 import numpy as np
 
-
-def _non_negative(inst: object, attribute: attrs.Attribute, value: float) -> None:
-    if not value >= 0:
-        raise ValueError(f"expected a number >= 0, given {value!r}")
-
-
-def _fraction(inst: object, attribute: attrs.Attribute, value: float) -> None:
-    if not 0.0 <= value <= 1.0:
-        raise ValueError(f"expected a fraction in [0, 1], given {value!r}")
+from tracker import validators as v
 
 
 @attrs.frozen(kw_only=True)
@@ -21,9 +13,9 @@ class GradNorm:
     """Statistics of one layer's gradient at one step."""
 
     layer: str
-    norm: float = attrs.field(validator=_non_negative)
-    max_abs: float = attrs.field(validator=_non_negative)
-    zero_fraction: float = attrs.field(validator=_fraction)
+    norm: float = attrs.field(validator=v.non_negative)
+    max_abs: float = attrs.field(validator=v.non_negative)
+    zero_fraction: float = attrs.field(validator=v.fraction)
 
 
 def grad_record(layer: str, grad: np.ndarray) -> GradNorm:

@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import click
 
 from tracker import TrackerError
 
+from .config import SETTINGS
 from .report import StudyRun, build_report
-from .settings import SETTINGS
+
+if TYPE_CHECKING:
+    from tracker import CliContext
 
 __all__ = ["fft_group"]
 
@@ -32,7 +35,7 @@ def fft_group() -> None:
 @click.option("--png-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Also write every figure as a PNG file into this folder.")
 @click.pass_obj
-def report(obj: Any, runs: tuple[str, ...], output: Path, title: str, dpi: int | None,
+def report(obj: CliContext, runs: tuple[str, ...], output: Path, title: str, dpi: int | None,
            png_dir: Path | None) -> None:
     """Write one self-contained HTML report of the fft.* records of RUN(s).
 

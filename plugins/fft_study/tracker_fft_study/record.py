@@ -1,18 +1,22 @@
 """The record classes of the five ``fft.*`` schemas.
 
 The core checks field types before it builds a record, so the validators here
-only check ranges and shapes; a ``ValueError`` they raise becomes a
-``tracker.SchemaError`` naming the schema, the field, what was expected and
-what was given. Step and time belong to the event, not to these classes.
+(from :mod:`tracker.validators`) only check ranges and shapes; a ``ValueError``
+they raise becomes a ``tracker.SchemaError`` naming the schema, the field,
+what was expected and what was given. Step and time belong to the event, not
+to these classes.
 """
 
 # No ``from __future__ import annotations``: the core reads these annotations
 # as types.
-import math
+from typing import Any
 
 import attrs
 
-__all__ = ["FFTHeatmap", "FFTLandscape", "FFTLossPoint", "FFTParams", "FFTTrace"]
+from tracker import Schema
+from tracker import validators as v
+
+__all__ = ["SCHEMAS", "FFTHeatmap", "FFTLandscape", "FFTLossPoint", "FFTParams", "FFTTrace"]
 
 _COUNT_FIELDS = (
     "twiddles",
@@ -24,38 +28,15 @@ _COUNT_FIELDS = (
     "q8_packed",
 )
 
-
-def _power_of_two(instance: object, attribute: attrs.Attribute, value: int) -> None:
-    if value < 2 or value & (value - 1):
-        raise ValueError(f"expected a power of two >= 2, given {value}")
-
-
-def _non_negative(instance: object, attribute: attrs.Attribute, value: int) -> None:
-    if value < 0:
-        raise ValueError(f"expected an int >= 0, given {value}")
+def _count() -> Any:
+    """A field holding a parameter count: an int >= 0."""
+    return attrs.field(validator=v.non_negative)
 
 
-def _positive(instance: object, attribute: attrs.Attribute, value: int) -> None:
-    if value < 1:
-        raise ValueError(f"expected an int >= 1, given {value}")
-
-
-def _error_value(instance: object, attribute: attrs.Attribute, value: float) -> None:
-    # NaN is data (a diverged model), a negative error is a bug in the caller.
-    if value < 0:
-        raise ValueError(f"expected an error >= 0 (or NaN), given {value!r}")
-
-
-def _unit_or_nan(instance: object, attribute: attrs.Attribute, value: float) -> None:
-    if not (math.isnan(value) or 0.0 <= value <= 1.0):
-        raise ValueError(f"expected a value in [0, 1] (or NaN), given {value!r}")
-
-
-def _first_bad(values: list[float], ok) -> tuple[int, float] | None:
-    for i, v in enumerate(values):
-        if not ok(v):
-            return i, v
-    return None
+#: An error is >= 0; NaN is data (a diverged model), a negative error a bug in the caller.
+_error = v.at_least(0, nan_ok=True)
+#: Gates live in [0, 1]; a model without gates reports NaN.
+_unit_or_nan = v.in_range(0, 1, nan_ok=True)
 
 
 @attrs.frozen(kw_only=True)
@@ -72,9 +53,9 @@ class FFTLossPoint:
 
     model_id: str = ""
     total_loss: float
-    mel_err: float = attrs.field(validator=_error_value)
-    spec_err: float = attrs.field(validator=_error_value)
-    welch_err: float = attrs.field(validator=_error_value)
+    mel_err: float = attrs.field(validator=_error)
+    spec_err: float = attrs.field(validator=_error)
+    welch_err: float = attrs.field(validator=_error)
     mean_gate: float = attrs.field(validator=_unit_or_nan)
 
 
@@ -103,14 +84,14 @@ class FFTParams:
 
     model_id: str
     variant: str
-    n_fft: int = attrs.field(validator=_power_of_two)
-    twiddles: int = attrs.field(validator=_non_negative)
-    gates: int = attrs.field(validator=_non_negative)
-    freq_mask: int = attrs.field(validator=_non_negative)
-    denoiser: int = attrs.field(validator=_non_negative)
-    unitary: int = attrs.field(validator=_non_negative)
-    mel_filters: int = attrs.field(validator=_non_negative)
-    q8_packed: int = attrs.field(validator=_non_negative)
+    n_fft: int = attrs.field(validator=v.power_of_two)
+    twiddles: int = _count()
+    gates: int = _count()
+    freq_mask: int = _count()
+    denoiser: int = _count()
+    unitary: int = _count()
+    mel_filters: int = _count()
+    q8_packed: int = _count()
     total_params: int | None = None
     memory_bytes: int | None = None
 
@@ -147,11 +128,13 @@ class FFTHeatmap:
     """
 
     model_id: str
-    stages: int = attrs.field(validator=_positive)
-    butterflies: int = attrs.field(validator=_positive)
-    gates: list[float]
-    freq_mask: list[float] | None = None
-    twiddle_mag: list[float] | None = None
+    stages: int = attrs.field(validator=v.positive)
+    butterflies: int = attrs.field(validator=v.positive)
+    gates: list[float] = attrs.field(validator=v.each(v.fraction))
+    freq_mask: list[float] | None = attrs.field(
+        default=None, validator=attrs.validators.optional(v.each(v.finite)))
+    twiddle_mag: list[float] | None = attrs.field(
+        default=None, validator=attrs.validators.optional(v.each(v.finite, v.non_negative)))
 
     def __attrs_post_init__(self) -> None:
         size = self.stages * self.butterflies
@@ -159,25 +142,11 @@ class FFTHeatmap:
             raise ValueError(
                 f"gates: expected stages*butterflies = {size} values, given {len(self.gates)}"
             )
-        bad = _first_bad(self.gates, lambda v: 0.0 <= v <= 1.0)
-        if bad is not None:
-            raise ValueError(f"gates: expected values in [0, 1], given {bad[1]!r} at {bad[0]}")
         if self.twiddle_mag is not None:
             if len(self.twiddle_mag) != size:
                 raise ValueError(
                     f"twiddle_mag: expected stages*butterflies = {size} values, "
                     f"given {len(self.twiddle_mag)}"
-                )
-            bad = _first_bad(self.twiddle_mag, lambda v: 0.0 <= v < math.inf)
-            if bad is not None:
-                raise ValueError(
-                    f"twiddle_mag: expected finite values >= 0, given {bad[1]!r} at {bad[0]}"
-                )
-        if self.freq_mask is not None:
-            bad = _first_bad(self.freq_mask, math.isfinite)
-            if bad is not None:
-                raise ValueError(
-                    f"freq_mask: expected finite values, given {bad[1]!r} at {bad[0]}"
                 )
 
 
@@ -200,18 +169,11 @@ class FFTLandscape:
     model_id: str
     x_label: str
     y_label: str
-    x: list[float]
-    y: list[float]
+    x: list[float] = attrs.field(validator=[v.non_empty, v.each(v.finite)])
+    y: list[float] = attrs.field(validator=[v.non_empty, v.each(v.finite)])
     z: list[list[float]]
 
     def __attrs_post_init__(self) -> None:
-        for name in ("x", "y"):
-            axis = getattr(self, name)
-            if not axis:
-                raise ValueError(f"{name}: expected at least one value, given an empty list")
-            bad = _first_bad(axis, math.isfinite)
-            if bad is not None:
-                raise ValueError(f"{name}: expected finite values, given {bad[1]!r} at {bad[0]}")
         if len(self.z) != len(self.y):
             raise ValueError(
                 f"z: expected len(y) = {len(self.y)} rows, given {len(self.z)} rows"
@@ -239,8 +201,23 @@ class FFTTrace:
 
     model_id: str
     variant: str
-    n_fft: int = attrs.field(validator=_power_of_two)
-    batch: int = attrs.field(validator=_positive)
-    train_steps: int = attrs.field(validator=_non_negative)
-    final_mel_err: float = attrs.field(validator=_error_value)
-    final_spec_err: float = attrs.field(validator=_error_value)
+    n_fft: int = attrs.field(validator=v.power_of_two)
+    batch: int = attrs.field(validator=v.positive)
+    train_steps: int = attrs.field(validator=v.non_negative)
+    final_mel_err: float = attrs.field(validator=_error)
+    final_spec_err: float = attrs.field(validator=_error)
+
+
+#: The five ``fft.*`` schemas, in the order ``tracker schemas`` lists them.
+SCHEMAS = [
+    Schema("fft.loss_point", FFTLossPoint,
+           description="one evaluation of a model: total loss, mel/spectral/Welch errors"),
+    Schema("fft.params", FFTParams,
+           description="parameter counts of a model; total and memory are derived"),
+    Schema("fft.heatmap", FFTHeatmap,
+           description="gates (and twiddle magnitudes) per stage x butterfly"),
+    Schema("fft.landscape", FFTLandscape,
+           description="loss over a grid of two parameters"),
+    Schema("fft.trace", FFTTrace,
+           description="how a model was trained and its final errors"),
+]
