@@ -211,7 +211,7 @@ def test_kill_9_of_rm_and_gc_leaves_every_run_whole(tmp_path: Path, store: Path)
                     pass
         else:
             time.sleep(rng.uniform(0.5, 1.0) * limit)
-        os.kill(p.pid, signal.SIGKILL)
+        p.send_signal(signal.SIGKILL)  # a no-op once the process has been waited for
         p.wait()
         where = _runs_where(store, originals)
         if cmd == ["gc"]:
