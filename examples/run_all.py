@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-EXAMPLES = ["basic.py", "fft_study.py", "ptq.py", "phase_trainer.py", "quant_analysis.py"]
+EXAMPLES = ["basic.py", "fft_study.py", "ptq.py", "phase_trainer.py", "quant_analysis.py", "capture.py"]
 
 
 def main() -> int:

@@ -19,6 +19,7 @@ import sys
 from . import validators
 from .api import Run, current_run, finish, log, log_record, start_run
 from .bus import EventBus, Subscription, TrackerWarning
+from .capture.artifacts import Artifact
 from .config import Config, load_config
 from .errors import ConfigError, PluginError, RunNotFound, SchemaError, StoreError, TrackerError
 from .hookspecs import hookimpl, hookspec
@@ -57,7 +58,7 @@ def __getattr__(name: str) -> object:
 
 
 __all__ = [
-    "MISSING", "CliContext", "Config", "ConfigError", "Event", "EventBus", "Host", "PluginError",
+    "MISSING", "Artifact", "CliContext", "Config", "ConfigError", "Event", "EventBus", "Host", "PluginError",
     "PluginInfo", "PluginManager", "Problem", "Record", "Run", "RunInfo", "RunNotFound", "RunView",
     "Schema", "SchemaError", "Store", "StoreError", "Subscription", "Summarizer", "Summary", "Table",
     "TrackerError", "TrackerWarning", "UnsupportedError", "__version__", "config", "current_run", "finish",

@@ -56,7 +56,7 @@ _all_numbers = frozenset({float, int, bool}).issuperset
 class _Attachment:
     """This process's writer for one run, shared by every ``Run`` object of it here."""
 
-    __slots__ = ("writer", "refs", "records", "max_step", "last", "store", "run_id")
+    __slots__ = ("writer", "refs", "records", "max_step", "last", "store", "run_id", "sampler")
 
     def __init__(self, writer: SegmentWriter, store: Path, run_id: str) -> None:
         self.writer = writer
@@ -66,6 +66,7 @@ class _Attachment:
         self.records = 0
         self.max_step: int | None = None
         self.last: dict[str, Any] = {}
+        self.sampler: Any = None  # the system metrics sampler (tracker.capture.system), if on
 
     def note(self, schema: str | None, step: int, data: dict[str, Any]) -> None:
         """Count a record written to the segment (``Run.log`` inlines this on its fast path)."""
@@ -352,6 +353,80 @@ class Run:
         if step >= self._next:
             self._next = step + 1
 
+    def _log_side(self, schema: str, data: Any, step: int, latest: bool) -> float:
+        """Write a record of ``schema`` at ``step`` for the capture features (artifacts, media, samples).
+
+        Unlike :meth:`log_record`, a record at the latest step (``latest``)
+        leaves the automatic step alone; the system sampler calls this from
+        its own thread (the writer appends under its lock).
+        """
+        if self.status != "running":
+            raise TrackerError(f"run {self.id} has {self.status}; start or resume a run to log more")
+        compiled = self._host.schemas.get(schema) or self._host.schema(schema)
+        data = compiled.validate(data)
+        step = self._step(step)
+        time = _time()
+        att = self._att
+        route = self._bus.route(RECORD, schema)
+        if len(route) == 1 and route[0].handler is self._sink and not att.writer.stale:
+            try:
+                self._append(att.writer.record_env(schema), step, time, data)
+            except TypeError:
+                encode_line({"schema": schema, "data": data})  # raises SchemaError naming the problem
+                raise
+            att.note(schema, step, data)
+        else:
+            self._publish(Event(RECORD, self.id, step, time, schema, data))
+        if not latest and step >= self._next:
+            self._next = step + 1
+        return time
+
+    def log_artifact(self, path: str | os.PathLike[str], name: str | None = None, *, kind: str = "file",
+                     copy: bool = True, step: int | None = None) -> Any:
+        """Store a file or a folder once by content (or, ``copy=False``, record a reference to it).
+
+        The bytes are hashed while copied into ``<store>/blobs/sha256/`` and
+        renamed into place before the ``artifact`` record is appended. A folder
+        is one artifact with a manifest of its files.
+
+        :param path: a file or a folder.
+        :param name: the artifact's name (default: the file or folder name).
+        :param kind: free text: ``"file"`` (``"folder"`` for a folder by default), ``"model"``...
+        :param copy: ``False``: record the absolute path, size and sha256 without copying.
+        :param step: the step (default: the run's latest step; never advances the automatic step).
+        :returns: the :class:`tracker.Artifact` written.
+        :raises SchemaError: a bad name or kind; :class:`TrackerError`: ``path`` cannot be read.
+        """
+        from .capture import log_artifact
+
+        return log_artifact(self, path, name, kind=kind, copy=copy, step=step)
+
+    def log_image(self, name: str, image: Any, step: int | None = None, *, caption: str = "") -> str:
+        """Store an image as a PNG blob with an ``image`` record (needs the ``media`` extra: Pillow).
+
+        :param image: a numpy array HxW, HxWx3 or HxWx4 (uint8, or floats in [0, 1]),
+            a PIL image, or the path of a PNG or JPEG file.
+        :param step: the step (default: the run's latest step; never advances the automatic step).
+        :returns: the PNG's sha256.
+        :raises SchemaError: naming what is wrong with the image; nothing is written.
+        """
+        from .capture import log_image
+
+        return log_image(self, name, image, step, caption=caption)
+
+    def log_histogram(self, name: str, values: Any, step: int | None = None, *, bins: Any = 64) -> dict[str, Any]:
+        """Log a ``histogram`` record of ``values`` (numpy array, torch tensor or sequence; flattened).
+
+        NaN and infinities are counted apart; an empty input is allowed.
+
+        :param bins: a number of equal bins over the finite values' range, or a sequence of edges.
+        :param step: the step (default: the run's latest step; never advances the automatic step).
+        :returns: the record's fields.
+        """
+        from .capture import log_histogram
+
+        return log_histogram(self, name, values, step, bins=bins)
+
     def _schema_of(self, record: Any) -> str:
         for name, c in self._host.schemas.items():
             if type(record) is c.cls:
@@ -388,8 +463,15 @@ class Run:
             if isinstance(error, BaseException):
                 error = _error_facts(type(error), error, error.__traceback__)
             att = self._att
+            system = None
+            if att.refs == 1 and att.sampler is not None:
+                att.sampler.stop()
+                system = att.sampler.totals()
+                att.sampler = None
             data = {"status": status, "error": error, "records": att.records,
                     "max_step": att.max_step, "last": att.last}
+            if system:
+                data["system"] = system  # peaks and means for the runs table (RunInfo.system)
             self.status = status
             try:
                 if att.refs == 1:
@@ -461,7 +543,8 @@ _heartbeats: dict[float, Heartbeat] = {}
 
 def start_run(project: str | None = None, name: str | None = None, *, config: dict[str, Any] | None = None,
               tags: list[str] | None = None, store: str | os.PathLike[str] | None = None,
-              run_id: str | None = None, resume: bool = False, notes: str | None = None) -> Run:
+              run_id: str | None = None, resume: bool = False, system_metrics: bool | float | None = None,
+              notes: str | None = None) -> Run:
     """Start (or, with ``resume=True``, attach to) a run; use it as a context manager.
 
     ``TRACKER_RUN_ID=X`` in the environment means ``run_id=X, resume=True``,
@@ -474,10 +557,17 @@ def start_run(project: str | None = None, name: str | None = None, *, config: di
     :param store: the store folder (default: TRACKER_STORE, tracker.toml, ./.tracker).
     :param run_id: the run's id, ``[A-Za-z0-9_-]{1,64}``; a fresh one by default.
     :param resume: attach to ``run_id`` if it exists (creating it if not).
+    :param system_metrics: sample CPU, memory and GPUs in a background thread:
+        ``None`` follows tracker.toml's ``[system]`` (on every 10 s when psutil is
+        installed), ``False`` turns it off, a number is the seconds between samples.
     :param notes: free-text notes on the run (``tracker note`` changes them later).
     :raises TrackerError: a bad run id, or an existing run without ``resume``.
     """
     host = get_host()
+    if system_metrics not in (None, True, False) and not (type(system_metrics) in (int, float)
+                                                          and system_metrics > 0):
+        raise TypeError("system_metrics: expected None, False, True or a positive number of seconds, "
+                        f"given {system_metrics!r}")
     env_id = os.environ.get("TRACKER_RUN_ID")
     if run_id is None and env_id:
         run_id, resume = env_id, True
@@ -528,7 +618,21 @@ def start_run(project: str | None = None, name: str | None = None, *, config: di
         if created:
             run._initial_config = config_data
         _active.append(run)
+        if att.refs == 1:
+            att.sampler = _start_sampler(run, system_metrics, host)
     return run
+
+
+def _start_sampler(run: Run, system_metrics: bool | float | None, host: Host) -> Any:
+    """The run's system sampler (issue 17), or ``None``: off, nothing to sample, or it cannot start."""
+    if system_metrics is False or (system_metrics is None and not host.config.system_enabled):
+        return None
+    try:
+        from .capture import start_sampler
+
+        return start_sampler(run, system_metrics)
+    except Exception:  # noqa: BLE001 - the sampler never makes a run fail (e.g. a module that cannot load)
+        return None
 
 
 def _open_segment(host: Host, root: Path, run_id: str, resume: bool,

@@ -34,6 +34,8 @@ class Config:
     :ivar heartbeat_timeout: seconds after which a silent writer on another host is crashed.
     :ivar disable: plugin names not to load.
     :ivar plugins: the ``[plugins.<name>]`` tables.
+    :ivar system_enabled: ``[system] enabled``: sample system metrics during runs (needs psutil).
+    :ivar system_interval: ``[system] interval``: seconds between samples.
     """
 
     file: Path | None = None
@@ -43,6 +45,8 @@ class Config:
     heartbeat_timeout: float = 120.0
     disable: tuple[str, ...] = ()
     plugins: dict[str, dict[str, Any]] = attrs.field(factory=dict)
+    system_enabled: bool = True
+    system_interval: float = 10.0
 
     def plugin_config(self, name: str) -> dict[str, Any]:
         """The ``[plugins.<name>]`` table of plugin ``name`` (empty when absent)."""
@@ -86,7 +90,7 @@ def _check(file: Path, raw: dict[str, Any]) -> Config:
     def bad(key: str, allowed: str, given: Any) -> ConfigError:
         return ConfigError(f"{file}: {key}: expected {allowed}, given {given!r}")
 
-    _only(file, "", raw, {"store", "plugins"})
+    _only(file, "", raw, {"store", "plugins", "system"})
     store = raw.get("store", {})
     if not isinstance(store, dict):
         raise bad("store", "a table", store)
@@ -122,7 +126,26 @@ def _check(file: Path, raw: dict[str, Any]) -> Config:
         else:
             raise bad(f"[plugins] {key}", "'disable' or a [plugins.<name>] table", value)
     kw["plugins"] = tables
+    kw.update(_check_system(file, raw.get("system", {}), bad))
     return Config(**kw)
+
+
+def _check_system(file: Path, system: Any, bad: Any) -> dict[str, Any]:
+    """``[system] enabled`` (bool) and ``[system] interval`` (positive seconds)."""
+    if not isinstance(system, dict):
+        raise bad("system", "a table", system)
+    _only(file, "system", system, {"enabled", "interval"})
+    kw: dict[str, Any] = {}
+    if "enabled" in system:
+        if type(system["enabled"]) is not bool:
+            raise bad("[system] enabled", "true or false", system["enabled"])
+        kw["system_enabled"] = system["enabled"]
+    if "interval" in system:
+        v = system["interval"]
+        if type(v) not in (int, float) or not v > 0:
+            raise bad("[system] interval", "a positive number of seconds", v)
+        kw["system_interval"] = float(v)
+    return kw
 
 
 def _only(file: Path, table: str, values: dict[str, Any], allowed: set[str]) -> None:

@@ -213,6 +213,14 @@ def open_store(path: str | os.PathLike[str] | None = None) -> Store:
     return Store(path)
 
 
+def _system_totals(parts: list[dict[str, Any]]) -> dict[str, Any]:
+    if len(parts) <= 1:
+        return dict(parts[0]) if parts else {}
+    from .capture.system import combine_totals  # several writers sampled: combine their figures
+
+    return combine_totals(parts)
+
+
 class RunView(_UsesHost):
     """One run of a store, read-only.
 
@@ -271,6 +279,7 @@ class RunView(_UsesHost):
         records = 0
         last_step = None
         last_metrics: dict[str, Any] = {}
+        system: list[dict[str, Any]] = []
         ended = []
         for s in segs:
             if s.header is None and s.last is None:
@@ -284,6 +293,8 @@ class RunView(_UsesHost):
                 records += int(d.get("records") or 0)
                 step = d.get("max_step")
                 metrics = decode_nonfinite(d.get("last") or {})
+                if d.get("system"):
+                    system.append(d["system"])
             else:
                 status = "running" if s.alive(timeout) else "crashed"
                 end = (s.last or {}).get("time") or s.mtime
@@ -315,7 +326,7 @@ class RunView(_UsesHost):
             ended_at=max(ended) if ended else None, config=edited.config,
             tags=edited.tags, error=error, env=meta.get("env") or {}, writers=len(writers),
             records=records, last_step=last_step, last_metrics=last_metrics, notes=edited.notes,
-            summary=edited.summary)
+            summary=edited.summary, system=_system_totals(system))
 
     def max_step(self) -> int | None:
         """The largest step of the run, exact (scans segments whose writer never finished)."""
@@ -436,6 +447,30 @@ class RunView(_UsesHost):
         if reader.rest and not quiet_tail:
             self._warn(Problem(str(path), reader.lines + 1, "torn",
                                f"the last line is incomplete ({len(reader.rest)} bytes): a write was cut off"))
+
+    def artifacts(self) -> list[Any]:
+        """Every :class:`tracker.Artifact` of the run, in log order."""
+        from .capture.artifacts import artifacts
+
+        return artifacts(self)
+
+    def open_artifact(self, name: str) -> Any:
+        """A binary file object over the latest version of file artifact ``name``.
+
+        :raises TrackerError: no such artifact, or a folder; :class:`StoreError`: its bytes are missing.
+        """
+        from .capture.artifacts import open_artifact
+
+        return open_artifact(self, name)
+
+    def copy_artifact(self, name: str, dest: str | os.PathLike[str]) -> Path:
+        """Copy artifact ``name`` (a file or a folder) to ``dest``, every hash checked; returns ``dest``.
+
+        :raises StoreError: a missing or damaged blob or referenced file (nothing is left at ``dest``).
+        """
+        from .capture.artifacts import copy_artifact
+
+        return copy_artifact(self, name, dest)
 
     def summarize(self, schema: str | None = None) -> list[Summary]:
         """Every summary of every schema present (or of one schema), in that order.

@@ -79,6 +79,9 @@ class RunInfo:
     last_metrics: dict[str, Any] = attrs.field(factory=dict)
     notes: str | None = None
     summary: dict[str, Any] = attrs.field(factory=dict)
+    #: System figures of the finished writers (tracker.capture.system.Sampler.totals):
+    #: cpu_percent_mean/peak, process_rss_peak_bytes, gpu_energy_kwh... Empty without sampling.
+    system: dict[str, Any] = attrs.field(factory=dict)
 
     @property
     def duration(self) -> float | None:

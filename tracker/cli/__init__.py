@@ -177,6 +177,8 @@ def make_cli(host: Any = None) -> click.Group:
     cli.host = host
     add_core_commands(cli)
     add_lifecycle_commands(cli)
+    from .artifacts import artifacts_cmd; cli.add_command(artifacts_cmd)  # noqa: E702, I001 - issue 17
+    from .get import get_cmd; cli.add_command(get_cmd)  # noqa: E702, I001 - issue 17
     from .bench import add_bench_command; add_bench_command(cli)  # noqa: E702, I001 - issue 6
     if host is not None:
         _add_plugin_commands(cli, host)

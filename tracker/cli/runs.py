@@ -13,6 +13,10 @@ from .render import csv_text, dumps, table_text
 from .terminal import STATUS_COLORS, use_color
 from .text import duration, run_duration, when
 
+#: ``tracker runs --system``: column name and key of ``RunInfo.system`` (see tracker.capture.system).
+SYSTEM_COLUMNS = [("cpu% mean", "cpu_percent_mean"), ("cpu% peak", "cpu_percent_peak"),
+                  ("rss peak", "process_rss_peak_bytes"), ("gpu% mean", "gpu_utilization_mean"),
+                  ("gpu mem peak", "gpu_memory_peak_bytes"), ("energy kWh", "gpu_energy_kwh")]
 #: How many metrics the table shows when ``--metric`` is not given.
 KEY_METRICS = 3
 STATUSES = ("running", "finished", "failed", "crashed")
@@ -61,13 +65,15 @@ def column_value(info: Any, spec: str) -> Any:
 @click.option("-c", "--columns", "columns_opt", metavar="COLS", multiple=True,
               help="Extra columns, comma-separated: summary.KEY, config.KEY, tags, notes, or a metric name.")
 @click.option("-n", "--limit", type=click.IntRange(min=1), help="Show at most this many runs.")
+@click.option("--system", "system", is_flag=True,
+              help="Show system figures: mean and peak CPU, peak process memory, GPU utilization, memory, energy.")
 @click.option("--trash", is_flag=True, help="List the runs in the trash instead (tracker rm, tracker restore).")
 @format_option()
 @click.pass_obj
 @handle_errors
 def runs_cmd(obj: CliContext, project: str | None, status: str | None, tags: tuple[str, ...],
              metrics: tuple[str, ...], columns_opt: tuple[str, ...], limit: int | None, trash: bool,
-             fmt: str) -> None:
+             fmt: str, system: bool = False) -> None:
     """List runs, newest first: id, name, project, status, start, duration, last step, records, key metrics.
 
     Reads only the first line and the last few KiB of each run's segments, so
@@ -80,6 +86,7 @@ def runs_cmd(obj: CliContext, project: str | None, status: str | None, tags: tup
       tracker runs --tag baseline -m loss -m accuracy
       tracker runs --columns summary.best_acc,config.lr
       tracker runs --trash
+      tracker runs --system
       tracker runs --format json
     """
     extra = [c.strip() for spec in columns_opt for c in spec.split(",") if c.strip()]
@@ -108,6 +115,7 @@ def runs_cmd(obj: CliContext, project: str | None, status: str | None, tags: tup
         click.echo(dumps(docs))
         return
     keys = list(metrics) or key_metrics(infos)
+    sys_cols = [(c, k) for c, k in SYSTEM_COLUMNS if any(k in i.system for i in infos)] if system else []
     rows = []
     for info in infos:
         row = {"id": short.get(info.id, info.id) if fmt == "table" else info.id, "name": info.name,
@@ -115,12 +123,14 @@ def runs_cmd(obj: CliContext, project: str | None, status: str | None, tags: tup
                "start": when(info.created_at) if fmt == "table" else info.created_at,
                "duration": run_duration(info), "step": info.last_step, "records": info.records}
         row.update({k: info.last_metrics.get(k) for k in keys})
+        row.update({c: info.system.get(k) for c, k in sys_cols})
         row.update({c: column_value(info, c) for c in extra})
         if fmt == "csv":
             row["tags"] = ";".join(info.tags)
         rows.append(row)
     keys = [k for k in keys if k not in extra]
-    columns = ["id", "name", "project", "status", "start", "duration", "step", "records", *keys, *extra]
+    columns = ["id", "name", "project", "status", "start", "duration", "step", "records", *keys,
+               *(c for c, _ in sys_cols), *extra]
     if fmt == "csv":
         click.echo(csv_text([*columns, "tags"], rows), nl=False)
         return
@@ -130,5 +140,8 @@ def runs_cmd(obj: CliContext, project: str | None, status: str | None, tags: tup
         return
     for row in rows:
         row["duration"] = duration(row["duration"])
+        for c, k in sys_cols:
+            if k.endswith("_bytes") and row[c] is not None:
+                row[c] = f"{row[c] / 2**30:.2f} GiB"
     click.echo(table_text(columns, rows, color=use_color(),
                           styles=lambda i, c, v: {"fg": STATUS_COLORS.get(v)} if c == "status" else None))

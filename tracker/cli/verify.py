@@ -34,8 +34,12 @@ def verify_cmd(obj: CliContext, runs: tuple[str, ...], fmt: str) -> None:
     timeout = obj.host.config.heartbeat_timeout
     with progress(store_size(store.path, ids), "verifying") as bar:
         report = verify_store(store.path, ids, timeout=timeout, progress=bar.update)
+    from ..capture.check import check_blobs
+
+    files, blob_problems = check_blobs(store.path, ids, open_run=store.run)
+    report.problems.extend(blob_problems)
     counts = {"runs": report.runs, "segments": report.segments, "events": report.events,
-              "records": report.records, "bytes": report.bytes}
+              "records": report.records, "bytes": report.bytes, "blobs": files}
     problems = [{"path": p.path, "line": p.line, "kind": p.kind, "message": p.message} for p in report.problems]
     if fmt == "json":
         click.echo(dumps({"ok": report.ok, **counts, "problems": problems}))
@@ -48,7 +52,7 @@ def verify_cmd(obj: CliContext, runs: tuple[str, ...], fmt: str) -> None:
         n = len(report.problems)
         summary = (f"{report.runs} run{'s' if report.runs != 1 else ''}, "
                    f"{report.segments} segment{'s' if report.segments != 1 else ''}, "
-                   f"{report.events} events checked: ")
+                   f"{report.events} events" + (f", {files} stored files" if files else "") + " checked: ")
         if n:
             click.echo(summary + style(f"{n} problem{'s' if n != 1 else ''}", fg="red", bold=True))
         else:

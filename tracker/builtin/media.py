@@ -1,0 +1,101 @@
+"""Built-in ``image`` and ``histogram`` schemas and their summaries.
+
+``image`` records name a PNG blob in the store; ``histogram`` records hold
+the edges and counts of the finite values, with NaN and infinities counted apart.
+"""
+
+from __future__ import annotations
+
+import attrs
+
+from tracker import Schema, Summarizer, Summary, Table, hookimpl
+
+_positive = attrs.validators.ge(1)
+_nonneg = attrs.validators.ge(0)
+
+
+def _sha256(_inst: object, attribute: attrs.Attribute, value: str) -> None:
+    if len(value) != 64 or any(c not in "0123456789abcdef" for c in value):
+        raise ValueError(f"{attribute.name} must be 64 lowercase hex digits")
+
+
+@attrs.frozen(kw_only=True)
+class ImageRecord:
+    """An image stored as a PNG blob: its name, hash, size in pixels, Pillow mode and caption."""
+
+    name: str
+    sha256: str = attrs.field(validator=_sha256)
+    width: int = attrs.field(validator=_positive)
+    height: int = attrs.field(validator=_positive)
+    mode: str
+    caption: str = ""
+
+
+def _edges_match(inst: HistogramRecord, _attribute: attrs.Attribute, counts: list[int]) -> None:
+    if len(inst.edges) != len(counts) + 1:
+        raise ValueError(f"counts must have one entry fewer than edges ({len(inst.edges)}), given {len(counts)}")
+    if any(c < 0 for c in counts):
+        raise ValueError("counts must be >= 0")
+
+
+@attrs.frozen(kw_only=True)
+class HistogramRecord:
+    """A histogram of the finite values; ``count``, ``min`` and ``max`` are over the finite values."""
+
+    name: str
+    edges: list[float]
+    counts: list[int] = attrs.field(validator=_edges_match)
+    count: int = attrs.field(validator=_nonneg)
+    nan_count: int = attrs.field(default=0, validator=_nonneg)
+    inf_count: int = attrs.field(default=0, validator=_nonneg)
+    min: float | None = None
+    max: float | None = None
+
+
+@hookimpl
+def tracker_schemas() -> list[Schema]:
+    return [Schema("image", ImageRecord, description="an image stored as a PNG blob"),
+            Schema("histogram", HistogramRecord, description="edges and counts of a tensor's values")]
+
+
+@hookimpl
+def tracker_summarizers() -> list[Summarizer]:
+    return [Summarizer("image.names", "image", summarize_images, "per image name: count, steps, last size"),
+            Summarizer("histogram.names", "histogram", summarize_histograms,
+                       "per histogram name: count, steps, range, NaN and inf totals")]
+
+
+def _by_name(table: Table) -> dict[str, list[int]]:
+    out: dict[str, list[int]] = {}
+    for i, name in enumerate(table["name"]):
+        out.setdefault(name, []).append(i)
+    return out
+
+
+def summarize_images(table: Table) -> Summary:
+    """Per image name: images logged, first and last step, the last one's size and mode."""
+    steps = table["step"]
+    rows = []
+    for name, idx in _by_name(table).items():
+        last = idx[-1]
+        rows.append({"name": name, "images": len(idx), "first_step": int(steps[idx[0]]),
+                     "last_step": int(steps[last]),
+                     "last_size": f"{int(table['width'][last])}x{int(table['height'][last])}",
+                     "mode": table["mode"][last]})
+    return Summary("Images", rows)
+
+
+def summarize_histograms(table: Table) -> Summary:
+    """Per histogram name: histograms logged, steps, overall min and max, NaN and inf totals."""
+    steps = table["step"]
+    rows = []
+    for name, idx in _by_name(table).items():
+        mins = [table["min"][i] for i in idx if table["min"][i] is not None]
+        maxs = [table["max"][i] for i in idx if table["max"][i] is not None]
+        rows.append({"name": name, "histograms": len(idx), "first_step": int(steps[idx[0]]),
+                     "last_step": int(steps[idx[-1]]), "min": min(mins) if mins else None,
+                     "max": max(maxs) if maxs else None,
+                     "values": int(sum(int(table["count"][i]) for i in idx)),
+                     "nan": int(sum(int(table["nan_count"][i]) for i in idx)),
+                     "inf": int(sum(int(table["inf_count"][i]) for i in idx))})
+    return Summary("Histograms", rows)
