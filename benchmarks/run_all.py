@@ -22,9 +22,11 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-SCRIPTS = ["bench_log", "bench_records", "bench_read", "bench_list", "bench_cli_start", "bench_concurrency"]
+SCRIPTS = ["bench_log", "bench_records", "bench_read", "bench_list", "bench_cli_start", "bench_concurrency",
+           "bench_ui"]
 TITLES = {"log": "Logging: run.log", "records": "Typed records: run.log_record", "read": "Reading",
-          "list": "Listing runs", "cli_start": "CLI start", "concurrency": "Threads and processes"}
+          "list": "Listing runs", "cli_start": "CLI start", "concurrency": "Threads and processes",
+          "ui": "Dashboard API (tracker ui)"}
 
 
 def run_script(name: str, quick: bool, repeat: int | None) -> tuple[list[dict], str]:

@@ -12,15 +12,17 @@ import os
 import re
 import sys
 import threading
+import warnings
 from collections.abc import Callable
 from typing import Any
 
 import pluggy
 
-from .bus import EventBus
+from .bus import EventBus, TrackerWarning
 from .config import Config, load_config
 from .errors import SchemaError
-from .pluginmanager import PluginInfo, PluginManager, get_plugin_manager
+from .figures import Panel
+from .pluginmanager import PluginInfo, PluginManager, get_plugin_manager, wrapper_error
 from .schema import CompiledSchema, Schema, make_converter
 from .summary import Summarizer
 
@@ -38,6 +40,9 @@ class Host:
         self.schema_owner: dict[str, str] = {}
         self.summarizers: dict[str, Summarizer] = {}
         self.summarizer_owner: dict[str, str] = {}
+        self._panels: dict[str, Panel] | None = None
+        self.panel_owner: dict[str, str] = {}
+        self._panels_lock = threading.Lock()
         self.bus = EventBus()
         self.bus.on_report = self._handler_reported
         self._trace = os.environ.get("TRACKER_TRACE_PLUGINS", "") not in ("", "0")
@@ -49,27 +54,44 @@ class Host:
 
     def call_each(self, caller: pluggy.HookCaller, collect: Callable[[str, Any], None] | None = None,
                   **kwargs: Any) -> None:
-        """Call the hook of ``caller`` (e.g. ``host.pm.hook.tracker_schemas``) of each plugin in load order.
+        """Call the hook of ``caller`` (e.g. ``host.pm.hook.tracker_schemas``) of each plugin on its own.
 
-        A plugin that raises is reported broken and the others still run.
+        In pluggy's order: ``tryfirst`` implementations first, ``trylast``
+        ones last, the others the plugin loaded last first (issue 10). What
+        they return is collected in load order (built-ins first), so that a
+        name offered twice stays with the plugin loaded first, whatever the
+        markers. A plugin that raises is reported broken and the others still
+        run; a wrapper (refused when a plugin is added) is never called.
 
         :param collect: called as ``collect(plugin name, result)`` with each plugin's result.
         :param kwargs: the hook's arguments; each implementation gets those it asks for.
         """
         hook = caller.name
-        for impl in list(caller.get_hookimpls()):
+        results = []
+        for impl in reversed(caller.get_hookimpls()):  # pluggy calls its list from the end
             name = impl.plugin_name
+            if impl.hookwrapper or getattr(impl, "wrapper", False):
+                self.break_plugin(name, wrapper_error([hook]))
+                continue
             if self._trace:
                 print(f"tracker: {hook}() of plugin {name!r}", file=sys.stderr)
             self.bus.owner = name
             try:
-                result = impl.function(*[kwargs[a] for a in impl.argnames])
-                if collect is not None:
-                    collect(name, result)
+                results.append((name, impl.function(*[kwargs[a] for a in impl.argnames])))
             except Exception as exc:  # noqa: BLE001 - a broken plugin never stops the others
                 self.break_plugin(name, f"{hook} raised {type(exc).__name__}: {exc}")
             finally:
                 self.bus.owner = None
+        if collect is None:
+            return
+        loaded = {name: i for i, name in enumerate(self.pm.infos)}
+        for name, result in sorted(results, key=lambda r: loaded.get(r[0], len(loaded))):
+            if self.pm.infos.get(name, PluginInfo(name=name)).status == "broken":
+                continue
+            try:
+                collect(name, result)
+            except Exception as exc:  # noqa: BLE001 - a broken plugin never stops the others
+                self.break_plugin(name, f"{hook} raised {type(exc).__name__}: {exc}")
 
     def break_plugin(self, name: str, error: str) -> None:
         """Drop everything plugin ``name`` registered and report it broken."""
@@ -134,6 +156,43 @@ class Host:
             known = ", ".join(sorted(self.schemas))
             raise SchemaError(str(name)[:80], [("(schema)", f"expected a known schema ({known}), "
                                                             f"given unknown schema {shown}")]) from None
+
+    @property
+    def panels(self) -> dict[str, Panel]:
+        """The dashboard panels plugins offer, by name (collected on first use: only ``tracker ui`` asks).
+
+        A plugin whose ``tracker_panels`` raises, or offers a bad panel, is
+        reported broken; its schemas and summarizers stay registered.
+        """
+        with self._panels_lock:
+            if self._panels is None:
+                panels: dict[str, Panel] = {}
+                for impl in list(self.pm.hook.tracker_panels.get_hookimpls()):
+                    name = impl.plugin_name
+                    if self._trace:
+                        print(f"tracker: tracker_panels() of plugin {name!r}", file=sys.stderr)
+                    try:
+                        self._add_panels(panels, name, impl.function())
+                    except Exception as exc:  # noqa: BLE001 - a broken panel never stops the others
+                        self._handler_reported(name, f"tracker_panels raised {type(exc).__name__}: {exc}")
+                        warnings.warn(f"tracker: plugin {name!r}: tracker_panels raised {type(exc).__name__}: "
+                                      f"{exc}", TrackerWarning, stacklevel=2)
+                self._panels = panels
+            return self._panels
+
+    def _add_panels(self, panels: dict[str, Panel], plugin: str, result: Any) -> None:
+        items = _as_list(result, "tracker_panels")
+        for item in items:
+            if not isinstance(item, Panel):
+                raise TypeError(f"tracker_panels returned {type(item).__name__}, expected tracker.Panel")
+            if not isinstance(item.schema, str) or not callable(item.fn):
+                raise TypeError(f"panel {item.name!r}: expected a schema name and a function fn(table, run)")
+            if item.name in panels:
+                raise ValueError(f"panel {item.name!r} is already offered by plugin "
+                                 f"{self.panel_owner[item.name]!r}; plugin {plugin!r} offers it too")
+        for item in items:
+            panels[item.name] = item
+            self.panel_owner[item.name] = plugin
 
     def summarizers_for(self, schema: str) -> list[Summarizer]:
         """The summarizers that read ``schema``, in registration order."""
