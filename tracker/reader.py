@@ -151,34 +151,6 @@ class Store(_UsesHost):
         except StoreError:
             return None
 
-
-def merge_log_order(sources: Sequence[Iterable[Record]], tops: list[float] | None = None) -> Iterator[Record]:
-    """The records of a run's segments merged in log order, streaming.
-
-    Within a segment, file order: the writer's sequence, whatever its clock
-    did. Across segments, by time, where a segment's time is the largest its
-    writer's clock has shown so far, so that a clock stepping back (NTP, a
-    resumed virtual machine) never reorders a writer's own records (issue 10);
-    ties go to the earlier segment. :func:`tracker.columns.metric_columns`
-    orders columns by the same rule.
-
-    :param tops: each source's largest time before this call (updated in
-        place), for a reader that merges a growing run in batches.
-    """
-    def keyed(i: int, source: Iterable[Record]) -> Iterator[tuple[float, int, Record]]:
-        top = tops[i] if tops is not None else -math.inf
-        for rec in source:
-            t = rec.time
-            if t > top:
-                top = t
-                if tops is not None:
-                    tops[i] = t
-            yield top, i, rec
-
-    for _, _, rec in heapq.merge(*(keyed(i, src) for i, src in enumerate(sources))):
-        yield rec
-
-
     # --- changes after the fact (issue 18): appended events and whole-folder renames -----------
 
     def tag(self, runs: str | Iterable[str], add: Iterable[str] = (), remove: Iterable[str] = ()) -> list[RunInfo]:
@@ -254,6 +226,33 @@ def merge_log_order(sources: Sequence[Iterable[Record]], tops: list[float] | Non
         from .lifecycle import disk_usage
 
         return disk_usage(self)
+
+
+def merge_log_order(sources: Sequence[Iterable[Record]], tops: list[float] | None = None) -> Iterator[Record]:
+    """The records of a run's segments merged in log order, streaming.
+
+    Within a segment, file order: the writer's sequence, whatever its clock
+    did. Across segments, by time, where a segment's time is the largest its
+    writer's clock has shown so far, so that a clock stepping back (NTP, a
+    resumed virtual machine) never reorders a writer's own records (issue 10);
+    ties go to the earlier segment. :func:`tracker.columns.metric_columns`
+    orders columns by the same rule.
+
+    :param tops: each source's largest time before this call (updated in
+        place), for a reader that merges a growing run in batches.
+    """
+    def keyed(i: int, source: Iterable[Record]) -> Iterator[tuple[float, int, Record]]:
+        top = tops[i] if tops is not None else -math.inf
+        for rec in source:
+            t = rec.time
+            if t > top:
+                top = t
+                if tops is not None:
+                    tops[i] = t
+            yield top, i, rec
+
+    for _, _, rec in heapq.merge(*(keyed(i, src) for i, src in enumerate(sources))):
+        yield rec
 
 
 def open_store(path: str | os.PathLike[str] | None = None) -> Store:

@@ -19,8 +19,12 @@ if TYPE_CHECKING:
     from .api import Run
 
 
-class UnsupportedError(TrackerError, NotImplementedError):
-    """A W&B call that tracker does not offer; the message says what to use instead."""
+class UnsupportedError(TrackerError, AttributeError):
+    """A W&B call that tracker does not offer; the message says what to use instead.
+
+    An :class:`AttributeError` too, so that ``hasattr(tracker, "watch")`` and
+    duck-typing code see a missing name, while a call still reads the message.
+    """
 
 
 #: W&B names tracker does not offer, and what to use instead.

@@ -17,6 +17,7 @@ export const SECTIONS = [
   { id: "error", title: "Error", render: errorSection },
   { id: "charts", title: "Metrics", render: chartsSection, update: updateCharts },
   { id: "config", title: "Config", render: configSection },
+  { id: "summary-values", title: "Summary values", render: summaryValuesSection },
   { id: "summaries", title: "Summaries", render: summariesSection },
   { id: "panels", title: "Panels", render: panelsSection },
   { id: "problems", title: "Problems found while reading", render: problemsSection },
@@ -46,6 +47,14 @@ function configSection(ctx) {
   const keys = Object.keys(flat);
   if (!keys.length) return box("Config", el("p", { class: "muted", text: "no config" }));
   return box("Config", el("table", { class: "kv" }, el("tbody", {}, keys.map((k) => el("tr", {}, el("th", { text: k }), el("td", { text: fmtValue(flat[k]) }))))));
+}
+
+// The values set with run.summary[key] = value (W&B-style API; RunInfo.summary); none: no section.
+function summaryValuesSection(ctx) {
+  const flat = flatten(ctx.detail.info.summary || {});
+  const keys = Object.keys(flat);
+  if (!keys.length) return null;
+  return box("Summary values", el("table", { class: "kv" }, el("tbody", {}, keys.map((k) => el("tr", {}, el("th", { text: k }), el("td", { text: fmtValue(flat[k]) }))))));
 }
 
 function summariesSection(ctx) {
