@@ -137,3 +137,43 @@ def checked_blob(view: Any, sha: str) -> tuple[Path, dict[str, Any]]:
         raise StoreError(f"blob {path} is damaged: its content hashes to {got}")
     found["size"] = size
     return path, found
+
+
+_SYSTEM_CHARTS = (
+    ("CPU", "percent", (("cpu_percent", "machine"), ("process_cpu_percent", "this process")), 1.0),
+    ("Memory", "GiB", (("memory_used_bytes", "machine used"), ("process_rss_bytes", "process RSS")), 2**-30),
+    ("Disk since start", "MiB", (("disk_read_bytes", "read"), ("disk_write_bytes", "written")), 2**-20),
+    ("Network since start", "MiB", (("net_recv_bytes", "received"), ("net_sent_bytes", "sent")), 2**-20),
+)
+_GPU_CHARTS = (
+    ("utilization", "percent", "utilization_percent", 1.0),
+    ("memory", "GiB", "memory_used_bytes", 2**-30),
+    ("power", "W", "power_w", 1.0),
+    ("energy", "kWh", "energy_j", 1 / 3.6e6),
+    ("temperature", "°C", "temperature_c", 1.0),
+)
+
+
+def system_figures(view: Any) -> list[dict[str, Any]]:
+    """The system section's charts as figure specs (the panel vocabulary's ``LineChart``).
+
+    x is seconds since the run started; a figure no sample holds is left out.
+    """
+    from tracker import LineChart, Series
+
+    data = system_json(view)
+    figs = []
+    sysd = data["system"]
+    for title, unit, fields, scale in _SYSTEM_CHARTS:
+        series = [Series(label, [None if y is None else y * scale for y in sysd[f]["y"]], sysd[f]["x"])
+                  for f, label in fields if f in sysd]
+        if series:
+            figs.append(LineChart(title, series, x_label="seconds since start", y_label=unit).to_json())
+    for label, fields in data["gpus"].items():
+        for title, unit, f, scale in _GPU_CHARTS:
+            s = fields[f]
+            if any(y is not None for y in s["y"]):
+                ys = [None if y is None else y * scale for y in s["y"]]
+                figs.append(LineChart(f"{label}: {title}", [Series(title, ys, s["x"])],
+                                      x_label="seconds since start", y_label=unit).to_json())
+    return figs
