@@ -165,7 +165,7 @@ def system_figures(view: Any) -> list[dict[str, Any]]:
     figs = []
     sysd = data["system"]
     for title, unit, fields, scale in _SYSTEM_CHARTS:
-        series = [Series(label, [None if y is None else y * scale for y in sysd[f]["y"]], sysd[f]["x"])
+        series = [Series(label, [math.nan if y is None else y * scale for y in sysd[f]["y"]], sysd[f]["x"])
                   for f, label in fields if f in sysd]
         if series:
             figs.append(LineChart(title, series, x_label="seconds since start", y_label=unit).to_json())
@@ -173,7 +173,7 @@ def system_figures(view: Any) -> list[dict[str, Any]]:
         for title, unit, f, scale in _GPU_CHARTS:
             s = fields[f]
             if any(y is not None for y in s["y"]):
-                ys = [None if y is None else y * scale for y in s["y"]]
+                ys = [math.nan if y is None else y * scale for y in s["y"]]
                 figs.append(LineChart(f"{label}: {title}", [Series(title, ys, s["x"])],
                                       x_label="seconds since start", y_label=unit).to_json())
     return figs
