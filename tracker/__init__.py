@@ -8,6 +8,9 @@ Log from a training loop::
         run.log({"loss": 0.41}, step=10)
 
 Read back with :func:`open_store`, or from the shell with ``tracker runs``.
+Handlers on the bus tell events apart by their ``kind``, one of
+:data:`EVENT_KINDS`: :data:`RUN_STARTED`, :data:`WRITER_STARTED`,
+:data:`RECORD` and :data:`RUN_FINISHED`.
 Nothing heavy happens at import: the plugin manager and the bus are built on
 first use.
 """
@@ -20,6 +23,7 @@ from .bus import EventBus, Subscription, TrackerWarning
 from .capture.artifacts import Artifact
 from .config import Config, load_config
 from .errors import ConfigError, PluginError, RunNotFound, SchemaError, StoreError, TrackerError
+from .format import EVENT_KINDS, RECORD, RUN_FINISHED, RUN_STARTED, WRITER_STARTED
 from .hookspecs import hookimpl, hookspec
 from .host import Host, get_host, set_host
 from .pluginmanager import PluginInfo, PluginManager, get_plugin_manager, list_plugins
@@ -40,11 +44,52 @@ def __getattr__(name: str) -> object:
     raise AttributeError(f"module 'tracker' has no attribute {name!r}")
 
 
-__all__ = [
-    "MISSING", "Artifact", "CliContext", "Config", "ConfigError", "Event", "EventBus", "Host", "PluginError",
-    "PluginInfo", "PluginManager", "Problem", "Record", "Run", "RunInfo", "RunNotFound", "RunView",
-    "Schema", "SchemaError", "Store", "StoreError", "Subscription", "Summarizer", "Summary", "Table",
-    "TrackerError", "TrackerWarning", "__version__", "current_run", "finish", "get_host",
-    "get_plugin_manager", "hookimpl", "hookspec", "list_plugins", "load_config", "log", "log_record",
-    "open_store", "set_host", "start_run", "validators",
+__all__ = [  # one name per line: additions merge cleanly
+    "Artifact",
+    "CliContext",
+    "Config",
+    "ConfigError",
+    "EVENT_KINDS",
+    "Event",
+    "EventBus",
+    "Host",
+    "MISSING",
+    "PluginError",
+    "PluginInfo",
+    "PluginManager",
+    "Problem",
+    "RECORD",
+    "RUN_FINISHED",
+    "RUN_STARTED",
+    "Record",
+    "Run",
+    "RunInfo",
+    "RunNotFound",
+    "RunView",
+    "Schema",
+    "SchemaError",
+    "Store",
+    "StoreError",
+    "Subscription",
+    "Summarizer",
+    "Summary",
+    "Table",
+    "TrackerError",
+    "TrackerWarning",
+    "WRITER_STARTED",
+    "__version__",
+    "current_run",
+    "finish",
+    "get_host",
+    "get_plugin_manager",
+    "hookimpl",
+    "hookspec",
+    "list_plugins",
+    "load_config",
+    "log",
+    "log_record",
+    "open_store",
+    "set_host",
+    "start_run",
+    "validators",
 ]

@@ -1,23 +1,22 @@
 """The embedded logging API: ``start_run``, ``Run.log``, ``Run.log_record``, ``Run.finish``.
 
-Per record, ``log`` checks the values, builds one ``Event`` and publishes it;
-the store writer (the bus's critical subscriber) appends the line with one
-``os.write`` before ``log`` returns, so the record survives a kill -9.
+``log`` checks the values and hands them to the run's route of their schema
+(:mod:`tracker.route`), which writes the line with one ``os.write`` before
+``log`` returns, so the record survives a kill -9. A record that a plugin's
+handler wants is published on the bus as an ``Event`` instead, and the
+store's handler, first on the bus, writes it the same way.
 """
 
 from __future__ import annotations
 
 import atexit
-import errno
 import os
 import platform
-import secrets
 import subprocess
 import sys
 import threading
 import time as _time_mod
 import traceback
-import weakref
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -26,113 +25,19 @@ import attrs
 
 from .config import resolve_store_path
 from .errors import SchemaError, StoreError, TrackerError
-from .format import (
-    METRICS,
-    RECORD,
-    RUN_FINISHED,
-    RUN_STARTED,
-    STRICT,
-    WRITER_STARTED,
-    check_run_id,
-    encode_line,
-    new_run_id,
-)
+from .format import METRICS, RECORD, RUN_FINISHED, STRICT, check_run_id, new_run_id
 from .host import Host, get_host
 from .records import Event
+from .route import Attachment, attach, detach
 from .segment import hostname
 from .values import MAX_INT, BadValue, check_json, check_metrics, given, unwrap_numpy
-from .writer import Heartbeat, SegmentWriter, on_fork_in_child
 
 _time = _time_mod.time
 STATUSES = ("finished", "failed", "crashed")
-# The metrics fast path takes dicts whose values are exactly these types and
-# whose names are none of these (issue 6).
+# ``run.log`` writes a dict straight away when its values are exactly of these types.
 _all_numbers = frozenset({float, int, bool}).issuperset
-
-
-class _Attachment:
-    """This process's writer for one run, shared by every ``Run`` object of it here."""
-
-    __slots__ = ("writer", "refs", "records", "max_step", "last", "store", "run_id", "sampler")
-
-    def __init__(self, writer: SegmentWriter, store: Path, run_id: str) -> None:
-        self.writer = writer
-        self.store = store
-        self.run_id = run_id
-        self.refs = 0
-        self.records = 0
-        self.max_step: int | None = None
-        self.last: dict[str, Any] = {}
-        self.sampler: Any = None  # the system metrics sampler (tracker.capture.system), if on
-
-    def note(self, schema: str | None, step: int, data: dict[str, Any]) -> None:
-        """Count a record written to the segment (``Run.log`` inlines this on its fast path)."""
-        self.records += 1
-        if self.max_step is None or step > self.max_step:
-            self.max_step = step
-        if schema == METRICS:
-            self.last.update(data)
-
-
-class _StoreSink:
-    """The store writer's place on the bus: routes each event to its run's segment.
-
-    A record that no other handler wants skips the bus: ``Run.log`` writes it
-    straight to the segment (see ``Run._record_slow``).
-    """
-
-    def __init__(self) -> None:
-        self.attached: dict[str, _Attachment] = {}
-
-    def routes_changed(self) -> None:
-        """A handler was subscribed or unsubscribed: every run resolves its routes again."""
-        for run in list(_active):
-            if run._sink is self:
-                run._forget_routes()
-
-    def __call__(self, event: Event) -> None:
-        att = self.attached.get(event.run_id)
-        if att is None:
-            return
-        w = att.writer
-        if w.stale:
-            _reopen_after_fork(att)
-        w.append(event.kind, event.schema, event.step, event.time, event.data)
-        if event.kind == RECORD:
-            att.note(event.schema, event.step, event.data)
-
-
-def _reopen_after_fork(att: _Attachment) -> None:
-    w = att.writer
-    w._open(hidden=True)
-    att.records, att.max_step, att.last = 0, None, {}
-    w.append(WRITER_STARTED, None, None, _time(), {**w.facts(), "resumed": True, "forked": True})
-    w.reveal()
-
-
-# Keyed by the host object itself: an id() could be reused by a later host and
-# hand it a sink subscribed to a dead bus, losing every record.
-_sinks: weakref.WeakKeyDictionary[Host, _StoreSink] = weakref.WeakKeyDictionary()
 _active: list[Run] = []
 _lock = threading.RLock()
-
-
-def _sink_for(host: Host) -> _StoreSink:
-    sink = _sinks.get(host)
-    if sink is None:
-        sink = _StoreSink()
-        host.bus.subscribe(sink, critical=True)
-        host.bus._watch(sink.routes_changed)
-        _sinks[host] = sink
-        on_fork_in_child(_forget_all_routes)
-    return sink
-
-
-def _forget_all_routes() -> None:
-    # A forked child's first record takes the bus, whose store handler opens
-    # the child's own segment; only then do records go straight to it again.
-    for run in _active:
-        run._forget_routes()
 
 
 class Run:
@@ -145,29 +50,18 @@ class Run:
     :ivar status: ``running`` until :meth:`finish`.
     """
 
-    def __init__(self, host: Host, att: _Attachment, run_id: str, name: str | None,
-                 project: str | None, path: Path, next_step: int) -> None:
-        self.id = run_id
+    def __init__(self, host: Host, att: Attachment, name: str | None, project: str | None, path: Path) -> None:
+        self.id = att.run_id
         self.name = name
         self.project = project
         self.path = path
         self.status = "running"
         self._host = host
         self._att = att
-        self._publish = host.bus.publish
-        self._next = next_step
-        self._bus = host.bus
-        self._sink = _sinks.get(host)
-        self._append = att.writer.append_record
-        # The writer's record envelopes of the schemas that only the store
-        # wants: their records skip the Event and the bus (issue 6). Dropped
-        # on every subscription change and in a forked child.
-        self._metrics_env: dict[str, Any] | None = None
-        self._envs: dict[str, dict[str, Any]] = {}
-
-    def _forget_routes(self) -> None:
-        self._metrics_env = None
-        self._envs = {}
+        self._routes = att.routes
+        #: ``[next automatic step]`` of this object: one more than the largest step it or, before it
+        #: started, this process wrote; advanced by the writer under its lock.
+        self._steps = att.writer.next_steps()
 
     @property
     def store(self) -> Path:
@@ -184,42 +78,29 @@ class Run:
 
         :param values: metric names to floats, ints (within ±2**53) or bools;
             NaN and infinities are data and round-trip exactly.
-        :param step: the step; by default one more than the largest so far.
-        :raises SchemaError: for a bad name or value; nothing is written.
+        :param step: the step; by default the next one (one more than the
+            largest so far; each call gets its own, also from several threads).
+        :raises SchemaError: for a bad name, value or step; nothing is written.
         :raises StoreError: when the line could not be written.
         """
         if self.status != "running":
-            raise TrackerError(f"run {self.id} has {self.status}; start or resume a run to log more")
-        # The fast path (issue 6): a plain dict of floats, ints and bools under
-        # ordinary names is checked by the types of its values; the writer's
-        # one orjson call also refuses non-str names, lone surrogates and ints
-        # beyond ±(2**53 - 1) with a TypeError, before writing anything.
-        # Anything else takes the full check, which names the problem.
-        env = self._metrics_env
-        if env is not None and type(values) is dict and _all_numbers(map(type, values.values())) \
+            raise self._not_running()
+        if step is not None:
+            step = resolve_step(step, METRICS)
+        # A plain dict of floats, ints and bools under ordinary names is checked
+        # by the types of its values only: the writer's one orjson call also
+        # refuses non-str names, lone surrogates and ints beyond ±(2**53 - 1)
+        # with a TypeError, before writing anything. Anything else takes the
+        # full check, which names the problem.
+        route = self._routes.get(METRICS)
+        if route is not None and type(values) is dict and _all_numbers(map(type, values.values())) \
                 and "step" not in values and "time" not in values and "" not in values:
-            if step is None:
-                s = self._next
-            elif type(step) is int and -MAX_INT <= step <= MAX_INT:
-                s = step
-            else:
-                s = None
-            if s is not None:
-                try:
-                    self._append(env, s, _time(), values, STRICT)
-                except TypeError:
-                    pass
-                else:
-                    if s >= self._next:
-                        self._next = s + 1
-                    att = self._att
-                    att.records += 1
-                    if att.max_step is None or s > att.max_step:
-                        att.max_step = s
-                    att.last.update(values)
-                    return
-        data = check_metrics(values)
-        self._record(METRICS, data, self._step(step))
+            try:
+                route.append(self._steps, step, _time(), values, STRICT)
+                return
+            except TypeError:
+                pass
+        self._write(METRICS, check_metrics(values), step, _time())
 
     def log_record(self, schema: Any, record: Any = None, /, step: int | None = None,
                    **fields: Any) -> None:
@@ -230,14 +111,14 @@ class Run:
         argument; ``run.log_record(instance)`` finds the schema by its class.
 
         :raises SchemaError: unknown schema, missing or unknown field, wrong
-            type, failed validator; every problem is named, nothing is written.
+            type, failed validator, bad step; every problem is named, nothing is written.
         """
         if not isinstance(schema, str):
             if record is not None:
                 raise TypeError("log_record(schema, record): schema must be a schema name (str)")
             schema, record = self._schema_of(schema), schema
         if self.status != "running":
-            raise TrackerError(f"run {self.id} has {self.status}; start or resume a run to log more")
+            raise self._not_running()
         compiled = self._host.schemas.get(schema) or self._host.schema(schema)
         if record is None:
             record = fields
@@ -247,88 +128,40 @@ class Run:
             else:
                 record = {**record, **fields}
         data = compiled.validate(record)
-        if step is None:
-            step = self._next
-        elif type(step) is not int or not -MAX_INT <= step <= MAX_INT:
-            step = _check_step(step)
-        env = self._envs.get(schema)
-        if env is None:
-            self._record(schema, data, step)
-            return
-        try:
-            self._append(env, step, _time(), data)
-        except TypeError:
-            encode_line({"schema": schema, "data": data})  # raises SchemaError naming the problem
-            raise
-        if step >= self._next:
-            self._next = step + 1
-        att = self._att
-        att.records += 1
-        if att.max_step is None or step > att.max_step:
-            att.max_step = step
+        self._write(schema, data, None if step is None else resolve_step(step, schema), _time())
 
-    def _step(self, step: Any) -> int:
-        if step is None:
-            return self._next
-        if type(step) is not int or not -MAX_INT <= step <= MAX_INT:
-            return _check_step(step)
-        return step
+    def _write(self, schema: str, data: dict[str, Any], step: int | None, time: float,
+               advance: bool = True) -> None:
+        """Write a checked record: by its schema's route, or as an Event when a plugin wants it too.
 
-    def _record(self, schema: str, data: dict[str, Any], step: int) -> None:
-        """Log a checked record that the fast path did not take.
-
-        When only the store wants records of ``schema`` (no plugin subscribed
-        to them), the record goes straight to the segment, and the writer's
-        envelope for the schema is kept so that the next ones take the fast
-        path; otherwise it is published as an :class:`Event` on the bus.
+        :param step: the step, or ``None`` for this object's next automatic step.
+        :param advance: let ``step`` advance the automatic steps (capture's records at the latest step do not).
         """
-        time = _time()
-        route = self._bus.route(RECORD, schema)
-        att = self._att
-        w = att.writer
-        if len(route) == 1 and route[0].handler is self._sink and not w.stale:
-            env = w.record_env(schema)
-            try:
-                self._append(env, step, time, data)
-            except TypeError:
-                encode_line({"schema": schema, "data": data})  # raises SchemaError naming the problem
-                raise
-            att.note(schema, step, data)
-            if schema == METRICS:
-                self._metrics_env = env
-            else:
-                self._envs[schema] = env
-        else:
-            self._publish(Event(RECORD, self.id, step, time, schema, data))
-        if step >= self._next:
-            self._next = step + 1
+        steps = self._steps if advance else [step]
+        route = self._att.route(schema)
+        if route is not None:
+            route.append_checked(steps, step, time, data)
+            return
+        w = self._att.writer
+        step, before = w.take_step(steps, step)
+        try:
+            self._host.bus.publish(Event(RECORD, self.id, step, time, schema, data))
+        except SchemaError:  # refused before anything was written
+            w.untake_step(steps, step, before)
+            raise
 
     def _log_side(self, schema: str, data: Any, step: int, latest: bool) -> float:
         """Write a record of ``schema`` at ``step`` for the capture features (artifacts, media, samples).
 
         Unlike :meth:`log_record`, a record at the latest step (``latest``)
         leaves the automatic step alone; the system sampler calls this from
-        its own thread (the writer appends under its lock).
+        its own thread (the writer appends under its lock). Returns the record's time.
         """
         if self.status != "running":
-            raise TrackerError(f"run {self.id} has {self.status}; start or resume a run to log more")
+            raise self._not_running()
         compiled = self._host.schemas.get(schema) or self._host.schema(schema)
-        data = compiled.validate(data)
-        step = self._step(step)
         time = _time()
-        att = self._att
-        route = self._bus.route(RECORD, schema)
-        if len(route) == 1 and route[0].handler is self._sink and not att.writer.stale:
-            try:
-                self._append(att.writer.record_env(schema), step, time, data)
-            except TypeError:
-                encode_line({"schema": schema, "data": data})  # raises SchemaError naming the problem
-                raise
-            att.note(schema, step, data)
-        else:
-            self._publish(Event(RECORD, self.id, step, time, schema, data))
-        if not latest and step >= self._next:
-            self._next = step + 1
+        self._write(compiled.name, compiled.validate(data), step, time, advance=not latest)
         return time
 
     def log_artifact(self, path: str | os.PathLike[str], name: str | None = None, *, kind: str = "file",
@@ -384,6 +217,9 @@ class Run:
         raise SchemaError(type(record).__name__, [("(schema)", f"expected a schema name or an instance "
                                                                f"of a registered schema class, given {given(record)}")])
 
+    def _not_running(self) -> TrackerError:
+        return TrackerError(f"run {self.id} has {self.status}; start or resume a run to log more")
+
     def finish(self, status: str = "finished", error: dict[str, Any] | BaseException | None = None) -> None:
         """End the run (idempotent): write ``run_finished`` and close the segment.
 
@@ -397,27 +233,25 @@ class Run:
                 raise ValueError(f"status: expected one of {STATUSES}, given {status!r}")
             if isinstance(error, BaseException):
                 error = _error_facts(type(error), error, error.__traceback__)
-            att = self._att
-            system = None
-            if att.refs == 1 and att.sampler is not None:
-                att.sampler.stop()
-                system = att.sampler.totals()
-                att.sampler = None
-            data = {"status": status, "error": error, "records": att.records,
-                    "max_step": att.max_step, "last": att.last}
-            if system:
-                data["system"] = system  # peaks and means for the runs table (RunInfo.system)
             self.status = status
-            try:
-                if att.refs == 1:
-                    self._publish(Event(RUN_FINISHED, self.id, None, _time(), None, data))
-            finally:
-                if self in _active:
-                    _active.remove(self)
-                att.refs -= 1
-                if att.refs == 0:
-                    att.writer.close()
-                    _sink_for(self._host).attached.pop(self.id, None)
+            if self in _active:
+                _active.remove(self)
+
+            def last_words() -> None:
+                att = self._att
+                system = None
+                if att.sampler is not None:
+                    att.sampler.stop()
+                    system = att.sampler.totals()
+                    att.sampler = None
+                w = att.writer
+                data = {"status": status, "error": error, "records": w.records, "max_step": w.max_step,
+                        "last": w.last}
+                if system:
+                    data["system"] = system  # peaks and means for the runs table (RunInfo.system)
+                self._host.bus.publish(Event(RUN_FINISHED, self.id, None, _time(), None, data))
+
+            detach(self._att, last_words)
 
     def __enter__(self) -> Run:
         return self
@@ -433,10 +267,16 @@ class Run:
         return f"<Run {self.id} name={self.name!r} project={self.project!r} {self.status}>"
 
 
-def _check_step(step: Any) -> int:
+def resolve_step(step: Any, schema: str) -> int:
+    """A given step as the int it stands for (numpy ints too), within ±2**53.
+
+    :raises SchemaError: naming ``schema``, the record's schema, and the step given.
+    """
+    if type(step) is int and -MAX_INT <= step <= MAX_INT:
+        return step
     u = unwrap_numpy(step)
-    if type(u) is not int or not -(2**53) <= u <= 2**53:
-        raise SchemaError("metrics", [("step", f"expected an int within ±2**53, given {given(step)}")])
+    if type(u) is not int or not -MAX_INT <= u <= MAX_INT:
+        raise SchemaError(schema, [("step", f"expected an int within ±2**53, given {given(step)}")])
     return u
 
 
@@ -459,7 +299,8 @@ def _git_commit(start: Path) -> str | None:
     return None
 
 
-def _environment() -> dict[str, Any]:
+def _origin() -> dict[str, Any]:
+    """Where and how the run was started: host, Python, command line, folder, git commit, user."""
     cwd = Path.cwd()
     return {"host": hostname(), "python": platform.python_version(), "platform": platform.platform(),
             "argv": list(sys.argv), "cwd": str(cwd), "git_commit": _git_commit(cwd),
@@ -471,9 +312,6 @@ def _plain(value: Any, what: str) -> Any:
         return check_json(value)
     except BadValue as bad:
         raise SchemaError(what, [("(value)", f"expected {bad.args[0]}, given {given(value)}")]) from None
-
-
-_heartbeats: dict[float, Heartbeat] = {}
 
 
 def start_run(project: str | None = None, name: str | None = None, *, config: dict[str, Any] | None = None,
@@ -501,9 +339,9 @@ def start_run(project: str | None = None, name: str | None = None, *, config: di
                                                           and system_metrics > 0):
         raise TypeError("system_metrics: expected None, False, True or a positive number of seconds, "
                         f"given {system_metrics!r}")
-    env_id = os.environ.get("TRACKER_RUN_ID")
-    if run_id is None and env_id:
-        run_id, resume = env_id, True
+    run_id_from_env = os.environ.get("TRACKER_RUN_ID")
+    if run_id is None and run_id_from_env:
+        run_id, resume = run_id_from_env, True
     run_id = new_run_id() if run_id is None else check_run_id(run_id)
     for what, value in (("project", project), ("name", name)):
         if value is not None and not isinstance(value, str):
@@ -523,29 +361,12 @@ def start_run(project: str | None = None, name: str | None = None, *, config: di
     run_dir = runs / run_id
     if not resume and run_dir.exists():
         raise TrackerError(f"run {run_id} already exists in {root}; pass resume=True to append to it")
-    sink = _sink_for(host)
+    meta = {"name": name, "project": project, "config": config_data, "tags": tag_list, "env": _origin()}
+    att = attach(host, root, run_id, resume, meta)
+    run = Run(host, att, name, project, run_dir)
     with _lock:
-        att = sink.attached.get(run_id)
-        if att is not None and att.store != root:
-            raise TrackerError(f"run {run_id} is already open in store {att.store} in this process")
-        if att is None:
-            meta = {"name": name, "project": project, "config": config_data, "tags": tag_list,
-                    "env": _environment()}
-            writer, event, last = _open_segment(host, root, run_id, resume, meta)
-            att = _Attachment(writer, root, run_id)
-            # The run's largest step so far, so that automatic steps continue after it.
-            att.max_step = last
-            # The start event is in the segment already: the bus hands it to the plugins only
-            # (the store's handler skips a run it has not attached yet).
-            host.bus.publish(event)
-            sink.attached[run_id] = att
-            interval = host.config.heartbeat_interval
-            hb = _heartbeats.get(interval) or _heartbeats.setdefault(interval, Heartbeat(interval))
-            hb.add(writer)
-        att.refs += 1
-        run = Run(host, att, run_id, name, project, run_dir, 0 if att.max_step is None else att.max_step + 1)
         _active.append(run)
-        if att.refs == 1:
+        if att.refs == 1 and att.sampler is None:
             att.sampler = _start_sampler(run, system_metrics, host)
     return run
 
@@ -560,68 +381,6 @@ def _start_sampler(run: Run, system_metrics: bool | float | None, host: Host) ->
         return start_sampler(run, system_metrics)
     except Exception:  # noqa: BLE001 - the sampler never makes a run fail (e.g. a module that cannot load)
         return None
-
-
-def _open_segment(host: Host, root: Path, run_id: str, resume: bool,
-                  meta: dict[str, Any]) -> tuple[SegmentWriter, Event, int | None]:
-    """This process's segment of run ``run_id``, its first line written: ``(writer, start event, max step)``.
-
-    A new run's folder appears whole: its first segment and start event are
-    written in a hidden staging folder that one rename puts in place, so of
-    several processes creating the same run at once exactly one does and the
-    others attach. A segment added to an existing run is written under a
-    hidden name and renamed once its first line is in. A kill -9 at any
-    moment thus leaves neither a run without its start event nor an empty
-    segment; at most a hidden leftover that readers skip.
-    """
-    fsync = host.config.durability == "fsync"
-    runs = root / "runs"
-    run_dir = runs / run_id
-    if not run_dir.exists():
-        staging = runs / f".new-{run_id}-{secrets.token_hex(4)}"
-        try:
-            staging.mkdir()
-        except OSError as exc:
-            raise StoreError(f"cannot create {run_dir}: {exc.strerror}") from None
-        writer = SegmentWriter(staging, fsync=fsync)
-        event = Event(RUN_STARTED, run_id, None, _time(), None, {**writer.facts(), **meta, "resumed": False})
-        try:
-            writer.append(event.kind, None, None, event.time, event.data)
-            os.rename(staging, run_dir)
-        except OSError as exc:
-            writer.discard()
-            _remove_folder(staging)
-            if exc.errno not in (errno.EEXIST, errno.ENOTEMPTY):
-                raise StoreError(f"cannot create {run_dir}: {exc.strerror}") from None
-            if not resume:  # another process made the run meanwhile
-                raise TrackerError(f"run {run_id} already exists in {root}; pass resume=True to append to it") \
-                    from None
-        except BaseException:
-            writer.discard()
-            _remove_folder(staging)
-            raise
-        else:
-            writer.moved(run_dir)
-            return writer, event, None
-    from .reader import RunView
-
-    last = RunView(root, run_id, host=host).max_step()
-    writer = SegmentWriter(run_dir, fsync=fsync, hidden=True)
-    event = Event(WRITER_STARTED, run_id, None, _time(), None, {**writer.facts(), **meta, "resumed": True})
-    try:
-        writer.append(event.kind, None, None, event.time, event.data)
-        writer.reveal()
-    except BaseException:
-        writer.discard()
-        raise
-    return writer, event, last
-
-
-def _remove_folder(path: Path) -> None:
-    try:
-        path.rmdir()
-    except OSError:
-        pass
 
 
 def current_run() -> Run | None:

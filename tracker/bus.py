@@ -116,11 +116,11 @@ class EventBus:
             self._routes = {}
         self._changed()
 
-    def _watch(self, callback: Callable[[], Any]) -> None:
+    def on_subscriptions_changed(self, callback: Callable[[], Any]) -> None:
         """Call ``callback()`` after every subscribe and unsubscribe.
 
-        The logging API caches, per run and schema, whether a record needs an
-        ``Event`` at all (issue 6); this is how that cache is dropped.
+        Whoever caches :meth:`route` results drops them there: the logging
+        API keeps, per run and schema, whether a record needs an ``Event`` at all.
         """
         self._watchers.append(callback)
 

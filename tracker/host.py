@@ -15,6 +15,8 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+import pluggy
+
 from .bus import EventBus
 from .config import Config, load_config
 from .errors import SchemaError
@@ -39,15 +41,23 @@ class Host:
         self.bus = EventBus()
         self.bus.on_report = self._handler_reported
         self._trace = os.environ.get("TRACKER_TRACE_PLUGINS", "") not in ("", "0")
-        self.call_each("tracker_configure", config=self.config)
-        self.call_each("tracker_schemas", collect=self._add_schemas)
-        self.call_each("tracker_summarizers", collect=self._add_summarizers)
-        self.call_each("tracker_subscribe", bus=self.bus)
+        hook = self.pm.hook
+        self.call_each(hook.tracker_configure, config=self.config)
+        self.call_each(hook.tracker_schemas, collect=self._add_schemas)
+        self.call_each(hook.tracker_summarizers, collect=self._add_summarizers)
+        self.call_each(hook.tracker_subscribe, bus=self.bus)
 
-    def call_each(self, hook: str, collect: Callable[[str, Any], None] | None = None,
+    def call_each(self, caller: pluggy.HookCaller, collect: Callable[[str, Any], None] | None = None,
                   **kwargs: Any) -> None:
-        """Call ``hook`` of each plugin in load order; a plugin that raises is broken."""
-        for impl in list(getattr(self.pm.hook, hook).get_hookimpls()):
+        """Call the hook of ``caller`` (e.g. ``host.pm.hook.tracker_schemas``) of each plugin in load order.
+
+        A plugin that raises is reported broken and the others still run.
+
+        :param collect: called as ``collect(plugin name, result)`` with each plugin's result.
+        :param kwargs: the hook's arguments; each implementation gets those it asks for.
+        """
+        hook = caller.name
+        for impl in list(caller.get_hookimpls()):
             name = impl.plugin_name
             if self._trace:
                 print(f"tracker: {hook}() of plugin {name!r}", file=sys.stderr)

@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, Literal, Union
 
 from .errors import SchemaError
-from .format import SPECIAL_IN
+from .format import METRICS, SPECIAL_IN
 
 MAX_INT = 2**53
 RESERVED = frozenset({"step", "time"})
@@ -245,7 +245,7 @@ def without_special_strings(check: Callable[[Any], Any]) -> Callable[[Any], Any]
 
 # --- metrics ----------------------------------------------------------------------------------
 
-def check_metrics(values: Any, schema: str = "metrics") -> dict[str, Any]:
+def check_metrics(values: Any, schema: str = METRICS) -> dict[str, Any]:
     """Validate a free-form ``{name: number}`` record; returns it with plain Python numbers.
 
     :raises SchemaError: naming every bad key or value.

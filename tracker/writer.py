@@ -22,18 +22,15 @@ from typing import Any, NoReturn
 import orjson
 
 from .errors import StoreError
-from .format import (
-    SEGMENT_SUFFIX,
-    encode_line,
-    encode_nonfinite,
-    event,
-    record_template,
-)
+from .format import METRICS, RECORD, SEGMENT_SUFFIX, encode_line, encode_nonfinite, event
 from .segment import hostname, process_start
+from .values import MAX_INT
 
 _dumps = orjson.dumps
 _crc32 = zlib.crc32
 _write = os.write
+#: Below every step a record may have (steps are ints within ±2**53): "no step yet".
+NO_STEP = -MAX_INT - 1
 
 
 def _safe_host() -> str:
@@ -65,9 +62,20 @@ class SegmentWriter:
         self.run_dir = run_dir
         self.fsync = fsync
         self.lock = threading.Lock()
+        #: ``(seq of the last line, records, largest step)``, replaced as one tuple after each
+        #: line (see :meth:`_commit`); NO_STEP stands for "no step yet".
+        self.counts: tuple[int, int, int] = (0, 0, NO_STEP)
+        #: The latest value of each metric written by this writer.
+        self.last: dict[str, Any] = {}
         self._open(hidden)
         _writers.add(self)
         _ensure_fork_hook()
+
+    def reopen(self) -> None:
+        """Open a segment of this (forked) process, hidden until :meth:`reveal`; its counts start again."""
+        self._open(hidden=True)
+        self.counts = (0, 0, NO_STEP)
+        self.last = {}
 
     def _open(self, hidden: bool = False) -> None:
         """Create this process's segment; ``hidden``: under a name readers skip, until :meth:`reveal`."""
@@ -85,11 +93,9 @@ class SegmentWriter:
                     _fsync_folder(folder)
         except OSError as exc:
             raise StoreError(f"cannot create {self.path}: {exc.strerror}") from None
-        self.seq = 0
         self.torn = False
         self.stale = False
         self.closed = False
-        self._envs: dict[str, dict[str, Any]] = {}
 
     def facts(self) -> dict[str, Any]:
         """What readers need to tell whether this writer still runs."""
@@ -130,9 +136,67 @@ class SegmentWriter:
         except OSError:
             pass
 
+    # --- counts ---------------------------------------------------------------------------------
+
+    @property
+    def seq(self) -> int:
+        """The sequence number of the last line written."""
+        return self.counts[0]
+
+    @property
+    def records(self) -> int:
+        """How many records this segment holds."""
+        return self.counts[1]
+
+    @property
+    def max_step(self) -> int | None:
+        """The largest step of the records written (on a resume: of the run so far), or ``None``."""
+        top = self.counts[2]
+        return None if top == NO_STEP else top
+
+    def continue_after(self, max_step: int | None) -> None:
+        """Count ``max_step``, the largest step of the run so far (a resume), as written."""
+        if max_step is not None:
+            with self.lock:
+                seq, records, top = self.counts
+                self.counts = (seq, records, max(top, max_step))
+
+    def next_steps(self) -> list[int]:
+        """A new counter of automatic steps, ``[next step]``, starting after every step written so far.
+
+        Each ``Run`` object has one; the writer takes a step from it and
+        advances it under its lock, so that no two calls get the same step.
+        """
+        with self.lock:
+            top = self.counts[2]
+            return [top + 1 if top >= 0 else 0]
+
+    def take_step(self, steps: list[int], step: int | None) -> tuple[int, int]:
+        """The step of a record about to be written, ``steps`` advanced past it: ``(step, steps before)``.
+
+        ``step=None`` takes the next of ``steps``, which no other call gets (issue 10, item 6).
+        """
+        with self.lock:
+            before = steps[0]
+            if step is None:
+                step = before
+            if step >= before:
+                steps[0] = step + 1
+            return step, before
+
+    def untake_step(self, steps: list[int], step: int, before: int) -> None:
+        """Undo :meth:`take_step` for a record that was not written (unless a later step was taken)."""
+        with self.lock:
+            if steps[0] == max(before, step + 1):
+                steps[0] = before
+
+    # --- appending -------------------------------------------------------------------------------
+
     def append(self, kind: str, schema: str | None, step: int | None, time: float,
                data: dict[str, Any]) -> int:
         """Write one event; returns its sequence number once the line is in the file.
+
+        A record counts like one of :meth:`append_record`, its ``step`` given.
 
         :raises StoreError: when the line cannot be written (full disk, closed writer).
         :raises SchemaError: when the data cannot be encoded; nothing is written.
@@ -140,52 +204,70 @@ class SegmentWriter:
         with self.lock:
             if self.closed:
                 raise StoreError(f"writer {self.id} is closed: the run has finished")
-            seq = self.seq + 1
+            seq, records, top = self.counts
+            seq += 1
             line = encode_line(event(kind, schema, step, time, self.id, seq, data))
-            self._put(line)
-            self.seq = seq
+            if kind == RECORD and type(step) is int:
+                counts = (seq, records + 1, step if step > top else top)
+                self._commit(line, counts, data if schema == METRICS else None)
+            else:
+                self._commit(line, (seq, records, top), None)
             return seq
 
-    def record_env(self, schema: str) -> dict[str, Any]:
-        """The event dict this writer fills in for each record of ``schema`` (see :meth:`append_record`)."""
-        env = self._envs.get(schema)
-        if env is None:
-            env = self._envs[schema] = record_template(schema, self.id)
-        return env
+    def append_record(self, template: dict[str, Any], steps: list[int], step: int | None, time: float,
+                      data: dict[str, Any], option: int = 0, last: bool = False) -> int:
+        """Write one record: the logging fast path.
 
-    def append_record(self, env: dict[str, Any], step: int, time: float, data: dict[str, Any],
-                      option: int = 0) -> int:
-        """Write one record: the logging fast path (issue 6).
+        ``template`` is :func:`tracker.format.record_template` of the record's
+        schema and this writer, filled in under the lock and encoded with one
+        ``orjson.dumps``, so the line is the one :meth:`append` writes, byte
+        for byte, without building an event.
 
-        ``env`` is this writer's :meth:`record_env` of the record's schema,
-        filled in under the lock and encoded with one ``orjson.dumps``, so the
-        line is the one :meth:`append` writes, byte for byte, without building
-        an event.
-
-        :param step: the record's step (an int within ±2**53).
+        :param steps: the caller's counter of automatic steps (:meth:`next_steps`),
+            advanced past ``step`` once the line is written.
+        :param step: the record's step (an int within ±2**53), or ``None``
+            for the next of ``steps``, taken under the lock so that threads
+            never share one.
         :param time: seconds since the epoch.
         :param data: the record's checked fields (``run.log`` passes values
             checked by type only, with ``option=STRICT``).
         :param option: orjson options for the encoding.
-        :returns: the record's sequence number, once the line is in the file.
+        :param last: keep ``data``'s values as the latest metrics (schema ``metrics``).
+        :returns: the record's step, once the line is in the file.
         :raises TypeError: when orjson refuses ``data`` under ``option``; nothing is written.
         :raises StoreError: when the line cannot be written (full disk, closed writer).
         """
-        lock = self.lock
-        lock.acquire()
-        try:
-            seq = self.seq + 1
-            env["step"] = step
-            env["time"] = time
-            env["seq"] = seq
-            env["data"] = data
-            head = _dumps(env, option=option)[:-1]
+        # ``with``, not acquire() and try: a signal between those two would leave the lock held.
+        with self.lock:
+            seq, records, top = self.counts
+            if step is None:
+                step = steps[0]
+            seq += 1
+            template["step"] = step
+            template["time"] = time
+            template["seq"] = seq
+            template["data"] = data
+            head = _dumps(template, option=option)[:-1]
             # orjson writes NaN and infinities as null, and a record's event
             # holds no other null where a float goes: only such lines are
             # encoded twice. (``rfind`` costs half of ``in`` on bytes.)
             if head.rfind(b"null") >= 0:
-                head = _dumps(dict(env, data=encode_nonfinite(data)), option=option)[:-1]
-            line = head + b',"crc":"%08x"}\n' % _crc32(head)
+                head = _dumps(dict(template, data=encode_nonfinite(data)), option=option)[:-1]
+            self._commit(head + b',"crc":"%08x"}\n' % _crc32(head), (seq, records + 1, step if step > top else top),
+                         data if last else None, steps, step)
+            return step
+
+    def _commit(self, line: bytes, counts: tuple[int, int, int], last: dict[str, Any] | None,
+                steps: list[int] | None = None, step: int = 0) -> None:
+        """Write ``line``, then take its ``counts``, ``last`` metrics and ``step``, as one step no signal splits.
+
+        The caller holds the lock. A KeyboardInterrupt may land after
+        ``os.write`` returned and before the counts were taken: they are
+        taken then too, if the line is in the file, so that the next line
+        never reuses a sequence number (issue 10, item 4). The counts are one
+        tuple, replaced by one store; the rest may safely run twice.
+        """
+        try:
             if self.closed or self.torn or self.fsync:
                 self._put(line)
             else:
@@ -196,10 +278,28 @@ class SegmentWriter:
                     self._failed(line, 0, exc)
                 if written != len(line):
                     self._put_rest(line, written)
-            self.seq = seq
-            return seq
-        finally:
-            lock.release()
+            self.counts = counts
+            if last is not None:
+                self.last.update(last)
+            if steps is not None and step >= steps[0]:
+                steps[0] = step + 1
+        except BaseException:
+            if self.counts is counts or self._ends_with(line):
+                self.counts = counts
+                if last is not None:
+                    self.last.update(last)
+                if steps is not None and step >= steps[0]:
+                    steps[0] = step + 1
+            raise
+
+    def _ends_with(self, line: bytes) -> bool:
+        """Whether the segment file ends with ``line`` (its seq makes it unique in the file)."""
+        try:
+            with open(self.hidden_path or self.path, "rb") as f:
+                f.seek(-len(line), os.SEEK_END)
+                return f.read() == line
+        except OSError:
+            return False
 
     def _put(self, line: bytes) -> None:
         """Write one whole line (the caller holds the lock), then fsync if asked."""

@@ -21,7 +21,7 @@ from .artifacts import Artifact
 
 def latest_step(run: Any) -> int:
     """The largest step the run has logged in this process (0 before any)."""
-    step = run._att.max_step
+    step = run._att.writer.max_step
     return 0 if step is None else step
 
 

@@ -115,7 +115,7 @@ class TrackerGroup(click.Group):
         """Call every plugin's ``tracker_commands(cli)`` (once)."""
         if not self.plugins_added:
             self.plugins_added = True
-            host.call_each("tracker_commands", cli=self)
+            host.call_each(host.pm.hook.tracker_commands, cli=self)
 
     def _ensure_plugins(self, ctx: click.Context, strict: bool) -> None:
         if self.plugins_added:
@@ -176,9 +176,6 @@ def make_cli(host: Any = None) -> click.Group:
 
     cli.host = host
     add_core_commands(cli)
-    from .artifacts import artifacts_cmd; cli.add_command(artifacts_cmd)  # noqa: E702, I001 - issue 17
-    from .get import get_cmd; cli.add_command(get_cmd)  # noqa: E702, I001 - issue 17
-    from .bench import add_bench_command; add_bench_command(cli)  # noqa: E702, I001 - issue 6
     if host is not None:
         _add_plugin_commands(cli, host)
     return cli

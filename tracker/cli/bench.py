@@ -39,11 +39,6 @@ READ_RECORDS = 20_000
 FFT_POINT = {"total_loss": 0.41, "mel_err": 0.12, "spec_err": 0.08, "welch_err": 0.05, "mean_gate": 0.7}
 
 
-def add_bench_command(cli: click.Group) -> None:
-    """Add ``tracker bench`` to ``cli``."""
-    cli.add_command(bench_cmd)
-
-
 def _cpu_per_call(fn: Callable[[], Any], n: int) -> float:
     clock = time.process_time
     start = clock()

@@ -7,9 +7,12 @@ import click
 
 def add_core_commands(cli: click.Group) -> None:
     """Add ``runs``, ``show``, ``summary``, ``compare``, ``tail``, ``plugins``,
-    ``schemas``, ``verify`` and ``export`` to ``cli``."""
+    ``schemas``, ``verify``, ``export``, ``artifacts``, ``get`` and ``bench`` to ``cli``."""
+    from .artifacts import artifacts_cmd
+    from .bench import bench_cmd
     from .compare import compare_cmd
     from .export import export_cmd
+    from .get import get_cmd
     from .plugins import plugins_cmd
     from .runs import runs_cmd
     from .schemas import schemas_cmd
@@ -19,5 +22,5 @@ def add_core_commands(cli: click.Group) -> None:
     from .verify import verify_cmd
 
     for cmd in (runs_cmd, show_cmd, summary_cmd, compare_cmd, tail_cmd, plugins_cmd, schemas_cmd,
-                verify_cmd, export_cmd):
+                verify_cmd, export_cmd, artifacts_cmd, get_cmd, bench_cmd):
         cli.add_command(cmd)

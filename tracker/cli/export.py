@@ -13,7 +13,7 @@ from typing import IO, Any
 import click
 
 from ..bus import TrackerWarning
-from ..format import schema_mark
+from ..format import METRICS, schema_mark
 from . import CliContext
 from .options import handle_errors, require_schema, schema_option
 from .render import csv_value, dumps_line
@@ -95,7 +95,7 @@ def export_cmd(obj: CliContext, run: str, schema: str | None, fmt: str | None, o
         fmt = "jsonl" if output is not None and output.suffix.lower() in (".jsonl", ".ndjson", ".json") else "csv"
     view = obj.store.run(run)
     host = obj.host
-    schema = schema or "metrics"
+    schema = schema or METRICS
     compiled = host.schemas.get(schema)
     if compiled is None and schema not in view.schemas():
         require_schema(host, schema)
