@@ -178,6 +178,7 @@ def main(argv: list[str] | None = None) -> str:
             "bytes_fp32": per_tensor.original_size_bytes,
             "bytes_int8": per_tensor.size_bytes,
             "compression_ratio": per_tensor.compression_ratio,
+            "overhead_bytes": per_tensor.overhead_bytes,
             "model_file_bytes": file_bytes,
         }
         results["accuracy_drop_int8_per_tensor"] = acc_fp32 - results["accuracy_int8_per_tensor"]
@@ -189,8 +190,9 @@ def main(argv: list[str] | None = None) -> str:
           f"(drop {results['accuracy_drop_int8_per_tensor']:+.4f}), "
           f"int8 per channel {results['accuracy_int8_per_channel']:.4f}, "
           f"int8 weights+activations {results['accuracy_int8_weights_and_activations']:.4f}; "
-          f"{results['bytes_fp32']} -> {results['bytes_int8']} bytes "
-          f"({results['compression_ratio']:.2f}x), file {file_bytes} bytes", flush=True)
+          f"weights {results['bytes_fp32']} -> {results['bytes_int8']} bytes "
+          f"({results['compression_ratio']:.2f}x), scales and biases "
+          f"{results['overhead_bytes']} bytes, file {file_bytes} bytes", flush=True)
     subprocess.run([sys.executable, "-m", "tracker", "summary", run.id], check=True)
     return run.id
 

@@ -30,7 +30,9 @@ import sys
 import numpy as np
 from tracker_quant_analysis import (
     analyze_outlier_impact,
+    bit_width_errors,
     calibrate,
+    clipping_study,
     compare_bit_widths,
     error_record,
     scale_sensitivity,
@@ -81,16 +83,20 @@ def main(argv: list[str] | None = None) -> str:
             params = calibrate(conv, 4, "symmetric", granularity, num_channels=conv.shape[0])
             sens = scale_sensitivity(conv, params, delta=0.05)
             metrics[f"conv_4bit_{granularity}_scale_sensitivity"] = sens.sensitivity
-        bits = compare_bit_widths(conv, bits=(4, 8), granularity="per_channel",
-                                  num_channels=conv.shape[0])
+        bits = bit_width_errors(conv, bits=(4, 8), granularity="per_channel",
+                                num_channels=conv.shape[0])
         metrics["conv_per_channel_sqnr_gain_4_to_8_bits_db"] = bits[8].sqnr_db - bits[4].sqnr_db
+        mse_4bit, mse_8bit, improvement = compare_bit_widths(conv)
+        metrics.update(conv_per_tensor_mse_4bit=mse_4bit, conv_per_tensor_mse_8bit=mse_8bit,
+                       conv_per_tensor_mse_improvement_4_to_8_bits=improvement)
 
         embedding = rng.normal(size=(1000, 32)) * 0.1
         embedding.flat[rng.choice(embedding.size, size=8, replace=False)] *= 20.0
         for b in (4, 8):
-            impact = analyze_outlier_impact(embedding, percentile=99.9, bits=b)
-            metrics[f"embedding_{b}bit_sqnr_full_db"] = impact.sqnr_full_db
-            metrics[f"embedding_{b}bit_sqnr_clipped_db"] = impact.sqnr_clipped_db
+            study = clipping_study(embedding, percentile=99.9, bits=b)
+            metrics[f"embedding_{b}bit_sqnr_full_db"] = study.sqnr_full_db
+            metrics[f"embedding_{b}bit_sqnr_clipped_db"] = study.sqnr_clipped_db
+        metrics["embedding_8bit_outlier_impact"] = analyze_outlier_impact(embedding, 99.9).impact
         run.log(metrics)
 
     for name, bits, mode in (("conv.weight", 8, "symmetric"), ("conv.weight", 4, "symmetric"),

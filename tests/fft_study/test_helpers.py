@@ -7,6 +7,7 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 from tracker_fft_study import (
     FFTHeatmap,
+    FFTParams,
     bit_reverse_permutation,
     butterfly_apply,
     butterfly_backward,
@@ -91,6 +92,7 @@ def test_twiddle_param_count_matches_twiddle_array(n):
 
 def test_learned_model_params_breakdown():
     counts = learned_model_params(64, 40)
+    total = 384 + 192 + 128 + 256 + 40 * 33
     assert counts == {
         "twiddles": 6 * 32 * 2,
         "gates": 6 * 32,
@@ -99,14 +101,22 @@ def test_learned_model_params_breakdown():
         "unitary": 0,
         "mel_filters": 40 * 33,
         "q8_packed": 0,
+        "total_params": total,
+        "memory_bytes": 4 * total,
     }
 
 
 @given(powers, st.integers(min_value=0, max_value=512))
-def test_learned_model_params_sum(n, n_mels):
+def test_learned_model_params_total_and_memory(n, n_mels):
     counts = learned_model_params(n, n_mels)
     stages = num_stages(n)
-    assert sum(counts.values()) == stages * n + stages * n // 2 + 6 * n + n_mels * (n // 2 + 1)
+    total = stages * n + stages * n // 2 + 6 * n + n_mels * (n // 2 + 1)
+    parts = {k: v for k, v in counts.items() if k not in ("total_params", "memory_bytes")}
+    assert sum(parts.values()) == counts["total_params"] == total
+    assert counts["memory_bytes"] == 4 * total
+    # The breakdown still builds the fft.params record, which derives the same figures.
+    rec = FFTParams(model_id="m", variant="learned", n_fft=n, **counts)
+    assert (rec.total_params, rec.memory_bytes) == (total, 4 * total)
 
 
 @pytest.mark.parametrize("n_mels", [-1, 2.5, True])

@@ -25,17 +25,20 @@ def test_inspect_table_and_json(tmp_path):
     table = runner.invoke(ptq_group, ["inspect", str(path)])
     assert table.exit_code == 0, table.output
     assert table.output.splitlines()[0].split() == ["layer", "scheme", "shape", "scales", "bias",
-                                                    "bytes_int8", "bytes_fp32", "ratio"]
-    assert f"{model.original_size_bytes} fp32 bytes -> {model.size_bytes} int8 bytes" \
-        in table.output
+                                                    "bytes_int8", "bytes_fp32", "ratio",
+                                                    "overhead"]
+    assert (f"{model.original_size_bytes} fp32 bytes -> {model.size_bytes} int8 bytes (4.000x); "
+            f"scales and biases {model.overhead_bytes} bytes; file {path.stat().st_size} bytes"
+            ) in table.output
     doc = json.loads(runner.invoke(ptq_group, ["inspect", str(path), "--format", "json"]).output)
     fc1, fc2 = doc["layers"]
     assert fc1 == {"layer": "fc1", "scheme": "symmetric_per_channel_int8", "shape": "8x5",
-                   "scales": 8, "bias": 8, "bytes_int8": 40 + 4 * 8 + 4 * 8,
-                   "bytes_fp32": 4 * 48, "ratio": round(192 / 104, 4)}
-    assert fc2["bias"] == 0 and fc2["bytes_int8"] == 24 + 12
+                   "scales": 8, "bias": 8, "bytes_int8": 40, "bytes_fp32": 4 * 40, "ratio": 4.0,
+                   "overhead": 4 * 8 + 4 * 8}
+    assert fc2["bias"] == 0 and fc2["bytes_int8"] == 24 and fc2["overhead"] == 4 * 3
+    assert doc["totals"]["overhead_bytes"] == 4 * (8 + 8 + 3)
     assert doc["totals"]["file_bytes"] == path.stat().st_size
-    assert doc["totals"]["compression_ratio"] == model.compression_ratio
+    assert doc["totals"]["compression_ratio"] == model.compression_ratio == 4.0
 
 
 def test_inspect_damaged_file_is_one_line_and_exit_1(tmp_path):

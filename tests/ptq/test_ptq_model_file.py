@@ -37,11 +37,11 @@ def assert_same(a: QuantizedModel, b: QuantizedModel) -> None:
 def test_totals_are_sums_over_layers():
     model = quantize_model(small_model())
     assert len(model) == 4
-    fp32 = 4 * (16 * 8 + 16) + 4 * 64 + 4 * 54 + 4 * 5
-    int8 = (128 + 4 + 64) + (64 + 4) + (54 + 4) + (5 + 4)
-    assert model.original_size_bytes == fp32
+    int8 = 16 * 8 + 64 + 54 + 5
     assert model.size_bytes == int8
-    assert model.compression_ratio == pytest.approx(fp32 / int8)
+    assert model.original_size_bytes == 4 * int8
+    assert model.compression_ratio == 4.0
+    assert model.overhead_bytes == 4 * (1 + 16) + 4 + 4 + 4
 
 
 def test_per_channel_model_keeps_vectors_per_tensor():
@@ -65,8 +65,11 @@ def test_save_load_round_trip(tmp_path, per_channel):
     path = tmp_path / "model.ptq"
     size = model.save(path)
     assert size == path.stat().st_size
-    # int8 stays one byte a weight: the file is the quantised bytes plus a small header.
-    assert model.size_bytes < size < model.size_bytes + 200
+    # int8 stays one byte a weight: the file is the weights, the float32 scales
+    # and biases, and a small header.
+    assert size == model.file_bytes
+    stored = model.size_bytes + model.overhead_bytes
+    assert stored < size < stored + 200
     assert_same(model, QuantizedModel.load(path))
     assert list(tmp_path.iterdir()) == [path]
 

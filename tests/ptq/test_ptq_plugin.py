@@ -104,23 +104,22 @@ def test_summaries_of_a_quantised_model(tracker_store):
         run.log_record("ptq.layer", layer_record(quantize("fc2_clipped", w, scale=1e-4), w))
     got = summaries(tracker_store, run.id)
     rows = {r["layer"]: r for r in got["ptq.layers"].rows}
-    for name, (w, b) in layers.items():
+    for name, (w, _b) in layers.items():
         scale = np.float32(np.abs(w).max() / 127)
         deq = np.clip(np.round(w / np.float64(scale)), -127, 127) * np.float64(scale)
         assert rows[name]["scale"] == pytest.approx(float(scale), rel=1e-12)
         assert rows[name]["max_abs_err"] == pytest.approx(np.abs(deq - w).max(), rel=1e-9)
         assert rows[name]["mse"] == pytest.approx(np.mean((deq - w) ** 2), rel=1e-9)
-        assert rows[name]["bytes_fp32"] == 4 * (w.size + b.size)
-        assert rows[name]["bytes_int8"] == w.size + 4 + 4 * b.size
+        assert rows[name]["bytes_fp32"] == 4 * w.size
+        assert rows[name]["bytes_int8"] == w.size and rows[name]["ratio"] == 4.0
         assert rows[name]["over_bound"] is False
     assert rows["fc2_clipped"]["over_bound"] is True
     assert rows["fc2_clipped"]["max_abs_err"] == pytest.approx(
         np.abs(layers["fc2"][0]).max() - 127 * np.float64(np.float32(1e-4)))
     (total,) = got["ptq.totals"].rows
-    fp32 = sum(4 * (w.size + b.size) for w, b in layers.values()) + 4 * 320
-    int8 = sum(w.size + 4 + 4 * b.size for w, b in layers.values()) + 320 + 4
-    assert (total["bytes_fp32"], total["bytes_int8"]) == (fp32, int8)
-    assert total["compression_ratio"] == pytest.approx(fp32 / int8)
+    int8 = sum(w.size for w, _ in layers.values()) + 320
+    assert (total["bytes_fp32"], total["bytes_int8"]) == (4 * int8, int8)
+    assert total["compression_ratio"] == 4.0
     assert total["over_bound"] == "fc2_clipped" and total["worst_layer"] == "fc2_clipped"
 
 
@@ -133,6 +132,6 @@ def test_cli_summary_as_json(tracker_store):
                          capture_output=True, text=True, check=True)
     by_name = {s["summarizer"]: s for s in json.loads(out.stdout)["summaries"]}
     (total,) = by_name["ptq.totals"]["rows"]
-    assert total["bytes_fp32"] == 4 * 64 and total["bytes_int8"] == 64 + 4
-    assert total["compression_ratio"] == pytest.approx(256 / 68)
+    assert total["bytes_fp32"] == 4 * 64 and total["bytes_int8"] == 64
+    assert total["compression_ratio"] == 4.0
     assert by_name["ptq.layers"]["rows"][0]["layer"] == "fc"

@@ -79,11 +79,13 @@ def test_given_scale_clips_beyond_127_steps():
 def test_sizes_and_compression_ratio():
     w, b = np.ones((10, 20)), np.ones(10)
     qw = quantize("fc", w, b)
-    assert qw.original_size_bytes == 4 * (200 + 10)
-    assert qw.size_bytes == 200 + 4 * 1 + 4 * 10
-    assert qw.compression_ratio == pytest.approx(840 / 244)
+    assert qw.original_size_bytes == 4 * 200
+    assert qw.size_bytes == 200
+    assert qw.compression_ratio == 4.0
+    assert qw.overhead_bytes == 4 * 1 + 4 * 10
     pc = quantize("fc", w, b, per_channel=True)
-    assert pc.size_bytes == 200 + 4 * 10 + 4 * 10
+    assert pc.size_bytes == 200 and pc.compression_ratio == 4.0
+    assert pc.overhead_bytes == 4 * 10 + 4 * 10
     assert pc.bias.dtype == np.float32
 
 

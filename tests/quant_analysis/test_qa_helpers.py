@@ -10,10 +10,11 @@ from tracker_quant_analysis import (
     QuantParams,
     analyze_error,
     analyze_outlier_impact,
+    bit_width_errors,
     calibrate,
     calibrate_per_channel,
     calibrate_per_tensor,
-    compare_bit_widths,
+    clipping_study,
     dequantize_with_params,
     error_within_bounds,
     int_range,
@@ -160,17 +161,17 @@ def test_with_scales_keeps_the_low_end_of_an_asymmetric_range():
     assert (0 - wider.zero_points[0]) * wider.scales[0] == pytest.approx(low, abs=wider.scales[0])
 
 
-def test_compare_bit_widths_per_channel():
+def test_bit_width_errors_per_channel():
     x = np.random.default_rng(5).normal(size=(4, 50)) * np.array([[1], [0.1], [0.01], [10]])
-    out = compare_bit_widths(x, bits=(2, 4, 8), granularity="per_channel", num_channels=4)
+    out = bit_width_errors(x, bits=(2, 4, 8), granularity="per_channel", num_channels=4)
     assert list(out) == [2, 4, 8]
     assert out[2].mse > out[4].mse > out[8].mse
 
 
-def test_outlier_impact_on_a_single_large_outlier():
+def test_clipping_study_on_a_single_large_outlier():
     rng = np.random.default_rng(11)
     x = np.concatenate([rng.normal(size=9999), [40.0]])
-    impact = analyze_outlier_impact(x, 99.9, bits=4)
+    impact = clipping_study(x, 99.9, bits=4)
     assert impact.clipped_rate == pytest.approx(10 / 10000)
     assert impact.scale_full == pytest.approx(40 / 7)
     assert impact.scale_clipped == pytest.approx(np.percentile(np.abs(x), 99.9) / 7)

@@ -8,10 +8,10 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 from tracker_quant_analysis import (
     analyze_error,
-    analyze_outlier_impact,
+    bit_width_errors,
     calibrate_per_channel,
     calibrate_per_tensor,
-    compare_bit_widths,
+    clipping_study,
     error_within_bounds,
     fake_quantize,
     outlier_rate,
@@ -57,7 +57,7 @@ def test_every_calibrated_configuration_is_within_its_bound(x, bits, mode):
 def test_eight_bits_have_a_smaller_bound_and_stay_within_the_four_bit_one(x, mode):
     four, eight = calibrate_per_tensor(x, 4, mode), calibrate_per_tensor(x, 8, mode)
     assert theoretical_max_error(eight) <= theoretical_max_error(four)
-    stats = compare_bit_widths(x, mode=mode)
+    stats = bit_width_errors(x, mode=mode)
     assert stats[8].max_error <= theoretical_max_error(four) * (1 + 1e-9)
 
 
@@ -67,7 +67,7 @@ def test_eight_bits_have_a_smaller_bound_and_stay_within_the_four_bit_one(x, mod
 def test_eight_bits_never_worse_than_four_on_real_valued_data(seed, n, magnitude, mode, dist):
     rng = np.random.default_rng(seed)
     x = getattr(rng, dist)(size=n) * magnitude
-    stats = compare_bit_widths(x, bits=(4, 8), mode=mode)
+    stats = bit_width_errors(x, bits=(4, 8), mode=mode)
     assert stats[8].mse <= stats[4].mse
     assert stats[8].sqnr_db >= stats[4].sqnr_db
 
@@ -75,7 +75,7 @@ def test_eight_bits_never_worse_than_four_on_real_valued_data(seed, n, magnitude
 def test_a_tensor_on_the_coarse_grid_is_exact_at_four_bits():
     # Why the MSE property above needs real-valued data: multiples of max/7 are
     # exactly on the 4-bit grid but not on the 8-bit one (max/127).
-    stats = compare_bit_widths(np.array([7.0, 1.0, -3.0]))
+    stats = bit_width_errors(np.array([7.0, 1.0, -3.0]))
     assert stats[4].mse == 0
     assert stats[8].mse > 0
 
@@ -139,8 +139,8 @@ def test_zero_entries_stay_exactly_zero(x, bits, mode):
 
 @FAST
 @given(tensors, st.floats(50, 100), modes)
-def test_outlier_impact_is_consistent(x, percentile, mode):
-    impact = analyze_outlier_impact(x, percentile, 8, mode)
+def test_clipping_study_is_consistent(x, percentile, mode):
+    impact = clipping_study(x, percentile, 8, mode)
     assert impact.clip_low <= impact.clip_high
     assert 0 <= impact.clipped_rate <= 1
     assert impact.scale_clipped <= impact.scale_full * (1 + 1e-12)

@@ -6,6 +6,7 @@ loads through the ``tracker`` entry-point group.
 """
 
 from .butterfly import (
+    BYTES_PER_PARAM,
     bit_reverse_permutation,
     butterfly_apply,
     butterfly_backward,
@@ -21,6 +22,7 @@ from .spectral import mel_filterbank, spectral_errors
 __version__ = "0.1.0"
 
 __all__ = [
+    "BYTES_PER_PARAM",
     "FFTHeatmap",
     "FFTLandscape",
     "FFTLossPoint",

@@ -18,6 +18,7 @@ import numbers
 import numpy as np
 
 __all__ = [
+    "BYTES_PER_PARAM",
     "bit_reverse_permutation",
     "butterfly_apply",
     "butterfly_backward",
@@ -26,6 +27,9 @@ __all__ = [
     "num_stages",
     "twiddle_param_count",
 ]
+
+#: Memory of one parameter: a float32.
+BYTES_PER_PARAM = 4
 
 
 def num_stages(n_fft: int) -> int:
@@ -48,13 +52,16 @@ def twiddle_param_count(n_fft: int) -> int:
 
 
 def learned_model_params(n_fft: int, n_mels: int) -> dict[str, int]:
-    """Parameter counts of the learned model, keyed like the ``fft.params`` fields.
+    """Parameter breakdown of the learned model, keyed like the ``fft.params`` fields.
 
     The model has free twiddles, one gate per butterfly, a complex frequency
     mask (``2 * n_fft``), a denoiser (``4 * n_fft``) and mel filters
-    (``n_mels * (n_fft/2 + 1)``); it has no unitary or int8-packed part.
+    (``n_mels * (n_fft/2 + 1)``); it has no unitary or int8-packed part. As in
+    the original, the breakdown also gives ``total_params`` (the sum of the
+    counts) and ``memory_bytes`` (4 bytes per parameter, float32), which the
+    ``fft.params`` record derives the same way, so
     ``FFTParams(model_id=..., variant=..., n_fft=n_fft, **learned_model_params(...))``
-    builds its record.
+    and ``run.log_record("fft.params", ..., **learned_model_params(...))`` build its record.
 
     :param n_fft: transform size, a power of two >= 2.
     :param n_mels: number of mel filters, an int >= 0.
@@ -64,7 +71,7 @@ def learned_model_params(n_fft: int, n_mels: int) -> dict[str, int]:
     if isinstance(n_mels, bool) or not isinstance(n_mels, numbers.Integral) or n_mels < 0:
         raise ValueError(f"n_mels: expected an int >= 0, given {n_mels!r}")
     n = int(n_fft)
-    return {
+    counts = {
         "twiddles": twiddle_param_count(n),
         "gates": stages * (n // 2),
         "freq_mask": 2 * n,
@@ -73,6 +80,8 @@ def learned_model_params(n_fft: int, n_mels: int) -> dict[str, int]:
         "mel_filters": int(n_mels) * (n // 2 + 1),
         "q8_packed": 0,
     }
+    total = sum(counts.values())
+    return {**counts, "total_params": total, "memory_bytes": BYTES_PER_PARAM * total}
 
 
 def exact_twiddles(n_fft: int) -> np.ndarray:

@@ -16,6 +16,8 @@ import attrs
 from tracker import Schema
 from tracker import validators as v
 
+from .butterfly import BYTES_PER_PARAM
+
 __all__ = ["SCHEMAS", "FFTHeatmap", "FFTLandscape", "FFTLossPoint", "FFTParams", "FFTTrace"]
 
 _COUNT_FIELDS = (
@@ -102,13 +104,14 @@ class FFTParams:
                 f"total_params: expected the sum of the counts = {total}, "
                 f"given {self.total_params}"
             )
-        if self.memory_bytes is not None and self.memory_bytes != 4 * total:
+        memory = BYTES_PER_PARAM * total
+        if self.memory_bytes is not None and self.memory_bytes != memory:
             raise ValueError(
-                f"memory_bytes: expected 4 * total_params = {4 * total}, "
+                f"memory_bytes: expected {BYTES_PER_PARAM} * total_params = {memory}, "
                 f"given {self.memory_bytes}"
             )
         object.__setattr__(self, "total_params", total)
-        object.__setattr__(self, "memory_bytes", 4 * total)
+        object.__setattr__(self, "memory_bytes", memory)
 
 
 @attrs.frozen(kw_only=True)

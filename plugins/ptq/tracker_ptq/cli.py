@@ -9,7 +9,8 @@ import click
 
 from .model import ModelFileError, QuantizedModel
 
-COLUMNS = ["layer", "scheme", "shape", "scales", "bias", "bytes_int8", "bytes_fp32", "ratio"]
+COLUMNS = ["layer", "scheme", "shape", "scales", "bias", "bytes_int8", "bytes_fp32", "ratio",
+           "overhead"]
 
 
 def model_rows(model: QuantizedModel) -> list[dict]:
@@ -23,6 +24,7 @@ def model_rows(model: QuantizedModel) -> list[dict]:
         "bytes_int8": layer.size_bytes,
         "bytes_fp32": layer.original_size_bytes,
         "ratio": round(layer.compression_ratio, 4),
+        "overhead": layer.overhead_bytes,
     } for name, layer in model.layers.items()]
 
 
@@ -38,6 +40,9 @@ def ptq_group() -> None:
 def inspect_cmd(file: Path, fmt: str) -> None:
     """List the layers of a model file saved by QuantizedModel.save, with sizes.
 
+    Sizes count the weights (int8: one byte each, against four in float32);
+    the float32 scales and biases are the overhead, shown apart with the file size.
+
     \b
     Example:
       tracker ptq inspect mlp.ptq --format json
@@ -51,7 +56,8 @@ def inspect_cmd(file: Path, fmt: str) -> None:
     rows = model_rows(model)
     totals = {"layers": len(model), "bytes_int8": model.size_bytes,
               "bytes_fp32": model.original_size_bytes,
-              "compression_ratio": model.compression_ratio if len(model) else None,
+              "compression_ratio": model.compression_ratio if model.size_bytes else None,
+              "overhead_bytes": model.overhead_bytes,
               "file_bytes": file.stat().st_size}
     if fmt == "json":
         click.echo(json.dumps({"file": str(file), "layers": rows, "totals": totals}, indent=2))
@@ -62,6 +68,7 @@ def inspect_cmd(file: Path, fmt: str) -> None:
         click.echo("  ".join(v.ljust(w) for v, w in zip(row, widths, strict=True)).rstrip())
         if i == 0:
             click.echo("  ".join("-" * w for w in widths))
-    ratio = f"{totals['compression_ratio']:.3f}x" if len(model) else "n/a"
+    ratio = f"{totals['compression_ratio']:.3f}x" if model.size_bytes else "n/a"
     click.echo(f"  {totals['layers']} layers: {totals['bytes_fp32']} fp32 bytes -> "
-               f"{totals['bytes_int8']} int8 bytes ({ratio}); file {totals['file_bytes']} bytes")
+               f"{totals['bytes_int8']} int8 bytes ({ratio}); scales and biases "
+               f"{totals['overhead_bytes']} bytes; file {totals['file_bytes']} bytes")

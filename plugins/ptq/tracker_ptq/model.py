@@ -66,18 +66,28 @@ class QuantizedModel:
 
     @property
     def size_bytes(self) -> int:
-        """Bytes of all quantised layers (weights, scales, biases)."""
+        """Bytes of the int8 weights of every layer (one per weight)."""
         return sum(layer.size_bytes for layer in self.layers.values())
 
     @property
     def original_size_bytes(self) -> int:
-        """Bytes of the same layers in float32."""
+        """Bytes of the same weights in float32 (four per weight)."""
         return sum(layer.original_size_bytes for layer in self.layers.values())
 
     @property
     def compression_ratio(self) -> float:
-        """Total float32 bytes over total quantised bytes."""
+        """Total float32 bytes over total int8 weight bytes: 4.0 (NaN without weights)."""
         return self.original_size_bytes / self.size_bytes if self.size_bytes else float("nan")
+
+    @property
+    def overhead_bytes(self) -> int:
+        """Bytes of the float32 scales and biases of every layer."""
+        return sum(layer.overhead_bytes for layer in self.layers.values())
+
+    @property
+    def file_bytes(self) -> int:
+        """Bytes of the file :meth:`save` writes: weights, overhead, names, shapes, header, CRC."""
+        return len(self.to_bytes())
 
     def dequantize(self, dtype: type = np.float32
                    ) -> dict[str, tuple[np.ndarray, np.ndarray | None]]:

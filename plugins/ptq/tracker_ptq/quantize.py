@@ -91,20 +91,28 @@ class QuantizedWeights:
 
     @property
     def size_bytes(self) -> int:
-        """Bytes of the quantised layer: one per weight, four per scale and bias entry."""
-        bias = 0 if self.bias is None else self.bias.size
-        return int(self.q.size + _FP32_BYTES * (self.scales.size + bias))
+        """Bytes of the int8 weights: one per weight.
+
+        Scales and bias are metadata, as in the original: they are counted
+        apart, in :attr:`overhead_bytes`.
+        """
+        return int(self.q.size)
 
     @property
     def original_size_bytes(self) -> int:
-        """Bytes of the same layer in float32: four per weight and bias entry."""
-        bias = 0 if self.bias is None else self.bias.size
-        return int(_FP32_BYTES * (self.q.size + bias))
+        """Bytes of the same weights in float32: four per weight."""
+        return int(_FP32_BYTES * self.q.size)
 
     @property
     def compression_ratio(self) -> float:
-        """``original_size_bytes / size_bytes`` (close to 4 for large layers)."""
-        return self.original_size_bytes / self.size_bytes
+        """``original_size_bytes / size_bytes``: exactly 4.0 for any int8 tensor (NaN when empty)."""
+        return self.original_size_bytes / self.size_bytes if self.size_bytes else float("nan")
+
+    @property
+    def overhead_bytes(self) -> int:
+        """Bytes kept next to the weights in float32: four per scale and bias entry."""
+        bias = 0 if self.bias is None else self.bias.size
+        return int(_FP32_BYTES * (self.scales.size + bias))
 
 
 def quantize(name: str, weights: np.ndarray, bias: np.ndarray | None = None,

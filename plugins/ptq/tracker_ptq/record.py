@@ -33,8 +33,9 @@ class LayerRecord:
     :ivar w_max: largest original weight.
     :ivar max_abs_err: largest ``|dequantised - original|`` of a weight.
     :ivar mse: mean squared error of the weights.
-    :ivar bytes_fp32: bytes of weights and bias in float32.
-    :ivar bytes_int8: bytes once quantised (int8 weights, float32 scales and bias).
+    :ivar bytes_fp32: bytes of the weights in float32 (four per weight).
+    :ivar bytes_int8: bytes of the int8 weights (one per weight); scales and bias
+        are metadata, so ``bytes_fp32 / bytes_int8`` is 4 for any layer.
     :ivar scheme: how it was quantised, e.g. ``"symmetric_per_channel_int8"``.
     """
 
@@ -61,7 +62,7 @@ class LayerRecord:
 
     @property
     def compression_ratio(self) -> float:
-        """``bytes_fp32 / bytes_int8``."""
+        """``bytes_fp32 / bytes_int8`` (4.0 for records made by :func:`layer_record`)."""
         return self.bytes_fp32 / self.bytes_int8
 
 

@@ -81,7 +81,8 @@ def summarize_totals(table: Table) -> Summary:
     """One row per scheme: layers, total bytes, overall compression, worst and flagged layers."""
     layers, _ = latest_layers(table.rows())
     return Summary("PTQ totals", _totals(layers), columns=TOTAL_COLUMNS,
-                   notes=["compression_ratio = total fp32 bytes / total int8 bytes"])
+                   notes=["compression_ratio = total fp32 weight bytes / total int8 weight bytes; "
+                          "scales and biases are metadata, not counted"])
 
 
 def _totals(layers: list[LayerRecord]) -> list[dict]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Callable, Iterable
-from typing import TypeVar
+from typing import NamedTuple, TypeVar
 
 import attrs
 import numpy as np
@@ -21,7 +21,7 @@ from .params import (
     check_bits,
     finite_values,
 )
-from .quantize import fake_quantize
+from .quantize import fake_quantize, quantization_mse
 
 _F = TypeVar("_F", bound=Callable)
 
@@ -211,11 +211,11 @@ def calibrate(values: np.ndarray, bits: int, mode: Mode | str,
     return calibrate_per_tensor(values, bits, mode)
 
 
-def compare_bit_widths(values: np.ndarray, bits: Iterable[int] = (4, 8),
-                       mode: Mode | str = Mode.SYMMETRIC,
-                       granularity: Granularity | str = Granularity.PER_TENSOR,
-                       num_channels: int | None = None,
-                       outlier_threshold: float = OUTLIER_THRESHOLD) -> dict[int, ErrorStats]:
+def bit_width_errors(values: np.ndarray, bits: Iterable[int] = (4, 8),
+                     mode: Mode | str = Mode.SYMMETRIC,
+                     granularity: Granularity | str = Granularity.PER_TENSOR,
+                     num_channels: int | None = None,
+                     outlier_threshold: float = OUTLIER_THRESHOLD) -> dict[int, ErrorStats]:
     """Error statistics of the same values calibrated at each bit width (4 and 8 by default).
 
     More bits always give a smaller error bound. On real-valued data the MSE
@@ -228,8 +228,87 @@ def compare_bit_widths(values: np.ndarray, bits: Iterable[int] = (4, 8),
             for b in bits}
 
 
+def _ratio(a: float, b: float) -> float:
+    """``a / b``, as the original defines it: 1.0 when both are equal (both 0), +Inf when only b is 0."""
+    if a == b:
+        return 1.0
+    return a / b if b else math.inf
+
+
+class BitWidthComparison(NamedTuple):
+    """The MSE of the same values at 4 and at 8 bits (``a, b, c = compare_bit_widths(x)`` works).
+
+    :ivar mse_4bit: MSE with a 4-bit scale calibrated on the values.
+    :ivar mse_8bit: MSE with an 8-bit scale calibrated on the values.
+    :ivar improvement: ``mse_4bit / mse_8bit``; +Inf when only ``mse_8bit`` is 0,
+        1.0 when both are.
+    """
+
+    mse_4bit: float
+    mse_8bit: float
+    improvement: float
+
+
+@_overflow_is_inf
+def compare_bit_widths(values: np.ndarray, mode: Mode | str = Mode.SYMMETRIC,
+                       granularity: Granularity | str = Granularity.PER_TENSOR,
+                       num_channels: int | None = None) -> BitWidthComparison:
+    """How much 8 bits improve on 4: ``(mse_4bit, mse_8bit, improvement)``.
+
+    Each width gets its own scale calibrated on the values (symmetric, per
+    tensor by default, as in the original); :func:`bit_width_errors` gives the
+    full :class:`ErrorStats` of any widths.
+    """
+    stats = bit_width_errors(values, (4, 8), mode, granularity, num_channels)
+    mse4, mse8 = stats[4].mse, stats[8].mse
+    return BitWidthComparison(mse4, mse8, _ratio(mse4, mse8))
+
+
+class OutlierImpact(NamedTuple):
+    """What clipping the outliers changes (``a, b, c = analyze_outlier_impact(x, 99)`` works).
+
+    :ivar mse_original: 8-bit MSE of the values with a scale calibrated on all of them.
+    :ivar mse_clipped: 8-bit MSE of the clipped values with a scale calibrated on
+        them (the clipping itself is not counted, as in the original; see
+        :func:`clipping_study` for the error against the original values).
+    :ivar impact: ``mse_original / mse_clipped``; +Inf when only ``mse_clipped``
+        is 0, 1.0 when both are.
+    """
+
+    mse_original: float
+    mse_clipped: float
+    impact: float
+
+
+@_overflow_is_inf
+def analyze_outlier_impact(values: np.ndarray, percentile: float = 99.9, *,
+                           bits: int = 8) -> OutlierImpact:
+    """How much a few outliers cost: ``(mse_original, mse_clipped, impact)``.
+
+    The clipping threshold is the magnitude at rank ``floor(percentile / 100 * n)``
+    of the sorted magnitudes (the largest one at 100), as in the original; the
+    values are clipped to ``[-threshold, threshold]`` and both sets are
+    quantised symmetrically per tensor. An empty tensor gives ``(0.0, 0.0, 1.0)``.
+
+    :param percentile: in (0, 100].
+    :param bits: code width, 8 in the original.
+    """
+    if isinstance(percentile, bool) or not isinstance(percentile, (int, float, np.number)) \
+            or not 0 < percentile <= 100:
+        raise ValueError(f"percentile: expected a number in (0, 100], given {percentile!r}")
+    x = finite_values(values).ravel()
+    if x.size == 0:
+        return OutlierImpact(0.0, 0.0, 1.0)
+    magnitudes = np.sort(np.abs(x))
+    threshold = float(magnitudes[min(int(percentile / 100 * x.size), x.size - 1)])
+    clipped = np.clip(x, -threshold, threshold)
+    mse_original = quantization_mse(x, calibrate_per_tensor(x, bits))
+    mse_clipped = quantization_mse(clipped, calibrate_per_tensor(clipped, bits))
+    return OutlierImpact(mse_original, mse_clipped, _ratio(mse_original, mse_clipped))
+
+
 @attrs.frozen
-class OutlierImpact:
+class ClippingStudy:
     """Full-range calibration against clipping the range at a percentile.
 
     :ivar percentile: the percentile of the clipping range.
@@ -239,7 +318,8 @@ class OutlierImpact:
     :ivar scale_full: scale calibrated on the full range.
     :ivar scale_clipped: scale calibrated on the clipped range.
     :ivar mse_full: MSE with the full-range scale.
-    :ivar mse_clipped: MSE with the clipped scale, clipping error included.
+    :ivar mse_clipped: MSE with the clipped scale against the original values,
+        clipping error included.
     :ivar sqnr_full_db: SQNR with the full-range scale.
     :ivar sqnr_clipped_db: SQNR with the clipped scale.
     """
@@ -262,13 +342,14 @@ class OutlierImpact:
 
 
 @_overflow_is_inf
-def analyze_outlier_impact(values: np.ndarray, percentile: float = 99.9, bits: int = 8,
-                           mode: Mode | str = Mode.SYMMETRIC) -> OutlierImpact:
-    """What a few outliers cost: calibrate on the full range, then on the range clipped
+def clipping_study(values: np.ndarray, percentile: float = 99.9, bits: int = 8,
+                   mode: Mode | str = Mode.SYMMETRIC) -> ClippingStudy:
+    """Whether clipping pays: calibrate on the full range, then on the range clipped
     at ``percentile``, and measure both against the original values.
 
     Symmetric mode clips ``|x|`` at its percentile; asymmetric mode clips ``x`` to
-    its ``100 - percentile`` and ``percentile`` percentiles.
+    its ``100 - percentile`` and ``percentile`` percentiles (numpy's linear
+    interpolation).
 
     :param percentile: in (0, 100].
     """
@@ -289,7 +370,7 @@ def analyze_outlier_impact(values: np.ndarray, percentile: float = 99.9, bits: i
     mse_full = float(np.mean(err_full**2)) if x.size else 0.0
     mse_clipped = float(np.mean(err_clipped**2)) if x.size else 0.0
     outside = np.count_nonzero((x < lo) | (x > hi)) / x.size if x.size else 0.0
-    return OutlierImpact(
+    return ClippingStudy(
         percentile=float(percentile), clip_low=lo, clip_high=hi, clipped_rate=float(outside),
         scale_full=float(full.scales[0]), scale_clipped=float(clipped.scales[0]),
         mse_full=mse_full, mse_clipped=mse_clipped,

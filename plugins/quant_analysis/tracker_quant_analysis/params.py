@@ -79,6 +79,8 @@ def _float_array(value: object) -> np.ndarray:
 
 def _int_array(value: object) -> np.ndarray:
     arr = np.atleast_1d(np.asarray(value))
+    if arr.size == 0:  # ``[]`` reads as float64; no zero point is no type to check
+        return np.zeros(arr.shape, dtype=np.int64)
     if arr.dtype.kind not in "iu":
         raise ValueError(f"zero_points: expected integers, given dtype {arr.dtype}")
     return arr.astype(np.int64)
@@ -90,21 +92,28 @@ class QuantParams:
 
     :ivar scales: float64 scales, one per tensor or one per channel.
     :ivar zero_points: int64 zero points, as many as scales (0 when symmetric).
+        Symmetric mode has none: an empty list (the default) means zero for
+        every scale, as in the original.
     :ivar granularity: :class:`Granularity` (a plain string is converted).
     :ivar mode: :class:`Mode` (a plain string is converted).
     :ivar bits: code width, 2 to 16.
     """
 
     scales: np.ndarray = attrs.field(converter=_float_array)
-    zero_points: np.ndarray = attrs.field(converter=_int_array)
+    zero_points: np.ndarray = attrs.field(factory=list, converter=_int_array)
     granularity: Granularity = attrs.field(default=Granularity.PER_TENSOR, converter=as_granularity)
     mode: Mode = attrs.field(default=Mode.SYMMETRIC, converter=as_mode)
     bits: int = attrs.field(default=8, converter=check_bits)
 
     def __attrs_post_init__(self) -> None:
-        if self.scales.ndim != 1 or self.scales.shape != self.zero_points.shape:
-            raise ValueError(f"zero_points: expected one per scale ({self.scales.shape}), "
-                             f"given shape {self.zero_points.shape}")
+        if self.zero_points.size == 0 and self.mode is Mode.SYMMETRIC:
+            object.__setattr__(self, "zero_points", np.zeros(self.scales.shape, dtype=np.int64))
+        if self.scales.ndim != 1:
+            raise ValueError(f"scales: expected a flat list, given shape {self.scales.shape}")
+        if self.scales.shape != self.zero_points.shape:
+            raise ValueError(f"zero_points: expected one per scale ({self.scales.size}; only "
+                             f"symmetric mode may leave them out), given shape "
+                             f"{self.zero_points.shape}")
         if self.granularity is Granularity.PER_TENSOR and self.scales.size != 1:
             raise ValueError(f"scales: expected one scale per tensor, given {self.scales.size}")
         if self.scales.size == 0:
