@@ -17,20 +17,22 @@ import sys
 import threading
 import time as _time_mod
 import traceback
+import warnings
 from pathlib import Path
 from types import TracebackType
 from typing import Any
 
 import attrs
 
+from .bus import TrackerWarning
 from .config import resolve_store_path
 from .errors import SchemaError, StoreError, TrackerError
-from .format import METRICS, RECORD, RUN_FINISHED, STRICT, check_run_id, new_run_id
+from .format import METRICS, RECORD, RUN_FINISHED, STRICT, check_run_id, new_run_id, nonfinite_paths
 from .host import Host, get_host
 from .records import Event
 from .route import Attachment, attach, detach
 from .segment import hostname
-from .values import MAX_INT, BadValue, check_json, check_metrics, given, unwrap_numpy
+from .values import MAX_INT, BadValue, check_json, check_metrics, given, storable, storable_text, unwrap_numpy
 
 _time = _time_mod.time
 STATUSES = ("finished", "failed", "crashed")
@@ -233,6 +235,8 @@ class Run:
                 raise ValueError(f"status: expected one of {STATUSES}, given {status!r}")
             if isinstance(error, BaseException):
                 error = _error_facts(type(error), error, error.__traceback__)
+            elif error is not None:
+                error = storable(error)  # the finish event is always storable (issue 10)
             self.status = status
             if self in _active:
                 _active.remove(self)
@@ -260,8 +264,12 @@ class Run:
                  tb: TracebackType | None) -> None:
         if exc_type is None:
             self.finish("finished")
-        else:
+            return
+        try:
             self.finish("failed", _error_facts(exc_type, exc, tb))
+        except Exception as failure:  # noqa: BLE001 - the user's exception propagates, never ours (issue 10)
+            warnings.warn(f"tracker: run {self.id}: its failure could not be recorded: "
+                          f"{type(failure).__name__}: {failure}", TrackerWarning, stacklevel=2)
 
     def __repr__(self) -> str:
         return f"<Run {self.id} name={self.name!r} project={self.project!r} {self.status}>"
@@ -282,9 +290,22 @@ def resolve_step(step: Any, schema: str) -> int:
 
 def _error_facts(exc_type: type[BaseException], exc: BaseException | None,
                  tb: TracebackType | None) -> dict[str, Any]:
-    text = "".join(traceback.format_exception(exc_type, exc, tb))
-    return {"type": exc_type.__name__, "message": str(exc) if exc is not None else "",
-            "traceback": text[-20000:]}
+    """Type, message and traceback of a failure, always storable: recording a failure never fails.
+
+    An exception whose ``__str__`` raises still gets a message, and text that
+    UTF-8 cannot encode (a file name from ``os.listdir``) is escaped (issue 10).
+    """
+    name = getattr(exc_type, "__name__", None)
+    name = name if type(name) is str else "Exception"
+    try:
+        message = str(exc) if exc is not None else ""
+    except Exception as failure:  # noqa: BLE001 - the user's __str__ may raise anything
+        message = f"<str() of the exception raised {type(failure).__name__}>"
+    try:
+        text = "".join(traceback.format_exception(exc_type, exc, tb))
+    except Exception:  # noqa: BLE001 - as above, for what the traceback module calls
+        text = f"{name}: {message}\n(the traceback could not be formatted)"
+    return {"type": storable_text(name), "message": storable_text(message), "traceback": storable_text(text[-20000:])}
 
 
 def _git_commit(start: Path) -> str | None:
@@ -300,11 +321,20 @@ def _git_commit(start: Path) -> str | None:
 
 
 def _origin() -> dict[str, Any]:
-    """Where and how the run was started: host, Python, command line, folder, git commit, user."""
-    cwd = Path.cwd()
-    return {"host": hostname(), "python": platform.python_version(), "platform": platform.platform(),
-            "argv": list(sys.argv), "cwd": str(cwd), "git_commit": _git_commit(cwd),
-            "user": os.environ.get("USER") or os.environ.get("USERNAME")}
+    """Where and how the run was started: host, Python, command line, folder, git commit, user.
+
+    Always storable (issue 10): command line, folder and user name may hold
+    bytes that are not UTF-8 (``python train.py $'caf\\xe9.csv'``); they are
+    escaped, never refused.
+    """
+    try:
+        cwd: Path | None = Path.cwd()
+    except OSError:  # the working folder was removed
+        cwd = None
+    return storable({"host": hostname(), "python": platform.python_version(), "platform": platform.platform(),
+                     "argv": list(sys.argv), "cwd": str(cwd) if cwd is not None else None,
+                     "git_commit": _git_commit(cwd) if cwd is not None else None,
+                     "user": os.environ.get("USER") or os.environ.get("USERNAME")})
 
 
 def _plain(value: Any, what: str) -> Any:
@@ -362,6 +392,11 @@ def start_run(project: str | None = None, name: str | None = None, *, config: di
     if not resume and run_dir.exists():
         raise TrackerError(f"run {run_id} already exists in {root}; pass resume=True to append to it")
     meta = {"name": name, "project": project, "config": config_data, "tags": tag_list, "env": _origin()}
+    paths = nonfinite_paths(config_data)
+    if paths:
+        # Where the config's NaN and infinities are: the line holds them as the store's strings, which
+        # readers turn back into floats there only, so that a str "NaN" stays a str (issue 10).
+        meta["config_nonfinite"] = paths
     att = attach(host, root, run_id, resume, meta)
     run = Run(host, att, name, project, run_dir)
     with _lock:

@@ -15,7 +15,18 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from .format import CRC_TAIL, CRC_TAIL_LEN, METRICS, METRICS_HEAD, RECORD, SPECIAL_IN, LineError, parse_line
+from .format import (
+    CRC_TAIL,
+    CRC_TAIL_LEN,
+    MAX_STEP,
+    METRICS,
+    METRICS_HEAD,
+    RECORD,
+    SPECIAL_IN,
+    LineError,
+    parse_line,
+    shape_problem,
+)
 from .records import Problem
 from .summary import MISSING
 
@@ -31,8 +42,8 @@ def metric_columns(segments: Iterable[tuple[str, Iterable[list[bytes]]]],
                    warn: Callable[[Problem], None]) -> tuple[Columns, int]:
     """``({"step", "time", name: array}, n)`` of the ``metrics`` records of a run's segments.
 
-    One entry per record in log order: by time across segments, in file order
-    within one; NaN where a record lacks a metric, bools as 1.0 and 0.0.
+    One entry per record in log order (as :func:`tracker.reader.merge_log_order`):
+    file order within a segment, by time across segments; NaN where a record lacks a metric, bools as 1.0 and 0.0.
 
     :param segments: ``(path, chunks)`` per segment, ``chunks`` its complete
         lines in lists (as :class:`tracker.format.LineChunks` yields them).
@@ -54,7 +65,10 @@ def metric_columns(segments: Iterable[tuple[str, Iterable[list[bytes]]]],
     for k in names:
         dtype = np.int64 if k == "step" else np.float64
         merged[k] = np.concatenate([c[k] if k in c else np.full(n, MISSING, dtype) for c, n in parts])
-    order = np.argsort(merged["time"], kind="stable")
+    # Log order, as merge_log_order: each segment's running maximum of time as the key, so that a
+    # writer's clock stepping back never reorders its own records (issue 10); ties: earlier segment.
+    keys = np.concatenate([np.maximum.accumulate(c["time"]) for c, _ in parts])
+    order = np.argsort(keys, kind="stable")
     return {k: v[order] for k, v in merged.items()}, int(order.size)
 
 
@@ -92,38 +106,41 @@ def segment_columns(path: str, chunks: Iterable[list[bytes]],
                     ev = None
             else:
                 ev = None
+            if ev is not None:
+                # The fast line's shape, cheaply; anything odd takes the full check, which names it.
+                data, step, t = ev.get("data"), ev.get("step"), ev.get("time")
+                if type(data) is not dict or type(step) is not int or (type(t) is not float and type(t) is not int) \
+                        or not -MAX_STEP <= step <= MAX_STEP or type(ev.get("seq")) is not int \
+                        or type(ev.get("w")) is not str:
+                    ev = None
             if ev is None:
                 ev = _other_line(path, lineno, line, warn)
                 if ev is None:
                     continue
-            try:
-                data = ev["data"]
-                steps.append(ev["step"])
-                times.append(ev["time"])
-                if type(data) is not dict:
-                    raise TypeError
-            except (KeyError, TypeError):
-                del steps[n:], times[n:]
-                warn(Problem(path, lineno, "corrupt", "metrics record without step, time or data"))
-                continue
+                data, step, t = ev["data"], ev["step"], ev["time"]
             if tuple(data) == names:
                 try:
                     consume(map(append, arrs, data.values()))
-                    n += 1
-                    continue
-                except TypeError:  # NaN or an infinity, as its string
+                except TypeError:  # NaN or an infinity as its string, or a value of the wrong shape
                     for a in arrs:
                         del a[n:]
+                else:
+                    steps.append(step)
+                    times.append(t)
+                    n += 1
+                    continue
+            if not all(map(_is_metric_value, data.values())):
+                warn(Problem(path, lineno, "corrupt", shape_problem(ev) or "a metric value that is not a number"))
+                continue
             for k, v in data.items():
                 a = cols.get(k)
                 if a is None:
                     a = cols[k] = nan1 * n
                 elif len(a) != n:
                     a.extend(nan1 * (n - len(a)))
-                try:
-                    a.append(v)
-                except TypeError:
-                    a.append(SPECIAL_IN.get(v, _NAN))
+                a.append(SPECIAL_IN[v] if type(v) is str else v)
+            steps.append(step)
+            times.append(t)
             names = tuple(data)
             arrs = [cols[k] for k in names]
             n += 1
@@ -134,6 +151,11 @@ def segment_columns(path: str, chunks: Iterable[list[bytes]],
             a.extend(nan1 * (n - len(a)))
         out[k] = np.frombuffer(a, dtype=np.float64)
     return out, n
+
+
+def _is_metric_value(v: Any) -> bool:
+    t = type(v)
+    return t is float or t is int or t is bool or (t is str and v in SPECIAL_IN)
 
 
 def _other_line(path: str, lineno: int, line: bytes, warn: Callable[[Problem], None]) -> dict[str, Any] | None:

@@ -99,6 +99,58 @@ def decode_nonfinite(obj: Any) -> Any:
     return obj
 
 
+def nonfinite_paths(obj: Any) -> list[list[str | int]]:
+    """The paths (keys and list indices) of the NaN and infinite floats in ``obj``.
+
+    Stored beside free-form data whose strings must stay strings (a run's
+    config), so that readers restore exactly those as floats.
+    """
+    out: list[list[str | int]] = []
+
+    def walk(v: Any, path: list[str | int]) -> None:
+        t = type(v)
+        if t is float:
+            if v - v != 0.0:
+                out.append(path)
+        elif t is dict:
+            for k, x in v.items():
+                walk(x, [*path, k])
+        elif t is list or t is tuple:
+            for i, x in enumerate(v):
+                walk(x, [*path, i])
+
+    walk(obj, [])
+    return out
+
+
+def restore_nonfinite(obj: Any, paths: Any) -> Any:
+    """``obj`` with the store strings at ``paths`` (see :func:`nonfinite_paths`) back as floats.
+
+    Paths that do not lead to such a string (a damaged or foreign line) are ignored.
+    """
+    if not paths or type(paths) is not list:
+        return obj
+    for path in paths:
+        if type(path) is not list or not path:
+            continue
+        parent = obj
+        for key in path[:-1]:
+            parent = _child(parent, key)
+        last = path[-1]
+        value = _child(parent, last)
+        if type(value) is str and value in SPECIAL_IN:
+            parent[last] = SPECIAL_IN[value]
+    return obj
+
+
+def _child(container: Any, key: Any) -> Any:
+    if type(container) is dict and type(key) is str:
+        return container.get(key)
+    if type(container) is list and type(key) is int and 0 <= key < len(container):
+        return container[key]
+    return None
+
+
 # --- encoding ----------------------------------------------------------------------------------
 
 #: orjson options of the ``run.log`` fast path: ints beyond ±(2**53 - 1) and
@@ -210,60 +262,153 @@ def parse_line(line: bytes) -> dict[str, Any]:
         raise LineError("corrupt", f"not valid JSON ({exc})") from None
     if type(ev) is not dict or "kind" not in ev:
         raise LineError("corrupt", "not an event object")
+    problem = shape_problem(ev)
+    if problem is not None:
+        raise LineError("corrupt", problem)
     return ev
+
+
+_NUMBER = (int, float)
+#: Steps are ints within ±2**53, so that every JSON reader reads them exactly.
+MAX_STEP = 2**53
+#: The types of the data fields readers use, per lifecycle kind (each may be absent).
+_LIFECYCLE_FIELDS: dict[str, dict[str, tuple[type, ...]]] = {
+    RUN_STARTED: {"name": (str, type(None)), "project": (str, type(None)), "config": (dict,), "tags": (list,),
+                  "config_nonfinite": (list,),
+                  "env": (dict,), "host": (str, type(None)), "pid": (int, type(None)),
+                  "proc_start": (str, type(None))},
+    RUN_FINISHED: {"status": (str,), "records": (int,), "max_step": (int, type(None)), "last": (dict, type(None)),
+                   "error": (dict, type(None))},
+}
+_LIFECYCLE_FIELDS[WRITER_STARTED] = _LIFECYCLE_FIELDS[RUN_STARTED]
+
+
+def _what(value: Any) -> str:
+    text = orjson.dumps(value).decode() if value is not None else "null"
+    return f"{type(value).__name__} {text[:40]}{'...' if len(text) > 40 else ''}"
+
+
+def shape_problem(ev: dict[str, Any]) -> str | None:
+    """What is wrong with the shape of a parsed event, or ``None`` when it is sound.
+
+    A line can be sound JSON with a correct checksum and still not be an
+    event of this format (another tool's bug, a hand edit whose checksum was
+    recomputed); readers report it as corrupt instead of failing on it
+    (issue 10). Checked: the types of ``v``, ``kind``, ``w``, ``seq``,
+    ``time`` (a number), ``data`` (an object); a record's ``schema`` (str)
+    and ``step`` (int); a ``metrics`` record's values (numbers, or the
+    strings of non-finite ones); the data fields readers use of lifecycle
+    events. Unknown kinds pass, so that newer writers' events are skipped,
+    not reported.
+    """
+    for key, types, expected in (("v", (int,), "an int"), ("kind", (str,), "a str"), ("w", (str,), "a str"),
+                                 ("seq", (int,), "an int"), ("time", _NUMBER, "a number (seconds since the epoch)"),
+                                 ("data", (dict,), "an object")):
+        value = ev.get(key)
+        if type(value) not in types:
+            given = "missing" if key not in ev else f"given {_what(value)}"
+            return f"{key}: expected {expected}, {given}"
+    kind = ev["kind"]
+    data = ev["data"]
+    if kind == RECORD:
+        schema, step = ev.get("schema"), ev.get("step")
+        if type(schema) is not str:
+            return f"schema: expected a str for a record, given {_what(schema)}"
+        if type(step) is not int or not -MAX_STEP <= step <= MAX_STEP:
+            given = "missing" if "step" not in ev else f"given {_what(step)}"
+            return f"step: expected an int within ±2**53 for a record, {given}"
+        if schema == METRICS:
+            for name, value in data.items():
+                t = type(value)
+                if t is not float and t is not int and t is not bool and (t is not str or value not in SPECIAL_IN):
+                    return f"metric {name!r}: expected a number, given {_what(value)}"
+        return None
+    fields = _LIFECYCLE_FIELDS.get(kind)
+    if fields is not None:
+        for key, types in fields.items():
+            if key in data and type(data[key]) not in types:
+                return f"{kind} {key}: expected {' or '.join(t.__name__ for t in types)}, given {_what(data[key])}"
+        tags = data.get("tags")
+        if tags is not None and not all(type(t) is str for t in tags):
+            return f"{kind} tags: expected a list of str, given {_what(tags)}"
+    return None
 
 
 # --- lines of a segment file -------------------------------------------------------------------
 
 #: How many bytes readers take from a segment file at a time.
 READ_CHUNK = 1 << 20
+#: What a merge of a run's segments may buffer in all, and at least per segment (see :func:`merge_chunk`).
+MERGE_BUDGET = 64 << 20
+MIN_CHUNK = 64 << 10
+
+
+def merge_chunk(segments: int) -> int:
+    """The read size per segment for a merge of ``segments`` segments.
+
+    A merge holds one chunk of each segment at a time: 1 MiB each for a few
+    segments, less for many, so that memory stays bounded (64 MiB, or 64 KiB
+    per segment beyond a thousand) whatever the number of segments.
+    """
+    return max(MIN_CHUNK, min(READ_CHUNK, MERGE_BUDGET // max(1, segments)))
 
 
 class LineChunks:
-    """The complete lines of a file from ``offset``, a list per 1 MiB read.
+    """The complete lines of a file from ``offset``, a list per chunk read (1 MiB by default).
 
-    Memory stays flat whatever the file's size. After iterating, ``rest``
-    holds a last line without its newline (a torn write, or one in
-    progress), which is never yielded, and ``lines`` counts the lines yielded.
+    Memory stays flat whatever the file's size. The file is open only while
+    a chunk is read, and reopened at the next offset for the next chunk, so
+    a merge of any number of segments holds at most one file open at a time
+    whatever the open-file limit (issue 10). After iterating, ``rest`` holds
+    a last line without its newline (a torn write, or one in progress),
+    which is never yielded, and ``lines`` counts the lines yielded.
 
-    :raises StoreError: when the file cannot be opened.
+    :raises StoreError: when the file cannot be opened or read.
     """
 
-    def __init__(self, path: Path, offset: int = 0) -> None:
+    def __init__(self, path: Path, offset: int = 0, chunk: int = READ_CHUNK) -> None:
         self.path = path
         self.offset = offset
+        self.chunk = chunk
         self.rest = b""
         self.lines = 0
 
     def __iter__(self) -> Iterator[list[bytes]]:
-        try:
-            f = open(self.path, "rb")  # noqa: SIM115 - closed below, also when the caller stops early
-        except OSError as exc:
-            raise StoreError(f"cannot read {self.path}: {exc.strerror}") from None
-        with f:
-            f.seek(self.offset)
-            rest = b""
-            while True:
-                chunk = f.read(READ_CHUNK)
-                if not chunk:
-                    break
-                if rest:
-                    chunk = rest + chunk
-                lines = chunk.split(b"\n")
-                rest = lines.pop()
+        pos, size, rest = self.offset, self.chunk, b""
+        while True:
+            try:
+                with open(self.path, "rb") as f:
+                    f.seek(pos)
+                    data = f.read(size)
+            except OSError as exc:
+                raise StoreError(f"cannot read {self.path}: {exc.strerror or exc}") from None
+            if not data:
+                break
+            pos += len(data)
+            at_end = len(data) < size  # a short read: the end of the file as it is now
+            if rest:
+                data = rest + data
+            lines = data.split(b"\n")
+            rest = lines.pop()
+            if lines:
                 self.lines += len(lines)
+                size = self.chunk
                 yield lines
-            self.rest = rest
+            else:
+                size *= 2  # inside a line longer than a chunk: read more at once, copying it O(1) times
+            if at_end:
+                break
+        self.rest = rest
 
 
-def iter_lines(path: Path, offset: int = 0) -> Iterator[tuple[int, bytes]]:
+def iter_lines(path: Path, offset: int = 0, chunk: int = READ_CHUNK) -> Iterator[tuple[int, bytes]]:
     """Yield ``(end_offset, line)`` for each newline-terminated line from ``offset``.
 
     A last line without its newline (a torn write, or one in progress) is not
     yielded; ``Segment.torn`` reports it.
     """
     pos = offset
-    for lines in LineChunks(path, offset):
+    for lines in LineChunks(path, offset, chunk):
         for line in lines:
             pos += len(line) + 1
             yield pos, line

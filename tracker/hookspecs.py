@@ -17,6 +17,19 @@ first needed (not at import):
 4. ``tracker_subscribe(bus)``: plugins subscribe handlers to the one bus of
    the process; no hook is called per record after this.
 5. ``tracker_commands(cli)``: only when the command line is built.
+
+Within one hook, implementations are called in pluggy's order:
+``@hookimpl(tryfirst=True)`` first, ``@hookimpl(trylast=True)`` last, the
+others the plugin loaded last first. What ``tracker_schemas`` and
+``tracker_summarizers`` return is registered in load order (built-ins first,
+then by distribution and name), so a name offered twice stays with the
+plugin loaded first whatever the markers.
+
+Hook wrappers are not supported: a plugin with an implementation marked
+``wrapper=True`` or ``hookwrapper=True`` is refused when it is loaded and
+listed broken, with an error naming the hook. The host calls each plugin's
+implementation on its own (to know which plugin offered what), so a wrapper
+would have nothing to wrap.
 """
 
 from __future__ import annotations

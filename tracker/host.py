@@ -20,7 +20,7 @@ import pluggy
 from .bus import EventBus
 from .config import Config, load_config
 from .errors import SchemaError
-from .pluginmanager import PluginInfo, PluginManager, get_plugin_manager
+from .pluginmanager import PluginInfo, PluginManager, get_plugin_manager, wrapper_error
 from .schema import CompiledSchema, Schema, make_converter
 from .summary import Summarizer
 
@@ -49,27 +49,44 @@ class Host:
 
     def call_each(self, caller: pluggy.HookCaller, collect: Callable[[str, Any], None] | None = None,
                   **kwargs: Any) -> None:
-        """Call the hook of ``caller`` (e.g. ``host.pm.hook.tracker_schemas``) of each plugin in load order.
+        """Call the hook of ``caller`` (e.g. ``host.pm.hook.tracker_schemas``) of each plugin on its own.
 
-        A plugin that raises is reported broken and the others still run.
+        In pluggy's order: ``tryfirst`` implementations first, ``trylast``
+        ones last, the others the plugin loaded last first (issue 10). What
+        they return is collected in load order (built-ins first), so that a
+        name offered twice stays with the plugin loaded first, whatever the
+        markers. A plugin that raises is reported broken and the others still
+        run; a wrapper (refused when a plugin is added) is never called.
 
         :param collect: called as ``collect(plugin name, result)`` with each plugin's result.
         :param kwargs: the hook's arguments; each implementation gets those it asks for.
         """
         hook = caller.name
-        for impl in list(caller.get_hookimpls()):
+        results = []
+        for impl in reversed(caller.get_hookimpls()):  # pluggy calls its list from the end
             name = impl.plugin_name
+            if impl.hookwrapper or getattr(impl, "wrapper", False):
+                self.break_plugin(name, wrapper_error([hook]))
+                continue
             if self._trace:
                 print(f"tracker: {hook}() of plugin {name!r}", file=sys.stderr)
             self.bus.owner = name
             try:
-                result = impl.function(*[kwargs[a] for a in impl.argnames])
-                if collect is not None:
-                    collect(name, result)
+                results.append((name, impl.function(*[kwargs[a] for a in impl.argnames])))
             except Exception as exc:  # noqa: BLE001 - a broken plugin never stops the others
                 self.break_plugin(name, f"{hook} raised {type(exc).__name__}: {exc}")
             finally:
                 self.bus.owner = None
+        if collect is None:
+            return
+        loaded = {name: i for i, name in enumerate(self.pm.infos)}
+        for name, result in sorted(results, key=lambda r: loaded.get(r[0], len(loaded))):
+            if self.pm.infos.get(name, PluginInfo(name=name)).status == "broken":
+                continue
+            try:
+                collect(name, result)
+            except Exception as exc:  # noqa: BLE001 - a broken plugin never stops the others
+                self.break_plugin(name, f"{hook} raised {type(exc).__name__}: {exc}")
 
     def break_plugin(self, name: str, error: str) -> None:
         """Drop everything plugin ``name`` registered and report it broken."""

@@ -63,6 +63,9 @@ class PluginManager(pluggy.PluginManager):
                        if i.name.startswith("tracker_") and i.spec is None]
             if unknown:
                 raise pluggy.PluginValidationError(plugin, f"unknown hooks {unknown}")
+            wrappers = wrapper_hooks(self, plugin)
+            if wrappers:
+                raise pluggy.PluginValidationError(plugin, wrapper_error(wrappers))
         except (ValueError, pluggy.PluginValidationError) as exc:
             self.break_plugin(name, f"invalid plugin: {exc}")
             return info
@@ -78,6 +81,20 @@ class PluginManager(pluggy.PluginManager):
         if self.get_plugin(name) is not None:
             self.unregister(name=name)
         warnings.warn(f"tracker: plugin {name!r} is broken: {error}", TrackerWarning, stacklevel=2)
+
+
+def wrapper_hooks(pm: pluggy.PluginManager, plugin: object) -> list[str]:
+    """The hooks ``plugin`` implements as a wrapper (``wrapper=True`` or ``hookwrapper=True``)."""
+    return sorted(caller.name for caller in pm.get_hookcallers(plugin) or []
+                  for impl in caller.get_hookimpls()
+                  if impl.plugin is plugin and (impl.hookwrapper or getattr(impl, "wrapper", False)))
+
+
+def wrapper_error(hooks: list[str]) -> str:
+    """Why a plugin with hook wrappers is refused (see hookspecs.py)."""
+    return (f"hook wrappers are not supported ({', '.join(hooks)} marked wrapper=True or hookwrapper=True): "
+            "tracker calls each plugin's implementation on its own, so a wrapper would never run; "
+            "implement the hook plainly, with tryfirst=True or trylast=True to choose its place")
 
 
 def get_plugin_manager(autoload: bool = True, blocked: Iterable[str] = ()) -> PluginManager:

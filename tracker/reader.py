@@ -2,17 +2,18 @@
 
 Listing reads only each segment's first line and its last few kilobytes, so
 ``Store.runs`` costs the same for a run of ten records as for one of ten
-million. Reading records streams each segment in 1 MiB chunks and merges the
-segments of a run by time; :mod:`tracker.columns` decodes metric columns.
+million. Reading records streams each segment in chunks and merges the
+segments of a run in log order (:func:`merge_log_order`); :mod:`tracker.columns`
+decodes metric columns.
 """
 
 from __future__ import annotations
 
 import heapq
+import math
 import os
 import warnings
-from collections.abc import Callable, Iterator
-from operator import attrgetter
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -23,6 +24,7 @@ from .errors import RunNotFound, StoreError, TrackerError
 from .format import (
     METRICS,
     NONFINITE_MARKS,
+    READ_CHUNK,
     RECORD,
     RECORD_SCHEMA_MARK,
     RUN_ID_RE,
@@ -32,7 +34,9 @@ from .format import (
     check_run_id,
     decode_nonfinite,
     iter_lines,
+    merge_chunk,
     parse_line,
+    restore_nonfinite,
 )
 from .records import Problem, Record, RunInfo
 from .schema import fn_takes_run
@@ -95,10 +99,20 @@ class Store(_UsesHost):
 
     def runs(self, project: str | None = None, status: str | None = None,
              tag: str | None = None) -> list[RunInfo]:
-        """Every run's info, newest first, optionally filtered."""
+        """Every run's info, newest first, optionally filtered.
+
+        A run that cannot be read (a segment its reader may not open) is left
+        out and reported with a warning naming the file, so that it never
+        hides the others; asking for that run with :meth:`run` raises
+        :class:`StoreError`.
+        """
         infos = []
         for rid in self.run_ids():
-            info = RunView(self.path, rid, host=self._host).info
+            try:
+                info = RunView(self.path, rid, host=self._host).info
+            except StoreError as exc:
+                warnings.warn(f"tracker: run {rid} is not listed: {exc}", TrackerWarning, stacklevel=2)
+                continue
             if project is not None and info.project != project:
                 continue
             if status is not None and info.status != status:
@@ -121,13 +135,47 @@ class Store(_UsesHost):
             return RunView(self.path, ref, host=self._host)
         matches = [i for i in ids if i.startswith(ref)] if RUN_ID_RE.match(ref) else []
         if not matches:
-            matches = [i for i in ids if RunView(self.path, i, host=self._host).info.name == ref]
+            matches = [i for i in ids if self._name_of(i) == ref]
         if len(matches) == 1:
             return RunView(self.path, matches[0], host=self._host)
         if not matches:
             raise RunNotFound(f"no run matches {ref!r} in store {self.path}")
         shown = ", ".join(matches[:10]) + (" ..." if len(matches) > 10 else "")
         raise RunNotFound(f"{ref!r} is ambiguous: {len(matches)} runs match ({shown})", matches)
+
+    def _name_of(self, run_id: str) -> str | None:
+        """The run's name, or ``None`` for a run that cannot be read (it never hides a match)."""
+        try:
+            return RunView(self.path, run_id, host=self._host).info.name
+        except StoreError:
+            return None
+
+
+def merge_log_order(sources: Sequence[Iterable[Record]], tops: list[float] | None = None) -> Iterator[Record]:
+    """The records of a run's segments merged in log order, streaming.
+
+    Within a segment, file order: the writer's sequence, whatever its clock
+    did. Across segments, by time, where a segment's time is the largest its
+    writer's clock has shown so far, so that a clock stepping back (NTP, a
+    resumed virtual machine) never reorders a writer's own records (issue 10);
+    ties go to the earlier segment. :func:`tracker.columns.metric_columns`
+    orders columns by the same rule.
+
+    :param tops: each source's largest time before this call (updated in
+        place), for a reader that merges a growing run in batches.
+    """
+    def keyed(i: int, source: Iterable[Record]) -> Iterator[tuple[float, int, Record]]:
+        top = tops[i] if tops is not None else -math.inf
+        for rec in source:
+            t = rec.time
+            if t > top:
+                top = t
+                if tops is not None:
+                    tops[i] = t
+            yield top, i, rec
+
+    for _, _, rec in heapq.merge(*(keyed(i, src) for i, src in enumerate(sources))):
+        yield rec
 
 
 def open_store(path: str | os.PathLike[str] | None = None) -> Store:
@@ -236,7 +284,8 @@ class RunView(_UsesHost):
         return RunInfo(
             id=self.id, name=meta.get("name"), project=meta.get("project"), status=status,
             created_at=start["time"] if start else (min(w[0] for w in writers) if writers else None),
-            ended_at=max(ended) if ended else None, config=meta.get("config") or {},
+            ended_at=max(ended) if ended else None,
+            config=restore_nonfinite(meta.get("config") or {}, meta.get("config_nonfinite")),
             tags=meta.get("tags") or [], error=error, env=meta.get("env") or {}, writers=len(writers),
             records=records, last_step=last_step, last_metrics=last_metrics,
             system=_system_totals(system))
@@ -260,18 +309,19 @@ class RunView(_UsesHost):
         self.problems.append(problem)
         warnings.warn(f"tracker: {problem}", TrackerWarning, stacklevel=3)
 
-    def _lines(self, path: Path, quiet_tail: bool) -> Iterator[tuple[int, bytes]]:
+    def _lines(self, path: Path, quiet_tail: bool, chunk: int = READ_CHUNK) -> Iterator[tuple[int, bytes]]:
         """Numbered complete lines of a segment; a torn last line is reported (unless ``quiet_tail``)."""
         lineno = 0
-        for lines in self._line_chunks(path, quiet_tail):
+        for lines in self._line_chunks(path, quiet_tail, chunk):
             for line in lines:
                 lineno += 1
                 yield lineno, line
 
-    def _segment_records(self, path: Path, schema: str | None, quiet_tail: bool) -> Iterator[Record]:
+    def _segment_records(self, path: Path, schema: str | None, quiet_tail: bool,
+                         chunk: int = READ_CHUNK) -> Iterator[Record]:
         host = self._host if schema is None and not callable(self._host) else self.host
         compiled = None
-        for lineno, line in self._lines(path, quiet_tail):
+        for lineno, line in self._lines(path, quiet_tail, chunk):
             try:
                 ev = parse_line(line)
             except LineError as exc:
@@ -297,13 +347,17 @@ class RunView(_UsesHost):
         return self.info.status == "running"
 
     def records(self, schema: str | None = None) -> Iterator[Record]:
-        """Every record (of one schema), in log order: by time across writers."""
+        """Every record (of one schema), in log order (see :func:`merge_log_order`)."""
         quiet = self._quiet()
-        gens = [self._segment_records(p, schema, quiet) for p in self.segment_paths()]
+        paths = self.segment_paths()
+        # Any number of segments within bounded memory and open files (issue 10): LineChunks opens a file
+        # only while it reads a chunk, and a merge of many segments reads smaller chunks.
+        chunk = merge_chunk(len(paths))
+        gens = [self._segment_records(p, schema, quiet, chunk) for p in paths]
         if len(gens) == 1:
             yield from gens[0]
         else:
-            yield from heapq.merge(*gens, key=attrgetter("time"))
+            yield from merge_log_order(gens)
 
     def schemas(self) -> list[str]:
         """The schema names present in the run, in order of first appearance."""
@@ -342,12 +396,12 @@ class RunView(_UsesHost):
         quiet = self._quiet()
         return metric_columns(((str(p), self._line_chunks(p, quiet)) for p in self.segment_paths()), self._warn)
 
-    def _line_chunks(self, path: Path, quiet_tail: bool) -> Iterator[list[bytes]]:
+    def _line_chunks(self, path: Path, quiet_tail: bool, chunk: int = READ_CHUNK) -> Iterator[list[bytes]]:
         """The complete lines of a segment, a list per chunk read; a torn last line is reported.
 
         Like :meth:`_lines` but with one generator step per 1 MiB instead of one per line.
         """
-        reader = LineChunks(path)
+        reader = LineChunks(path, 0, chunk)
         yield from reader
         if reader.rest and not quiet_tail:
             self._warn(Problem(str(path), reader.lines + 1, "torn",

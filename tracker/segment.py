@@ -19,38 +19,60 @@ import attrs
 
 from .errors import StoreError
 from .format import RUN_FINISHED, RUN_STARTED, SEGMENT_SUFFIX, WRITER_STARTED, LineError, parse_line
+from .values import storable_text
 
 _SEVERITY = {"finished": 0, "failed": 1, "crashed": 2}
 
 
 def hostname() -> str:
-    """This machine's name, as writers record it."""
-    return socket.gethostname()
+    """This machine's name, as writers record it (bytes UTF-8 cannot encode escaped, issue 10)."""
+    return storable_text(socket.gethostname())
 
 
-def process_start(pid: int) -> str | None:
-    """The kernel's start time of process ``pid`` (tells a reused pid apart), if known."""
+def _proc_stat(pid: int) -> list[bytes] | None:
+    """The fields of ``/proc/<pid>/stat`` from the state on (Linux), if readable."""
     try:
         with open(f"/proc/{pid}/stat", "rb") as f:
             stat = f.read()
     except OSError:
         return None
     # The command name (field 2) may hold spaces; fields after it are plain.
-    fields = stat[stat.rfind(b")") + 2:].split()
-    return fields[19].decode() if len(fields) > 19 else None
+    return stat[stat.rfind(b")") + 2:].split()
+
+
+def process_start(pid: int) -> str | None:
+    """The kernel's start time of process ``pid`` (tells a reused pid apart), if known."""
+    fields = _proc_stat(pid)
+    return fields[19].decode() if fields is not None and len(fields) > 19 else None
+
+
+def _zombie(fields: list[bytes]) -> bool:
+    """Whether the process has ended and only waits for its parent to reap it (state Z or X).
+
+    The state is the main thread's: a writer is a Python process, whose main
+    thread ends only with the process, so this holds as soon as it is killed,
+    even while its other threads are still being torn down.
+    """
+    return bool(fields) and fields[0] in (b"Z", b"X")
 
 
 def pid_alive(pid: int, start: str | None) -> bool:
-    """Whether process ``pid`` on this host still runs and is the same process."""
+    """Whether process ``pid`` on this host still runs and is the same process.
+
+    A zombie (killed or exited, not yet reaped by its parent, as in a container
+    without an init process) answers ``kill(pid, 0)`` but is gone (issue 10).
+    """
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:
         pass
-    if start is not None:
-        now = process_start(pid)
-        if now is not None and now != start:
+    fields = _proc_stat(pid)
+    if fields is not None:
+        if _zombie(fields):
+            return False
+        if start is not None and len(fields) > 19 and fields[19].decode() != start:
             return False
     return True
 
@@ -134,9 +156,9 @@ def _first_line(fd: int, size: int) -> bytes | None:
         end = data.find(b"\n")
         if end >= 0:
             return data[:end]
-        if len(data) >= size or len(data) >= 1 << 24:
+        if len(data) >= size:
             return None
-        want *= 4
+        want *= 4  # a long first line (a large config) is read whole, however long (issue 10)
 
 
 def read_segment(path: Path) -> Segment:
@@ -145,12 +167,15 @@ def read_segment(path: Path) -> Segment:
     Reads a few KiB at each end (the whole file when it is small), whatever the
     number of records, so that listing a store costs the same for short and long runs.
     """
-    st = os.stat(path)
-    seg = Segment(path, st.st_size, st.st_mtime)
-    size = st.st_size
-    if size == 0:
-        return seg
-    fd = os.open(path, os.O_RDONLY)
+    try:
+        st = os.stat(path)
+        seg = Segment(path, st.st_size, st.st_mtime)
+        size = st.st_size
+        if size == 0:
+            return seg
+        fd = os.open(path, os.O_RDONLY)
+    except OSError as exc:
+        raise StoreError(f"cannot read {path}: {exc.strerror or exc}") from None
     try:
         whole = size <= HEAD_WINDOW + TAIL_WINDOW
         if whole:
@@ -184,6 +209,8 @@ def read_segment(path: Path) -> Segment:
             if parsed or start == 0:
                 break
             want *= 4
+    except OSError as exc:
+        raise StoreError(f"cannot read {path}: {exc.strerror or exc}") from None
     finally:
         os.close(fd)
     seg.tail = parsed
@@ -194,15 +221,17 @@ def read_segment(path: Path) -> Segment:
 def run_status(writers: list[tuple[float, float, str, dict | None]]) -> tuple[str, dict | None]:
     """The run's status from its writers' (start, end, status, finish event).
 
-    Running if any writer runs. Otherwise a writer is superseded by one that
-    started after it ended (a resume); of the others the worst status wins:
-    crashed, then failed, then finished.
+    Running if any writer runs. Otherwise a writer is superseded by another
+    that started after it ended (a resume); of the others the worst status
+    wins: crashed, then failed, then finished. Times come from the writers'
+    clocks, which may step (issue 10): a writer never supersedes itself, and
+    if every writer seems superseded, all of them count.
     """
     if not writers:
         return "crashed", None
     if any(w[2] == "running" for w in writers):
         return "running", None
-    current = [w for w in writers if not any(o[0] > w[1] for o in writers)]
+    current = [w for w in writers if not any(o is not w and o[0] > w[1] for o in writers)] or writers
     worst = max(current, key=lambda w: _SEVERITY.get(w[2], 2))
     error = None
     if worst[2] == "failed" and worst[3] is not None:

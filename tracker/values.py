@@ -243,6 +243,40 @@ def without_special_strings(check: Callable[[Any], Any]) -> Callable[[Any], Any]
     return check_no_special
 
 
+# --- text the tracker records on its own ------------------------------------------------------
+
+def storable_text(text: str) -> str:
+    """``text`` with what UTF-8 cannot encode escaped, so that it can always be stored.
+
+    Bytes that arrived undecodable (``sys.argv``, ``os.getcwd()``,
+    ``os.listdir()`` and host names hold them as surrogate escapes) become
+    ``\\xe9``; other lone surrogates become ``\\ud800``. Everything else is
+    kept as it is (issue 10).
+    """
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return "".join(_escape(c) if "\ud800" <= c <= "\udfff" else c for c in text)
+    return text
+
+
+def _escape(c: str) -> str:
+    code = ord(c)
+    return f"\\x{code - 0xDC00:02x}" if 0xDC80 <= code <= 0xDCFF else f"\\u{code:04x}"
+
+
+def storable(value: Any) -> Any:
+    """``value`` (str, lists and dicts of them, other JSON values) with every str made :func:`storable_text`."""
+    t = type(value)
+    if t is str:
+        return storable_text(value)
+    if t is list or t is tuple:
+        return [storable(x) for x in value]
+    if t is dict:
+        return {storable_text(str(k)): storable(x) for k, x in value.items()}
+    return value
+
+
 # --- metrics ----------------------------------------------------------------------------------
 
 def check_metrics(values: Any, schema: str = METRICS) -> dict[str, Any]:

@@ -21,6 +21,11 @@ Modes:
   watches the heartbeat and kills it).
 - ``plugins``: log with whatever plugins are installed (broken ones included)
   and print what the process knows of them as JSON.
+- ``clock``: a writer whose wall clock steps: ``time.time`` is replaced before
+  tracker is imported. ``--child 0`` starts the run, logs steps 0-4, steps
+  its clock back 0.4 s, logs 5-9, jumps to 1000 s after the epoch (a reset
+  real-time clock), logs 10-14 and finishes (earlier than it started);
+  ``--child 1`` resumes the run with a true clock and logs steps 15-19.
 """
 
 from __future__ import annotations
@@ -178,6 +183,25 @@ def mode_plugins(args: argparse.Namespace) -> None:
     print(json.dumps({"plugins": infos, "elapsed": elapsed, "refused": lost, "seen": seen}), file=sys.stderr)
 
 
+def mode_clock(args: argparse.Namespace) -> None:
+    real = time.time
+    shift = [0.0]
+    time.time = lambda: real() + shift[0]  # before tracker is imported: the writer's only clock
+    import tracker
+
+    run = tracker.start_run(project="clock", name=f"clock-{args.child}", store=args.store, run_id=args.run_id,
+                            resume=True)
+    steps = range(15, 20) if args.child else range(15)
+    for step in steps:
+        if args.child == 0 and step == 5:
+            shift[0] = -0.4  # an NTP correction
+        elif args.child == 0 and step == 10:
+            shift[0] = 1000.0 - real()  # a virtual machine resumed with its clock at the epoch
+        run.log({"c": args.child, "k": step}, step=step)
+        ack(step, time.time())
+    run.finish()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("mode")
@@ -191,7 +215,7 @@ def main() -> None:
     parser.add_argument("--uid", type=int, default=None)
     args = parser.parse_args()
     {"loop": mode_loop, "write": mode_write, "rank": mode_rank, "fill": mode_fill, "readonly": mode_readonly,
-     "heartbeat": mode_heartbeat, "plugins": mode_plugins}[args.mode](args)
+     "heartbeat": mode_heartbeat, "plugins": mode_plugins, "clock": mode_clock}[args.mode](args)
 
 
 if __name__ == "__main__":

@@ -8,8 +8,10 @@ import math
 import os
 import subprocess
 import sys
+import textwrap
 import time
 import warnings
+import zlib
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -154,3 +156,32 @@ def assert_verify_finds_at_most_torn_tails(store: Path, *run_ids: str, work: Pat
     assert all(n == 1 for n in per_segment.values()), report["problems"]
     assert code == (1 if report["problems"] else 0)
     return report
+
+
+def event_line(event: dict[str, Any]) -> bytes:
+    """One store line for ``event``, written by hand after docs/format.md (keys in order, CRC-32 tail).
+
+    The tests build odd lines with it (valid checksums around the wrong shape),
+    independently of the store's own encoder.
+    """
+    body = json.dumps(event, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode()
+    head = body[:-1]
+    return b'%b,"crc":"%08x"}\n' % (head, zlib.crc32(head))
+
+
+def event(kind: str, seq: int, *, writer: str, time: Any = 1.7e9, schema: str | None = None,
+          step: Any = None, data: Any = None) -> dict[str, Any]:
+    """An event with the keys of docs/format.md, in their order."""
+    return {"v": 1, "kind": kind, "schema": schema, "step": step, "time": time, "w": writer, "seq": seq,
+            "data": {} if data is None else data}
+
+
+def install(site: Path, dist: str, modules: dict[str, str]) -> None:
+    """A distribution as pip leaves it: a .dist-info with METADATA and entry_points.txt, and its modules."""
+    info = site / f"{dist.replace('-', '_')}-0.1.dist-info"
+    info.mkdir(parents=True)
+    info.joinpath("METADATA").write_text(f"Metadata-Version: 2.1\nName: {dist}\nVersion: 0.1\n")
+    eps = "".join(f"{name} = plug_{name}\n" for name in modules)
+    info.joinpath("entry_points.txt").write_text(f"[tracker]\n{eps}")
+    for name, source in modules.items():
+        site.joinpath(f"plug_{name}.py").write_text(textwrap.dedent(source))

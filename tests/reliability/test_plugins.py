@@ -10,14 +10,13 @@ from __future__ import annotations
 
 import json
 import re
-import textwrap
 import warnings
 from pathlib import Path
 
 import pytest
 
 import tracker
-from tests.reliability.support import ack_lines, child_env, cli, read_run, spawn
+from tests.reliability.support import ack_lines, child_env, cli, install, read_run, spawn
 from tracker.bus import MAX_FAILURES
 
 RECORDS = 20
@@ -92,17 +91,6 @@ BROKEN = {
             return [tracker.Schema("good.point", Other)]
         ''',
 }
-
-
-def install(site: Path, dist: str, modules: dict[str, str]) -> None:
-    """A distribution as pip leaves it: a .dist-info with METADATA and entry_points.txt, and its modules."""
-    info = site / f"{dist.replace('-', '_')}-0.1.dist-info"
-    info.mkdir(parents=True)
-    info.joinpath("METADATA").write_text(f"Metadata-Version: 2.1\nName: {dist}\nVersion: 0.1\n")
-    eps = "".join(f"{name} = plug_{name}\n" for name in modules)
-    info.joinpath("entry_points.txt").write_text(f"[tracker]\n{eps}")
-    for name, source in modules.items():
-        site.joinpath(f"plug_{name}.py").write_text(textwrap.dedent(source))
 
 
 @pytest.fixture(scope="module")

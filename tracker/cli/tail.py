@@ -7,20 +7,20 @@ and a line still being written is read only once it is complete.
 
 from __future__ import annotations
 
-import heapq
+import math
 import sys
 import time
 import warnings
 from collections import deque
 from collections.abc import Iterator
-from operator import attrgetter
 from pathlib import Path
 from typing import Any
 
 import click
 
 from ..bus import TrackerWarning
-from ..format import RECORD, LineError, decode_nonfinite, iter_lines, parse_line
+from ..format import RECORD, LineError, decode_nonfinite, iter_lines, merge_chunk, parse_line
+from ..reader import merge_log_order
 from ..records import Problem, Record
 from . import CliContext
 from .options import format_option, handle_errors, require_schema, schema_option
@@ -46,9 +46,10 @@ class Follower:
         self.host = host
         self.offsets: dict[Path, int] = {}
         self.lines: dict[Path, int] = {}
+        self.tops: dict[Path, float] = {}  # each segment's largest time so far (merge_log_order)
 
-    def _segment(self, path: Path) -> Iterator[Record]:
-        for end, line in iter_lines(path, self.offsets.get(path, 0)):
+    def _segment(self, path: Path, chunk: int) -> Iterator[Record]:
+        for end, line in iter_lines(path, self.offsets.get(path, 0), chunk):
             lineno = self.lines.get(path, 0) + 1
             self.offsets[path], self.lines[path] = end, lineno
             try:
@@ -67,9 +68,15 @@ class Follower:
             yield Record(ev.get("step"), ev.get("time"), ev.get("schema"), data, ev.get("w", ""), ev.get("seq", 0))
 
     def read(self) -> Iterator[Record]:
-        """Every record appended since the last call, merged across writers by time (streaming)."""
-        gens = [self._segment(p) for p in self.view.segment_paths()]
-        return heapq.merge(*gens, key=attrgetter("time")) if len(gens) > 1 else iter(gens[0] if gens else ())
+        """Every record appended since the last call, in log order across writers (streaming)."""
+        paths = self.view.segment_paths()
+        gens = [self._segment(p, merge_chunk(len(paths))) for p in paths]
+        tops = [self.tops.get(p, -math.inf) for p in paths]
+        return self._remember(paths, tops, merge_log_order(gens, tops))
+
+    def _remember(self, paths: list[Path], tops: list[float], records: Iterator[Record]) -> Iterator[Record]:
+        yield from records
+        self.tops.update(zip(paths, tops, strict=True))
 
 
 def format_record(rec: Record, fmt: str, show_schema: bool) -> str:
