@@ -1,6 +1,7 @@
 // The run page: a header, then the sections of SECTIONS in order; a running run updates in place.
 
 import { MetricChart } from "./chart.js";
+import { artifactsSection, imagesSection, systemSection } from "./capture.js";
 import { panelsNode, tableNode } from "./panels.js";
 import { api, box, clear, dot, el, errorBox, flatten, fmtDuration, fmtTime, fmtValue, loading, runColor, shortId, statusBadge } from "./util.js";
 
@@ -19,6 +20,9 @@ export const SECTIONS = [
   { id: "config", title: "Config", render: configSection },
   { id: "summary-values", title: "Summary values", render: summaryValuesSection },
   { id: "summaries", title: "Summaries", render: summariesSection },
+  { id: "system", title: "System", render: systemSection },
+  { id: "artifacts", title: "Artifacts", render: artifactsSection },
+  { id: "images", title: "Images", render: imagesSection },
   { id: "panels", title: "Panels", render: panelsSection },
   { id: "problems", title: "Problems found while reading", render: problemsSection },
 ];
