@@ -258,3 +258,16 @@ def test_each_bundled_plugin_panel_renders(driver, plugin_server, plugin_store, 
         wait(driver, lambda d, canvas=canvas: d.execute_script(COLORED_PIXELS, canvas) > 100,
              what=f"coloured pixels in a {kind} figure")
     assert console_errors(driver) == []
+
+
+def test_an_empty_store_says_how_to_log_a_first_run_and_shows_runs_as_they_appear(driver, tmp_path):
+    store = tmp_path / "not-yet"
+    with Server(tracker.ui.create_app(store)) as s:
+        driver.get(s.url + "/")
+        empty = wait(driver, lambda d: css(d, ".empty"), what="the empty-store message")[0]
+        assert "No runs yet" in empty.text and "tracker.start_run" in empty.text
+        with tracker.start_run(project="first", name="first-run", store=store) as run:
+            run.log({"loss": 1.0})
+        wait(driver, lambda d: [e.text for e in css(d, "table.runs td.name a")] == ["first-run"], timeout=15,
+             what="the new run listed without a reload")
+        assert console_errors(driver) == []
