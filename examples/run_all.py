@@ -35,6 +35,10 @@ def main() -> int:
     subprocess.run([*tracker_cmd, "runs"], cwd=HERE.parent)
     print("\n=== tracker plugins ===", flush=True)
     subprocess.run([*tracker_cmd, "plugins"], cwd=HERE.parent)
+    print("\n=== the dashboard ===", flush=True)
+    print("Look at these runs in a browser (charts, comparisons, plugin panels):\n"
+          "    tracker ui        # then open http://127.0.0.1:5170/ (Ctrl-C stops it)\n"
+          "(from this folder, or `tracker --store PATH ui` for another store)", flush=True)
     if failed:
         print(f"\nfailed: {', '.join(failed)}", file=sys.stderr)
         return 1

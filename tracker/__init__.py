@@ -23,6 +23,7 @@ from .bus import EventBus, Subscription, TrackerWarning
 from .capture.artifacts import Artifact
 from .config import Config, load_config
 from .errors import ConfigError, PluginError, RunNotFound, SchemaError, StoreError, TrackerError
+from .figures import Band, BarChart, Heatmap, LineChart, Panel, Series, TableFigure
 from .format import EVENT_KINDS, RECORD, RUN_FINISHED, RUN_STARTED, WRITER_STARTED
 from .hookspecs import hookimpl, hookspec
 from .host import Host, get_host, set_host
@@ -46,14 +47,19 @@ def __getattr__(name: str) -> object:
 
 __all__ = [  # one name per line: additions merge cleanly
     "Artifact",
+    "Band",
+    "BarChart",
     "CliContext",
     "Config",
     "ConfigError",
     "EVENT_KINDS",
     "Event",
     "EventBus",
+    "Heatmap",
     "Host",
+    "LineChart",
     "MISSING",
+    "Panel",
     "PluginError",
     "PluginInfo",
     "PluginManager",
@@ -68,12 +74,14 @@ __all__ = [  # one name per line: additions merge cleanly
     "RunView",
     "Schema",
     "SchemaError",
+    "Series",
     "Store",
     "StoreError",
     "Subscription",
     "Summarizer",
     "Summary",
     "Table",
+    "TableFigure",
     "TrackerError",
     "TrackerWarning",
     "WRITER_STARTED",

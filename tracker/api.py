@@ -32,12 +32,13 @@ from .host import Host, get_host
 from .records import Event
 from .route import Attachment, attach, detach
 from .segment import hostname
-from .values import MAX_INT, BadValue, check_json, check_metrics, given, storable, storable_text, unwrap_numpy
+from .values import MAX_INT, RESERVED, BadValue, check_json, check_metrics, given, storable, storable_text, unwrap_numpy
 
 _time = _time_mod.time
 STATUSES = ("finished", "failed", "crashed")
 # ``run.log`` writes a dict straight away when its values are exactly of these types.
 _all_numbers = frozenset({float, int, bool}).issuperset
+_not_metric_names = RESERVED | {""}
 _active: list[Run] = []
 _lock = threading.RLock()
 
@@ -85,23 +86,23 @@ class Run:
         :raises SchemaError: for a bad name, value or step; nothing is written.
         :raises StoreError: when the line could not be written.
         """
-        if self.status != "running":
-            raise self._not_running()
         if step is not None:
             step = resolve_step(step, METRICS)
         # A plain dict of floats, ints and bools under ordinary names is checked
-        # by the types of its values only: the writer's one orjson call also
+        # by the types of its values only: the route's one orjson call also
         # refuses non-str names, lone surrogates and ints beyond ±(2**53 - 1)
         # with a TypeError, before writing anything. Anything else takes the
-        # full check, which names the problem.
+        # full check, which names the problem. A finished run has no routes.
         route = self._routes.get(METRICS)
         if route is not None and type(values) is dict and _all_numbers(map(type, values.values())) \
-                and "step" not in values and "time" not in values and "" not in values:
+                and _not_metric_names.isdisjoint(values):
             try:
                 route.append(self._steps, step, _time(), values, STRICT)
                 return
             except TypeError:
                 pass
+        if self.status != "running":
+            raise self._not_running()
         self._write(METRICS, check_metrics(values), step, _time())
 
     def log_record(self, schema: Any, record: Any = None, /, step: int | None = None,
@@ -130,7 +131,17 @@ class Run:
             else:
                 record = {**record, **fields}
         data = compiled.validate(record)
-        self._write(schema, data, None if step is None else resolve_step(step, schema), _time())
+        if step is not None:
+            step = resolve_step(step, schema)
+        route = self._routes.get(schema)
+        if route is None:
+            self._write(schema, data, step, _time())
+            return
+        try:
+            route.append(self._steps, step, _time(), data)
+        except TypeError:
+            route.refuse(data)  # raises SchemaError naming the problem
+            raise
 
     def _write(self, schema: str, data: dict[str, Any], step: int | None, time: float,
                advance: bool = True) -> None:
@@ -142,7 +153,11 @@ class Run:
         steps = self._steps if advance else [step]
         route = self._att.route(schema)
         if route is not None:
-            route.append_checked(steps, step, time, data)
+            try:
+                route.append(steps, step, time, data)
+            except TypeError:
+                route.refuse(data)  # raises SchemaError naming the problem
+                raise
             return
         w = self._att.writer
         step, before = w.take_step(steps, step)
@@ -238,6 +253,7 @@ class Run:
             elif error is not None:
                 error = storable(error)  # the finish event is always storable (issue 10)
             self.status = status
+            self._routes = {}  # ``log`` takes no route any more: it finds the status and refuses
             if self in _active:
                 _active.remove(self)
 

@@ -17,6 +17,8 @@ first needed (not at import):
 4. ``tracker_subscribe(bus)``: plugins subscribe handlers to the one bus of
    the process; no hook is called per record after this.
 5. ``tracker_commands(cli)``: only when the command line is built.
+6. ``tracker_panels()``: only when the dashboard (``tracker ui``) first asks
+   for a run's panels; never while logging.
 
 Within one hook, implementations are called in pluggy's order:
 ``@hookimpl(tryfirst=True)`` first, ``@hookimpl(trylast=True)`` last, the
@@ -43,6 +45,7 @@ if TYPE_CHECKING:
 
     from .bus import EventBus
     from .config import Config
+    from .figures import Panel
     from .schema import Schema
     from .summary import Summarizer
 
@@ -52,7 +55,7 @@ hookimpl = pluggy.HookimplMarker(PROJECT)
 
 #: The hook names in the order they fire.
 HOOK_ORDER = ("tracker_configure", "tracker_schemas", "tracker_summarizers",
-              "tracker_subscribe", "tracker_commands")
+              "tracker_subscribe", "tracker_commands", "tracker_panels")
 
 
 @hookspec
@@ -126,4 +129,26 @@ def tracker_commands(cli: click.Group) -> None:
     :param cli: the root ``click.Group``.
 
     .. versionadded:: 0.1
+    """
+
+
+@hookspec
+def tracker_panels() -> list[Panel]:
+    """Offer panels: figures of one schema's records on the dashboard's run page.
+
+    Called once per plugin manager, the first time the dashboard
+    (``tracker ui``) asks for a run's panels; never while logging. Each
+    ``Panel(name, schema, fn, title="")`` names the schema it reads and shows
+    on the page of every run holding records of it. ``fn(table, run)`` gets
+    that run's records of the schema as a columnar ``Table`` and its
+    ``RunView``, and returns a list of figures built with ``tracker.LineChart``,
+    ``tracker.Heatmap``, ``tracker.BarChart`` and ``tracker.TableFigure``;
+    the dashboard draws them (a plugin never writes HTML or JavaScript). A
+    panel function that raises shows its error in place of its figures, and
+    the other panels still render. A plugin whose ``tracker_panels`` raises is
+    listed as broken, but keeps its schemas and summarizers.
+
+    :returns: the panels; a name offered twice is an error.
+
+    .. versionadded:: 0.2
     """

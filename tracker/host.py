@@ -12,14 +12,16 @@ import os
 import re
 import sys
 import threading
+import warnings
 from collections.abc import Callable
 from typing import Any
 
 import pluggy
 
-from .bus import EventBus
+from .bus import EventBus, TrackerWarning
 from .config import Config, load_config
 from .errors import SchemaError
+from .figures import Panel
 from .pluginmanager import PluginInfo, PluginManager, get_plugin_manager, wrapper_error
 from .schema import CompiledSchema, Schema, make_converter
 from .summary import Summarizer
@@ -38,6 +40,9 @@ class Host:
         self.schema_owner: dict[str, str] = {}
         self.summarizers: dict[str, Summarizer] = {}
         self.summarizer_owner: dict[str, str] = {}
+        self._panels: dict[str, Panel] | None = None
+        self.panel_owner: dict[str, str] = {}
+        self._panels_lock = threading.Lock()
         self.bus = EventBus()
         self.bus.on_report = self._handler_reported
         self._trace = os.environ.get("TRACKER_TRACE_PLUGINS", "") not in ("", "0")
@@ -151,6 +156,43 @@ class Host:
             known = ", ".join(sorted(self.schemas))
             raise SchemaError(str(name)[:80], [("(schema)", f"expected a known schema ({known}), "
                                                             f"given unknown schema {shown}")]) from None
+
+    @property
+    def panels(self) -> dict[str, Panel]:
+        """The dashboard panels plugins offer, by name (collected on first use: only ``tracker ui`` asks).
+
+        A plugin whose ``tracker_panels`` raises, or offers a bad panel, is
+        reported broken; its schemas and summarizers stay registered.
+        """
+        with self._panels_lock:
+            if self._panels is None:
+                panels: dict[str, Panel] = {}
+                for impl in list(self.pm.hook.tracker_panels.get_hookimpls()):
+                    name = impl.plugin_name
+                    if self._trace:
+                        print(f"tracker: tracker_panels() of plugin {name!r}", file=sys.stderr)
+                    try:
+                        self._add_panels(panels, name, impl.function())
+                    except Exception as exc:  # noqa: BLE001 - a broken panel never stops the others
+                        self._handler_reported(name, f"tracker_panels raised {type(exc).__name__}: {exc}")
+                        warnings.warn(f"tracker: plugin {name!r}: tracker_panels raised {type(exc).__name__}: "
+                                      f"{exc}", TrackerWarning, stacklevel=2)
+                self._panels = panels
+            return self._panels
+
+    def _add_panels(self, panels: dict[str, Panel], plugin: str, result: Any) -> None:
+        items = _as_list(result, "tracker_panels")
+        for item in items:
+            if not isinstance(item, Panel):
+                raise TypeError(f"tracker_panels returned {type(item).__name__}, expected tracker.Panel")
+            if not isinstance(item.schema, str) or not callable(item.fn):
+                raise TypeError(f"panel {item.name!r}: expected a schema name and a function fn(table, run)")
+            if item.name in panels:
+                raise ValueError(f"panel {item.name!r} is already offered by plugin "
+                                 f"{self.panel_owner[item.name]!r}; plugin {plugin!r} offers it too")
+        for item in items:
+            panels[item.name] = item
+            self.panel_owner[item.name] = plugin
 
     def summarizers_for(self, schema: str) -> list[Summarizer]:
         """The summarizers that read ``schema``, in registration order."""

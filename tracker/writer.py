@@ -14,20 +14,15 @@ import re
 import secrets
 import threading
 import weakref
-import zlib
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NoReturn
 
-import orjson
-
 from .errors import StoreError
-from .format import METRICS, RECORD, SEGMENT_SUFFIX, encode_line, encode_nonfinite, event
+from .format import METRICS, RECORD, SEGMENT_SUFFIX, encode_line, event
 from .segment import hostname, process_start
 from .values import MAX_INT
 
-_dumps = orjson.dumps
-_crc32 = zlib.crc32
 _write = os.write
 #: Below every step a record may have (steps are ints within ±2**53): "no step yet".
 NO_STEP = -MAX_INT - 1
@@ -40,7 +35,8 @@ def _safe_host() -> str:
 _writers: weakref.WeakSet[SegmentWriter] = weakref.WeakSet()
 
 
-def _fsync_folder(path: Path) -> None:
+def fsync_folder(path: Path) -> None:
+    """Flush a folder's entries to the disk (a new or renamed file survives a power loss only then)."""
     fd = os.open(path, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
     try:
         os.fsync(fd)
@@ -63,7 +59,7 @@ class SegmentWriter:
         self.fsync = fsync
         self.lock = threading.Lock()
         #: ``(seq of the last line, records, largest step)``, replaced as one tuple after each
-        #: line (see :meth:`_commit`); NO_STEP stands for "no step yet".
+        #: line (see :meth:`recover`); NO_STEP stands for "no step yet".
         self.counts: tuple[int, int, int] = (0, 0, NO_STEP)
         #: The latest value of each metric written by this writer.
         self.last: dict[str, Any] = {}
@@ -90,12 +86,15 @@ class SegmentWriter:
                 # A file fsynced is found after a power loss only if the folder entries naming it
                 # are on the disk too: the segment's (in the run folder), the run folder's, runs/.
                 for folder in (self.run_dir, self.run_dir.parent, self.run_dir.parent.parent):
-                    _fsync_folder(folder)
+                    fsync_folder(folder)
         except OSError as exc:
             raise StoreError(f"cannot create {self.path}: {exc.strerror}") from None
         self.torn = False
         self.stale = False
         self.closed = False
+        #: Whether a line may go to the file with one bare ``os.write`` (not closed, no torn
+        #: fragment to end, no fsync to call): the fast path's one test.
+        self.direct = not self.fsync
 
     def facts(self) -> dict[str, Any]:
         """What readers need to tell whether this writer still runs."""
@@ -113,7 +112,7 @@ class SegmentWriter:
         try:
             os.rename(self.hidden_path, self.path)
             if self.fsync:
-                _fsync_folder(self.run_dir)
+                fsync_folder(self.run_dir)
         except OSError as exc:
             raise StoreError(f"cannot create {self.path}: {exc.strerror}") from None
         self.hidden_path = None
@@ -124,7 +123,7 @@ class SegmentWriter:
         self.path = run_dir / self.path.name
         if self.fsync:
             try:
-                _fsync_folder(run_dir.parent)
+                fsync_folder(run_dir.parent)
             except OSError as exc:
                 raise StoreError(f"cannot sync {run_dir.parent}: {exc.strerror}") from None
 
@@ -214,83 +213,38 @@ class SegmentWriter:
                 self._commit(line, (seq, records, top), None)
             return seq
 
-    def append_record(self, template: dict[str, Any], steps: list[int], step: int | None, time: float,
-                      data: dict[str, Any], option: int = 0, last: bool = False) -> int:
-        """Write one record: the logging fast path.
-
-        ``template`` is :func:`tracker.format.record_template` of the record's
-        schema and this writer, filled in under the lock and encoded with one
-        ``orjson.dumps``, so the line is the one :meth:`append` writes, byte
-        for byte, without building an event.
-
-        :param steps: the caller's counter of automatic steps (:meth:`next_steps`),
-            advanced past ``step`` once the line is written.
-        :param step: the record's step (an int within ±2**53), or ``None``
-            for the next of ``steps``, taken under the lock so that threads
-            never share one.
-        :param time: seconds since the epoch.
-        :param data: the record's checked fields (``run.log`` passes values
-            checked by type only, with ``option=STRICT``).
-        :param option: orjson options for the encoding.
-        :param last: keep ``data``'s values as the latest metrics (schema ``metrics``).
-        :returns: the record's step, once the line is in the file.
-        :raises TypeError: when orjson refuses ``data`` under ``option``; nothing is written.
-        :raises StoreError: when the line cannot be written (full disk, closed writer).
-        """
-        # ``with``, not acquire() and try: a signal between those two would leave the lock held.
-        with self.lock:
-            seq, records, top = self.counts
-            if step is None:
-                step = steps[0]
-            seq += 1
-            template["step"] = step
-            template["time"] = time
-            template["seq"] = seq
-            template["data"] = data
-            head = _dumps(template, option=option)[:-1]
-            # orjson writes NaN and infinities as null, and a record's event
-            # holds no other null where a float goes: only such lines are
-            # encoded twice. (``rfind`` costs half of ``in`` on bytes.)
-            if head.rfind(b"null") >= 0:
-                head = _dumps(dict(template, data=encode_nonfinite(data)), option=option)[:-1]
-            self._commit(head + b',"crc":"%08x"}\n' % _crc32(head), (seq, records + 1, step if step > top else top),
-                         data if last else None, steps, step)
-            return step
-
-    def _commit(self, line: bytes, counts: tuple[int, int, int], last: dict[str, Any] | None,
-                steps: list[int] | None = None, step: int = 0) -> None:
-        """Write ``line``, then take its ``counts``, ``last`` metrics and ``step``, as one step no signal splits.
-
-        The caller holds the lock. A KeyboardInterrupt may land after
-        ``os.write`` returned and before the counts were taken: they are
-        taken then too, if the line is in the file, so that the next line
-        never reuses a sequence number (issue 10, item 4). The counts are one
-        tuple, replaced by one store; the rest may safely run twice.
-        """
+    def _commit(self, line: bytes, counts: tuple[int, int, int], last: dict[str, Any] | None) -> None:
+        """Write ``line``, then take its ``counts`` and ``last`` metrics (the caller holds the lock)."""
         try:
-            if self.closed or self.torn or self.fsync:
-                self._put(line)
-            else:
-                # The common case, inline: one write(2) of the whole line.
-                try:
-                    written = _write(self.fd, line)
-                except OSError as exc:
-                    self._failed(line, 0, exc)
-                if written != len(line):
-                    self._put_rest(line, written)
+            self.put(line)
+            self.counts = counts
+            if last is not None:
+                self.last.update(last)
+        except BaseException as exc:
+            self.recover(exc, line, counts, last)
+            raise
+
+    def recover(self, exc: BaseException, line: bytes, counts: tuple[int, int, int], last: dict[str, Any] | None,
+                steps: list[int] | None = None, step: int = 0) -> None:
+        """Settle the counts after writing ``line`` raised ``exc`` (the caller holds the lock, then re-raises).
+
+        A KeyboardInterrupt may land after ``os.write`` returned and before
+        the counts were taken: they are taken here if the line is in the file,
+        so that the next line never reuses a sequence number and the finish
+        event counts every record (issue 10, item 4). The counts are one
+        tuple, replaced by one store; the rest may safely run twice.
+
+        :param steps: the caller's counter of automatic steps, advanced past ``step``.
+        :raises StoreError: for an ``OSError`` of the write itself (nothing of the line was written).
+        """
+        if self.counts is counts or self._ends_with(line):
             self.counts = counts
             if last is not None:
                 self.last.update(last)
             if steps is not None and step >= steps[0]:
                 steps[0] = step + 1
-        except BaseException:
-            if self.counts is counts or self._ends_with(line):
-                self.counts = counts
-                if last is not None:
-                    self.last.update(last)
-                if steps is not None and step >= steps[0]:
-                    steps[0] = step + 1
-            raise
+        elif isinstance(exc, OSError):
+            self._failed(line, 0, exc)
 
     def _ends_with(self, line: bytes) -> bool:
         """Whether the segment file ends with ``line`` (its seq makes it unique in the file)."""
@@ -301,13 +255,17 @@ class SegmentWriter:
         except OSError:
             return False
 
-    def _put(self, line: bytes) -> None:
-        """Write one whole line (the caller holds the lock), then fsync if asked."""
+    def put(self, line: bytes) -> None:
+        """Write one whole line (the caller holds the lock), then fsync if asked.
+
+        The fast path of a record writes with one ``os.write`` itself when
+        :attr:`direct` is true, and calls this otherwise.
+        """
         if self.closed:
             raise StoreError(f"writer {self.id} is closed: the run has finished")
         if self.torn:
             line = b"\n" + line  # end the fragment a failed write left behind
-        self._put_rest(line, 0)
+        self.put_rest(line, 0)
         if self.fsync:
             try:
                 os.fsync(self.fd)
@@ -315,14 +273,16 @@ class SegmentWriter:
                 raise StoreError(f"cannot fsync {self.path}: {exc.strerror or exc} (the line was written "
                                  "but may not be on the disk)") from None
 
-    def _put_rest(self, line: bytes, written: int) -> None:
+    def put_rest(self, line: bytes, written: int) -> None:
         """Write what is left of ``line`` after its first ``written`` bytes."""
         try:
             while written < len(line):
                 written += _write(self.fd, line[written:])
         except OSError as exc:
             self._failed(line, written, exc)
-        self.torn = False
+        if self.torn:
+            self.torn = False
+            self.direct = not self.fsync
 
     def _failed(self, line: bytes, written: int, exc: OSError) -> NoReturn:
         """Take back a line cut off part-way, and raise.
@@ -339,6 +299,7 @@ class SegmentWriter:
                 os.ftruncate(self.fd, os.fstat(self.fd).st_size - written)
             except OSError:
                 self.torn = True
+                self.direct = False
         raise StoreError(f"cannot append to {self.path}: {exc.strerror or exc}") from None
 
     def touch(self) -> None:
@@ -353,6 +314,7 @@ class SegmentWriter:
         with self.lock:
             if not self.closed:
                 self.closed = True
+                self.direct = False
                 try:
                     os.close(self.fd)
                 except OSError:

@@ -34,7 +34,7 @@ def test_plugin_loads_from_its_entry_point(tracker_store):
     assert info.builtin is False
     assert info.schemas == ["phase.step"]
     assert info.summarizers == ["phase.overview", "phase.loss", "phase.schedule"]
-    assert set(info.hooks) == {"tracker_configure", "tracker_schemas", "tracker_summarizers"}
+    assert set(info.hooks) == {"tracker_configure", "tracker_schemas", "tracker_summarizers", "tracker_panels"}
 
 
 def test_attach_logs_a_record_per_step(tracker_store):

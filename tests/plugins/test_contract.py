@@ -58,6 +58,11 @@ class Recorder:
     def tracker_commands(self, cli: object) -> None:
         self.calls.append("tracker_commands")
 
+    @tracker.hookimpl
+    def tracker_panels(self) -> list:
+        self.calls.append("tracker_panels")
+        return []
+
 
 def test_lifecycle_order(make_tracker_host) -> None:  # noqa: ANN001
     rec = Recorder()
@@ -65,6 +70,8 @@ def test_lifecycle_order(make_tracker_host) -> None:  # noqa: ANN001
     from tracker.cli import make_cli
 
     make_cli(host)
+    assert host.panels == {}  # the dashboard asks for panels last, and only once
+    assert host.panels == {}
     assert rec.calls == list(hookspecs.HOOK_ORDER)
 
 
@@ -111,6 +118,27 @@ def test_hook_tracker_commands(make_tracker_host) -> None:  # noqa: ANN001
     host = make_tracker_host(Commands(), names=["demo"])
     result = CliRunner().invoke(make_cli(host), ["demo", "hello"])
     assert result.exit_code == 0 and result.output == "hello from a plugin\n"
+
+
+def test_hook_tracker_panels(make_tracker_host) -> None:  # noqa: ANN001
+    def losses(table, run):  # noqa: ANN001, ANN202
+        return [tracker.LineChart("loss", [tracker.Series("loss", table["loss"], x=table["step"])])]
+
+    class Panels:
+        @tracker.hookimpl
+        def tracker_panels(self) -> list:
+            return [tracker.Panel("demo.loss", "metrics", losses, title="Loss")]
+
+    class Twice:
+        @tracker.hookimpl
+        def tracker_panels(self) -> list:
+            return [tracker.Panel("demo.loss", "metrics", losses)]
+
+    host = make_tracker_host(Panels(), Twice(), names=["demo", "twice"])
+    with pytest.warns(tracker.TrackerWarning, match="'demo.loss' is already offered by plugin 'demo'"):
+        assert list(host.panels) == ["demo.loss"]
+    assert host.panel_owner["demo.loss"] == "demo"
+    assert {p.name: p.status for p in host.plugins()}["twice"] == "broken"
 
 
 def test_builtins_import_only_public_names() -> None:

@@ -14,6 +14,7 @@ import attrs
 import pytest
 
 import tracker
+import tracker.route
 import tracker.writer
 from tests.reliability.support import child_env, local_host, verify
 
@@ -71,7 +72,8 @@ def test_ctrl_c_or_interrupt_right_after_the_write_counts_the_line(tmp_path: Pat
             raise KeyboardInterrupt
         return n
 
-    monkeypatch.setattr(tracker.writer, "_write", write_then_interrupt)
+    monkeypatch.setattr(tracker.writer, "_write", write_then_interrupt)  # lifecycle events and the bus
+    monkeypatch.setattr(tracker.route, "_write", write_then_interrupt)  # a route's one write
     try:
         run = tracker.start_run(store=tmp_path / "store", run_id="injected")
         run.log({"x": 0.0})  # makes the route: the next ones take the fast path

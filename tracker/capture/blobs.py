@@ -43,6 +43,7 @@ from typing import IO, Any
 import attrs
 
 from ..errors import StoreError, TrackerError
+from ..writer import fsync_folder
 
 #: Bytes per read while copying and hashing.
 CHUNK = 1 << 22
@@ -64,14 +65,6 @@ def blob_path(store: str | os.PathLike[str], sha: str) -> Path:
     """Where the blob of ``sha`` lives in ``store``: ``blobs/sha256/<2 hex>/<62 hex>``."""
     check_sha(sha)
     return Path(store) / "blobs" / "sha256" / sha[:2] / sha[2:]
-
-
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 class _Hasher:
@@ -269,8 +262,8 @@ class BlobStore:
             final.parent.mkdir(parents=True, exist_ok=True)
             os.replace(tmp, final)
             if self.fsync:
-                _fsync_dir(final.parent)
-                _fsync_dir(final.parent.parent)
+                fsync_folder(final.parent)
+                fsync_folder(final.parent.parent)
         except OSError as exc:
             if fd >= 0:
                 os.close(fd)

@@ -7,7 +7,7 @@ import click
 
 def add_core_commands(cli: click.Group) -> None:
     """Add ``runs``, ``show``, ``summary``, ``compare``, ``tail``, ``plugins``,
-    ``schemas``, ``verify``, ``export``, ``artifacts``, ``get`` and ``bench`` to ``cli``."""
+    ``schemas``, ``verify``, ``export``, ``artifacts``, ``get``, ``bench`` and ``ui`` to ``cli``."""
     from .artifacts import artifacts_cmd
     from .bench import bench_cmd
     from .compare import compare_cmd
@@ -19,8 +19,9 @@ def add_core_commands(cli: click.Group) -> None:
     from .show import show_cmd
     from .summary import summary_cmd
     from .tail import tail_cmd
+    from .ui import ui_cmd
     from .verify import verify_cmd
 
     for cmd in (runs_cmd, show_cmd, summary_cmd, compare_cmd, tail_cmd, plugins_cmd, schemas_cmd,
-                verify_cmd, export_cmd, artifacts_cmd, get_cmd, bench_cmd):
+                verify_cmd, export_cmd, artifacts_cmd, get_cmd, bench_cmd, ui_cmd):
         cli.add_command(cmd)

@@ -18,10 +18,11 @@ import warnings
 
 import click
 
-from tracker import Config, Schema, Summarizer, TrackerWarning, hookimpl
+from tracker import Config, Panel, Schema, Summarizer, TrackerWarning, hookimpl
 
 from .cli import fft_group
 from .config import SETTINGS
+from .panel import PANELS
 from .record import SCHEMAS
 from .summary import SUMMARIZERS
 
@@ -59,3 +60,9 @@ def tracker_summarizers() -> list[Summarizer]:
 def tracker_commands(cli: click.Group) -> None:
     """Add the ``tracker fft`` group (``tracker fft report``)."""
     cli.add_command(fft_group)
+
+
+@hookimpl
+def tracker_panels() -> list[Panel]:
+    """Dashboard panels: loss per model (log scale), gate heatmaps with pruned gates marked, the landscape."""
+    return list(PANELS)

@@ -5,8 +5,9 @@ Registered through the entry point ``phase_trainer`` of group ``tracker``.
 
 from __future__ import annotations
 
-from tracker import Config, Schema, Summarizer, hookimpl
+from tracker import Config, Panel, Schema, Summarizer, hookimpl
 from tracker_phase_trainer.config import PLUGIN_NAME, scheduler_options
+from tracker_phase_trainer.panel import PANELS
 from tracker_phase_trainer.record import SCHEMAS
 from tracker_phase_trainer.summary import SUMMARIZERS
 
@@ -28,3 +29,9 @@ def tracker_schemas() -> list[Schema]:
 def tracker_summarizers() -> list[Summarizer]:
     """Offer the three ``phase.*`` summaries of ``phase.step`` records."""
     return list(SUMMARIZERS)
+
+
+@hookimpl
+def tracker_panels() -> list[Panel]:
+    """Dashboard panels (``tracker ui``) of this plugin's records."""
+    return list(PANELS)

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import click
-from tracker import Schema, Summarizer, hookimpl
+from tracker import Panel, Schema, Summarizer, hookimpl
 
 from .cli import ptq_group
+from .panel import PANELS
 from .record import SCHEMAS
 from .summary import SUMMARIZERS
 
@@ -26,3 +27,9 @@ def tracker_summarizers() -> list[Summarizer]:
 def tracker_commands(cli: click.Group) -> None:
     """Add the ``tracker ptq`` group (``tracker ptq inspect FILE``)."""
     cli.add_command(ptq_group)
+
+
+@hookimpl
+def tracker_panels() -> list[Panel]:
+    """Dashboard panels (``tracker ui``) of this plugin's records."""
+    return list(PANELS)

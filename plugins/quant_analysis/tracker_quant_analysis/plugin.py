@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from tracker import Schema, Summarizer, hookimpl
+from tracker import Panel, Schema, Summarizer, hookimpl
 
+from .panel import PANELS
 from .record import SCHEMAS
 from .summary import SUMMARIZERS
 
@@ -18,3 +19,9 @@ def tracker_schemas() -> list[Schema]:
 def tracker_summarizers() -> list[Summarizer]:
     """Offer the per-tensor error table and the per-tensor/per-channel comparison."""
     return list(SUMMARIZERS)
+
+
+@hookimpl
+def tracker_panels() -> list[Panel]:
+    """Dashboard panels (``tracker ui``) of this plugin's records."""
+    return list(PANELS)

@@ -7,7 +7,7 @@ import warnings
 
 import numpy as np
 
-from tracker import Event, EventBus, Schema, Summarizer, Summary, Table, TrackerWarning, hookimpl
+from tracker import Event, EventBus, Panel, Schema, Summarizer, Summary, Table, TrackerWarning, hookimpl
 
 from .record import GradNorm
 
@@ -22,6 +22,14 @@ def tracker_schemas() -> list[Schema]:
 @hookimpl
 def tracker_summarizers() -> list[Summarizer]:
     return [Summarizer("grad.layers", "grad.norm", summarize_layers, "norms per layer, exploding ones flagged")]
+
+
+@hookimpl
+def tracker_panels() -> list[Panel]:
+    """The dashboard panel of grad.norm records (``tracker ui``)."""
+    from .panel import PANELS
+
+    return list(PANELS)
 
 
 @hookimpl

@@ -1,0 +1,93 @@
+"""``tracker ui``: serve the dashboard over the store (optional extra ``tracker-core[ui]``)."""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+import sys
+import threading
+
+import click
+
+from . import CliContext
+from .options import fail, handle_errors
+
+INSTALL_HINT = 'tracker ui needs the dashboard extra: pip install "tracker-core[ui]"'
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` only accepts connections from this machine."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def can_open_browser() -> bool:
+    """Whether a browser can be shown (a display on Linux; always elsewhere)."""
+    if sys.platform.startswith("linux"):
+        return bool(os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
+    return True
+
+
+@click.command("ui")
+@click.option("--host", default="127.0.0.1", show_default=True,
+              help="Address to listen on; anything but a loopback address makes the store readable by the network.")
+@click.option("--port", default=5170, show_default=True, type=click.IntRange(0, 65535), help="Port to listen on.")
+@click.option("--no-open", is_flag=True, help="Do not open a browser.")
+@click.pass_obj
+@handle_errors
+def ui_cmd(obj: CliContext, host: str, port: int, no_open: bool) -> None:
+    """Serve the dashboard: runs, charts (live while runs go), comparisons, plugin panels.
+
+    Read-only; a store that does not exist yet is shown empty until runs appear.
+    Stop it with Ctrl-C.
+
+    \b
+    Examples:
+      tracker ui
+      tracker --store runs/.tracker ui --port 8080 --no-open
+    """
+    try:
+        import starlette  # noqa: F401
+        import uvicorn
+    except ImportError:
+        fail(INSTALL_HINT)
+    from ..reader import Store
+    from ..ui.app import create_app
+
+    store = Store(obj.store_path, host=lambda: obj.host)
+    app = create_app(store)
+    shown = f"[{host}]" if ":" in host and not host.startswith("[") else host
+    url = f"http://{shown if host not in ('0.0.0.0', '::') else '127.0.0.1'}:{port}/"
+    if not is_loopback(host):
+        click.echo(f"tracker: warning: listening on {host}: the store {store.path} becomes readable by anyone "
+                   "who can reach this machine on the network", err=True)
+    config = uvicorn.Config(app, host=host, port=port, log_level="warning", access_log=False)
+    server = uvicorn.Server(config)
+
+    def announce() -> None:
+        # Printed once the socket listens, so the URL works when it is shown.
+        while not server.started and not server.should_exit:
+            threading.Event().wait(0.05)
+        if server.started:
+            bound = port
+            if port == 0 and server.servers:
+                bound = server.servers[0].sockets[0].getsockname()[1]
+            real = url.rsplit(":", 1)[0] + f":{bound}/"
+            click.echo(f"tracker ui: serving {store.path} at {real}  (Ctrl-C to stop)")
+            if not no_open and can_open_browser():
+                import webbrowser
+
+                webbrowser.open(real)
+
+    threading.Thread(target=announce, name="tracker-ui-announce", daemon=True).start()
+    try:
+        server.run()
+    except KeyboardInterrupt:
+        pass
+    if not server.started:
+        fail(f"cannot listen on {host}:{port} (is the port in use? choose another with --port)")
+    click.echo("tracker ui: stopped")

@@ -1,0 +1,30 @@
+"""The dashboard: ``tracker ui`` serves :func:`create_app` over a store (optional extra ``tracker-core[ui]``).
+
+Nothing here imports Starlette until :func:`create_app` is called, so
+``import tracker.ui`` stays cheap and works without the extra.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["create_app"]
+
+
+def create_app(store: Any = None) -> Any:
+    """The dashboard as a Starlette (ASGI) app over ``store``.
+
+    :param store: a :class:`tracker.Store`, a store folder, or ``None`` for
+        the store of ``TRACKER_STORE`` / tracker.toml / ``./.tracker``.
+    :raises tracker.TrackerError: when Starlette is not installed, naming
+        ``pip install "tracker-core[ui]"``.
+    """
+    try:
+        import starlette  # noqa: F401 - only to tell a missing extra apart
+    except ImportError:
+        from ..errors import TrackerError
+
+        raise TrackerError('the dashboard needs the ui extra: pip install "tracker-core[ui]"') from None
+    from .app import create_app as _create_app
+
+    return _create_app(store)

@@ -1,0 +1,261 @@
+"""The dashboard's Starlette app: the JSON API under ``/api/`` and the page (see docs/ui.md).
+
+Routes only: reading goes through the public reading API (``Store``,
+``RunView``), series through :mod:`tracker.ui.series`, live reads through
+:mod:`tracker.ui.live`, the run page's parts through :mod:`tracker.ui.parts`.
+Every endpoint is read-only and never creates a file inside the store.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+import orjson
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import FileResponse, Response
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
+
+from ..errors import RunNotFound, StoreError, TrackerError
+from . import parts
+from .live import MetricsCache, read_since
+from .series import (
+    DEFAULT_MAX_POINTS,
+    MAX_POINTS_LIMIT,
+    CursorError,
+    decode_cursor,
+    encode_cursor,
+    present,
+    series_json,
+)
+
+STATIC = Path(__file__).resolve().parent / "static"
+
+#: Sent with every response: scripts only from the app itself, nothing inline, no framing.
+SECURITY_HEADERS = [
+    (b"content-security-policy",
+     b"default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data: blob:; "
+     b"connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"),
+    (b"x-content-type-options", b"nosniff"),
+    (b"referrer-policy", b"no-referrer"),
+    (b"x-frame-options", b"DENY"),
+]
+
+
+class BadRequest(Exception):
+    """A bad parameter: answered with 400 and its message."""
+
+
+def json_response(data: Any, status: int = 200) -> Response:
+    """Strict JSON (no NaN or Infinity: callers encode them first)."""
+    return Response(orjson.dumps(data, option=orjson.OPT_NON_STR_KEYS), status_code=status,
+                    media_type="application/json", headers={"cache-control": "no-store"})
+
+
+def error(status: int, message: str, **extra: Any) -> Response:
+    """``{"error": message}`` with ``status``."""
+    return json_response({"error": message, **extra}, status)
+
+
+class SecurityHeaders:
+    """ASGI middleware adding :data:`SECURITY_HEADERS` to every HTTP response."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+
+        async def send_with_headers(message: dict) -> None:
+            if message["type"] == "http.response.start":
+                names = {k.lower() for k, _ in message.get("headers", [])}
+                message.setdefault("headers", [])
+                message["headers"] = list(message["headers"]) + [h for h in SECURITY_HEADERS if h[0] not in names]
+            await send(message)
+
+        await self.app(scope, receive, send_with_headers)
+
+
+def _int_param(request: Request, name: str, default: int, lo: int, hi: int) -> int:
+    raw = request.query_params.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise BadRequest(f"{name}: expected an integer from {lo} to {hi}, given {raw[:40]!r}") from None
+    if not lo <= value <= hi:
+        raise BadRequest(f"{name}: expected an integer from {lo} to {hi}, given {value}")
+    return value
+
+
+def _names_param(request: Request, name: str) -> list[str] | None:
+    raw = request.query_params.getlist(name)
+    if not raw:
+        return None
+    return [n for r in raw for n in r.split(",") if n]
+
+
+class Api:
+    """The endpoints over one store."""
+
+    def __init__(self, store: Any) -> None:
+        self.store = store
+        self.cache = MetricsCache()
+        self.stats = parts.StatsCache()
+
+    # --- helpers ----------------------------------------------------------------------------
+
+    def view(self, ref: str) -> Any:
+        """The run with id ``ref`` or a unique prefix of one.
+
+        :raises BadRequest: for a string that is not a run id.
+        :raises RunNotFound: for an unknown id or an ambiguous prefix (listing the candidates).
+        """
+        if not parts.is_run_id(ref):
+            raise BadRequest(f"invalid run id {ref[:80]!r}: expected 1 to 64 characters from A-Z a-z 0-9 _ -")
+        ids = self.store.run_ids()
+        if ref not in ids:
+            matches = [i for i in ids if i.startswith(ref)]
+            if not matches:
+                raise RunNotFound(f"no run {ref!r} in this store")
+            if len(matches) > 1:
+                shown = ", ".join(matches[:10]) + (" ..." if len(matches) > 10 else "")
+                raise RunNotFound(f"{ref!r} is ambiguous: {len(matches)} runs match ({shown})", matches)
+            ref = matches[0]
+        return self.store.run(ref)
+
+    # --- endpoints ----------------------------------------------------------------------------
+
+    def runs(self, request: Request) -> Response:
+        """``GET /api/runs?project=&status=&tag=&q=&stats=a,b``."""
+        q = request.query_params
+        tags = [t for t in q.getlist("tag") if t]
+        stats = _names_param(request, "stats") or []
+        if len(stats) > 50:
+            raise BadRequest(f"stats: expected at most 50 metric names, given {len(stats)}")
+        status = q.get("status") or None
+        if status is not None and status not in parts.STATUSES:
+            raise BadRequest(f"status: expected one of {', '.join(parts.STATUSES)}, given {status[:40]!r}")
+        infos = self.store.runs()
+        out = parts.runs_listing(infos, project=q.get("project") or None, status=status, tags=tags,
+                                 text=q.get("q") or None)
+        if stats:
+            for row in out["runs"]:
+                row["stats"] = self.stats.get(self.store, row["id"], stats)
+        out["store"] = str(self.store.path)
+        out["now"] = time.time()
+        return json_response(parts.strict(out))
+
+    def run(self, request: Request) -> Response:
+        """``GET /api/runs/{id}``: every part of the run page (see :mod:`tracker.ui.parts`)."""
+        view = self.view(request.path_params["id"])
+        detail = parts.run_detail(view, self)
+        return json_response(parts.strict(detail))
+
+    def metrics(self, request: Request) -> Response:
+        """``GET /api/runs/{id}/metrics?names=&x=step|time&max_points=&since=``."""
+        view = self.view(request.path_params["id"])
+        names = _names_param(request, "names")
+        x = request.query_params.get("x", "step") or "step"
+        if x not in ("step", "time"):
+            raise BadRequest(f"x: expected 'step' or 'time', given {x[:40]!r}")
+        max_points = _int_param(request, "max_points", DEFAULT_MAX_POINTS, 1, MAX_POINTS_LIMIT)
+        since = request.query_params.get("since")
+        if since is not None:
+            try:
+                offsets = decode_cursor(since)
+            except CursorError as exc:
+                raise BadRequest(str(exc)) from None
+            cols, offsets, problems = read_since(view.path, offsets)
+        else:
+            cols, offsets, problems = self.cache.read(view.path)
+        xs = cols["step"] if x == "step" else cols["time"]
+        series = {}
+        for name, col in cols.items():
+            if name in ("step", "time") or (names is not None and name not in names):
+                continue
+            keep = present(col)
+            if not keep.any():
+                continue
+            series[name] = series_json(xs[keep], col[keep], max_points, x == "step")
+        info = view.refresh()
+        body = {"series": series, "cursor": encode_cursor(offsets), "x": x, "status": info.status,
+                "records": int(cols["step"].size), "problems": problems[:20]}
+        return json_response(parts.strict(body))
+
+    def panels(self, request: Request) -> Response:
+        """``GET /api/runs/{id}/panels``: the plugins' figures for the schemas of the run."""
+        view = self.view(request.path_params["id"])
+        return json_response(parts.strict({"panels": parts.panels_of(view)}))
+
+    def compare(self, request: Request) -> Response:
+        """``GET /api/compare?runs=a,b``: info, config diff and summaries side by side."""
+        refs = _names_param(request, "runs") or []
+        if len(refs) < 2:
+            raise BadRequest(f"runs: expected at least two run ids separated by commas, given {len(refs)}")
+        if len(refs) > 20:
+            raise BadRequest(f"runs: expected at most 20 runs, given {len(refs)}")
+        views = [self.view(r) for r in refs]
+        return json_response(parts.strict(parts.compare(views)))
+
+
+def create_app(store: Any = None) -> Starlette:
+    """The dashboard as an ASGI app over ``store``.
+
+    :param store: a :class:`tracker.Store`, a store folder, or ``None`` for the
+        store of ``TRACKER_STORE`` / tracker.toml / ``./.tracker``. A folder
+        that does not exist yet is served as an empty store.
+    """
+    from .. import Store, open_store
+
+    if store is None:
+        store = open_store()
+    elif isinstance(store, (str, os.PathLike)):
+        store = Store(store)
+    api = Api(store)
+
+    def endpoint(method: Any) -> Any:
+        def call(request: Request) -> Response:
+            try:
+                return method(request)
+            except BadRequest as exc:
+                return error(400, str(exc))
+            except RunNotFound as exc:
+                return error(404, str(exc), candidates=list(getattr(exc, "candidates", None) or []))
+            except StoreError as exc:
+                return error(500, f"the store cannot be read: {exc}")
+            except TrackerError as exc:
+                return error(500, str(exc))
+            except Exception as exc:  # noqa: BLE001 - the page shows the message; never a stack trace
+                return error(500, f"{type(exc).__name__}: {exc}")
+
+        return call
+
+    index = STATIC / "index.html"
+
+    def page(request: Request) -> Response:
+        path = request.url.path
+        if path == "/api" or path.startswith("/api/"):
+            return error(404, f"no endpoint {path[:200]}")
+        return FileResponse(index, headers={"cache-control": "no-cache"})
+
+    routes = [
+        Route("/api/runs", endpoint(api.runs)),
+        Route("/api/runs/{id}", endpoint(api.run)),
+        Route("/api/runs/{id}/metrics", endpoint(api.metrics)),
+        Route("/api/runs/{id}/panels", endpoint(api.panels)),
+        Route("/api/compare", endpoint(api.compare)),
+        Mount("/static", StaticFiles(directory=STATIC, follow_symlink=False), name="static"),
+        Route("/{path:path}", page),
+    ]
+    app = Starlette(routes=routes)
+    app.state.api = api
+    app.add_middleware(SecurityHeaders)
+    return app

@@ -1,0 +1,288 @@
+"""What the dashboard's endpoints return, as plain data: listing, the run page's parts, panels, compare.
+
+The run page is a list of parts (:data:`RUN_PARTS`): each is a name and a
+function of the :class:`tracker.RunView` whose result goes into
+``GET /api/runs/{id}`` under that name. A part that raises gives
+``{"error": "..."}`` under its name and the other parts still come. To add a
+section to the run page, add a part here (:func:`add_run_part`) and a
+section in ``static/sections.js`` (see docs/ui.md).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import threading
+import warnings
+from collections.abc import Callable
+from typing import Any
+
+from ..figures import figures_json
+from ..format import RUN_ID_RE
+
+STATUSES = ("running", "finished", "failed", "crashed")
+_NONFINITE = {math.inf: "Infinity", -math.inf: "-Infinity"}
+
+
+def is_run_id(ref: str) -> bool:
+    """Whether ``ref`` may name a run folder (the store's own rule: ``[A-Za-z0-9_-]{1,64}``)."""
+    return isinstance(ref, str) and bool(RUN_ID_RE.match(ref))
+
+
+def strict(value: Any) -> Any:
+    """``value`` with numpy numbers as Python ones and NaN/infinities as the store writes them."""
+    if isinstance(value, float):
+        if math.isfinite(value):
+            return value
+        return "NaN" if math.isnan(value) else _NONFINITE[value]
+    if isinstance(value, dict):
+        return {str(k): strict(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [strict(v) for v in value]
+    if isinstance(value, (str, int, bool)) or value is None:
+        return value
+    if type(value).__module__ == "numpy":
+        if getattr(value, "ndim", None) == 0:
+            return strict(value.item())
+        if hasattr(value, "tolist"):
+            return strict(value.tolist())
+    return str(value)
+
+
+def flatten(d: dict[str, Any], prefix: str = "") -> list[tuple[str, Any]]:
+    """Nested dicts as ``("a.b", value)`` pairs, in order."""
+    out: list[tuple[str, Any]] = []
+    for k, v in d.items():
+        if isinstance(v, dict) and v:
+            out += flatten(v, f"{prefix}{k}.")
+        else:
+            out.append((f"{prefix}{k}", v))
+    return out
+
+
+def info_json(info: Any) -> dict[str, Any]:
+    """A RunInfo as plain data, with ``duration`` (until now for a running run)."""
+    import time
+
+    out = info.to_dict()
+    if info.status == "running" and info.created_at is not None:
+        out["duration"] = time.time() - info.created_at
+    return out
+
+
+def _matches(info: Any, text: str) -> bool:
+    needle = text.casefold()
+    hay = [info.id, info.name or "", info.project or "", *info.tags, str(getattr(info, "notes", "") or "")]
+    return any(needle in str(h).casefold() for h in hay)
+
+
+def runs_listing(infos: list[Any], *, project: str | None = None, status: str | None = None,
+                 tags: list[str] = (), text: str | None = None) -> dict[str, Any]:
+    """``{"runs": [...]}`` filtered, plus what the page's filters and column chooser offer.
+
+    ``projects``, ``tags``, ``config_keys`` and ``metric_names`` cover every
+    run of the store, so the choices stay while a filter is on.
+    """
+    projects: dict[str, None] = {}
+    all_tags: dict[str, None] = {}
+    config_keys: dict[str, None] = {}
+    metric_names: dict[str, None] = {}
+    rows = []
+    for info in infos:
+        if info.project:
+            projects.setdefault(info.project, None)
+        for t in info.tags:
+            all_tags.setdefault(t, None)
+        flat = dict(flatten(info.config or {}))
+        for k in flat:
+            config_keys.setdefault(k, None)
+        for k in info.last_metrics:
+            metric_names.setdefault(k, None)
+        if project is not None and info.project != project:
+            continue
+        if status is not None and info.status != status:
+            continue
+        if tags and not all(t in info.tags for t in tags):
+            continue
+        if text and not _matches(info, text):
+            continue
+        row = info_json(info)
+        row["config_flat"] = flat
+        rows.append(row)
+    return {"runs": rows, "total": len(infos), "projects": sorted(projects), "tags": sorted(all_tags),
+            "config_keys": list(config_keys), "metric_names": sorted(metric_names)}
+
+
+class StatsCache:
+    """Min, max and last of metrics per run, remembered until the run's segments change."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._runs: dict[str, tuple[Any, dict[str, dict[str, Any]]]] = {}
+
+    @staticmethod
+    def _signature(run_dir: Any) -> tuple:
+        try:
+            with os.scandir(run_dir) as it:
+                return tuple(sorted((e.name, e.stat().st_size) for e in it if e.name.endswith(".jsonl")))
+        except OSError:
+            return ()
+
+    def get(self, store: Any, run_id: str, names: list[str]) -> dict[str, dict[str, Any]]:
+        """``{name: {"min", "max", "last"}}`` of the metrics of ``names`` that the run has."""
+        import numpy as np
+
+        from .series import present
+
+        sig = self._signature(store.runs_dir / run_id)
+        with self._lock:
+            hit = self._runs.get(run_id)
+        if hit is None or hit[0] != sig:
+            try:
+                from .. import RunView
+
+                cols = RunView(store.path, run_id, host=store._host).metrics()
+            except Exception:  # noqa: BLE001 - a run that cannot be read shows no stats
+                cols = {}
+            stats = {}
+            for k, col in cols.items():
+                if k in ("step", "time"):
+                    continue
+                vals = col[present(col)]
+                finite = vals[np.isfinite(vals)]
+                stats[k] = {"min": float(finite.min()) if finite.size else None,
+                            "max": float(finite.max()) if finite.size else None,
+                            "last": float(vals[-1]) if vals.size else None}
+            hit = (sig, stats)
+            with self._lock:
+                self._runs[run_id] = hit
+        return {k: v for k, v in hit[1].items() if k in names}
+
+
+# --- the run page -------------------------------------------------------------------------------
+
+def _summaries(view: Any, api: Any) -> list[dict[str, Any]]:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return [s.to_dict() for s in view.summarize()]
+
+
+def _metric_names(view: Any, api: Any) -> list[str]:
+    cols, _, _ = api.cache.read(view.path)
+    from .series import present
+
+    return [k for k, c in cols.items() if k not in ("step", "time") and present(c).any()]
+
+
+def _problems(view: Any, api: Any) -> list[dict[str, Any]]:
+    _, _, problems = api.cache.read(view.path)
+    seen = [{"segment": os.path.basename(p.path), "line": p.line, "kind": p.kind, "message": p.message}
+            for p in view.problems]
+    return (problems + seen)[:50]
+
+
+#: The parts of ``GET /api/runs/{id}``, in order: ``(name, fn(view, api))``.
+RUN_PARTS: list[tuple[str, Callable[[Any, Any], Any]]] = [
+    ("info", lambda view, api: info_json(view.info)),
+    ("schemas", lambda view, api: view.schemas()),
+    ("metric_names", _metric_names),
+    ("summaries", _summaries),
+    ("panels", lambda view, api: [p for p in panel_list(view)]),
+    ("problems", _problems),
+]
+
+
+def add_run_part(name: str, fn: Callable[[Any, Any], Any], *, before: str | None = None) -> None:
+    """Add a part to the run endpoint (a later name replaces an earlier one of the same name).
+
+    :param name: the key in the JSON; the page's section of the same id reads it.
+    :param fn: ``fn(view, api) -> plain data``; ``api.store`` is the store.
+    :param before: the name of the part it goes before (default: at the end).
+    """
+    global RUN_PARTS
+    parts = [p for p in RUN_PARTS if p[0] != name]
+    at = next((i for i, p in enumerate(parts) if p[0] == before), len(parts))
+    parts.insert(at, (name, fn))
+    RUN_PARTS = parts
+
+
+def run_detail(view: Any, api: Any) -> dict[str, Any]:
+    """Every part of the run page; a part that raises is ``{"error": ...}``."""
+    out: dict[str, Any] = {"id": view.id}
+    for name, fn in RUN_PARTS:
+        try:
+            out[name] = fn(view, api)
+        except Exception as exc:  # noqa: BLE001 - one broken part never hides the others
+            out[name] = {"error": f"{type(exc).__name__}: {exc}"}
+    return out
+
+
+# --- panels -------------------------------------------------------------------------------------
+
+def registered_panels(host: Any) -> list[tuple[str, Any]]:
+    """``(plugin, Panel)`` for every panel the plugins offer."""
+    panels = getattr(host, "panels", None)
+    if isinstance(panels, dict):
+        owners = getattr(host, "panel_owner", {})
+        return [(owners.get(name, ""), p) for name, p in panels.items()]
+    return []
+
+
+def panel_list(view: Any) -> list[dict[str, Any]]:
+    """The panels that apply to the run (their schema is present), without figures."""
+    present = set(view.schemas())
+    return [{"name": p.name, "title": p.title or p.name, "schema": p.schema, "plugin": plugin}
+            for plugin, p in registered_panels(view.host) if p.schema in present]
+
+
+def panels_of(view: Any) -> list[dict[str, Any]]:
+    """Each panel of the run with its figures as JSON, or ``"error"`` when its function raised."""
+    out = []
+    tables: dict[str, Any] = {}
+    present = set(view.schemas())
+    for plugin, p in registered_panels(view.host):
+        if p.schema not in present:
+            continue
+        item = {"name": p.name, "title": p.title or p.name, "schema": p.schema, "plugin": plugin}
+        try:
+            table = tables.get(p.schema)
+            if table is None:
+                table = tables[p.schema] = view.table(p.schema)
+            item["figures"] = figures_json(p.fn(table, view), p.name)
+        except Exception as exc:  # noqa: BLE001 - a broken panel shows its error; the others render
+            item["error"] = f"{type(exc).__name__}: {exc}"
+        out.append(item)
+    return out
+
+
+# --- compare ------------------------------------------------------------------------------------
+
+_ABSENT = object()
+
+
+def compare(views: list[Any]) -> dict[str, Any]:
+    """Runs' info, the config keys that differ (dotted), and summaries side by side with the best marked."""
+    from ..cli.compare import compare_runs
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        side = compare_runs(views)
+    infos = [v.info for v in views]
+    flats = [dict(flatten(i.config or {})) for i in infos]
+    keys = list(dict.fromkeys(k for f in flats for k in f))
+    diff, same = {}, {}
+    for k in keys:
+        values = [f.get(k, _ABSENT) for f in flats]
+        if all(v is not _ABSENT for v in values) and all(_same(v, values[0]) for v in values):
+            same[k] = values[0]
+        else:
+            diff[k] = [None if v is _ABSENT else v for v in values]
+    sections = [s for s in side["sections"] if s["title"] != "Config"]
+    return {"runs": [info_json(i) for i in infos], "config_diff": diff, "config_same": same,
+            "sections": sections}
+
+
+def _same(a: Any, b: Any) -> bool:
+    if isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b):
+        return True
+    return type(a) is type(b) and a == b

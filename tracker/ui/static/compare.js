@@ -1,0 +1,142 @@
+// The compare page: every metric with the runs overlaid, the config that differs, summaries side by side.
+
+import { MetricChart } from "./chart.js";
+import { api, box, clear, dot, el, errorBox, fmtDuration, fmtTime, fmtValue, loading, runColor, shortId, statusBadge } from "./util.js";
+
+const POLL_MS = 2000;
+
+function label(run) { return `${run.name || shortId(run.id)} · ${shortId(run.id)}`; }
+
+function runChip(run) {
+  return el("a", { class: "run-chip", href: `/runs/${encodeURIComponent(run.id)}` }, dot(runColor(run.id)), label(run), " ", statusBadge(run.status));
+}
+
+function configDiff(data) {
+  const runs = data.runs;
+  const diffKeys = Object.keys(data.config_diff);
+  const sameKeys = Object.keys(data.config_same);
+  const head = el("tr", {}, el("th", { text: "key" }), runs.map((r) => el("th", {}, dot(runColor(r.id)), label(r))));
+  const rows = diffKeys.map((k) => el("tr", {}, el("th", { text: k }), data.config_diff[k].map((v) => el("td", { class: "num", text: fmtValue(v) }))));
+  const parts = [];
+  if (diffKeys.length) parts.push(el("div", { class: "table-wrap" }, el("table", { class: "grid diff" }, el("thead", {}, head), el("tbody", {}, rows))));
+  else parts.push(el("p", { class: "muted", text: "The runs have the same config." }));
+  if (sameKeys.length) {
+    parts.push(el("details", {}, el("summary", { text: `${sameKeys.length} keys with the same value` }),
+      el("table", { class: "kv" }, el("tbody", {}, sameKeys.map((k) => el("tr", {}, el("th", { text: k }), el("td", { text: fmtValue(data.config_same[k]) })))))));
+  }
+  return box("Config that differs", ...parts);
+}
+
+function cellValue(row, v) {
+  if (row.unit === "time") return fmtTime(v);
+  if (row.unit === "seconds") return fmtDuration(v);
+  return fmtValue(v);
+}
+
+function sectionsNode(data) {
+  const runs = data.runs;
+  return box("Summaries side by side", el("p", { class: "muted", text: "★ marks the best value of a row (lower for losses and errors, higher for accuracies), as tracker compare does." }),
+    data.sections.map((s) => {
+      if (!s.rows.length) return null;
+      const head = el("tr", {}, el("th", { text: s.labels.length ? s.labels.join(" · ") : "" }), el("th", { text: "field" }),
+        runs.map((r) => el("th", { class: "num" }, dot(runColor(r.id)), label(r))));
+      const body = s.rows.map((row) => el("tr", {},
+        el("th", { text: Object.values(row.labels).map(fmtValue).join(" · ") }),
+        el("td", { class: "field", text: row.field + (row.better ? (row.better === "min" ? " ↓" : " ↑") : "") }),
+        row.values.map((v, i) => el("td", { class: `num${row.best.includes(i) ? " best" : ""}`, text: cellValue(row, v) + (row.best.includes(i) ? " ★" : "") }))));
+      return el("div", { class: "summary" }, el("h3", {}, s.title, s.summarizer ? el("span", { class: "muted", text: ` · ${s.summarizer}` }) : null),
+        el("div", { class: "table-wrap" }, el("table", { class: "grid side" }, el("thead", {}, head), el("tbody", {}, body))),
+        s.notes.length ? el("ul", { class: "notes" }, s.notes.map((n) => el("li", { text: n }))) : null);
+    }));
+}
+
+export function mount(root, params, nav) {
+  const ids = (new URLSearchParams(location.search).get("runs") || "").split(",").filter(Boolean);
+  nav.setCrumbs(el("a", { href: "/", text: "runs" }), "compare");
+  const status = el("div", {}, loading("Loading comparison…"));
+  root.append(status);
+  const state = { x: "step", smoothing: 0.6, stopped: false, charts: new Map(), series: new Map() };
+  let timer = null;
+
+  async function loadSeries(data, grid, statGrid, chartStatus) {
+    const results = await Promise.all(data.runs.map((r) => api(`/api/runs/${encodeURIComponent(r.id)}/metrics`, { x: state.x, max_points: 2000 })
+      .catch((err) => ({ error: err.message }))));
+    if (state.stopped) return;
+    clear(chartStatus);
+    const failed = results.map((res, i) => (res.error ? `${label(data.runs[i])}: ${res.error}` : null)).filter(Boolean);
+    if (failed.length) chartStatus.append(errorBox(`cannot load metrics of ${failed.join("; ")}`));
+    const names = [...new Set(results.flatMap((res) => Object.keys(res.series || {})))];
+    if (!names.length) chartStatus.append(el("p", { class: "muted", text: "These runs have no metrics." }));
+    for (const name of names) {
+      let c = state.charts.get(name);
+      if (!c) {
+        const body = el("div", { class: "chart-body" });
+        const log = el("input", { type: "checkbox" });
+        const card = el("div", { class: "chart", dataset: { metric: name } },
+          el("div", { class: "chart-head" }, el("h3", { text: name }), el("span", { class: "grow" }), el("label", { class: "muted" }, log, " log")), body);
+        grid.append(card);
+        const chart = new MetricChart(body, { title: name, xMode: state.x, smoothing: state.smoothing });
+        log.addEventListener("change", () => chart.setOptions({ log: log.checked }));
+        c = { card, chart };
+        state.charts.set(name, c);
+      } else c.chart.setOptions({ xMode: state.x });
+      const runs = [];
+      results.forEach((res, i) => {
+        const s = res.series && res.series[name];
+        if (s) runs.push({ id: data.runs[i].id, label: label(data.runs[i]), color: runColor(data.runs[i].id), ...s });
+      });
+      c.chart.setRuns(runs);
+      const home = c.chart.isStat ? statGrid : grid;
+      if (c.card.parentNode !== home) home.append(c.card);
+      c.card.classList.toggle("stat-card", !!c.chart.isStat);
+    }
+    return results;
+  }
+
+  async function load() {
+    let data;
+    try {
+      data = await api("/api/compare", { runs: ids.join(",") });
+    } catch (err) {
+      clear(status).append(errorBox(err.message), el("p", {}, el("a", { href: "/", text: "Choose runs on the runs page" })));
+      return;
+    }
+    if (state.stopped) return;
+    for (const c of state.charts.values()) c.chart.destroy();
+    state.charts = new Map();
+    clear(status);
+    document.title = "compare · tracker";
+    const xSel = el("select", { "aria-label": "x axis" }, el("option", { value: "step", text: "x: step" }), el("option", { value: "time", text: "x: time" }));
+    const slider = el("input", { type: "range", min: 0, max: 0.99, step: 0.01, value: state.smoothing, "aria-label": "smoothing" });
+    const sliderVal = el("span", { class: "muted mono", text: state.smoothing.toFixed(2) });
+    const grid = el("div", { class: "charts" });
+    const statGrid = el("div", { class: "stats" });
+    const chartStatus = el("div", {}, loading("Loading metrics…"));
+    const legend = el("div", { class: "legend runs-legend" }, data.runs.map(runChip));
+    status.append(el("div", { class: "run-head" }, el("h1", { text: `Comparing ${data.runs.length} runs` }), legend),
+      box("Metrics", el("div", { class: "toolbar" }, xSel, el("label", { class: "slider" }, "smoothing ", slider, sliderVal)), chartStatus, grid, statGrid),
+      configDiff(data), sectionsNode(data));
+    xSel.addEventListener("change", () => { state.x = xSel.value; loadSeries(data, grid, statGrid, chartStatus); });
+    slider.addEventListener("input", () => {
+      state.smoothing = Number(slider.value);
+      sliderVal.textContent = state.smoothing.toFixed(2);
+      for (const c of state.charts.values()) c.chart.setOptions({ smoothing: state.smoothing });
+    });
+    requestAnimationFrame(() => loadSeries(data, grid, statGrid, chartStatus));
+    if (data.runs.some((r) => r.status === "running")) {
+      nav.setLive(true);
+      const tick = async () => {
+        if (state.stopped) return;
+        const results = await loadSeries(data, grid, statGrid, chartStatus);
+        if (results && results.some((res, i) => res.status && res.status !== data.runs[i].status)) { load(); return; }
+        timer = setTimeout(tick, POLL_MS);
+      };
+      timer = setTimeout(tick, POLL_MS);
+    }
+  }
+
+  if (ids.length < 2) {
+    clear(status).append(errorBox("choose at least two runs to compare"), el("p", {}, el("a", { href: "/", text: "Runs" })));
+  } else load();
+  return { destroy() { state.stopped = true; clearTimeout(timer); for (const c of state.charts.values()) c.chart.destroy(); } };
+}

@@ -1,0 +1,49 @@
+// Plugin panels: figure specs from GET /api/runs/{id}/panels drawn as charts and tables.
+
+import { barFigure, heatmapFigure, lineFigure } from "./chart.js";
+import { el, errorBox, fmtValue, paletteColor } from "./util.js";
+
+/** A table of {columns, rows, notes}: numbers right-aligned in tabular figures. */
+export function tableNode(columns, rows, notes = []) {
+  const head = el("tr", {}, columns.map((c) => el("th", { text: c })));
+  const body = rows.map((r) => el("tr", {}, columns.map((c) => {
+    const v = r[c];
+    const numeric = typeof v === "number" || v === "NaN" || v === "Infinity" || v === "-Infinity";
+    return el("td", { class: numeric ? "num" : "", text: fmtValue(v) });
+  })));
+  const wrap = el("div", { class: "table-wrap" }, el("table", { class: "grid" }, el("thead", {}, head), el("tbody", {}, body)));
+  return el("div", {}, wrap, notes.length ? el("ul", { class: "notes" }, notes.map((n) => el("li", { text: n }))) : null);
+}
+
+const DRAW = {
+  line: (node, fig) => lineFigure(node, fig, paletteColor),
+  heatmap: (node, fig) => heatmapFigure(node, fig),
+  bar: (node, fig) => barFigure(node, fig, paletteColor),
+  table: (node, fig) => node.append(tableNode(fig.columns, fig.rows, fig.notes)),
+};
+
+/** One figure in a card; a figure of an unknown type or one that fails says so. */
+export function figureNode(fig) {
+  const card = el("figure", { class: `figure fig-${fig.type}`, dataset: { type: fig.type } });
+  card.append(el("figcaption", { text: fig.title || "" }));
+  const body = el("div", { class: "figure-body" });
+  card.append(body);
+  const draw = DRAW[fig.type];
+  if (!draw) {
+    body.append(errorBox(`unknown figure type ${JSON.stringify(fig.type)}`));
+    return card;
+  }
+  // Drawn once the card is in the page (charts need their width).
+  requestAnimationFrame(() => {
+    try { draw(body, fig); } catch (err) { body.append(errorBox(`cannot draw: ${err.message}`)); }
+  });
+  return card;
+}
+
+/** Every panel of a run: a heading per panel (title, plugin), its figures, or its error. */
+export function panelsNode(panels) {
+  return el("div", { class: "panels" }, panels.map((p) => el("section", { class: "panel", dataset: { panel: p.name } },
+    el("h3", {}, p.title, el("span", { class: "muted", text: ` · ${p.plugin || "?"} · ${p.schema}` })),
+    p.error ? errorBox(`panel ${p.name} failed: ${p.error}`)
+      : el("div", { class: "figures" }, p.figures.map(figureNode)))));
+}

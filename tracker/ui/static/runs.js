@@ -1,0 +1,297 @@
+// The runs page: every run, filtered and sorted in the page, virtualised; state lives in the URL.
+
+import { api, clear, dot, el, errorBox, fmtAgo, fmtDuration, fmtNum, fmtValue, loading, num, runColor, shortId, statusBadge } from "./util.js";
+
+const ROW_H = 34;
+const REFRESH_MS = 4000;
+const STATUSES = ["running", "finished", "failed", "crashed"];
+
+function readState() {
+  const p = new URLSearchParams(location.search);
+  const list = (k) => (p.get(k) || "").split(",").filter(Boolean);
+  return { project: p.get("project") || "", status: p.get("status") || "", tags: p.getAll("tag").filter(Boolean),
+    q: p.get("q") || "", sort: p.get("sort") || "created_at", desc: p.get("desc") !== "0",
+    cols: list("cols"), sel: list("sel") };
+}
+
+function writeState(s, push) {
+  const p = new URLSearchParams();
+  if (s.project) p.set("project", s.project);
+  if (s.status) p.set("status", s.status);
+  s.tags.forEach((t) => p.append("tag", t));
+  if (s.q) p.set("q", s.q);
+  if (s.sort !== "created_at") p.set("sort", s.sort);
+  if (!s.desc) p.set("desc", "0");
+  if (s.cols.length) p.set("cols", s.cols.join(","));
+  if (s.sel.length) p.set("sel", s.sel.join(","));
+  const url = `${location.pathname}${p.toString() ? `?${p}` : ""}`;
+  if (url !== location.pathname + location.search) history[push ? "pushState" : "replaceState"](null, "", url);
+}
+
+const BASE_COLUMNS = [
+  { key: "name", label: "name", get: (r) => r.name || "", text: true },
+  { key: "id", label: "id", get: (r) => r.id, text: true, show: shortId, cls: "mono" },
+  { key: "project", label: "project", get: (r) => r.project || "", text: true },
+  { key: "status", label: "status", get: (r) => r.status, text: true },
+  { key: "created_at", label: "started", get: (r) => r.created_at, show: (v) => fmtAgo(v), title: (v) => (v ? new Date(v * 1000).toLocaleString() : "") },
+  { key: "duration", label: "duration", get: (r) => r.duration, show: fmtDuration, cls: "num" },
+  { key: "records", label: "records", get: (r) => r.records, show: (v) => fmtNum(v), cls: "num" },
+  { key: "last_step", label: "step", get: (r) => r.last_step, show: (v) => fmtNum(v), cls: "num" },
+];
+
+function extraColumn(spec) {
+  const [kind, ...rest] = spec.split(":");
+  if (kind === "config") {
+    const key = rest.join(":");
+    return { key: spec, label: key, get: (r) => r.config_flat[key], show: fmtValue, removable: true,
+      cls: (v) => (typeof v === "number" || num(v) !== null ? "num" : "") };
+  }
+  if (kind === "metric") {
+    const stat = rest.pop();
+    const name = rest.join(":");
+    const get = stat === "last"
+      ? (r) => num(r.last_metrics[name] ?? (r.stats && r.stats[name] ? r.stats[name].last : null))
+      : (r) => (r.stats && r.stats[name] ? num(r.stats[name][stat]) : null);
+    return { key: spec, label: `${name} ${stat}`, get, show: (v) => fmtNum(v), cls: "num", removable: true, metric: name };
+  }
+  return null;
+}
+
+function compare(a, b) {
+  const na = a === null || a === undefined || a === "" || Number.isNaN(a);
+  const nb = b === null || b === undefined || b === "" || Number.isNaN(b);
+  if (na || nb) return na && nb ? 0 : na ? 1 : -1;
+  if (typeof a === "number" && typeof b === "number") return a - b;
+  return String(a).localeCompare(String(b), undefined, { numeric: true });
+}
+
+function matches(r, s) {
+  if (s.project && r.project !== s.project) return false;
+  if (s.status && r.status !== s.status) return false;
+  if (s.tags.some((t) => !r.tags.includes(t))) return false;
+  if (s.q) {
+    const q = s.q.toLowerCase();
+    const hay = [r.id, r.name || "", r.project || "", ...r.tags, r.notes || ""];
+    if (!hay.some((h) => String(h).toLowerCase().includes(q))) return false;
+  }
+  return true;
+}
+
+export function mount(root, params, ctx) {
+  ctx.setCrumbs("runs");
+  let state = readState();
+  let data = null;
+  let timer = null;
+  let stopped = false;
+  let rows = [];
+
+  const filter = el("input", { type: "search", placeholder: "filter: name, id, project, tag…  ( / )", "aria-label": "filter runs", "data-filter": true, value: state.q });
+  const projectSel = el("select", { "aria-label": "project" });
+  const statusSel = el("select", { "aria-label": "status" }, el("option", { value: "", text: "any status" }), STATUSES.map((s) => el("option", { value: s, text: s })));
+  const tagSel = el("select", { "aria-label": "tag" });
+  const tagChips = el("span", { class: "chips" });
+  const count = el("span", { class: "count muted" });
+  const compareBtn = el("button", { class: "primary", type: "button", text: "compare" });
+  const clearSel = el("button", { type: "button", text: "clear selection" });
+  const chooser = el("details", { class: "chooser" }, el("summary", { text: "columns" }));
+  const chooserBody = el("div", { class: "chooser-body" });
+  chooser.append(chooserBody);
+  const toolbar = el("div", { class: "toolbar" }, filter, projectSel, statusSel, tagSel, tagChips, chooser, count, el("span", { class: "grow" }), clearSel, compareBtn);
+  const message = el("div", { class: "message" }, loading("Loading runs…"));
+  const scroller = el("div", { class: "scroller" });
+  const table = el("table", { class: "grid runs" });
+  const thead = el("thead");
+  const tbody = el("tbody");
+  table.append(thead, tbody);
+  scroller.append(table);
+  root.append(toolbar, message, scroller);
+
+  function columns() {
+    return BASE_COLUMNS.concat(state.cols.map(extraColumn).filter(Boolean));
+  }
+
+  function update(push = false) {
+    writeState(state, push);
+    renderAll();
+  }
+
+  filter.addEventListener("input", () => { state.q = filter.value; update(false); });
+  projectSel.addEventListener("change", () => { state.project = projectSel.value; update(true); });
+  statusSel.addEventListener("change", () => { state.status = statusSel.value; update(true); });
+  tagSel.addEventListener("change", () => {
+    if (tagSel.value && !state.tags.includes(tagSel.value)) state.tags = state.tags.concat(tagSel.value);
+    tagSel.value = "";
+    update(true);
+  });
+  compareBtn.addEventListener("click", () => ctx.navigate(`/compare?runs=${state.sel.join(",")}`));
+  clearSel.addEventListener("click", () => { state.sel = []; update(false); });
+  scroller.addEventListener("scroll", () => requestAnimationFrame(renderRows));
+
+  function fillSelect(sel, first, values, value) {
+    clear(sel);
+    sel.append(el("option", { value: "", text: first }));
+    for (const v of values) sel.append(el("option", { value: v, text: v }));
+    if (value && !values.includes(value)) sel.append(el("option", { value, text: value }));
+    sel.value = value;
+  }
+
+  function renderControls() {
+    fillSelect(projectSel, "any project", data.projects, state.project);
+    statusSel.value = state.status;
+    fillSelect(tagSel, "+ tag", data.tags.filter((t) => !state.tags.includes(t)), "");
+    clear(tagChips);
+    for (const t of state.tags) {
+      tagChips.append(el("button", { type: "button", class: "chip", title: "remove this tag filter", text: `${t} ✕`,
+        on: { click: () => { state.tags = state.tags.filter((x) => x !== t); update(true); } } }));
+    }
+    compareBtn.disabled = state.sel.length < 2;
+    compareBtn.textContent = `compare ${state.sel.length || ""} selected`.replace("  ", " ");
+    clearSel.hidden = state.sel.length === 0;
+    if (!chooser.open) renderChooser();
+  }
+
+  function renderChooser() {
+    clear(chooserBody);
+    const toggle = (spec) => {
+      state.cols = state.cols.includes(spec) ? state.cols.filter((c) => c !== spec) : state.cols.concat(spec);
+      update(true);
+      refresh();
+    };
+    const cfg = el("div", { class: "chooser-col" }, el("h4", { text: "config" }));
+    for (const k of data.config_keys) {
+      const spec = `config:${k}`;
+      cfg.append(el("label", {}, el("input", { type: "checkbox", checked: state.cols.includes(spec), on: { change: () => toggle(spec) } }), k));
+    }
+    if (!data.config_keys.length) cfg.append(el("p", { class: "muted", text: "no config keys" }));
+    const met = el("div", { class: "chooser-col" }, el("h4", { text: "metrics" }));
+    for (const name of data.metric_names) {
+      met.append(el("div", { class: "metric-choice" }, el("span", { text: name }),
+        ["last", "min", "max"].map((stat) => {
+          const spec = `metric:${name}:${stat}`;
+          return el("label", {}, el("input", { type: "checkbox", checked: state.cols.includes(spec), on: { change: () => toggle(spec) } }), stat);
+        })));
+    }
+    if (!data.metric_names.length) met.append(el("p", { class: "muted", text: "no metrics yet" }));
+    chooserBody.append(cfg, met);
+  }
+  chooser.addEventListener("toggle", () => { if (chooser.open) renderChooser(); });
+
+  function renderHead() {
+    clear(thead);
+    const tr = el("tr");
+    const all = el("input", { type: "checkbox", "aria-label": "select all shown", title: "select all shown",
+      checked: rows.length > 0 && rows.length <= 200 && rows.every((r) => state.sel.includes(r.id)),
+      on: { change: (ev) => {
+        const ids = rows.slice(0, 200).map((r) => r.id);
+        state.sel = ev.target.checked ? [...new Set(state.sel.concat(ids))] : state.sel.filter((id) => !ids.includes(id));
+        update(false);
+      } } });
+    tr.append(el("th", { class: "sel" }, all));
+    for (const c of columns()) {
+      const arrow = state.sort === c.key ? (state.desc ? " ▾" : " ▴") : "";
+      const th = el("th", { class: typeof c.cls === "string" ? c.cls : "", title: `sort by ${c.label}` },
+        el("button", { type: "button", class: "sort", text: c.label + arrow, on: { click: () => {
+          if (state.sort === c.key) state.desc = !state.desc; else { state.sort = c.key; state.desc = !c.text; }
+          update(true);
+        } } }));
+      if (c.removable) th.append(el("button", { type: "button", class: "remove", title: "remove column", text: "✕",
+        on: { click: () => { state.cols = state.cols.filter((x) => x !== c.key); update(true); } } }));
+      tr.append(th);
+    }
+    thead.append(tr);
+  }
+
+  function cell(c, r) {
+    const v = c.get(r);
+    if (c.key === "name") {
+      return el("td", { class: "name" }, dot(runColor(r.id)), el("a", { href: `/runs/${encodeURIComponent(r.id)}`, text: r.name || shortId(r.id) }));
+    }
+    if (c.key === "status") return el("td", {}, statusBadge(r.status));
+    if (c.key === "tags") return el("td", { text: r.tags.join(", ") });
+    const cls = typeof c.cls === "function" ? c.cls(v) : c.cls || "";
+    return el("td", { class: cls, title: c.title ? c.title(v) : undefined, text: c.show ? c.show(v) : (v ?? "–") });
+  }
+
+  function renderRows() {
+    const cols = columns();
+    const top = scroller.scrollTop;
+    const height = scroller.clientHeight || 600;
+    const first = Math.max(0, Math.floor(top / ROW_H) - 10);
+    const last = Math.min(rows.length, Math.ceil((top + height) / ROW_H) + 10);
+    clear(tbody);
+    const spacer = (h) => { const tr = el("tr", { class: "spacer" }); tr.style.height = `${h}px`; return tr; };
+    if (first > 0) tbody.append(spacer(first * ROW_H));
+    for (let i = first; i < last; i++) {
+      const r = rows[i];
+      const tr = el("tr", { dataset: { id: r.id }, class: state.sel.includes(r.id) ? "selected" : "" });
+      tr.append(el("td", { class: "sel" }, el("input", { type: "checkbox", "aria-label": `select ${r.name || r.id}`, checked: state.sel.includes(r.id),
+        on: { change: (ev) => {
+          state.sel = ev.target.checked ? state.sel.concat(r.id) : state.sel.filter((x) => x !== r.id);
+          update(false);
+        } } })));
+      for (const c of cols) tr.append(cell(c, r));
+      tbody.append(tr);
+    }
+    if (last < rows.length) tbody.append(spacer((rows.length - last) * ROW_H));
+  }
+
+  function renderAll() {
+    if (!data) return;
+    const cols = columns();
+    const col = cols.find((c) => c.key === state.sort) || cols.find((c) => c.key === "created_at");
+    rows = data.runs.filter((r) => matches(r, state));
+    const dir = state.desc ? -1 : 1;
+    const keyed = rows.map((r, i) => [col.get(r), i, r]);
+    keyed.sort((a, b) => {
+      const c = compare(a[0], b[0]);
+      const missing = a[0] === null || a[0] === undefined || b[0] === null || b[0] === undefined;
+      return (missing ? c : c * dir) || a[1] - b[1];
+    });
+    rows = keyed.map((k) => k[2]);
+    count.textContent = rows.length === data.runs.length ? `${data.runs.length.toLocaleString("en-US")} runs`
+      : `${rows.length.toLocaleString("en-US")} of ${data.runs.length.toLocaleString("en-US")} runs`;
+    renderControls();
+    clear(message);
+    if (!data.runs.length) {
+      scroller.hidden = true;
+      message.append(el("div", { class: "empty" },
+        el("h2", { text: "No runs yet" }),
+        el("p", {}, "This store (", el("code", { text: data.store }), ") has no runs. Log a first one from Python:"),
+        el("pre", { class: "code", text: 'import tracker\n\nwith tracker.start_run(project="demo", config={"lr": 0.01}) as run:\n    for step in range(100):\n        run.log({"loss": 1 / (step + 1)}, step=step)' }),
+        el("p", { class: "muted", text: "Runs show up here by themselves as they start; no reload needed." })));
+      return;
+    }
+    scroller.hidden = false;
+    if (!rows.length) {
+      message.append(el("p", { class: "empty-filter" }, "No run matches these filters. ",
+        el("button", { type: "button", text: "clear filters", on: { click: () => {
+          Object.assign(state, { project: "", status: "", tags: [], q: "" });
+          filter.value = "";
+          update(true);
+        } } })));
+    }
+    renderHead();
+    renderRows();
+  }
+
+  async function refresh() {
+    clearTimeout(timer);
+    const metricNames = [...new Set(state.cols.map(extraColumn).filter((c) => c && c.metric).map((c) => c.metric))];
+    const started = performance.now();
+    try {
+      data = await api("/api/runs", { stats: metricNames.join(",") });
+      if (stopped) return;
+      renderAll();
+    } catch (err) {
+      if (stopped) return;
+      clear(message);
+      message.append(errorBox(`cannot list runs: ${err.message} (retrying)`));
+    }
+    // A big store costs the server more per listing: poll less often (10x the time a listing took).
+    const every = Math.max(REFRESH_MS, (performance.now() - started) * 10);
+    if (!stopped) timer = setTimeout(refresh, document.hidden ? every * 4 : every);
+  }
+
+  refresh();
+  return { destroy() { stopped = true; clearTimeout(timer); } };
+}
