@@ -35,7 +35,7 @@ def body(args) -> None:  # noqa: ANN001 - argparse namespace
     with scratch() as tmp:
         floor = FloorWriter(tmp / "floor")
         values = dict(FOUR_FLOATS)
-        with tracker.start_run(project="bench", name="log", store=tmp / "store") as run:
+        with tracker.start_run(project="bench", name="log", store=tmp / "store", system_metrics=False) as run:
             run.log(values)  # the first record resolves the route
             res = side_by_side(lambda: per_call(lambda i: run.log(values), n), lambda: floor.run(values, n),
                                args.repeat)
@@ -59,7 +59,8 @@ def body(args) -> None:  # noqa: ANN001 - argparse namespace
             emit("log", "run.log, 4 floats, wall clock", unit="us/call", calls=n, clock="wall",
                  floor_name=floor_name, **res)
         for size in sizes:
-            with tracker.start_run(project="bench", name=f"log-{size}", store=tmp / "store") as run:
+            with tracker.start_run(project="bench", name=f"log-{size}", store=tmp / "store",
+                                   system_metrics=False) as run:
                 run.log(values)
                 rounds = 1 if size >= 1_000_000 else (args.repeat if size <= 10_000 else 3)
                 res = side_by_side(lambda: per_call(lambda i: run.log(values), size),  # noqa: B023

@@ -73,7 +73,7 @@ def body(args) -> None:  # noqa: ANN001 - argparse namespace
     floor_name = f"{FLOOR_ENCODER} + os.write"
     with scratch() as tmp:
         floor = FloorWriter(tmp / "floor")
-        with tracker.start_run(project="bench", name="records", store=tmp / "store") as run:
+        with tracker.start_run(project="bench", name="records", store=tmp / "store", system_metrics=False) as run:
             log_record = run.log_record
             log_record("bench.point", **POINT)
             res = side_by_side(lambda: per_call(lambda i: log_record("bench.point", **POINT), n),

@@ -17,6 +17,8 @@ first use.
 
 from __future__ import annotations
 
+import sys
+
 from . import validators
 from .api import Run, current_run, finish, log, log_record, start_run
 from .bus import EventBus, Subscription, TrackerWarning
@@ -36,12 +38,27 @@ from .summary import MISSING, Summarizer, Summary, Table
 __version__ = "0.1.0"
 
 
+from .wandb import ActiveProxy as _ActiveProxy
+from .wandb import UnsupportedError, init, login
+
+# W&B's module-level `config` and `summary` (issue 18): the active run's. The modules
+# tracker.config and tracker.summary stay importable, and their names resolve through these.
+config = _ActiveProxy(sys.modules[__name__ + ".config"], "config")
+summary = _ActiveProxy(sys.modules[__name__ + ".summary"], "summary")
+
+
 def __getattr__(name: str) -> object:
     # The CLI pulls in click's formatting machinery: load it only when asked.
     if name == "CliContext":
         from .cli import CliContext
 
         return CliContext
+    if name == "run":  # W&B's `wandb.run`: the active run, or None
+        return current_run()
+    from .wandb import UNSUPPORTED, unsupported
+
+    if name in UNSUPPORTED:
+        raise unsupported(name)
     raise AttributeError(f"module 'tracker' has no attribute {name!r}")
 
 
@@ -85,20 +102,25 @@ __all__ = [  # one name per line: additions merge cleanly
     "TableFigure",
     "TrackerError",
     "TrackerWarning",
+    "UnsupportedError",
     "WRITER_STARTED",
     "__version__",
+    "config",
     "current_run",
     "finish",
     "get_host",
     "get_plugin_manager",
     "hookimpl",
     "hookspec",
+    "init",
     "list_plugins",
     "load_config",
     "log",
     "log_record",
+    "login",
     "open_store",
     "set_host",
     "start_run",
+    "summary",
     "validators",
 ]

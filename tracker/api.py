@@ -10,6 +10,7 @@ store's handler, first on the bus, writes it the same way.
 from __future__ import annotations
 
 import atexit
+import math
 import os
 import platform
 import subprocess
@@ -20,7 +21,7 @@ import traceback
 import warnings
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
@@ -33,6 +34,9 @@ from .records import Event
 from .route import Attachment, attach, detach
 from .segment import hostname
 from .values import MAX_INT, RESERVED, BadValue, check_json, check_metrics, given, storable, storable_text, unwrap_numpy
+
+if TYPE_CHECKING:
+    from .wandb import RunConfig, RunSummary
 
 _time = _time_mod.time
 STATUSES = ("finished", "failed", "crashed")
@@ -65,6 +69,53 @@ class Run:
         #: ``[next automatic step]`` of this object: one more than the largest step it or, before it
         #: started, this process wrote; advanced by the writer under its lock.
         self._steps = att.writer.next_steps()
+        # run.config / run.summary (issue 18): built on first use; a run this call did not
+        # create starts from what the store holds.
+        self._initial_config: dict[str, Any] | None = None
+        self._config: RunConfig | None = None
+        self._summary: RunSummary | None = None
+
+    @property
+    def config(self) -> RunConfig:
+        """The run's config: ``run.config.lr``, ``run.config["lr"]``, ``run.config.update({...})``.
+
+        Changes are appended as edit events; ``RunInfo.config`` shows them.
+        """
+        if self._config is None:
+            from .wandb import RunConfig
+
+            values = self._initial_config if self._initial_config is not None else self._stored().config
+            self._config = RunConfig(self, values)
+        return self._config
+
+    @property
+    def summary(self) -> RunSummary:
+        """The run's summary: ``run.summary["best_acc"] = 0.93`` (appended; last write wins).
+
+        A key never set reads as the last logged value of that metric.
+        """
+        if self._summary is None:
+            from .wandb import RunSummary
+
+            self._summary = RunSummary(self, {} if self._initial_config is not None else self._stored().summary)
+        return self._summary
+
+    def _stored(self) -> Any:
+        from .reader import RunView
+
+        return RunView(self.store, self.id, host=self._host).info
+
+    def _last_metrics(self) -> dict[str, Any]:
+        return dict(self._att.writer.last)
+
+    def __getattr__(self, name: str) -> Any:
+        # Only reached for a name Run does not have: W&B's run methods that tracker does not
+        # offer say what to use instead; anything else is an ordinary AttributeError.
+        from .wandb import UNSUPPORTED, unsupported
+
+        if name in UNSUPPORTED:
+            raise unsupported(name, "run")
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     @property
     def store(self) -> Path:
@@ -104,6 +155,17 @@ class Run:
         if self.status != "running":
             raise self._not_running()
         self._write(METRICS, check_metrics(values), step, _time())
+
+    def log_at(self, time: float, values: dict[str, Any], step: int | None = None) -> None:
+        """:meth:`log` with the record's wall time given: for importers, which keep the source's times.
+
+        :param time: seconds since the epoch, a finite number.
+        :raises SchemaError: for a bad time, name, value or step; nothing is written.
+        """
+        if self.status != "running":
+            raise self._not_running()
+        at = check_time(time)
+        self._write(METRICS, check_metrics(values), None if step is None else resolve_step(step, METRICS), at)
 
     def log_record(self, schema: Any, record: Any = None, /, step: int | None = None,
                    **fields: Any) -> None:
@@ -237,12 +299,29 @@ class Run:
     def _not_running(self) -> TrackerError:
         return TrackerError(f"run {self.id} has {self.status}; start or resume a run to log more")
 
-    def finish(self, status: str = "finished", error: dict[str, Any] | BaseException | None = None) -> None:
+    def finish(self, status: str | int | None = None, error: dict[str, Any] | BaseException | None = None, *,
+               exit_code: int | None = None, quiet: bool | None = None, time: float | None = None) -> None:
         """End the run (idempotent): write ``run_finished`` and close the segment.
 
-        :param status: ``finished``, ``failed`` or ``crashed``.
+        :param status: ``finished``, ``failed`` or ``crashed``; by default
+            ``failed`` for a non-zero ``exit_code``, else ``finished``. An int
+            here is an exit code (W&B's ``run.finish(1)``).
         :param error: for a failed run, the exception or ``{"type", "message"}``.
+        :param exit_code: the process's exit code, as in W&B; non-zero means ``failed``.
+        :param quiet: accepted for W&B scripts; nothing is printed anyway.
+        :param time: the end time in seconds since the epoch (default: now); importers give the source's.
         """
+        end = None if time is None else check_time(time)
+        if type(status) is int and exit_code is None:
+            status, exit_code = None, status
+        if exit_code is not None and type(exit_code) is not int:
+            raise TypeError(f"exit_code: expected an int, given {given(exit_code)}")
+        if status is None:
+            status = "failed" if exit_code else "finished"
+        elif exit_code and status == "finished":
+            raise ValueError(f"status 'finished' with exit code {exit_code}: a non-zero exit code means failed")
+        if exit_code and error is None:
+            error = {"type": "ExitCode", "message": f"exit code {exit_code}", "traceback": ""}
         with _lock:
             if self.status != "running":
                 return
@@ -269,7 +348,8 @@ class Run:
                         "last": w.last}
                 if system:
                     data["system"] = system  # peaks and means for the runs table (RunInfo.system)
-                self._host.bus.publish(Event(RUN_FINISHED, self.id, None, _time(), None, data))
+                self._host.bus.publish(Event(RUN_FINISHED, self.id, None, _time() if end is None else end, None,
+                                             data))
 
             detach(self._att, last_words)
 
@@ -289,6 +369,18 @@ class Run:
 
     def __repr__(self) -> str:
         return f"<Run {self.id} name={self.name!r} project={self.project!r} {self.status}>"
+
+
+def check_time(time: Any) -> float:
+    """A wall time given by a caller (importers): a finite number of seconds since the epoch.
+
+    :raises SchemaError: anything else, named.
+    """
+    u = unwrap_numpy(time)
+    if type(u) not in (int, float) or not math.isfinite(u):
+        raise SchemaError("metrics", [("time", f"expected a finite number of seconds since the epoch, "
+                                               f"given {given(time)}")])
+    return float(u)
 
 
 def resolve_step(step: Any, schema: str) -> int:
@@ -362,7 +454,8 @@ def _plain(value: Any, what: str) -> Any:
 
 def start_run(project: str | None = None, name: str | None = None, *, config: dict[str, Any] | None = None,
               tags: list[str] | None = None, store: str | os.PathLike[str] | None = None,
-              run_id: str | None = None, resume: bool = False, system_metrics: bool | float | None = None) -> Run:
+              run_id: str | None = None, resume: bool = False, system_metrics: bool | float | None = None,
+              notes: str | None = None, created_at: float | None = None) -> Run:
     """Start (or, with ``resume=True``, attach to) a run; use it as a context manager.
 
     ``TRACKER_RUN_ID=X`` in the environment means ``run_id=X, resume=True``,
@@ -378,9 +471,13 @@ def start_run(project: str | None = None, name: str | None = None, *, config: di
     :param system_metrics: sample CPU, memory and GPUs in a background thread:
         ``None`` follows tracker.toml's ``[system]`` (on every 10 s when psutil is
         installed), ``False`` turns it off, a number is the seconds between samples.
+    :param notes: free-text notes on the run (``tracker note`` changes them later).
+    :param created_at: when the run (or, resuming, this process's segment) started, in seconds
+        since the epoch (default: now); importers give the source run's start time.
     :raises TrackerError: a bad run id, or an existing run without ``resume``.
     """
     host = get_host()
+    at = None if created_at is None else check_time(created_at)
     if system_metrics not in (None, True, False) and not (type(system_metrics) in (int, float)
                                                           and system_metrics > 0):
         raise TypeError("system_metrics: expected None, False, True or a positive number of seconds, "
@@ -389,7 +486,7 @@ def start_run(project: str | None = None, name: str | None = None, *, config: di
     if run_id is None and run_id_from_env:
         run_id, resume = run_id_from_env, True
     run_id = new_run_id() if run_id is None else check_run_id(run_id)
-    for what, value in (("project", project), ("name", name)):
+    for what, value in (("project", project), ("name", name), ("notes", notes)):
         if value is not None and not isinstance(value, str):
             raise TypeError(f"{what}: expected a str, given {given(value)}")
         if value is not None:
@@ -413,8 +510,14 @@ def start_run(project: str | None = None, name: str | None = None, *, config: di
         # Where the config's NaN and infinities are: the line holds them as the store's strings, which
         # readers turn back into floats there only, so that a str "NaN" stays a str (issue 10).
         meta["config_nonfinite"] = paths
-    att = attach(host, root, run_id, resume, meta)
+    if notes is not None:
+        meta["notes"] = notes
+    # Made by this call (as far as one can tell): its config is the run's; else run.config reads the store.
+    new = not run_dir.exists()
+    att = attach(host, root, run_id, resume, meta, at)
     run = Run(host, att, name, project, run_dir)
+    if new and att.refs == 1:
+        run._initial_config = config_data
     with _lock:
         _active.append(run)
         if att.refs == 1 and att.sampler is None:
@@ -442,7 +545,7 @@ def current_run() -> Run | None:
 def _require_run() -> Run:
     run = current_run()
     if run is None:
-        raise TrackerError("no active run: call tracker.start_run() first")
+        raise TrackerError("no active run: call tracker.start_run() or tracker.init() first")
     return run
 
 
@@ -462,11 +565,14 @@ def log_record(schema: Any, record: Any = None, /, step: int | None = None, **fi
     _require_run().log_record(schema, record, step=step, **fields)
 
 
-def finish(status: str = "finished") -> None:
-    """Finish the active run, if any."""
+def finish(status: str | int | None = None, *, exit_code: int | None = None, quiet: bool | None = None) -> None:
+    """Finish the active run, if any: ``tracker.finish()``, ``tracker.finish(exit_code=1)`` (failed).
+
+    As in W&B, an int as the first argument is the exit code.
+    """
     run = current_run()
     if run is not None:
-        run.finish(status)
+        run.finish(status, exit_code=exit_code)
 
 
 @atexit.register

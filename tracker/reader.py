@@ -22,6 +22,7 @@ import attrs
 from .bus import TrackerWarning
 from .errors import RunNotFound, StoreError, TrackerError
 from .format import (
+    EVENT_KINDS,
     METRICS,
     NONFINITE_MARKS,
     READ_CHUNK,
@@ -162,6 +163,81 @@ class Store(_UsesHost):
         from .query.sql import query as run_query
 
         return run_query(self, query, use_index=use_index)
+    # --- changes after the fact (issue 18): appended events and whole-folder renames -----------
+
+    def tag(self, runs: str | Iterable[str], add: Iterable[str] = (), remove: Iterable[str] = ()) -> list[RunInfo]:
+        """Add and remove tags of runs (ids, prefixes or names); returns their infos after the edit.
+
+        :raises RunNotFound: an unknown run; :raises TrackerError: a bad tag (nothing changes).
+        """
+        from .lifecycle import tag_runs
+
+        return tag_runs(self, runs, add, remove)
+
+    def rename(self, run: str, name: str) -> RunInfo:
+        """Give a run a new name (one line, not blank)."""
+        from .lifecycle import rename_run
+
+        return rename_run(self, run, name)
+
+    def note(self, run: str, text: str, *, append: bool = False) -> RunInfo:
+        """Set a run's notes, or with ``append`` add ``text`` as a line after them."""
+        from .lifecycle import note_run
+
+        return note_run(self, run, text, append=append)
+
+    def update_config(self, run: str, values: dict[str, Any]) -> RunInfo:
+        """Set top-level config keys of a run (appended; the start config is kept)."""
+        from .lifecycle import update_config
+
+        return update_config(self, run, values)
+
+    def update_summary(self, run: str, values: dict[str, Any]) -> RunInfo:
+        """Set summary values of a run (appended; last write wins)."""
+        from .lifecycle import update_summary
+
+        return update_summary(self, run, values)
+
+    def remove(self, runs: str | Iterable[str] = (), *, project: str | None = None, status: str | None = None,
+               older_than: float | str | None = None, tags: Iterable[str] = (), force: bool = False,
+               dry_run: bool = False) -> list[RunInfo]:
+        """Move runs to the trash (by id, or by selection); returns the runs moved (or, dry, to move).
+
+        A named run whose writer is alive is refused unless ``force``; a
+        selection skips such runs. ``older_than``: seconds, or text like ``"7d"``.
+        """
+        from .lifecycle import parse_age, plan_removal, remove_runs
+
+        age = parse_age(older_than) if isinstance(older_than, str) else older_than
+        plan = plan_removal(self, runs, project=project, status=status, older_than=age, tags=tags, force=force)
+        if dry_run:
+            return plan.runs
+        moved = set(remove_runs(self, plan))
+        return [i for i in plan.runs if i.id in moved]
+
+    def restore(self, runs: str | Iterable[str]) -> list[RunInfo]:
+        """Move runs back from the trash; an id that exists again is refused (nothing moves)."""
+        from .lifecycle import restore_runs
+
+        return restore_runs(self, runs)
+
+    def trashed(self) -> list[RunInfo]:
+        """The runs in the trash, newest first (``tracker runs --trash``)."""
+        from .lifecycle import trash_store
+
+        return trash_store(self).runs()
+
+    def gc(self, *, dry_run: bool = False) -> Any:
+        """Empty the trash and remove blobs no run references (never one younger than an hour)."""
+        from .lifecycle import collect_garbage
+
+        return collect_garbage(self, dry_run=dry_run)
+
+    def du(self) -> dict[str, Any]:
+        """Bytes per run and per project, largest first, and the total (see ``tracker du``)."""
+        from .lifecycle import disk_usage
+
+        return disk_usage(self)
 
 
 def merge_log_order(sources: Sequence[Iterable[Record]], tops: list[float] | None = None) -> Iterator[Record]:
@@ -234,6 +310,7 @@ class RunView(_UsesHost):
         self._host = host
         self._info: RunInfo | None = None
         self.problems: list[Problem] = []
+        self._unknown_kinds: set[Any] = set()
 
     def segment_paths(self) -> list[Path]:
         """The run's segment files, sorted by name."""
@@ -302,14 +379,21 @@ class RunView(_UsesHost):
             last_metrics.update(metrics)
             ended.append(end)
         status, error = run_status(writers)
+        # Edits (tag, rename, note, config, summary) live in segments of their own, apart from the
+        # writers' (issue 18): they change the labels, never the status or the counts.
+        from .lifecycle.edits import apply_edits, read_edits
+
+        config = restore_nonfinite(meta.get("config") or {}, meta.get("config_nonfinite"))
+        notes = meta.get("notes") if isinstance(meta.get("notes"), str) else None
+        edited = apply_edits(meta.get("name"), meta.get("tags") or [], notes, config,
+                             read_edits(self.path, self._warn))
         return RunInfo(
-            id=self.id, name=meta.get("name"), project=meta.get("project"), status=status,
+            id=self.id, name=edited.name, project=meta.get("project"), status=status,
             created_at=start["time"] if start else (min(w[0] for w in writers) if writers else None),
-            ended_at=max(ended) if ended else None,
-            config=restore_nonfinite(meta.get("config") or {}, meta.get("config_nonfinite")),
-            tags=meta.get("tags") or [], error=error, env=meta.get("env") or {}, writers=len(writers),
-            records=records, last_step=last_step, last_metrics=last_metrics,
-            system=_system_totals(system))
+            ended_at=max(ended) if ended else None, config=edited.config,
+            tags=edited.tags, error=error, env=meta.get("env") or {}, writers=len(writers),
+            records=records, last_step=last_step, last_metrics=last_metrics, notes=edited.notes,
+            summary=edited.summary, system=_system_totals(system))
 
     def max_step(self) -> int | None:
         """The largest step of the run, exact (scans segments whose writer never finished)."""
@@ -348,7 +432,15 @@ class RunView(_UsesHost):
             except LineError as exc:
                 self._warn(Problem(str(path), lineno, exc.kind, str(exc)))
                 continue
-            if ev.get("kind") != RECORD or (schema is not None and ev.get("schema") != schema):
+            kind = ev.get("kind")
+            if kind != RECORD:
+                if kind not in EVENT_KINDS and kind not in self._unknown_kinds:
+                    # A newer version's event: skipped, said once per kind (docs/format.md).
+                    self._unknown_kinds.add(kind)
+                    self._warn(Problem(str(path), lineno, "unknown",
+                                       f"an event of kind {kind!r}, which this version does not know (ignored)"))
+                continue
+            if schema is not None and ev.get("schema") != schema:
                 continue
             data = ev.get("data")
             if not isinstance(data, dict):

@@ -57,7 +57,10 @@ class RunInfo:
 
     ``status`` is ``running``, ``finished``, ``failed`` or ``crashed``.
     ``records`` and ``last_step`` come from the writers' finish events or, for
-    a writer that never finished, from its last line.
+    a writer that never finished, from its last line. ``name``, ``tags``,
+    ``notes``, ``config`` and ``summary`` are the start event's with the
+    run's edits applied (``tracker tag``, ``rename``, ``note``, ``run.config``,
+    ``run.summary``).
     """
 
     id: str
@@ -74,6 +77,8 @@ class RunInfo:
     records: int = 0
     last_step: int | None = None
     last_metrics: dict[str, Any] = attrs.field(factory=dict)
+    notes: str | None = None
+    summary: dict[str, Any] = attrs.field(factory=dict)
     #: System figures of the finished writers (tracker.capture.system.Sampler.totals):
     #: cpu_percent_mean/peak, process_rss_peak_bytes, gpu_energy_kwh... Empty without sampling.
     system: dict[str, Any] = attrs.field(factory=dict)

@@ -203,13 +203,15 @@ _lock = threading.RLock()
 _heartbeats: dict[float, Heartbeat] = {}
 
 
-def attach(host: Host, root: Path, run_id: str, resume: bool, meta: dict[str, Any]) -> Attachment:
+def attach(host: Host, root: Path, run_id: str, resume: bool, meta: dict[str, Any],
+           at: float | None = None) -> Attachment:
     """This process's attachment to run ``run_id`` of the store at ``root``, one more ``Run`` counted.
 
     The first attachment of a run in the process opens its segment (creating
     the run unless it exists) and publishes the start event to the plugins.
 
     :param meta: name, project, config, tags and origin, for the segment's first line.
+    :param at: the start event's time (default: now; importers give the source run's start).
     :raises TrackerError: the run exists and ``resume`` is false, or it is open in another store here.
     """
     sink = sink_for(host)
@@ -218,7 +220,7 @@ def attach(host: Host, root: Path, run_id: str, resume: bool, meta: dict[str, An
         if att is not None and att.store != root:
             raise TrackerError(f"run {run_id} is already open in store {att.store} in this process")
         if att is None:
-            writer, event, max_step = _open_segment(host, root, run_id, resume, meta)
+            writer, event, max_step = _open_segment(host, root, run_id, resume, meta, at)
             writer.continue_after(max_step)
             att = Attachment(writer, root, run_id, sink)
             # The start event is in the segment already: the bus hands it to the plugins only
@@ -245,8 +247,8 @@ def detach(att: Attachment, last_words: Callable[[], None]) -> None:
                 att.sink.attached.pop(att.run_id, None)
 
 
-def _open_segment(host: Host, root: Path, run_id: str, resume: bool,
-                  meta: dict[str, Any]) -> tuple[SegmentWriter, Event, int | None]:
+def _open_segment(host: Host, root: Path, run_id: str, resume: bool, meta: dict[str, Any],
+                  at: float | None = None) -> tuple[SegmentWriter, Event, int | None]:
     """This process's segment of run ``run_id``, its first line written: ``(writer, start event, max step)``.
 
     A new run's folder appears whole: its first segment and start event are
@@ -267,7 +269,8 @@ def _open_segment(host: Host, root: Path, run_id: str, resume: bool,
         except OSError as exc:
             raise StoreError(f"cannot create {run_dir}: {exc.strerror}") from None
         writer = SegmentWriter(staging, fsync=fsync)
-        event = Event(RUN_STARTED, run_id, None, _time(), None, {**writer.facts(), **meta, "resumed": False})
+        event = Event(RUN_STARTED, run_id, None, _time() if at is None else at, None,
+                      {**writer.facts(), **meta, "resumed": False})
         try:
             writer.append(event.kind, None, None, event.time, event.data)
             os.rename(staging, run_dir)
@@ -290,7 +293,8 @@ def _open_segment(host: Host, root: Path, run_id: str, resume: bool,
 
     last = RunView(root, run_id, host=host).max_step()
     writer = SegmentWriter(run_dir, fsync=fsync, hidden=True)
-    event = Event(WRITER_STARTED, run_id, None, _time(), None, {**writer.facts(), **meta, "resumed": True})
+    event = Event(WRITER_STARTED, run_id, None, _time() if at is None else at, None,
+                  {**writer.facts(), **meta, "resumed": True})
     try:
         writer.append(event.kind, None, None, event.time, event.data)
         writer.reveal()

@@ -38,6 +38,7 @@ from .format import (
     iter_lines,
     parse_line,
 )
+from .lifecycle.edits import EDIT, edit_paths, editor_alive
 from .records import Problem
 from .segment import read_segment, segment_paths
 
@@ -63,10 +64,11 @@ class VerifyReport:
 
 
 def scan_segment(path: Path, report: VerifyReport, *, live: bool = False,
-                 progress: Callable[[int], None] | None = None) -> dict | None:
+                 progress: Callable[[int], None] | None = None, edits: bool = False) -> dict | None:
     """Check one segment, adding its problems and counts to ``report``.
 
     :param live: the segment's writer may still be writing (its torn tail is not reported).
+    :param edits: an edit segment (``edits-*.jsonl``): only ``edit`` events, no start event.
     :param progress: called with the number of bytes scanned since its last call.
     :returns: the segment's first event when it is a ``run_started`` or ``writer_started`` one.
     """
@@ -104,7 +106,12 @@ def scan_segment(path: Path, report: VerifyReport, *, live: bool = False,
         if w != writer:
             report.problems.append(Problem(where, lineno, "corrupt",
                                            f"written by writer {w!r}, found in the segment of {writer!r}"))
-        if lineno == 1:
+        if edits:
+            # A writer's event has no place here; a kind of a newer version is left alone, as elsewhere.
+            if kind in (RUN_STARTED, WRITER_STARTED, RECORD, RUN_FINISHED):
+                report.problems.append(Problem(where, lineno, "corrupt", f"a {kind!r} event in an edit segment, "
+                                                                         f"expected only {EDIT} events"))
+        elif lineno == 1:
             if kind in (RUN_STARTED, WRITER_STARTED):
                 header = ev
             else:
@@ -155,6 +162,8 @@ def verify_run(run_dir: Path, report: VerifyReport, *, timeout: float = 120.0,
         live = read_segment(path).alive(timeout)
         header = scan_segment(path, report, live=live, progress=progress)
         started = started or (header is not None and header.get("kind") == RUN_STARTED)
+    for path in edit_paths(run_dir):
+        scan_segment(path, report, live=editor_alive(path.stem), progress=progress, edits=True)
     if not started:
         what = "no segment" if not paths else "no segment begins with run_started"
         report.problems.append(Problem(str(run_dir), None, "no_start", f"{what}: the run's start event is missing"))

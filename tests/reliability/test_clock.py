@@ -106,3 +106,29 @@ def test_records_and_columns_merge_segments_alike_and_keep_each_writers_order(se
     assert problems == [] and n == len(merged)
     got = [(int(s), int(k)) for s, k in zip(cols["seg"], cols["k"], strict=True)] if n else []
     assert got == merged
+
+
+EXTREME_TIMES = {"huge": 1e300, "negative": -1e18, "epoch": 0, "year_10000": 253402300800.0, "int_time": 1_700_000_000}
+
+
+def test_no_time_value_makes_a_reader_or_a_command_fail(tmp_path: Path, host: tracker.Host) -> None:
+    """Clocks far off (a dead real-time clock, a corrupted NTP answer): every time a number, none a failure."""
+    store = tmp_path / "store"
+    for rid, t in EXTREME_TIMES.items():
+        run_dir = store / "runs" / rid
+        run_dir.mkdir(parents=True)
+        w = "gone-host-1-abcdef"
+        lines = [event("run_started", 1, writer=w, time=t, data={"host": "gone-host", "pid": 1, "name": rid}),
+                 event("record", 2, writer=w, time=t, schema="metrics", step=0, data={"k": 1.0}),
+                 event("run_finished", 3, writer=w, time=t, data={"status": "finished", "records": 1,
+                                                                  "max_step": 0, "last": {"k": 1.0}})]
+        (run_dir / f"{w}.jsonl").write_bytes(b"".join(event_line(e) for e in lines))
+    infos = tracker.open_store(store).runs()
+    assert sorted(i.id for i in infos) == sorted(EXTREME_TIMES)
+    for rid in EXTREME_TIMES:
+        view, records = read_run(store, rid)
+        assert [r.data for r in records] == [{"k": 1.0}] and view.metrics()["k"].tolist() == [1.0]
+    env = child_env(tmp_path)
+    for command in (["runs"], ["show", "negative"], ["tail", "huge"], ["compare", *EXTREME_TIMES]):
+        res = cli("--store", str(store), *command, env=env, cwd=tmp_path)
+        assert res.returncode == 0 and "Traceback" not in res.stderr, (command, res.stderr)

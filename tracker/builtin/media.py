@@ -99,3 +99,55 @@ def summarize_histograms(table: Table) -> Summary:
                      "nan": int(sum(int(table["nan_count"][i]) for i in idx)),
                      "inf": int(sum(int(table["inf_count"][i]) for i in idx))})
     return Summary("Histograms", rows)
+
+
+@hookimpl
+def tracker_panels() -> list:
+    from tracker import Panel
+
+    return [Panel("histogram.heatmaps", "histogram", histogram_heatmaps, title="Histograms over steps")]
+
+
+#: Rows of a histogram heatmap: every histogram of a name is re-binned onto these many common bins.
+HEATMAP_BINS = 48
+
+
+def histogram_heatmaps(table: Table, run: object) -> list:
+    """One heatmap per histogram name: x = step, y = value bins, colour = count.
+
+    Histograms of one name may have different edges (each spans its own
+    values); their counts are spread onto common bins over the union of
+    their ranges, each old bin's count going to the new bins it overlaps in
+    proportion to the overlap.
+    """
+    import numpy as np
+
+    from tracker import Heatmap
+
+    figures = []
+    steps = table["step"]
+    for name, idx in _by_name(table).items():
+        edges = [np.asarray(table["edges"][i], dtype=np.float64) for i in idx]
+        lo = min(float(e[0]) for e in edges)
+        hi = max(float(e[-1]) for e in edges)
+        if not hi > lo:
+            hi = lo + 1.0
+        common = np.linspace(lo, hi, HEATMAP_BINS + 1)
+        z = np.zeros((HEATMAP_BINS, len(idx)))
+        for col, (i, e) in enumerate(zip(idx, edges, strict=True)):
+            counts = np.asarray(table["counts"][i], dtype=np.float64)
+            z[:, col] = _rebin(e, counts, common)
+        centers = (common[:-1] + common[1:]) / 2
+        figures.append(Heatmap(f"{name}", z, x=[int(steps[i]) for i in idx],
+                               y=[float(f"{c:.4g}") for c in centers], x_label="step", y_label="value"))
+    return figures
+
+
+def _rebin(edges, counts, common):  # noqa: ANN001, ANN202 - numpy arrays
+    """Counts on ``edges`` spread onto ``common`` edges by overlap (a count stays a count)."""
+    import numpy as np
+
+    # Cumulative count at every edge, interpolated linearly inside bins, read at the common edges.
+    cum = np.concatenate([[0.0], np.cumsum(counts)])
+    at = np.interp(common, edges, cum, left=0.0, right=cum[-1])
+    return np.diff(at)

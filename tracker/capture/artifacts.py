@@ -9,7 +9,6 @@ take the records of a run view and resolve them to the blob store.
 from __future__ import annotations
 
 import os
-import shutil
 from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any
@@ -17,7 +16,8 @@ from typing import IO, Any
 import attrs
 
 from ..errors import SchemaError, StoreError, TrackerError
-from .blobs import BlobStore, Manifest, copy_blob_out, copy_checked, hash_file
+
+# The blob machinery (hashlib, threads) loads on first use: `import tracker` imports Artifact only.
 
 ARTIFACT = "artifact"
 
@@ -82,6 +82,8 @@ def log_artifact(write: Callable[[str, dict[str, Any], int | None], None], store
         raise TrackerError(f"log_artifact: cannot read {src}: {exc.strerror}") from None
     if not exists:
         raise TrackerError(f"log_artifact: no such file or folder: {src}")
+    from .blobs import BlobStore, hash_file
+
     blobs = BlobStore(store, fsync=fsync)
     source = str(src.absolute())
     if is_dir:
@@ -102,9 +104,11 @@ def log_artifact(write: Callable[[str, dict[str, Any], int | None], None], store
 
 
 def _artifact(store: Path, data: dict[str, Any], step: int, t: float) -> Artifact:
+    from .blobs import blob_path
+
     ref = data.get("reference")
     sha = data["sha256"]
-    path = Path(ref) if ref else BlobStore(store).path(sha)
+    path = Path(ref) if ref else blob_path(store, sha)
     return Artifact(name=data["name"], kind=data["kind"], sha256=sha, size=data["size"], path=path,
                     step=step, time=t, folder=bool(data.get("folder")), reference=bool(ref),
                     files=int(data.get("files") or 1))
@@ -168,6 +172,10 @@ def copy_artifact(view: Any, name: str, dest: str | os.PathLike[str]) -> Path:
     :raises TrackerError: unknown name, or ``dest`` exists (for a folder).
     :raises StoreError: a missing or damaged blob or referenced file, named.
     """
+    import shutil
+
+    from .blobs import BlobStore, Manifest, copy_blob_out, copy_checked
+
     a = find_artifact(view, name)
     out = Path(dest)
     blobs = BlobStore(view.store)
@@ -179,7 +187,7 @@ def copy_artifact(view: Any, name: str, dest: str | os.PathLike[str]) -> Path:
         return out
     if out.exists():
         raise TrackerError(f"{out} exists; copy_artifact writes a folder only to a new path")
-    manifest: Manifest = blobs.read_manifest(a.sha256)
+    manifest: Manifest = blobs.read_manifest(a.sha256)  # noqa: F821 - imported above
     tmp = out.parent / f".{out.name}.{os.getpid()}.part"
     tmp.mkdir(parents=True)
     try:

@@ -95,6 +95,7 @@ class Sampler:
         self._nvml_arg = nvml
         self.nvml: Any = None
         self.pid = os.getpid() if pid is None else pid
+        self._owner = os.getpid()  # a forked child inherits this object, not its thread
         self.samples = 0
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -122,10 +123,10 @@ class Sampler:
         """Stop the thread (idempotent) and shut NVML down if this sampler started it."""
         self._stop.set()
         t = self._thread
-        if t is not None and t is not threading.current_thread():
+        if t is not None and t is not threading.current_thread() and os.getpid() == self._owner:
             t.join(timeout)
         self._thread = None
-        if self.nvml is not None and self._nvml_arg is _UNSET:
+        if self.nvml is not None and self._nvml_arg is _UNSET and os.getpid() == self._owner:
             _try(self.nvml.nvmlShutdown)
         self.nvml = None
 
@@ -229,6 +230,8 @@ class Sampler:
         """
         acc = self._acc
         out: dict[str, float | int] = {}
+        if os.getpid() != self._owner:
+            return out  # a forked child's copy: the parent reports these figures
         if acc.get("samples"):
             out["samples"] = int(acc["samples"])
         if acc.get("cpu_n"):

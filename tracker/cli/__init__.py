@@ -185,9 +185,19 @@ def make_cli(host: Any = None) -> click.Group:
 
     cli.host = host
     add_core_commands(cli)
+    add_lifecycle_commands(cli)
     if host is not None:
         _add_plugin_commands(cli, host)
     return cli
+
+
+def add_lifecycle_commands(cli: click.Group) -> None:
+    """Add ``tag``, ``rename``, ``note``, ``rm``, ``restore``, ``gc`` and ``du`` to ``cli``."""
+    from . import du, gc, note, rename, restore, rm, tag
+
+    for cmd in (tag.tag_cmd, rename.rename_cmd, note.note_cmd, rm.rm_cmd, restore.restore_cmd, gc.gc_cmd,
+                du.du_cmd):
+        cli.add_command(cmd)
 
 
 def _add_plugin_commands(cli: TrackerGroup, host: Any) -> None:

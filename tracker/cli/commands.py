@@ -7,13 +7,14 @@ import click
 
 def add_core_commands(cli: click.Group) -> None:
     """Add ``runs``, ``show``, ``summary``, ``compare``, ``tail``, ``plugins``,
-    ``schemas``, ``verify``, ``export``, ``artifacts``, ``get``, ``bench``, ``ui``, ``query``, ``index``
-    and ``sync`` to ``cli``."""
+    ``schemas``, ``verify``, ``export``, ``artifacts``, ``get``, ``bench``, ``ui``, ``import``, ``query``,
+    ``index`` and ``sync`` to ``cli``."""
     from .artifacts import artifacts_cmd
     from .bench import bench_cmd
     from .compare import compare_cmd
     from .export import export_cmd
     from .get import get_cmd
+    from .importer import import_group
     from .index import index_cmd
     from .plugins import plugins_cmd
     from .query import query_cmd
@@ -27,6 +28,6 @@ def add_core_commands(cli: click.Group) -> None:
     from .verify import verify_cmd
 
     for cmd in (runs_cmd, show_cmd, summary_cmd, compare_cmd, tail_cmd, plugins_cmd, schemas_cmd,
-                verify_cmd, export_cmd, artifacts_cmd, get_cmd, bench_cmd, ui_cmd,
+                verify_cmd, export_cmd, artifacts_cmd, get_cmd, bench_cmd, ui_cmd, import_group,
                 query_cmd, index_cmd, sync_cmd):
         cli.add_command(cmd)

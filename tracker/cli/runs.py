@@ -33,20 +33,47 @@ def key_metrics(infos: list[Any], limit: int = KEY_METRICS) -> list[str]:
     return sorted(counts, key=lambda n: (-counts[n], first[n]))[:limit]
 
 
+def column_value(info: Any, spec: str) -> Any:
+    """The value of one ``--columns`` entry for a run.
+
+    ``summary.KEY`` and ``config.KEY`` (dotted into nested dicts), ``tags``,
+    ``notes``, ``metric.NAME``; anything else is the last value of that metric.
+    """
+    if spec == "tags":
+        return ", ".join(info.tags)
+    if spec == "notes":
+        return info.notes
+    head, _, rest = spec.partition(".")
+    if head in ("summary", "config") and rest:
+        value: Any = getattr(info, head)
+        for part in rest.split("."):
+            if not isinstance(value, dict) or part not in value:
+                return None
+            value = value[part]
+        return value
+    if head == "metric" and rest:
+        return info.last_metrics.get(rest)
+    return info.last_metrics.get(spec)
+
+
 @click.command("runs")
 @click.option("--project", metavar="P", help="Only runs of this project.")
 @click.option("--status", type=click.Choice(STATUSES), help="Only runs with this status.")
 @click.option("--tag", "tags", metavar="T", multiple=True, help="Only runs with this tag (repeat: all of them).")
 @click.option("-m", "--metric", "metrics", metavar="NAME", multiple=True,
               help="Show the last value of this metric (repeatable; default: the most common ones).")
+@click.option("-c", "--columns", "columns_opt", metavar="COLS", multiple=True,
+              help="Extra columns, comma-separated: summary.KEY, config.KEY, tags, notes, or a metric name.")
 @click.option("-n", "--limit", type=click.IntRange(min=1), help="Show at most this many runs.")
 @click.option("--system", "system", is_flag=True,
               help="Show system figures: mean and peak CPU, peak process memory, GPU utilization, memory, energy.")
+@click.option("--trash", is_flag=True, help="List the runs in the trash instead (tracker rm, tracker restore).")
 @format_option()
 @click.pass_obj
 @handle_errors
 def runs_cmd(obj: CliContext, project: str | None, status: str | None, tags: tuple[str, ...],
-             metrics: tuple[str, ...], limit: int | None, fmt: str, system: bool = False) -> None:
+             metrics: tuple[str, ...], columns_opt: tuple[str, ...], limit: int | None, trash: bool,
+             fmt: str, system: bool = False) -> None:
     """List runs, newest first: id, name, project, status, start, duration, last step, records, key metrics.
 
     Reads only the first line and the last few KiB of each run's segments, so
@@ -57,21 +84,33 @@ def runs_cmd(obj: CliContext, project: str | None, status: str | None, tags: tup
     Examples:
       tracker runs --project fft --status finished
       tracker runs --tag baseline -m loss -m accuracy
+      tracker runs --columns summary.best_acc,config.lr
+      tracker runs --trash
       tracker runs --system
       tracker runs --format json
     """
-    infos = obj.store.runs(project=project, status=status, tag=tags[0] if tags else None)
+    extra = [c.strip() for spec in columns_opt for c in spec.split(",") if c.strip()]
+    store = obj.store
+    if trash:
+        from ..lifecycle import trash_store
+        from .text import short_ids
+
+        store = trash_store(store)
+        short = short_ids(store.run_ids())
+    else:
+        short = obj.short_ids()
+    infos = store.runs(project=project, status=status, tag=tags[0] if tags else None)
     if len(tags) > 1:
         infos = [i for i in infos if all(t in i.tags for t in tags)]
     if limit is not None:
         infos = infos[:limit]
-    short = obj.short_ids()
     if fmt == "json":
         docs = []
         for info in infos:
             doc = info.to_dict()
             doc["short_id"] = short.get(info.id, info.id)
             doc["duration"] = run_duration(info)
+            doc.update({c: column_value(info, c) for c in extra})
             docs.append(doc)
         click.echo(dumps(docs))
         return
@@ -85,16 +124,19 @@ def runs_cmd(obj: CliContext, project: str | None, status: str | None, tags: tup
                "duration": run_duration(info), "step": info.last_step, "records": info.records}
         row.update({k: info.last_metrics.get(k) for k in keys})
         row.update({c: info.system.get(k) for c, k in sys_cols})
+        row.update({c: column_value(info, c) for c in extra})
         if fmt == "csv":
             row["tags"] = ";".join(info.tags)
         rows.append(row)
+    keys = [k for k in keys if k not in extra]
     columns = ["id", "name", "project", "status", "start", "duration", "step", "records", *keys,
-               *(c for c, _ in sys_cols)]
+               *(c for c, _ in sys_cols), *extra]
     if fmt == "csv":
         click.echo(csv_text([*columns, "tags"], rows), nl=False)
         return
     if not rows:
-        click.echo(f"no runs in {obj.store.path}" + (" match" if project or status or tags else ""), err=True)
+        where = f"the trash of {obj.store.path}" if trash else str(obj.store.path)
+        click.echo(f"no runs in {where}" + (" match" if project or status or tags else ""), err=True)
         return
     for row in rows:
         row["duration"] = duration(row["duration"])

@@ -39,18 +39,25 @@ def _info_lines(obj: CliContext, info: Any) -> list[str]:
         lines.append(line("error", style(f"{info.error.get('type')}: {info.error.get('message')}", fg="red")))
         trace = str(info.error.get("traceback") or "").rstrip().splitlines()
         lines += [f"  {t}" for t in trace[-TRACEBACK_LINES:]]
+    if info.notes:
+        lines.append(style("notes", dim=True))
+        lines += [f"  {t}" for t in info.notes.splitlines()]
     if info.config:
         lines.append(style("config", dim=True))
         lines += [f"  {k} = {v}" for k, v in flatten(info.config)]
+    if info.summary:
+        lines.append(style("summary", dim=True))
+        lines += [f"  {k} = {v}" for k, v in flatten(info.summary)]
     return lines
 
 
 def _show_csv(info: Any, summaries: list[Any]) -> str:
     rows: list[dict[str, Any]] = []
     for k, v in info.to_dict().items():
-        if k not in ("config", "env", "last_metrics"):
+        if k not in ("config", "env", "last_metrics", "summary"):
             rows.append({"section": "info", "row": 0, "column": k, "value": v})
     rows += [{"section": "config", "row": 0, "column": k, "value": v} for k, v in flatten(info.config)]
+    rows += [{"section": "summary", "row": 0, "column": k, "value": v} for k, v in flatten(info.summary)]
     for s in summaries:
         for i, r in enumerate(s.rows):
             rows += [{"section": s.summarizer or s.title, "row": i, "column": k, "value": v} for k, v in r.items()]
@@ -63,7 +70,7 @@ def _show_csv(info: Any, summaries: list[Any]) -> str:
 @click.pass_obj
 @handle_errors
 def show_cmd(obj: CliContext, run: str, fmt: str) -> None:
-    """Show a run: info, config, tags, the error of a failed run, and every summary.
+    """Show a run: info, tags, notes, config, summary values, the error of a failed run, every summary.
 
     --format csv gives one long table: section, row, column, value.
 

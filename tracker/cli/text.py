@@ -12,17 +12,23 @@ SHORT_ID_LEN = 8
 
 
 def when(ts: float | None) -> str:
-    """A timestamp as local date and time."""
+    """A timestamp as local date and time (as seconds when no date holds it)."""
     if ts is None:
         return "-"
-    return _dt.datetime.fromtimestamp(ts).strftime("%Y-%m-%d %H:%M:%S")
+    try:
+        return _dt.datetime.fromtimestamp(ts).strftime("%Y-%m-%d %H:%M:%S")
+    except (OverflowError, OSError, ValueError):  # a writer's clock far off (issue 10): shown, never fatal
+        return f"{ts:.6g} s"
 
 
 def clock(ts: float | None) -> str:
-    """A timestamp as local time of day with milliseconds."""
+    """A timestamp as local time of day with milliseconds (as seconds when no date holds it)."""
     if ts is None:
         return "-"
-    return _dt.datetime.fromtimestamp(ts).strftime("%H:%M:%S.%f")[:-3]
+    try:
+        return _dt.datetime.fromtimestamp(ts).strftime("%H:%M:%S.%f")[:-3]
+    except (OverflowError, OSError, ValueError):
+        return f"{ts:.6g} s"
 
 
 def duration(seconds: float | None) -> str:

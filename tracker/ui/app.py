@@ -206,6 +206,33 @@ class Api:
         return json_response(parts.strict(parts.compare(views)))
 
 
+def _blob(api: Api, request: Request) -> Response:
+    """``GET /api/runs/{id}/blobs/{sha256}[?download=1]``: a stored file or image the run names.
+
+    Only a blob that one of the run's records names is served, from its
+    content address inside the store, after its bytes were hashed and found
+    equal to that name (issue 17): an unknown hash is a 404, a damaged or
+    missing blob a 500 naming it. ``download=1`` asks the browser to save it.
+    """
+    from ..capture.web import checked_blob
+
+    sha = request.path_params["sha"]
+    if len(sha) != 64 or any(c not in "0123456789abcdef" for c in sha):
+        raise BadRequest(f"not a sha256 (64 lowercase hex digits): {sha[:80]!r}")
+    view = api.view(request.path_params["id"])
+    try:
+        path, meta = checked_blob(view, sha)
+    except StoreError as exc:
+        return error(500, str(exc))
+    except TrackerError as exc:
+        return error(404, str(exc))
+    disposition = "attachment" if request.query_params.get("download") else "inline"
+    return FileResponse(path, media_type=meta["media_type"], filename=meta["name"] or sha,
+                        content_disposition_type=disposition,
+                        headers={"cache-control": "private, max-age=31536000, immutable",
+                                 "x-content-type-options": "nosniff"})
+
+
 def create_app(store: Any = None) -> Starlette:
     """The dashboard as an ASGI app over ``store``.
 
@@ -251,6 +278,7 @@ def create_app(store: Any = None) -> Starlette:
         Route("/api/runs/{id}", endpoint(api.run)),
         Route("/api/runs/{id}/metrics", endpoint(api.metrics)),
         Route("/api/runs/{id}/panels", endpoint(api.panels)),
+        Route("/api/runs/{id}/blobs/{sha}", endpoint(lambda request: _blob(api, request))),
         Route("/api/compare", endpoint(api.compare)),
         Mount("/static", StaticFiles(directory=STATIC, follow_symlink=False), name="static"),
         Route("/{path:path}", page),

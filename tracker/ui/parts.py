@@ -192,6 +192,20 @@ RUN_PARTS: list[tuple[str, Callable[[Any, Any], Any]]] = [
 ]
 
 
+def _capture(name: str) -> Callable[[Any, Any], Any]:
+    # Issue 17: the capture sections' data (tracker/capture/web.py), read only when a run has such records.
+    def part(view: Any, api: Any) -> Any:
+        from ..capture import web
+
+        return getattr(web, name)(view)
+
+    return part
+
+
+RUN_PARTS[-1:-1] = [("artifacts", _capture("artifacts_json")), ("images", _capture("images_json")),
+                    ("system", _capture("system_figures"))]
+
+
 def add_run_part(name: str, fn: Callable[[Any, Any], Any], *, before: str | None = None) -> None:
     """Add a part to the run endpoint (a later name replaces an earlier one of the same name).
 

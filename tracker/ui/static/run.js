@@ -1,6 +1,7 @@
 // The run page: a header, then the sections of SECTIONS in order; a running run updates in place.
 
 import { MetricChart } from "./chart.js";
+import { artifactsSection, imagesSection, systemSection } from "./capture.js";
 import { panelsNode, tableNode } from "./panels.js";
 import { api, box, clear, dot, el, errorBox, flatten, fmtDuration, fmtTime, fmtValue, loading, runColor, shortId, statusBadge } from "./util.js";
 
@@ -17,7 +18,11 @@ export const SECTIONS = [
   { id: "error", title: "Error", render: errorSection },
   { id: "charts", title: "Metrics", render: chartsSection, update: updateCharts },
   { id: "config", title: "Config", render: configSection },
+  { id: "summary-values", title: "Summary values", render: summaryValuesSection },
   { id: "summaries", title: "Summaries", render: summariesSection },
+  { id: "system", title: "System", render: systemSection },
+  { id: "artifacts", title: "Artifacts", render: artifactsSection },
+  { id: "images", title: "Images", render: imagesSection },
   { id: "panels", title: "Panels", render: panelsSection },
   { id: "problems", title: "Problems found while reading", render: problemsSection },
 ];
@@ -46,6 +51,14 @@ function configSection(ctx) {
   const keys = Object.keys(flat);
   if (!keys.length) return box("Config", el("p", { class: "muted", text: "no config" }));
   return box("Config", el("table", { class: "kv" }, el("tbody", {}, keys.map((k) => el("tr", {}, el("th", { text: k }), el("td", { text: fmtValue(flat[k]) }))))));
+}
+
+// The values set with run.summary[key] = value (W&B-style API; RunInfo.summary); none: no section.
+function summaryValuesSection(ctx) {
+  const flat = flatten(ctx.detail.info.summary || {});
+  const keys = Object.keys(flat);
+  if (!keys.length) return null;
+  return box("Summary values", el("table", { class: "kv" }, el("tbody", {}, keys.map((k) => el("tr", {}, el("th", { text: k }), el("td", { text: fmtValue(flat[k]) }))))));
 }
 
 function summariesSection(ctx) {

@@ -1,0 +1,12 @@
+"""Integrations with training frameworks, and importers of other trackers' runs.
+
+Each integration imports its framework only when it is imported itself, so
+``import tracker`` stays fast::
+
+    from tracker.integrations.lightning import TrackerLogger        # lightning.pytorch Logger
+    from tracker.integrations.transformers import TrackerCallback   # transformers TrainerCallback
+    from tracker.integrations.keras import TrackerCallback          # Keras 3 callback
+
+The importers (``tracker import tensorboard LOGDIR``, ``tracker import mlflow
+MLRUNS``) live in :mod:`tracker.integrations.importers`.
+"""

@@ -1,0 +1,410 @@
+"""Edits after the fact: tags, name, notes, config and summary as appended ``edit`` events.
+
+Each editing process appends to a segment of its own,
+``<run>/edits/edits-<host>-<pid>-<hex>.jsonl``, so two processes editing one
+run at once never share a file, and a run's writers and records are never
+touched. Readers apply a run's edits in time order over its start event
+(:func:`apply_edits`). See docs/format.md, "Edits".
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import secrets
+import threading
+import time as _time
+from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import attrs
+
+from ..errors import RunNotFound, SchemaError, StoreError, TrackerError
+from ..format import FORMAT_VERSION, LineChunks, LineError, decode_nonfinite, encode_line, parse_line
+from ..records import Problem
+from ..segment import hostname, pid_alive
+from ..values import BadValue, _holds_special, check_json, given
+
+if TYPE_CHECKING:
+    from ..reader import RunView, Store
+    from ..records import RunInfo
+
+#: The event kind of an edit.
+EDIT = "edit"
+#: The folder of a run that holds its edit segments, and their file name prefix.
+EDITS_FOLDER = "edits"
+EDITS_PREFIX = "edits-"
+#: The longest tag or name accepted.
+MAX_LABEL = 1000
+
+
+# --- checks ------------------------------------------------------------------------------------
+
+def _plain_text(value: Any, what: str) -> str:
+    if not isinstance(value, str):
+        raise TrackerError(f"{what}: expected a str, given {given(value)}")
+    try:
+        check_json(str.__str__(value))
+    except BadValue as bad:
+        raise TrackerError(f"{what}: expected {bad.args[0]}, given {given(value)}") from None
+    return str.__str__(value)
+
+
+def check_label(value: Any, what: str) -> str:
+    """A tag or a name: one line of text, not blank, at most :data:`MAX_LABEL` characters.
+
+    :raises TrackerError: naming what was wrong.
+    """
+    text = _plain_text(value, what)
+    if "\n" in text or "\r" in text:
+        raise TrackerError(f"{what} {text!r}: must be one line, it holds a line break")
+    if not text.strip():
+        raise TrackerError(f"{what}: must not be empty, given {text!r}")
+    if len(text) > MAX_LABEL:
+        raise TrackerError(f"{what}: at most {MAX_LABEL} characters, given {len(text)}")
+    return text
+
+
+def check_values(values: Any, what: str) -> dict[str, Any]:
+    """A mapping of str keys to JSON values (config or summary).
+
+    The strings ``"NaN"``, ``"Infinity"`` and ``"-Infinity"`` are refused: in
+    the store they stand for the floats (docs/format.md, "Values").
+
+    :raises SchemaError: naming the key, what was expected and what was given.
+    """
+    if not isinstance(values, Mapping):
+        raise SchemaError(what, [("(value)", f"expected a dict, given {given(values)}")])
+    out = {}
+    for key, value in values.items():
+        if not isinstance(key, str) or not key:
+            raise SchemaError(what, [("(key)", f"expected a non-empty str key, given {given(key)}")])
+        try:
+            checked = check_json(value)
+        except BadValue as bad:
+            raise SchemaError(what, [(key, f"expected {bad.args[0]}, given {given(value)}")]) from None
+        if _holds_special(checked):
+            raise SchemaError(what, [(key, 'expected no string "NaN", "Infinity" or "-Infinity" '
+                                           f"(they stand for floats in the store), given {given(value)}")])
+        out[key] = checked
+    return out
+
+
+# --- writing edits -----------------------------------------------------------------------------
+
+def _safe_host() -> str:
+    return re.sub(r"[^A-Za-z0-9-]", "-", hostname())[:32] or "host"
+
+
+def _fsync_folder(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+class EditWriter:
+    """This process's edit segment of one run, created with its first edit.
+
+    The segment is written as ``.edits-....jsonl.part`` and renamed once its
+    first line is in, so an edit segment is never seen empty. Each edit is one
+    ``write(2)`` of one line on an ``O_APPEND`` file.
+    """
+
+    def __init__(self, run_dir: Path, *, fsync: bool = False) -> None:
+        self.run_dir = run_dir
+        self.folder = run_dir / EDITS_FOLDER
+        self.fsync = fsync
+        self.pid = os.getpid()
+        self.id = f"{EDITS_PREFIX}{_safe_host()}-{self.pid}-{secrets.token_hex(3)}"
+        self.path = self.folder / f"{self.id}.jsonl"
+        self.fd: int | None = None
+        self.seq = 0
+        self.lock = threading.Lock()
+
+    def append(self, data: dict[str, Any], time: float | None = None) -> None:
+        """Write one edit event.
+
+        :raises RunNotFound: when the run's folder is gone (moved to the trash).
+        :raises StoreError: when the line cannot be written.
+        """
+        with self.lock:
+            seq = self.seq + 1
+            line = encode_line({"v": FORMAT_VERSION, "kind": EDIT, "schema": None, "step": None,
+                                "time": _time.time() if time is None else time, "w": self.id, "seq": seq,
+                                "data": data})
+            if self.fd is None:
+                self._create(line)
+            else:
+                self._write(line)
+            self.seq = seq
+
+    def _create(self, line: bytes) -> None:
+        try:
+            self.folder.mkdir(exist_ok=True)
+        except FileNotFoundError:
+            raise RunNotFound(f"no run folder {self.run_dir}: the run was removed") from None
+        except OSError as exc:
+            raise StoreError(f"cannot create {self.folder}: {exc.strerror}") from None
+        part = self.folder / f".{self.id}.jsonl.part"
+        try:
+            fd = os.open(part, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_EXCL, 0o644)
+        except OSError as exc:
+            raise StoreError(f"cannot create {self.path}: {exc.strerror}") from None
+        try:
+            self.fd = fd
+            self._write(line)
+            os.rename(part, self.path)
+            if self.fsync:
+                _fsync_folder(self.folder)
+                _fsync_folder(self.run_dir)
+        except BaseException:
+            self.fd = None
+            os.close(fd)
+            try:
+                os.unlink(part)
+            except OSError:
+                pass
+            raise
+
+    def _write(self, line: bytes) -> None:
+        assert self.fd is not None
+        written = 0
+        try:
+            while written < len(line):
+                written += os.write(self.fd, line[written:])
+            if self.fsync:
+                os.fsync(self.fd)
+        except OSError as exc:
+            if 0 < written < len(line):
+                try:
+                    os.ftruncate(self.fd, os.fstat(self.fd).st_size - written)
+                except OSError:
+                    pass
+            raise StoreError(f"cannot append to {self.path}: {exc.strerror or exc}") from None
+
+    def close(self) -> None:
+        """Close the segment (idempotent)."""
+        with self.lock:
+            if self.fd is not None:
+                try:
+                    os.close(self.fd)
+                except OSError:
+                    pass
+                self.fd = None
+
+
+_writers: dict[Path, EditWriter] = {}
+_writers_lock = threading.Lock()
+
+
+def edit_writer(run_dir: Path, *, fsync: bool = False) -> EditWriter:
+    """This process's edit writer of the run at ``run_dir`` (one per process and run folder)."""
+    key = Path(os.path.abspath(run_dir))
+    with _writers_lock:
+        w = _writers.get(key)
+        # A forked child writes a segment of its own; a run moved away and back gets a fresh one.
+        if w is None or w.pid != os.getpid() or (w.fd is not None and not w.path.exists()):
+            w = _writers[key] = EditWriter(key, fsync=fsync)
+        return w
+
+
+def write_edit(run_dir: Path, data: dict[str, Any], *, fsync: bool = False) -> None:
+    """Append one edit event to this process's edit segment of the run at ``run_dir``."""
+    if not run_dir.is_dir():
+        raise RunNotFound(f"no run folder {run_dir}: the run was removed")
+    edit_writer(run_dir, fsync=fsync).append(data)
+
+
+# --- reading edits -----------------------------------------------------------------------------
+
+def edit_paths(run_dir: Path) -> list[Path]:
+    """The edit segments of a run folder, sorted by name."""
+    try:
+        with os.scandir(run_dir / EDITS_FOLDER) as it:
+            return sorted(Path(e.path) for e in it
+                          if e.name.startswith(EDITS_PREFIX) and e.name.endswith(".jsonl") and e.is_file())
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+    except OSError as exc:
+        raise StoreError(f"cannot read {run_dir / EDITS_FOLDER}: {exc.strerror}") from None
+
+
+def editor_alive(writer_id: str) -> bool:
+    """Whether the process of edit segment ``writer_id`` runs on this host (its last line may be in progress)."""
+    host, _, _ = writer_id.rpartition("-")
+    host, _, pid = host.rpartition("-")
+    return host == f"{EDITS_PREFIX}{_safe_host()}" and pid.isdigit() and pid_alive(int(pid), None)
+
+
+def read_edits(run_dir: Path, report: Callable[[Problem], None] | None = None) -> list[dict[str, Any]]:
+    """Every edit event of a run, in the order they apply: by time, then writer and sequence.
+
+    A damaged line is passed to ``report`` (a torn last line only when its
+    writer is gone) and skipped; events of a kind this version does not know
+    are reported and skipped.
+    """
+    events = []
+    for path in edit_paths(run_dir):
+        chunks = LineChunks(path)
+        lineno = 0
+        for lines in chunks:
+            for line in lines:
+                lineno += 1
+                try:
+                    ev = parse_line(line)
+                except LineError as exc:
+                    if report:
+                        report(Problem(str(path), lineno, exc.kind, str(exc)))
+                    continue
+                if ev.get("kind") != EDIT or not isinstance(ev.get("data"), dict):
+                    if report:
+                        report(Problem(str(path), lineno, "unknown",
+                                       f"an event of kind {ev.get('kind')!r} in an edit segment (ignored)"))
+                    continue
+                events.append(ev)
+        if chunks.rest and report and not editor_alive(path.stem):
+            report(Problem(str(path), lineno + 1, "torn",
+                           f"the last line is incomplete ({len(chunks.rest)} bytes): a write was cut off"))
+    events.sort(key=lambda e: (e.get("time") or 0.0, str(e.get("w")), e.get("seq") or 0))
+    return events
+
+
+@attrs.frozen(kw_only=True)
+class Edited:
+    """A run's labels after its edits: what :class:`~tracker.RunInfo` shows."""
+
+    name: str | None
+    tags: list[str]
+    notes: str | None
+    config: dict[str, Any]
+    summary: dict[str, Any]
+    edits: int = 0
+
+
+def apply_edits(name: str | None, tags: Iterable[str], notes: str | None, config: Mapping[str, Any],
+                events: Iterable[dict[str, Any]]) -> Edited:
+    """The labels of a run: its start event's, then every edit applied in order.
+
+    Keys of an edit's ``data`` (applied in this order): ``name``;
+    ``tags_add`` and ``tags_remove``; ``notes`` (replaces) and
+    ``notes_append`` (adds a line); ``config`` and ``summary`` (top-level
+    keys set, last write wins). Other keys are ignored.
+    """
+    tag_list = list(dict.fromkeys(t for t in tags if isinstance(t, str)))
+    cfg = dict(config)
+    summary: dict[str, Any] = {}
+    n = 0
+    for ev in events:
+        d = ev["data"]
+        n += 1
+        if isinstance(d.get("name"), str):
+            name = d["name"]
+        for t in d.get("tags_add") or ():
+            if isinstance(t, str) and t not in tag_list:
+                tag_list.append(t)
+        remove = {t for t in d.get("tags_remove") or () if isinstance(t, str)}
+        if remove:
+            tag_list = [t for t in tag_list if t not in remove]
+        if isinstance(d.get("notes"), str):
+            notes = d["notes"]
+        if isinstance(d.get("notes_append"), str):
+            notes = f"{notes}\n{d['notes_append']}" if notes else d["notes_append"]
+        if isinstance(d.get("config"), dict):
+            cfg.update(decode_nonfinite(d["config"]))
+        if isinstance(d.get("summary"), dict):
+            summary.update(decode_nonfinite(d["summary"]))
+    return Edited(name=name, tags=tag_list, notes=notes, config=cfg, summary=summary, edits=n)
+
+
+# --- the editing API -----------------------------------------------------------------------------
+
+def _fsync_wanted(store: Store) -> bool:
+    try:
+        return store.host.config.durability == "fsync"
+    except TrackerError:
+        return False
+
+
+def _views(store: Store, refs: Iterable[str]) -> list[RunView]:
+    """Every run named, each once; the first unknown one raises before anything is done."""
+    if isinstance(refs, str):
+        refs = [refs]
+    views: dict[str, RunView] = {}
+    for ref in refs:
+        view = store.run(ref)
+        views.setdefault(view.id, view)
+    if not views:
+        raise TrackerError("no run given")
+    return list(views.values())
+
+
+def tag_runs(store: Store, refs: str | Iterable[str], add: Iterable[str] = (),
+             remove: Iterable[str] = ()) -> list[RunInfo]:
+    """Add and remove tags of runs; returns their infos after the edit.
+
+    A run that already has every tag added and none removed gets no event.
+
+    :raises RunNotFound: for an unknown run (nothing is changed).
+    :raises TrackerError: for a bad tag (nothing is changed).
+    """
+    add = [check_label(t, "tag") for t in ([add] if isinstance(add, str) else add)]
+    remove = [check_label(t, "tag") for t in ([remove] if isinstance(remove, str) else remove)]
+    both = sorted(set(add) & set(remove))
+    if both:
+        raise TrackerError(f"tag {both[0]!r} is both added and removed; nothing was changed")
+    views = _views(store, refs)
+    fsync = _fsync_wanted(store)
+    out = []
+    for view in views:
+        tags = view.info.tags
+        adding = [t for t in dict.fromkeys(add) if t not in tags]
+        removing = [t for t in dict.fromkeys(remove) if t in tags]
+        data: dict[str, Any] = {}
+        if adding:
+            data["tags_add"] = adding
+        if removing:
+            data["tags_remove"] = removing
+        if data:
+            write_edit(view.path, data, fsync=fsync)
+        out.append(view.refresh())
+    return out
+
+
+def rename_run(store: Store, ref: str, name: str) -> RunInfo:
+    """Give a run a new name (free text, one line, not blank); returns its info."""
+    name = check_label(name, "name")
+    view = store.run(ref)
+    if view.info.name != name:
+        write_edit(view.path, {"name": name}, fsync=_fsync_wanted(store))
+    return view.refresh()
+
+
+def note_run(store: Store, ref: str, text: str, *, append: bool = False) -> RunInfo:
+    """Set a run's notes (``append``: add ``text`` as a line after them); returns its info."""
+    text = _plain_text(text, "note")
+    if append and not text.strip():
+        raise TrackerError("note: nothing to append, the text is empty")
+    view = store.run(ref)
+    write_edit(view.path, {"notes_append" if append else "notes": text}, fsync=_fsync_wanted(store))
+    return view.refresh()
+
+
+def update_config(store: Store, ref: str, values: Mapping[str, Any]) -> RunInfo:
+    """Set top-level config keys of a run (an appended event; the start event is kept)."""
+    data = check_values(values, "config")
+    view = store.run(ref)
+    if data:
+        write_edit(view.path, {"config": data}, fsync=_fsync_wanted(store))
+    return view.refresh()
+
+
+def update_summary(store: Store, ref: str, values: Mapping[str, Any]) -> RunInfo:
+    """Set summary values of a run (last write wins)."""
+    data = check_values(values, "summary")
+    view = store.run(ref)
+    if data:
+        write_edit(view.path, {"summary": data}, fsync=_fsync_wanted(store))
+    return view.refresh()
