@@ -9,8 +9,12 @@ Layout, inside the store (``tracker du`` counts it)::
 
 A run is indexed with the fingerprint of its segments (name, size and
 modification time of each ``.jsonl`` file). Queries use a run's indexed rows
-only while that fingerprint still holds; a run appended to, resumed or edited
-since is read from its JSONL until the next ``tracker index``. The JSONL stay
+only while that fingerprint still holds; a run appended to or resumed since is
+read from its JSONL until the next ``tracker index``. Its cached info (name,
+tags, notes, config, summary) is used only while the fingerprint of its edit
+segments (``<run>/edits/edits-*.jsonl``) also holds; after ``tracker
+tag/rename/note`` or a config/summary update the info is derived again from
+the run (its indexed rows stay valid: edits change no record). The JSONL stay
 the source of truth: deleting the index folder changes no answer.
 """
 
@@ -50,6 +54,20 @@ def fingerprint(run_dir: Path) -> list[list[Any]] | None:
     except OSError:
         return None
     out.sort()
+    return out
+
+
+def edits_fingerprint(run_dir: Path) -> list[list[Any]]:
+    """``[[name, size, mtime_ns], ...]`` of a run's edit segments, sorted (empty when it has none)."""
+    from ..lifecycle.edits import edit_paths
+
+    out = []
+    for path in edit_paths(run_dir):
+        try:
+            st = path.stat()
+        except OSError:
+            continue
+        out.append([path.name, st.st_size, st.st_mtime_ns])
     return out
 
 
@@ -135,7 +153,7 @@ class Index:
 
     @property
     def runs(self) -> dict[str, Any]:
-        """run id -> {"batch", "fp", "info"}."""
+        """run id -> {"batch", "fp", "efp", "info"} (``efp``: the edits' fingerprint of ``info``)."""
         return self.manifest["runs"]
 
     def fresh_runs(self, store: Any) -> dict[str, RunInfo]:
@@ -149,7 +167,7 @@ class Index:
                 continue
             if not all((self.folder / entry["batch"] / f).exists() for f in ("records.parquet", "metrics.parquet")):
                 continue
-            if same_info:
+            if same_info and entry.get("efp") == edits_fingerprint(runs_dir / rid):
                 info = dict(entry["info"])
                 info["last_metrics"] = decode_nonfinite(info.get("last_metrics") or {})
                 out[rid] = RunInfo(**info)
@@ -241,29 +259,34 @@ def build_index(store: Any, *, rebuild: bool = False) -> IndexReport:
         for rid in [r for r in runs if r not in present]:
             del runs[rid]
             report_.removed += 1
-        todo: list[tuple[str, RunInfo, list]] = []
+        todo: list[tuple[str, RunInfo, list, list]] = []
         host = getattr(store, "_host", None)
         for rid in ids:
             fp = fingerprint(store_path / "runs" / rid)
             if fp is None:
                 continue
+            efp = edits_fingerprint(store_path / "runs" / rid)  # before the info: an edit after it shows next time
             entry = runs.get(rid)
             if entry is not None and entry["fp"] == fp and not rebuild:
+                if entry.get("efp") != efp:  # edited since: same rows, new info
+                    info = RunView(store_path, rid, host=host).info
+                    entry["info"] = encode_nonfinite({k: getattr(info, k) for k in _INFO_FIELDS})
+                    entry["efp"] = efp
                 continue
             info = RunView(store_path, rid, host=host).info
             if info.status == "running":
                 report_.skipped_running += 1
                 continue
-            todo.append((rid, info, fp))
+            todo.append((rid, info, fp, efp))
         if todo:
             batch = f"{int(idx.manifest.get('next_batch', 1)):06d}"
             idx.manifest["next_batch"] = int(batch) + 1
             written = _write_batch(folder, batch, store_path, todo)
             done = []
-            for rid, info, fp in todo:
+            for rid, info, fp, efp in todo:
                 if fingerprint(store_path / "runs" / rid) != fp:
                     continue  # appended to while indexing: read from the JSONL until next time
-                runs[rid] = {"batch": batch, "fp": fp, "records": written.get(rid, 0),
+                runs[rid] = {"batch": batch, "fp": fp, "efp": efp, "records": written.get(rid, 0),
                              "info": encode_nonfinite({k: getattr(info, k) for k in _INFO_FIELDS})}
                 done.append(rid)
             idx.manifest["batches"][batch] = {"runs": done}
@@ -286,10 +309,11 @@ def build_index(store: Any, *, rebuild: bool = False) -> IndexReport:
     return report_
 
 
-def _write_batch(folder: Path, batch: str, store_path: Path, todo: list[tuple[str, RunInfo, list]]) -> dict[str, int]:
+def _write_batch(folder: Path, batch: str, store_path: Path,
+                 todo: list[tuple[str, RunInfo, list, list]]) -> dict[str, int]:
     """Write one batch's Parquet files (under a temporary name, renamed when complete)."""
     files, copies, names, problems = [], [], {}, []
-    for rid, _info, fp in todo:
+    for rid, _info, fp, _efp in todo:
         for name, _, _ in fp:
             scan = scan_segment(rid, store_path / "runs" / rid / name, quiet_tail=False)
             problems += scan.problems
@@ -314,4 +338,5 @@ def _write_batch(folder: Path, batch: str, store_path: Path, todo: list[tuple[st
     return {rid: int(n) for rid, n in counts}
 
 
-__all__ = ["INDEX_DIR", "Index", "IndexReport", "IndexSnapshot", "build_index", "fingerprint", "open_index"]
+__all__ = ["INDEX_DIR", "Index", "IndexReport", "IndexSnapshot", "build_index", "edits_fingerprint", "fingerprint",
+           "open_index"]
