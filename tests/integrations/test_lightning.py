@@ -17,6 +17,7 @@ import tracker  # noqa: E402
 from tracker.integrations.lightning import TrackerLogger  # noqa: E402
 
 from .conftest import metric_rows, run_script  # noqa: E402
+from .support import invoke  # noqa: E402
 
 
 class Recorder(pl.loggers.Logger):
@@ -220,3 +221,55 @@ def test_ddp_logs_once_or_per_rank(tmp_store: Path, tmp_path: Path) -> None:
     assert sorted(per_rank) == [0.0, 1.0]
     assert per_rank[0.0] == [d["loss"] for _, d in metric_rows(default.segment_paths()[0])]
     assert per_rank[0.0] != per_rank[1.0]
+
+
+def _ckpt_trainer(loggers: list[Any], root: Path, **checkpoint: Any) -> Any:
+    callback = pl.callbacks.ModelCheckpoint(dirpath=root / "ckpt", **checkpoint)
+    return trainer(loggers, root, callbacks=[callback], limit_val_batches=2)
+
+
+def test_checkpoints_logged_as_artifacts_only_when_asked(tmp_store: Path, tmp_path: Path) -> None:
+    logged, plain_logger = TrackerLogger(project="lit", log_checkpoints=True), TrackerLogger(project="lit")
+    _ckpt_trainer([logged, plain_logger], tmp_path, monitor="val/loss", save_top_k=1,
+                  save_last=True).fit(Tiny(), loader(), loader())
+
+    store = tracker.open_store()
+    assert store.run(plain_logger.version).artifacts() == []  # the default: nothing logged
+    view = store.run(logged.version)
+    arts = view.artifacts()
+    assert {a.kind for a in arts} == {"checkpoint"} and not any(a.reference for a in arts)
+    # A file logged once per content: an unchanged best checkpoint is not logged again.
+    assert len({(a.name, a.sha256) for a in arts}) == len(arts)
+    # The files left on disk (the best and last.ckpt) are the latest artifacts of their names, byte for byte.
+    on_disk = sorted(p.name for p in (tmp_path / "ckpt").iterdir())
+    assert "last.ckpt" in on_disk and len(on_disk) == 2
+    for name in on_disk:
+        with view.open_artifact(name) as f:
+            assert f.read() == (tmp_path / "ckpt" / name).read_bytes(), name
+    # Each at the global step of its save (8 batches an epoch).
+    assert {a.step for a in arts} == {8, 16}
+    for a in arts:
+        if a.name != "last.ckpt":
+            assert a.name.endswith(f"step={a.step}.ckpt")
+    assert [a.step for a in arts if a.name == "last.ckpt"] == [8, 16]
+
+
+def test_checkpoint_references_copy_nothing_and_verify(tmp_store: Path, tmp_path: Path) -> None:
+    logger = TrackerLogger(log_checkpoints=True, checkpoint_copy=False)
+    _ckpt_trainer([logger], tmp_path, save_top_k=-1).fit(Tiny(), loader(), loader())
+
+    arts = tracker.open_store().run(logger.version).artifacts()
+    files = sorted((tmp_path / "ckpt").iterdir())
+    assert sorted(a.name for a in arts) == sorted(p.name for p in files) and len(files) == 2
+    for a in arts:
+        assert a.reference and a.kind == "checkpoint"
+        assert a.path == (tmp_path / "ckpt" / a.name).absolute()
+    blobs = tmp_store / "blobs" / "sha256"
+    assert not blobs.exists() or not [p for p in blobs.rglob("*") if p.is_file()]  # no bytes copied
+    res = invoke(["verify"])
+    assert res.returncode == 0, res.stdout + res.stderr
+
+
+def test_log_checkpoints_must_be_a_bool() -> None:
+    with pytest.raises(TypeError, match="log_checkpoints expects a bool, given str 'yes'"):
+        TrackerLogger(log_checkpoints="yes")  # type: ignore[arg-type]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import math
 from pathlib import Path
 from typing import Any
@@ -126,3 +127,30 @@ def test_only_the_main_process_logs(tmp_store: Path, tmp_path: Path) -> None:
     cb.on_train_end(args, state, control)
     assert cb.run is None
     assert tracker.open_store().runs() == []
+
+
+def test_checkpoint_folders_logged_only_when_asked(tmp_store: Path, tmp_path: Path) -> None:
+    logged, plain_cb = TrackerCallback(log_checkpoints=True), TrackerCallback()
+    out = tmp_path / "out"
+    trainer = transformers.Trainer(model=tiny_bert(), args=arguments(out, save_strategy="steps", save_steps=3,
+                                                                      eval_strategy="no"),
+                                   train_dataset=Tokens(16, 1), callbacks=[logged, plain_cb])
+    trainer.train()
+
+    store = tracker.open_store()
+    assert store.run(plain_cb.run.id).artifacts() == []  # the default: nothing logged
+    view = store.run(logged.run.id)
+    arts = view.artifacts()
+    assert [(a.name, a.kind, a.step, a.folder) for a in arts] == [
+        ("checkpoint-3", "checkpoint", 3, True), ("checkpoint-6", "checkpoint", 6, True)]
+    from tracker.capture.blobs import BlobStore
+
+    for a in arts:
+        folder = out / a.name
+        files = {p.relative_to(folder).as_posix(): p for p in folder.rglob("*") if p.is_file()}
+        assert "model.safetensors" in files and "trainer_state.json" in files
+        manifest = BlobStore(tmp_store).read_manifest(a.sha256)
+        assert {e.path: e.sha256 for e in manifest.files} == {
+            rel: hashlib.sha256(p.read_bytes()).hexdigest() for rel, p in files.items()}
+        restored = view.copy_artifact(a.name, tmp_path / "restored" / a.name)
+        assert (restored / "model.safetensors").read_bytes() == files["model.safetensors"].read_bytes()

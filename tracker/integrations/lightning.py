@@ -59,15 +59,25 @@ class TrackerLogger(Logger):
         instead of global rank zero only.
     :param save_dir: where Lightning puts checkpoints and other files
         (``save_dir/name/version/checkpoints``); ``None``: the Trainer's
-        ``default_root_dir``. The store holds records only.
+        ``default_root_dir``. The store holds records only, unless
+        ``log_checkpoints`` is set.
+    :param log_checkpoints: log the checkpoints a ``ModelCheckpoint`` saves
+        (its best and last ones) as artifacts of kind ``checkpoint``, at the
+        global step; a file logged before and unchanged since is not logged again.
+    :param checkpoint_copy: copy the checkpoint's bytes into the store (the
+        default); ``False`` records a reference (path, size, sha256) only.
     """
 
     def __init__(self, project: str | None = None, name: str | None = None, *,
                  config: Mapping[str, Any] | None = None, tags: list[str] | None = None,
                  store: str | os.PathLike[str] | None = None, run_id: str | None = None,
                  resume: bool | None = None, all_ranks: bool = False,
-                 save_dir: str | os.PathLike[str] | None = None) -> None:
+                 save_dir: str | os.PathLike[str] | None = None, log_checkpoints: bool = False,
+                 checkpoint_copy: bool = True) -> None:
         super().__init__()
+        for option, value in (("log_checkpoints", log_checkpoints), ("checkpoint_copy", checkpoint_copy)):
+            if type(value) is not bool:
+                raise TypeError(f"TrackerLogger: {option} expects a bool, given {type(value).__name__} {value!r}")
         env_id = os.environ.get("TRACKER_RUN_ID")
         if run_id is None and env_id:
             run_id, resume = env_id, True
@@ -82,6 +92,10 @@ class TrackerLogger(Logger):
         self._run: Run | None = None
         self._started = False
         self._agreed = False
+        self._log_checkpoints = log_checkpoints
+        self._checkpoint_copy = checkpoint_copy
+        # checkpoint path -> (size, mtime_ns) when it was logged
+        self._logged_checkpoints: dict[str, tuple[int, int]] = {}
 
     # --- what Lightning asks ---------------------------------------------------------------
 
@@ -162,6 +176,35 @@ class TrackerLogger(Logger):
         values = scalars(metrics)
         if values:
             self._ensure_run().log(values, step=None if step is None else int(step))
+
+    def after_save_checkpoint(self, checkpoint_callback: Any) -> None:
+        """Lightning calls this after a ``ModelCheckpoint`` saved: with ``log_checkpoints``, log its files.
+
+        The callback's best and last checkpoints that exist and changed since
+        they were last logged become ``checkpoint`` artifacts named after
+        their file, at the global step of the save.
+        """
+        if not self._log_checkpoints or not self._logs_here():
+            return
+        paths: list[str] = []
+        for attr in ("best_model_path", "last_model_path"):
+            value = getattr(checkpoint_callback, attr, None)
+            if value and os.fspath(value) not in paths:
+                paths.append(os.fspath(value))
+        step = getattr(checkpoint_callback, "_last_global_step_saved", None)
+        step = int(step) if isinstance(step, int) and step >= 0 else None
+        run = self._ensure_run()
+        for path in paths:
+            try:
+                st = os.stat(path)
+            except OSError:
+                continue  # removed since (a top-k checkpoint replaced by a better one)
+            key = os.path.abspath(path)
+            stamp = (st.st_size, st.st_mtime_ns)
+            if self._logged_checkpoints.get(key) == stamp:
+                continue
+            run.log_artifact(path, os.path.basename(path), kind="checkpoint", copy=self._checkpoint_copy, step=step)
+            self._logged_checkpoints[key] = stamp
 
     def save(self) -> None:
         """Nothing to do: every record is on disk when ``log_metrics`` returns."""

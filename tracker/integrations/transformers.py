@@ -62,12 +62,23 @@ class TrackerCallback(transformers.TrainerCallback):
     :param store: the store folder (default: TRACKER_STORE, tracker.toml, ./.tracker).
     :param run_id: the run id; a fresh one by default.
     :param resume: attach to an existing run; ``None``: only when ``run_id`` is given.
+    :param log_checkpoints: on every Trainer save, log the checkpoint folder
+        ``checkpoint-<global_step>`` under ``args.output_dir`` as one folder
+        artifact of kind ``checkpoint`` at the global step.
+    :param checkpoint_copy: copy the folder's files into the store (the
+        default); ``False`` records a reference (paths, sizes, sha256) only.
     """
 
     def __init__(self, project: str | None = None, name: str | None = None, *,
                  config: Mapping[str, Any] | None = None, tags: list[str] | None = None,
                  store: str | os.PathLike[str] | None = None, run_id: str | None = None,
-                 resume: bool | None = None) -> None:
+                 resume: bool | None = None, log_checkpoints: bool = False,
+                 checkpoint_copy: bool = True) -> None:
+        for option, value in (("log_checkpoints", log_checkpoints), ("checkpoint_copy", checkpoint_copy)):
+            if type(value) is not bool:
+                raise TypeError(f"TrackerCallback: {option} expects a bool, given {type(value).__name__} {value!r}")
+        self._log_checkpoints = log_checkpoints
+        self._checkpoint_copy = checkpoint_copy
         self._args = RunArgs(project, name, config, tags, store, run_id, resume)
         self._run: Run | None = None
         self._started = False
@@ -112,6 +123,19 @@ class TrackerCallback(transformers.TrainerCallback):
             run = self._run = self._args.start(self._config, resume=self._started)
             self._started = self._reopened = True
         run.log(values, step=int(state.global_step))
+
+    def on_save(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+        """With ``log_checkpoints``: log ``<output_dir>/checkpoint-<global_step>`` as a ``checkpoint`` artifact."""
+        if not self._log_checkpoints or not state.is_world_process_zero:
+            return
+        run = self._run
+        if run is None or run.status != "running":
+            return
+        name = f"checkpoint-{int(state.global_step)}"
+        folder = os.path.join(args.output_dir, name)
+        if not os.path.isdir(folder):
+            return  # nothing was written (e.g. a save skipped by the Trainer)
+        run.log_artifact(folder, name, kind="checkpoint", copy=self._checkpoint_copy, step=int(state.global_step))
 
     def on_evaluate(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
         """After a standalone evaluation that reopened the run, finish it again."""
