@@ -41,7 +41,7 @@ __version__ = "0.1.0"
 from .wandb import ActiveProxy as _ActiveProxy
 from .wandb import UnsupportedError, init, login
 
-# W&B's module-level `config` and `summary` (issue 18): the active run's. The modules
+# W&B's module-level `config` and `summary`: the active run's. The modules
 # tracker.config and tracker.summary stay importable, and their names resolve through these.
 config = _ActiveProxy(sys.modules[__name__ + ".config"], "config")
 summary = _ActiveProxy(sys.modules[__name__ + ".summary"], "summary")

@@ -69,7 +69,7 @@ class Run:
         #: ``[next automatic step]`` of this object: one more than the largest step it or, before it
         #: started, this process wrote; advanced by the writer under its lock.
         self._steps = att.writer.next_steps()
-        # run.config / run.summary (issue 18): built on first use; a run this call did not
+        # run.config / run.summary: built on first use; a run this call did not
         # create starts from what the store holds.
         self._initial_config: dict[str, Any] | None = None
         self._config: RunConfig | None = None
@@ -330,7 +330,7 @@ class Run:
             if isinstance(error, BaseException):
                 error = _error_facts(type(error), error, error.__traceback__)
             elif error is not None:
-                error = storable(error)  # the finish event is always storable (issue 10)
+                error = storable(error)  # the finish event is always storable
             self.status = status
             self._routes = {}  # ``log`` takes no route any more: it finds the status and refuses
             if self in _active:
@@ -363,7 +363,7 @@ class Run:
             return
         try:
             self.finish("failed", _error_facts(exc_type, exc, tb))
-        except Exception as failure:  # noqa: BLE001 - the user's exception propagates, never ours (issue 10)
+        except Exception as failure:  # noqa: BLE001 - the user's exception propagates, never ours
             warnings.warn(f"tracker: run {self.id}: its failure could not be recorded: "
                           f"{type(failure).__name__}: {failure}", TrackerWarning, stacklevel=2)
 
@@ -401,7 +401,7 @@ def _error_facts(exc_type: type[BaseException], exc: BaseException | None,
     """Type, message and traceback of a failure, always storable: recording a failure never fails.
 
     An exception whose ``__str__`` raises still gets a message, and text that
-    UTF-8 cannot encode (a file name from ``os.listdir``) is escaped (issue 10).
+    UTF-8 cannot encode (a file name from ``os.listdir``) is escaped.
     """
     name = getattr(exc_type, "__name__", None)
     name = name if type(name) is str else "Exception"
@@ -431,7 +431,7 @@ def _git_commit(start: Path) -> str | None:
 def _origin() -> dict[str, Any]:
     """Where and how the run was started: host, Python, command line, folder, git commit, user.
 
-    Always storable (issue 10): command line, folder and user name may hold
+    Always storable: command line, folder and user name may hold
     bytes that are not UTF-8 (``python train.py $'caf\\xe9.csv'``); they are
     escaped, never refused.
     """
@@ -508,7 +508,7 @@ def start_run(project: str | None = None, name: str | None = None, *, config: di
     paths = nonfinite_paths(config_data)
     if paths:
         # Where the config's NaN and infinities are: the line holds them as the store's strings, which
-        # readers turn back into floats there only, so that a str "NaN" stays a str (issue 10).
+        # readers turn back into floats there only, so that a str "NaN" stays a str.
         meta["config_nonfinite"] = paths
     if notes is not None:
         meta["notes"] = notes
@@ -526,7 +526,7 @@ def start_run(project: str | None = None, name: str | None = None, *, config: di
 
 
 def _start_sampler(run: Run, system_metrics: bool | float | None, host: Host) -> Any:
-    """The run's system sampler (issue 17), or ``None``: off, nothing to sample, or it cannot start."""
+    """The run's system sampler, or ``None``: off, nothing to sample, or it cannot start."""
     if system_metrics is False or (system_metrics is None and not host.config.system_enabled):
         return None
     try:

@@ -66,7 +66,7 @@ def metric_columns(segments: Iterable[tuple[str, Iterable[list[bytes]]]],
         dtype = np.int64 if k == "step" else np.float64
         merged[k] = np.concatenate([c[k] if k in c else np.full(n, MISSING, dtype) for c, n in parts])
     # Log order, as merge_log_order: each segment's running maximum of time as the key, so that a
-    # writer's clock stepping back never reorders its own records (issue 10); ties: earlier segment.
+    # writer's clock stepping back never reorders its own records; ties: earlier segment.
     keys = np.concatenate([np.maximum.accumulate(c["time"]) for c, _ in parts])
     order = np.argsort(keys, kind="stable")
     return {k: v[order] for k, v in merged.items()}, int(order.size)

@@ -293,8 +293,8 @@ def shape_problem(ev: dict[str, Any]) -> str | None:
 
     A line can be sound JSON with a correct checksum and still not be an
     event of this format (another tool's bug, a hand edit whose checksum was
-    recomputed); readers report it as corrupt instead of failing on it
-    (issue 10). Checked: the types of ``v``, ``kind``, ``w``, ``seq``,
+    recomputed); readers report it as corrupt instead of failing on it.
+    Checked: the types of ``v``, ``kind``, ``w``, ``seq``,
     ``time`` (a number), ``data`` (an object); a record's ``schema`` (str)
     and ``step`` (int); a ``metrics`` record's values (numbers, or the
     strings of non-finite ones); the data fields readers use of lifecycle
@@ -359,7 +359,7 @@ class LineChunks:
     Memory stays flat whatever the file's size. The file is open only while
     a chunk is read, and reopened at the next offset for the next chunk, so
     a merge of any number of segments holds at most one file open at a time
-    whatever the open-file limit (issue 10). After iterating, ``rest`` holds
+    whatever the open-file limit. After iterating, ``rest`` holds
     a last line without its newline (a torn write, or one in progress),
     which is never yielded, and ``lines`` counts the lines yielded.
 

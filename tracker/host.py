@@ -57,7 +57,7 @@ class Host:
         """Call the hook of ``caller`` (e.g. ``host.pm.hook.tracker_schemas``) of each plugin on its own.
 
         In pluggy's order: ``tryfirst`` implementations first, ``trylast``
-        ones last, the others the plugin loaded last first (issue 10). What
+        ones last, the others the plugin loaded last first. What
         they return is collected in load order (built-ins first), so that a
         name offered twice stays with the plugin loaded first, whatever the
         markers. A plugin that raises is reported broken and the others still

@@ -17,8 +17,6 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import attrs
-
 from .bus import TrackerWarning
 from .errors import RunNotFound, StoreError, TrackerError
 from .format import (
@@ -29,7 +27,6 @@ from .format import (
     RECORD,
     RECORD_SCHEMA_MARK,
     RUN_ID_RE,
-    RUN_STARTED,
     LineChunks,
     LineError,
     check_run_id,
@@ -37,12 +34,10 @@ from .format import (
     iter_lines,
     merge_chunk,
     parse_line,
-    restore_nonfinite,
 )
 from .records import Problem, Record, RunInfo
-from .schema import fn_takes_run
-from .segment import Segment, read_segment, run_status, segment_paths
-from .summary import Summary, Table
+from .segment import Segment, read_run_info, read_segment, segment_paths
+from .summary import Summary, Table, summarize_run
 
 if TYPE_CHECKING:
     import duckdb
@@ -163,7 +158,7 @@ class Store(_UsesHost):
         from .query.sql import query as run_query
 
         return run_query(self, query, use_index=use_index)
-    # --- changes after the fact (issue 18): appended events and whole-folder renames -----------
+    # --- changes after the fact: appended events and whole-folder renames -----------
 
     def tag(self, runs: str | Iterable[str], add: Iterable[str] = (), remove: Iterable[str] = ()) -> list[RunInfo]:
         """Add and remove tags of runs (ids, prefixes or names); returns their infos after the edit.
@@ -246,7 +241,7 @@ def merge_log_order(sources: Sequence[Iterable[Record]], tops: list[float] | Non
     Within a segment, file order: the writer's sequence, whatever its clock
     did. Across segments, by time, where a segment's time is the largest its
     writer's clock has shown so far, so that a clock stepping back (NTP, a
-    resumed virtual machine) never reorders a writer's own records (issue 10);
+    resumed virtual machine) never reorders a writer's own records;
     ties go to the earlier segment. :func:`tracker.columns.metric_columns`
     orders columns by the same rule.
 
@@ -278,14 +273,6 @@ def open_store(path: str | os.PathLike[str] | None = None) -> Store | TeamStore:
 
         return open_team_store(target)
     return Store(path)
-
-
-def _system_totals(parts: list[dict[str, Any]]) -> dict[str, Any]:
-    if len(parts) <= 1:
-        return dict(parts[0]) if parts else {}
-    from .capture.system import combine_totals  # several writers sampled: combine their figures
-
-    return combine_totals(parts)
 
 
 class RunView(_UsesHost):
@@ -338,62 +325,7 @@ class RunView(_UsesHost):
         return self.host.config.heartbeat_timeout
 
     def _read_info(self) -> RunInfo:
-        segs = self.segments()
-        timeout = self._timeout
-        start = next((s.header for s in segs if s.header and s.header["kind"] == RUN_STARTED), None)
-        meta = start["data"] if start else {}
-        writers = []
-        records = 0
-        last_step = None
-        last_metrics: dict[str, Any] = {}
-        system: list[dict[str, Any]] = []
-        ended = []
-        for s in segs:
-            if s.header is None and s.last is None:
-                continue
-            began = (s.header or s.last or {}).get("time") or s.mtime
-            fin = s.finish
-            if fin is not None:
-                d = fin.get("data") or {}
-                status = d.get("status", "finished")
-                end = fin["time"]
-                records += int(d.get("records") or 0)
-                step = d.get("max_step")
-                metrics = decode_nonfinite(d.get("last") or {})
-                if d.get("system"):
-                    system.append(d["system"])
-            else:
-                status = "running" if s.alive(timeout) else "crashed"
-                end = (s.last or {}).get("time") or s.mtime
-                records += sum(1 for e in s.tail if e.get("kind") == RECORD) if s.last is None else max(
-                    0, int(s.last.get("seq", 1)) - 1)
-                steps = [e["step"] for e in s.tail if e.get("kind") == RECORD and isinstance(e.get("step"), int)]
-                step = max(steps) if steps else None
-                metrics = {}
-                for e in s.tail:
-                    if e.get("kind") == RECORD and e.get("schema") == METRICS:
-                        metrics.update(decode_nonfinite(e.get("data") or {}))
-            if step is not None and (last_step is None or step > last_step):
-                last_step = step
-            writers.append((began, end, status, fin))
-            last_metrics.update(metrics)
-            ended.append(end)
-        status, error = run_status(writers)
-        # Edits (tag, rename, note, config, summary) live in segments of their own, apart from the
-        # writers' (issue 18): they change the labels, never the status or the counts.
-        from .lifecycle.edits import apply_edits, read_edits
-
-        config = restore_nonfinite(meta.get("config") or {}, meta.get("config_nonfinite"))
-        notes = meta.get("notes") if isinstance(meta.get("notes"), str) else None
-        edited = apply_edits(meta.get("name"), meta.get("tags") or [], notes, config,
-                             read_edits(self.path, self._warn))
-        return RunInfo(
-            id=self.id, name=edited.name, project=meta.get("project"), status=status,
-            created_at=start["time"] if start else (min(w[0] for w in writers) if writers else None),
-            ended_at=max(ended) if ended else None, config=edited.config,
-            tags=edited.tags, error=error, env=meta.get("env") or {}, writers=len(writers),
-            records=records, last_step=last_step, last_metrics=last_metrics, notes=edited.notes,
-            summary=edited.summary, system=_system_totals(system))
+        return read_run_info(self.path, self.id, self.segments(), self._timeout, self._warn)
 
     def max_step(self) -> int | None:
         """The largest step of the run, exact (scans segments whose writer never finished)."""
@@ -463,7 +395,7 @@ class RunView(_UsesHost):
         """Every record (of one schema), in log order (see :func:`merge_log_order`)."""
         quiet = self._quiet()
         paths = self.segment_paths()
-        # Any number of segments within bounded memory and open files (issue 10): LineChunks opens a file
+        # Any number of segments within bounded memory and open files: LineChunks opens a file
         # only while it reads a chunk, and a merge of many segments reads smaller chunks.
         chunk = merge_chunk(len(paths))
         gens = [self._segment_records(p, schema, quiet, chunk) for p in paths]
@@ -549,25 +481,4 @@ class RunView(_UsesHost):
 
         A summarizer that raises gives a summary that says so instead of stopping the others.
         """
-        names = [schema] if schema is not None else self.schemas()
-        out = []
-        for name in names:
-            sums = self.host.summarizers_for(name)
-            if not sums:
-                continue
-            table = self.table(name)
-            if not len(table):
-                continue
-            for s in sums:
-                try:
-                    result = s.fn(table, self) if fn_takes_run(s.fn) else s.fn(table)
-                    if not isinstance(result, Summary):
-                        raise TypeError(f"returned {type(result).__name__}, expected tracker.Summary")
-                    out.append(attrs.evolve(result, summarizer=s.name, schema=name))
-                except Exception as exc:  # noqa: BLE001 - one failing summarizer never hides the others
-                    owner = self.host.summarizer_owner.get(s.name)
-                    warnings.warn(f"tracker: plugin {owner!r}: summarizer {s.name} raised "
-                                  f"{type(exc).__name__}: {exc}", TrackerWarning, stacklevel=2)
-                    out.append(Summary(f"{s.name} failed", [], notes=(f"{type(exc).__name__}: {exc}",),
-                                       summarizer=s.name, schema=name))
-        return out
+        return summarize_run(self, schema)

@@ -18,14 +18,26 @@ from typing import Any
 import attrs
 
 from .errors import StoreError
-from .format import RUN_FINISHED, RUN_STARTED, SEGMENT_SUFFIX, WRITER_STARTED, LineError, parse_line
+from .format import (
+    METRICS,
+    RECORD,
+    RUN_FINISHED,
+    RUN_STARTED,
+    SEGMENT_SUFFIX,
+    WRITER_STARTED,
+    LineError,
+    decode_nonfinite,
+    parse_line,
+    restore_nonfinite,
+)
+from .records import Problem, RunInfo
 from .values import storable_text
 
 _SEVERITY = {"finished": 0, "failed": 1, "crashed": 2}
 
 
 def hostname() -> str:
-    """This machine's name, as writers record it (bytes UTF-8 cannot encode escaped, issue 10)."""
+    """This machine's name, as writers record it (bytes UTF-8 cannot encode escaped)."""
     return storable_text(socket.gethostname())
 
 
@@ -60,7 +72,7 @@ def pid_alive(pid: int, start: str | None) -> bool:
     """Whether process ``pid`` on this host still runs and is the same process.
 
     A zombie (killed or exited, not yet reaped by its parent, as in a container
-    without an init process) answers ``kill(pid, 0)`` but is gone (issue 10).
+    without an init process) answers ``kill(pid, 0)`` but is gone.
     """
     try:
         os.kill(pid, 0)
@@ -158,7 +170,7 @@ def _first_line(fd: int, size: int) -> bytes | None:
             return data[:end]
         if len(data) >= size:
             return None
-        want *= 4  # a long first line (a large config) is read whole, however long (issue 10)
+        want *= 4  # a long first line (a large config) is read whole, however long
 
 
 def read_segment(path: Path) -> Segment:
@@ -224,7 +236,7 @@ def run_status(writers: list[tuple[float, float, str, dict | None]]) -> tuple[st
     Running if any writer runs. Otherwise a writer is superseded by another
     that started after it ended (a resume); of the others the worst status
     wins: crashed, then failed, then finished. Times come from the writers'
-    clocks, which may step (issue 10): a writer never supersedes itself, and
+    clocks, which may step: a writer never supersedes itself, and
     if every writer seems superseded, all of them count.
     """
     if not writers:
@@ -238,3 +250,76 @@ def run_status(writers: list[tuple[float, float, str, dict | None]]) -> tuple[st
         error = (worst[3].get("data") or {}).get("error")
     return worst[2], error
 
+
+
+def _writer_figures(seg: Segment, timeout: float | Callable[[], float]) -> tuple[str, float, int, int | None,
+                                                                               dict[str, Any]]:
+    """One writer's status, end time, record count, largest step and last metrics, from its two ends.
+
+    A finished writer's finish event holds them all; of a running or crashed
+    one they come from its last lines (its last ``seq`` counts its records).
+    """
+    fin = seg.finish
+    if fin is not None:
+        d = fin.get("data") or {}
+        return (d.get("status", "finished"), fin["time"], int(d.get("records") or 0), d.get("max_step"),
+                decode_nonfinite(d.get("last") or {}))
+    records = [e for e in seg.tail if e.get("kind") == RECORD]
+    count = len(records) if seg.last is None else max(0, int(seg.last.get("seq", 1)) - 1)
+    steps = [e["step"] for e in records if isinstance(e.get("step"), int)]
+    metrics: dict[str, Any] = {}
+    for e in records:
+        if e.get("schema") == METRICS:
+            metrics.update(decode_nonfinite(e.get("data") or {}))
+    return ("running" if seg.alive(timeout) else "crashed", (seg.last or {}).get("time") or seg.mtime, count,
+            max(steps) if steps else None, metrics)
+
+
+def read_run_info(path: Path, run_id: str, segs: list[Segment], timeout: float | Callable[[], float],
+                  warn: Callable[[Problem], None]) -> RunInfo:
+    """A run's info from its segments' two ends and its edits: status, times, counts, labels.
+
+    :param timeout: as for :meth:`Segment.alive`.
+    :param warn: called with each damaged line of the run's edits.
+    """
+    start = next((s.header for s in segs if s.header and s.header["kind"] == RUN_STARTED), None)
+    meta = start["data"] if start else {}
+    writers = []
+    records = 0
+    last_step = None
+    last_metrics: dict[str, Any] = {}
+    system: list[dict[str, Any]] = []
+    for s in segs:
+        if s.header is None and s.last is None:
+            continue
+        status, end, count, step, metrics = _writer_figures(s, timeout)
+        records += count
+        if step is not None and (last_step is None or step > last_step):
+            last_step = step
+        last_metrics.update(metrics)
+        if s.finish is not None and (s.finish.get("data") or {}).get("system"):
+            system.append(s.finish["data"]["system"])
+        writers.append(((s.header or s.last or {}).get("time") or s.mtime, end, status, s.finish))
+    status, error = run_status(writers)
+    # Edits (tag, rename, note, config, summary) live in segments of their own, apart from the
+    # writers': they change the labels, never the status or the counts.
+    from .lifecycle.edits import apply_edits, read_edits
+
+    config = restore_nonfinite(meta.get("config") or {}, meta.get("config_nonfinite"))
+    notes = meta.get("notes") if isinstance(meta.get("notes"), str) else None
+    edited = apply_edits(meta.get("name"), meta.get("tags") or [], notes, config, read_edits(path, warn))
+    return RunInfo(
+        id=run_id, name=edited.name, project=meta.get("project"), status=status,
+        created_at=start["time"] if start else (min(w[0] for w in writers) if writers else None),
+        ended_at=max(w[1] for w in writers) if writers else None, config=edited.config,
+        tags=edited.tags, error=error, env=meta.get("env") or {}, writers=len(writers),
+        records=records, last_step=last_step, last_metrics=last_metrics, notes=edited.notes,
+        summary=edited.summary, system=_system_totals(system))
+
+
+def _system_totals(parts: list[dict[str, Any]]) -> dict[str, Any]:
+    if len(parts) <= 1:
+        return dict(parts[0]) if parts else {}
+    from .capture.system import combine_totals  # several writers sampled: combine their figures
+
+    return combine_totals(parts)

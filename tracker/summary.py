@@ -172,3 +172,39 @@ def _column(values: list[Any], kind: str) -> Any:
     if kind == "b" and all(type(v) is bool for v in values):
         return np.array(values, dtype=bool)
     return values
+
+
+def summarize_run(run: Any, schema: str | None = None) -> list[Summary]:
+    """Every summary of every schema a run holds (or of one schema), in that order.
+
+    ``run`` is any reader with ``host``, ``schemas()`` and ``table(name)``
+    (a run of a folder store or of the team database). A summarizer that
+    raises gives a summary that says so instead of stopping the others.
+    """
+    import warnings
+
+    from .bus import TrackerWarning
+    from .schema import fn_takes_run
+
+    names = [schema] if schema is not None else run.schemas()
+    out = []
+    for name in names:
+        sums = run.host.summarizers_for(name)
+        if not sums:
+            continue
+        table = run.table(name)
+        if not len(table):
+            continue
+        for s in sums:
+            try:
+                result = s.fn(table, run) if fn_takes_run(s.fn) else s.fn(table)
+                if not isinstance(result, Summary):
+                    raise TypeError(f"returned {type(result).__name__}, expected tracker.Summary")
+                out.append(attrs.evolve(result, summarizer=s.name, schema=name))
+            except Exception as exc:  # noqa: BLE001 - one failing summarizer never hides the others
+                owner = run.host.summarizer_owner.get(s.name)
+                warnings.warn(f"tracker: plugin {owner!r}: summarizer {s.name} raised "
+                              f"{type(exc).__name__}: {exc}", TrackerWarning, stacklevel=3)
+                out.append(Summary(f"{s.name} failed", [], notes=(f"{type(exc).__name__}: {exc}",),
+                                   summarizer=s.name, schema=name))
+    return out

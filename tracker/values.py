@@ -251,7 +251,7 @@ def storable_text(text: str) -> str:
     Bytes that arrived undecodable (``sys.argv``, ``os.getcwd()``,
     ``os.listdir()`` and host names hold them as surrogate escapes) become
     ``\\xe9``; other lone surrogates become ``\\ud800``. Everything else is
-    kept as it is (issue 10).
+    kept as it is.
     """
     try:
         text.encode("utf-8")

@@ -173,7 +173,7 @@ class SegmentWriter:
     def take_step(self, steps: list[int], step: int | None) -> tuple[int, int]:
         """The step of a record about to be written, ``steps`` advanced past it: ``(step, steps before)``.
 
-        ``step=None`` takes the next of ``steps``, which no other call gets (issue 10, item 6).
+        ``step=None`` takes the next of ``steps``, which no other call gets.
         """
         with self.lock:
             before = steps[0]
@@ -231,7 +231,7 @@ class SegmentWriter:
         A KeyboardInterrupt may land after ``os.write`` returned and before
         the counts were taken: they are taken here if the line is in the file,
         so that the next line never reuses a sequence number and the finish
-        event counts every record (issue 10, item 4). The counts are one
+        event counts every record. The counts are one
         tuple, replaced by one store; the rest may safely run twice.
 
         :param steps: the caller's counter of automatic steps, advanced past ``step``.

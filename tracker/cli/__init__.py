@@ -72,7 +72,7 @@ class CliContext:
         if self._store is None:
             raw = self._store_path if self._store_path is not None else os.environ.get("TRACKER_STORE")
             if raw is not None and str(raw).startswith(("postgresql://", "postgres://")):
-                # The team database (issue 14): the same reading API over PostgreSQL.
+                # The team database: the same reading API over PostgreSQL.
                 from ..query.team import open_team_store
 
                 self._store = open_team_store(str(raw), host=self._host if self._host is not None

@@ -17,7 +17,7 @@ def when(ts: float | None) -> str:
         return "-"
     try:
         return _dt.datetime.fromtimestamp(ts).strftime("%Y-%m-%d %H:%M:%S")
-    except (OverflowError, OSError, ValueError):  # a writer's clock far off (issue 10): shown, never fatal
+    except (OverflowError, OSError, ValueError):  # a writer's clock far off: shown, never fatal
         return f"{ts:.6g} s"
 
 

@@ -10,7 +10,6 @@ faster columnar path of their own.
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
@@ -101,33 +100,9 @@ class RecordsRunMixin:
 
         A summarizer that raises gives a summary that says so instead of stopping the others.
         """
-        import attrs
+        from ..summary import summarize_run
 
-        from ..bus import TrackerWarning
-        from ..schema import fn_takes_run
-
-        names = [schema] if schema is not None else self.schemas()
-        out = []
-        for name in names:
-            sums = self.host.summarizers_for(name)
-            if not sums:
-                continue
-            table = self.table(name)
-            if not len(table):
-                continue
-            for s in sums:
-                try:
-                    result = s.fn(table, self) if fn_takes_run(s.fn) else s.fn(table)
-                    if not isinstance(result, Summary):
-                        raise TypeError(f"returned {type(result).__name__}, expected tracker.Summary")
-                    out.append(attrs.evolve(result, summarizer=s.name, schema=name))
-                except Exception as exc:  # noqa: BLE001 - one failing summarizer never hides the others
-                    owner = self.host.summarizer_owner.get(s.name)
-                    warnings.warn(f"tracker: plugin {owner!r}: summarizer {s.name} raised "
-                                  f"{type(exc).__name__}: {exc}", TrackerWarning, stacklevel=2)
-                    out.append(Summary(f"{s.name} failed", [], notes=(f"{type(exc).__name__}: {exc}",),
-                                       summarizer=s.name, schema=name))
-        return out
+        return summarize_run(self, schema)
 
 
 __all__ = ["RecordsRunMixin", "RunReader", "StoreReader"]

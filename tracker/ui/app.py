@@ -211,7 +211,7 @@ def _blob(api: Api, request: Request) -> Response:
 
     Only a blob that one of the run's records names is served, from its
     content address inside the store, after its bytes were hashed and found
-    equal to that name (issue 17): an unknown hash is a 404, a damaged or
+    equal to that name: an unknown hash is a 404, a damaged or
     missing blob a 500 naming it. ``download=1`` asks the browser to save it.
     """
     from ..capture.web import checked_blob
