@@ -126,20 +126,9 @@ class Store(_UsesHost):
 
         :raises RunNotFound: no match, or several (the message lists them).
         """
-        if not isinstance(ref, str) or not ref:
-            raise RunNotFound(f"no run {ref!r}: expected a run id or a unique prefix of one")
-        ids = self.run_ids()
-        if ref in ids:
-            return RunView(self.path, ref, host=self._host)
-        matches = [i for i in ids if i.startswith(ref)] if RUN_ID_RE.match(ref) else []
-        if not matches:
-            matches = [i for i in ids if self._name_of(i) == ref]
-        if len(matches) == 1:
-            return RunView(self.path, matches[0], host=self._host)
-        if not matches:
-            raise RunNotFound(f"no run matches {ref!r} in store {self.path}")
-        shown = ", ".join(matches[:10]) + (" ..." if len(matches) > 10 else "")
-        raise RunNotFound(f"{ref!r} is ambiguous: {len(matches)} runs match ({shown})", matches)
+        run_id = resolve_run_ref(ref, self.run_ids(), lambda ids: [i for i in ids if self._name_of(i) == ref],
+                                 f"store {self.path}")
+        return RunView(self.path, run_id, host=self._host)
 
     def _name_of(self, run_id: str) -> str | None:
         """The run's name, or ``None`` for a run that cannot be read (it never hides a match)."""
@@ -260,6 +249,29 @@ def merge_log_order(sources: Sequence[Iterable[Record]], tops: list[float] | Non
 
     for _, _, rec in heapq.merge(*(keyed(i, src) for i, src in enumerate(sources))):
         yield rec
+
+
+def resolve_run_ref(ref: str, ids: list[str], named: Callable[[list[str]], list[str]], where: str) -> str:
+    """The run id that ``ref`` names: an id, else the unique id it starts (like git), else a unique name.
+
+    :param named: gives the ids (of those given) whose run is named ``ref``;
+        asked only when no id matches.
+    :param where: the store, for the messages.
+    :raises RunNotFound: no match, or several (the message lists them).
+    """
+    if not isinstance(ref, str) or not ref:
+        raise RunNotFound(f"no run {ref!r}: expected a run id or a unique prefix of one")
+    if ref in ids:
+        return ref
+    matches = [i for i in ids if i.startswith(ref)] if RUN_ID_RE.match(ref) else []
+    if not matches:
+        matches = named(ids)
+    if len(matches) == 1:
+        return matches[0]
+    if not matches:
+        raise RunNotFound(f"no run matches {ref!r} in {where}")
+    shown = ", ".join(matches[:10]) + (" ..." if len(matches) > 10 else "")
+    raise RunNotFound(f"{ref!r} is ambiguous: {len(matches)} runs match ({shown})", matches)
 
 
 def open_store(path: str | os.PathLike[str] | None = None) -> Store | TeamStore:

@@ -214,14 +214,15 @@ def has_str(tp: Any) -> bool:
     return any(has_str(a) for a in typing.get_args(tp))
 
 
-def _holds_special(v: Any) -> bool:
+def holds_special(v: Any) -> bool:
+    """Whether ``v`` (a JSON value) holds a string that readers would take for a non-finite float."""
     t = type(v)
     if t is str:
         return v in SPECIAL_IN
     if t is list:
-        return any(_holds_special(x) for x in v)
+        return any(holds_special(x) for x in v)
     if t is dict:
-        return any(_holds_special(x) for x in v.values())
+        return any(holds_special(x) for x in v.values())
     return False
 
 
@@ -235,7 +236,7 @@ def without_special_strings(check: Callable[[Any], Any]) -> Callable[[Any], Any]
 
     def check_no_special(v: Any) -> Any:
         out = check(v)
-        if _holds_special(out):
+        if holds_special(out):
             raise BadValue("no str 'NaN', 'Infinity' or '-Infinity' where a float may stand "
                        "(the store writes non-finite floats so)")
         return out

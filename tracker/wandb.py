@@ -68,9 +68,49 @@ def unsupported(name: str, owner: str = "tracker") -> UnsupportedError:
                             f"{UNSUPPORTED[name]} (see docs/wandb.md)")
 
 
-# --- run.config ---------------------------------------------------------------------------------
+# --- run.config, run.summary --------------------------------------------------------------------
 
-class RunConfig:
+class _ReadsAsDict:
+    """Dict reads (``[k]``, ``in``, iteration, ``len``, ``get``, ``keys``, ``values``, ``items``,
+    ``as_dict``) over the dict that ``_mapping()`` gives."""
+
+    def _mapping(self) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def __getitem__(self, key: str) -> Any:
+        return self._mapping()[key]
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._mapping()
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._mapping())
+
+    def __len__(self) -> int:
+        return len(self._mapping())
+
+    def get(self, key: str, default: Any = None) -> Any:
+        """The value of ``key``, or ``default``."""
+        return self._mapping().get(key, default)
+
+    def keys(self) -> Any:
+        """The keys."""
+        return self._mapping().keys()
+
+    def values(self) -> Any:
+        """The values."""
+        return self._mapping().values()
+
+    def items(self) -> Any:
+        """The ``(key, value)`` pairs."""
+        return self._mapping().items()
+
+    def as_dict(self) -> dict[str, Any]:
+        """A copy as a plain dict."""
+        return dict(self._mapping())
+
+
+class RunConfig(_ReadsAsDict):
     """A run's config with attribute and item access; changes are appended as edit events.
 
     ``run.config.lr``, ``run.config["lr"]``, ``run.config.update({"bs": 64})``,
@@ -111,48 +151,17 @@ class RunConfig:
     def __setattr__(self, name: str, value: Any) -> None:
         self._write({name: value})
 
-    def __getitem__(self, key: str) -> Any:
-        return self._values[key]
+    def _mapping(self) -> dict[str, Any]:
+        return self._values
 
     def __setitem__(self, key: str, value: Any) -> None:
         self._write({key: value})
-
-    def __contains__(self, key: object) -> bool:
-        return key in self._values
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._values)
-
-    def __len__(self) -> int:
-        return len(self._values)
-
-    def get(self, key: str, default: Any = None) -> Any:
-        """The value of ``key``, or ``default``."""
-        return self._values.get(key, default)
-
-    def keys(self) -> Any:
-        """The keys."""
-        return self._values.keys()
-
-    def values(self) -> Any:
-        """The values."""
-        return self._values.values()
-
-    def items(self) -> Any:
-        """The ``(key, value)`` pairs."""
-        return self._values.items()
-
-    def as_dict(self) -> dict[str, Any]:
-        """A copy as a plain dict."""
-        return dict(self._values)
 
     def __repr__(self) -> str:
         return f"RunConfig({self._values!r})"
 
 
-# --- run.summary --------------------------------------------------------------------------------
-
-class RunSummary:
+class RunSummary(_ReadsAsDict):
     """A run's summary: values set with ``run.summary[key] = value``, appended as edit events.
 
     Reading a key that was never set gives the last logged value of that
@@ -163,7 +172,8 @@ class RunSummary:
         object.__setattr__(self, "_run", run)
         object.__setattr__(self, "_values", dict(values))
 
-    def _merged(self) -> dict[str, Any]:
+    def _mapping(self) -> dict[str, Any]:
+        # keys never set read the last logged value of that metric
         return {**self._run._last_metrics(), **self._values}
 
     def update(self, values: Mapping[str, Any] | None = None, **more: Any) -> None:
@@ -175,9 +185,6 @@ class RunSummary:
             write_edit(self._run.path, {"summary": data}, fsync=_fsync(self._run))
             self._values.update(data)
 
-    def __getitem__(self, key: str) -> Any:
-        return self._merged()[key]
-
     def __setitem__(self, key: str, value: Any) -> None:
         self.update({key: value})
 
@@ -185,40 +192,15 @@ class RunSummary:
         if name.startswith("__"):
             raise AttributeError(name)
         try:
-            return self._merged()[name]
+            return self._mapping()[name]
         except KeyError:
             raise AttributeError(f"run summary has no key {name!r}") from None
 
     def __setattr__(self, name: str, value: Any) -> None:
         self.update({name: value})
 
-    def __contains__(self, key: object) -> bool:
-        return key in self._merged()
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._merged())
-
-    def __len__(self) -> int:
-        return len(self._merged())
-
-    def get(self, key: str, default: Any = None) -> Any:
-        """The value of ``key`` (set, else last logged), or ``default``."""
-        return self._merged().get(key, default)
-
-    def keys(self) -> Any:
-        """The keys set or logged."""
-        return self._merged().keys()
-
-    def items(self) -> Any:
-        """The ``(key, value)`` pairs, set values over last logged ones."""
-        return self._merged().items()
-
-    def as_dict(self) -> dict[str, Any]:
-        """A copy as a plain dict."""
-        return self._merged()
-
     def __repr__(self) -> str:
-        return f"RunSummary({self._merged()!r})"
+        return f"RunSummary({self._mapping()!r})"
 
 
 def _fsync(run: Run) -> bool:
@@ -331,7 +313,7 @@ def login(*args: Any, **kwargs: Any) -> bool:
 
 # --- tracker.config, tracker.summary -----------------------------------------------------------
 
-class ActiveProxy:
+class ActiveProxy(_ReadsAsDict):
     """``tracker.config`` / ``tracker.summary``: the active run's ``config`` / ``summary``, as in W&B.
 
     The modules of the same names (:mod:`tracker.config`, :mod:`tracker.summary`)
@@ -342,6 +324,9 @@ class ActiveProxy:
     def __init__(self, module: Any, what: str) -> None:
         object.__setattr__(self, "_module", module)
         object.__setattr__(self, "_what", what)
+
+    def _mapping(self) -> dict[str, Any]:
+        return self._target()._mapping()
 
     def _target(self, required: bool = True) -> Any:
         from .api import current_run
@@ -366,9 +351,6 @@ class ActiveProxy:
     def __setattr__(self, name: str, value: Any) -> None:
         setattr(self._target(), name, value)
 
-    def __getitem__(self, key: str) -> Any:
-        return self._target()[key]
-
     def __setitem__(self, key: str, value: Any) -> None:
         self._target()[key] = value
 
@@ -376,31 +358,9 @@ class ActiveProxy:
         target = self._target(required=False)
         return target is not None and key in target
 
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._target())
-
-    def __len__(self) -> int:
-        return len(self._target())
-
     def update(self, *args: Any, **kwargs: Any) -> None:
         """``update`` of the active run's config or summary."""
         self._target().update(*args, **kwargs)
-
-    def get(self, key: str, default: Any = None) -> Any:
-        """``get`` of the active run's config or summary."""
-        return self._target().get(key, default)
-
-    def keys(self) -> Any:
-        """``keys`` of the active run's config or summary."""
-        return self._target().keys()
-
-    def items(self) -> Any:
-        """``items`` of the active run's config or summary."""
-        return self._target().items()
-
-    def as_dict(self) -> dict[str, Any]:
-        """A copy of the active run's config or summary."""
-        return self._target().as_dict()
 
     def __repr__(self) -> str:
         target = self._target(required=False)

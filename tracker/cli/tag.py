@@ -31,10 +31,10 @@ def tag_cmd(obj: CliContext, runs: tuple[str, ...], add: tuple[str, ...], remove
       tracker tag 3f2a 9c1e --remove draft
       tracker tag 3f2a
     """
-    from ..lifecycle.edits import _views, tag_runs
+    from ..lifecycle.edits import named_views, tag_runs
 
     store = obj.store
-    infos = tag_runs(store, runs, add, remove) if add or remove else [v.info for v in _views(store, runs)]
+    infos = tag_runs(store, runs, add, remove) if add or remove else [v.info for v in named_views(store, runs)]
     if fmt == "json":
         click.echo(dumps([{"id": i.id, "short_id": obj.short(i.id), "name": i.name, "tags": i.tags}
                           for i in infos]))

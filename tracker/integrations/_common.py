@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import functools
 import importlib
 import numbers
 import os
 import secrets
 from argparse import Namespace
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import PurePath
 from types import ModuleType
 from typing import Any
@@ -194,3 +195,36 @@ class RunArgs:
                         run_id=self.run_id, resume=resume or self.resume)
         self.run_id = run.id
         return run
+
+
+def close_run(run: Run | None, exc: BaseException | None = None) -> None:
+    """Finish ``run`` if it still runs: ``finished``, or ``failed`` with ``exc`` when one is given."""
+    if run is not None and run.status == "running":
+        if exc is None:
+            run.finish("finished")
+        else:
+            run.finish("failed", exc)
+
+
+def on_exception(fn: Callable[..., Any], handler: Callable[[BaseException], None]) -> Callable[..., Any]:
+    """``fn`` wrapped so that an exception it raises is first given to ``handler``, then propagates.
+
+    For frameworks without an exception hook: the run is marked failed before
+    the user sees the exception.
+    """
+    @functools.wraps(fn)
+    def guarded(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except BaseException as exc:
+            handler(exc)
+            raise
+
+    return guarded
+
+
+def check_flags(owner: str, **flags: Any) -> None:
+    """Raise TypeError naming ``owner``'s option when one of ``flags`` is not a bool."""
+    for option, value in flags.items():
+        if type(value) is not bool:
+            raise TypeError(f"{owner}: {option} expects a bool, given {type(value).__name__} {value!r}")

@@ -15,12 +15,11 @@ what to install.
 
 from __future__ import annotations
 
-import functools
 import os
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from ._common import RunArgs, plain, require, scalars
+from ._common import RunArgs, close_run, on_exception, plain, require, scalars
 
 keras = require("keras", "keras", "tracker.integrations.keras")
 
@@ -144,25 +143,12 @@ class TrackerCallback(keras.callbacks.Callback):
             self._wrapped = None
             if getattr(model, "train_function", None) is not train:
                 model.train_function = train
-        run = self._run
-        if run is not None and run.status == "running":
-            if exc is None:
-                run.finish("finished")
-            else:
-                run.finish("failed", exc)
+        close_run(self._run, exc)
 
     def _guard(self, train: Callable[..., Any]) -> Callable[..., Any]:
         # Keras has no exception hook: the training step is wrapped while fit runs,
         # so that an exception marks the run failed before it propagates.
-        @functools.wraps(train)
-        def guarded(*args: Any, **kwargs: Any) -> Any:
-            try:
-                return train(*args, **kwargs)
-            except BaseException as exc:
-                self._finish(exc)
-                raise
-
-        return guarded
+        return on_exception(train, self._finish)
 
 
 def _learning_rate(optimizer: Any) -> Any:

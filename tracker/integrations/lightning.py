@@ -23,7 +23,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ._common import RunArgs, new_run_id, plain, require, scalars
+from ._common import RunArgs, check_flags, new_run_id, plain, require, scalars
 
 require("lightning.pytorch", "lightning", "tracker.integrations.lightning")
 
@@ -75,9 +75,7 @@ class TrackerLogger(Logger):
                  save_dir: str | os.PathLike[str] | None = None, log_checkpoints: bool = False,
                  checkpoint_copy: bool = True) -> None:
         super().__init__()
-        for option, value in (("log_checkpoints", log_checkpoints), ("checkpoint_copy", checkpoint_copy)):
-            if type(value) is not bool:
-                raise TypeError(f"TrackerLogger: {option} expects a bool, given {type(value).__name__} {value!r}")
+        check_flags("TrackerLogger", log_checkpoints=log_checkpoints, checkpoint_copy=checkpoint_copy)
         env_id = os.environ.get("TRACKER_RUN_ID")
         if run_id is None and env_id:
             run_id, resume = env_id, True

@@ -15,13 +15,12 @@ line says what to install.
 
 from __future__ import annotations
 
-import functools
 import os
 import sys
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from ._common import RunArgs, plain, require, scalars
+from ._common import RunArgs, check_flags, close_run, on_exception, plain, require, scalars
 
 transformers = require("transformers", "transformers", "tracker.integrations.transformers")
 
@@ -74,9 +73,7 @@ class TrackerCallback(transformers.TrainerCallback):
                  store: str | os.PathLike[str] | None = None, run_id: str | None = None,
                  resume: bool | None = None, log_checkpoints: bool = False,
                  checkpoint_copy: bool = True) -> None:
-        for option, value in (("log_checkpoints", log_checkpoints), ("checkpoint_copy", checkpoint_copy)):
-            if type(value) is not bool:
-                raise TypeError(f"TrackerCallback: {option} expects a bool, given {type(value).__name__} {value!r}")
+        check_flags("TrackerCallback", log_checkpoints=log_checkpoints, checkpoint_copy=checkpoint_copy)
         self._log_checkpoints = log_checkpoints
         self._checkpoint_copy = checkpoint_copy
         self._args = RunArgs(project, name, config, tags, store, run_id, resume)
@@ -171,24 +168,14 @@ class TrackerCallback(transformers.TrainerCallback):
         return config
 
     def _close_if_open(self, exc: BaseException | None = None) -> None:
-        run = self._run
-        if run is not None and run.status == "running":
-            if exc is None:
-                run.finish("finished")
-            else:
-                run.finish("failed", exc)
+        close_run(self._run, exc)
 
     def _guard(self, method: Callable[..., Any]) -> Callable[..., Any]:
-        @functools.wraps(method)
-        def guarded(*args: Any, **kwargs: Any) -> Any:
-            try:
-                return method(*args, **kwargs)
-            except BaseException as exc:
-                self._unguard()
-                self._close_if_open(exc)
-                raise
+        return on_exception(method, self._fail)
 
-        return guarded
+    def _fail(self, exc: BaseException) -> None:
+        self._unguard()
+        self._close_if_open(exc)
 
     def _unguard(self) -> None:
         for trainer, attr, before in reversed(self._guarded):

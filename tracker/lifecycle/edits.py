@@ -24,7 +24,8 @@ from ..errors import RunNotFound, SchemaError, StoreError, TrackerError
 from ..format import FORMAT_VERSION, LineChunks, LineError, decode_nonfinite, encode_line, parse_line
 from ..records import Problem
 from ..segment import hostname, pid_alive
-from ..values import BadValue, _holds_special, check_json, given
+from ..values import BadValue, check_json, given, holds_special
+from ..writer import fsync_folder
 
 if TYPE_CHECKING:
     from ..reader import RunView, Store
@@ -84,7 +85,7 @@ def check_values(values: Any, what: str) -> dict[str, Any]:
             checked = check_json(value)
         except BadValue as bad:
             raise SchemaError(what, [(key, f"expected {bad.args[0]}, given {given(value)}")]) from None
-        if _holds_special(checked):
+        if holds_special(checked):
             raise SchemaError(what, [(key, 'expected no string "NaN", "Infinity" or "-Infinity" '
                                            f"(they stand for floats in the store), given {given(value)}")])
         out[key] = checked
@@ -95,14 +96,6 @@ def check_values(values: Any, what: str) -> dict[str, Any]:
 
 def _safe_host() -> str:
     return re.sub(r"[^A-Za-z0-9-]", "-", hostname())[:32] or "host"
-
-
-def _fsync_folder(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 class EditWriter:
@@ -158,8 +151,8 @@ class EditWriter:
             self._write(line)
             os.rename(part, self.path)
             if self.fsync:
-                _fsync_folder(self.folder)
-                _fsync_folder(self.run_dir)
+                fsync_folder(self.folder)
+                fsync_folder(self.run_dir)
         except BaseException:
             self.fd = None
             os.close(fd)
@@ -321,14 +314,15 @@ def apply_edits(name: str | None, tags: Iterable[str], notes: str | None, config
 
 # --- the editing API -----------------------------------------------------------------------------
 
-def _fsync_wanted(store: Store) -> bool:
+def fsync_wanted(store: Store) -> bool:
+    """Whether the store's config asks for ``durability = "fsync"`` (no when it cannot be read)."""
     try:
         return store.host.config.durability == "fsync"
     except TrackerError:
         return False
 
 
-def _views(store: Store, refs: Iterable[str]) -> list[RunView]:
+def named_views(store: Store, refs: Iterable[str]) -> list[RunView]:
     """Every run named, each once; the first unknown one raises before anything is done."""
     if isinstance(refs, str):
         refs = [refs]
@@ -355,8 +349,8 @@ def tag_runs(store: Store, refs: str | Iterable[str], add: Iterable[str] = (),
     both = sorted(set(add) & set(remove))
     if both:
         raise TrackerError(f"tag {both[0]!r} is both added and removed; nothing was changed")
-    views = _views(store, refs)
-    fsync = _fsync_wanted(store)
+    views = named_views(store, refs)
+    fsync = fsync_wanted(store)
     out = []
     for view in views:
         tags = view.info.tags
@@ -378,7 +372,7 @@ def rename_run(store: Store, ref: str, name: str) -> RunInfo:
     name = check_label(name, "name")
     view = store.run(ref)
     if view.info.name != name:
-        write_edit(view.path, {"name": name}, fsync=_fsync_wanted(store))
+        write_edit(view.path, {"name": name}, fsync=fsync_wanted(store))
     return view.refresh()
 
 
@@ -388,23 +382,23 @@ def note_run(store: Store, ref: str, text: str, *, append: bool = False) -> RunI
     if append and not text.strip():
         raise TrackerError("note: nothing to append, the text is empty")
     view = store.run(ref)
-    write_edit(view.path, {"notes_append" if append else "notes": text}, fsync=_fsync_wanted(store))
+    write_edit(view.path, {"notes_append" if append else "notes": text}, fsync=fsync_wanted(store))
     return view.refresh()
 
 
 def update_config(store: Store, ref: str, values: Mapping[str, Any]) -> RunInfo:
     """Set top-level config keys of a run (an appended event; the start event is kept)."""
-    data = check_values(values, "config")
-    view = store.run(ref)
-    if data:
-        write_edit(view.path, {"config": data}, fsync=_fsync_wanted(store))
-    return view.refresh()
+    return _update(store, ref, "config", values)
 
 
 def update_summary(store: Store, ref: str, values: Mapping[str, Any]) -> RunInfo:
     """Set summary values of a run (last write wins)."""
-    data = check_values(values, "summary")
+    return _update(store, ref, "summary", values)
+
+
+def _update(store: Store, ref: str, field: str, values: Mapping[str, Any]) -> RunInfo:
+    data = check_values(values, field)
     view = store.run(ref)
     if data:
-        write_edit(view.path, {"summary": data}, fsync=_fsync_wanted(store))
+        write_edit(view.path, {field: data}, fsync=fsync_wanted(store))
     return view.refresh()

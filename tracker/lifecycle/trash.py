@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING
 import attrs
 
 from ..errors import StoreError, TrackerError
-from .edits import _fsync_folder, _fsync_wanted, _views
+from ..writer import fsync_folder
+from .edits import fsync_wanted, named_views
 
 if TYPE_CHECKING:
     from ..reader import Store
@@ -98,7 +99,7 @@ def plan_removal(store: Store, refs: Iterable[str] = (), *, project: str | None 
                            "--older-than or --tag")
     skipped = []
     if refs:
-        infos = [v.info for v in _views(store, refs)]
+        infos = [v.info for v in named_views(store, refs)]
         live = [i for i in infos if i.status == "running"]
         if live and not force:
             names = ", ".join(i.id + (f" ({i.name})" if i.name else "") for i in live)
@@ -136,7 +137,7 @@ def remove_runs(store: Store, plan: RemovalPlan) -> list[str]:
         dest.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise StoreError(f"cannot create {dest}: {exc.strerror}") from None
-    fsync = _fsync_wanted(store)
+    fsync = fsync_wanted(store)
     moved = []
     for info in plan.runs:
         try:
@@ -149,8 +150,8 @@ def remove_runs(store: Store, plan: RemovalPlan) -> list[str]:
             raise StoreError(f"cannot move {runs_dir / info.id} to {dest}: {exc.strerror}") from None
         moved.append(info.id)
     if fsync and moved:
-        _fsync_folder(runs_dir)
-        _fsync_folder(dest)
+        fsync_folder(runs_dir)
+        fsync_folder(dest)
     return moved
 
 
@@ -162,7 +163,7 @@ def restore_runs(store: Store, refs: str | Iterable[str]) -> list[RunInfo]:
         (checked for every run before the first is moved: nothing changes).
     """
     trash = trash_store(store)
-    views = _views(trash, refs)
+    views = named_views(trash, refs)
     runs_dir = Path(store.path) / "runs"
     for v in views:
         if (runs_dir / v.id).exists():
@@ -177,8 +178,8 @@ def restore_runs(store: Store, refs: str | Iterable[str]) -> list[RunInfo]:
                 raise TrackerError(f"run {v.id} exists in the store again; it stays in the trash") from None
             raise StoreError(f"cannot move {v.path} to {runs_dir}: {exc.strerror}") from None
         out.append(store.run(v.id).info)
-    if _fsync_wanted(store) and out:
-        _fsync_folder(runs_dir)
+    if fsync_wanted(store) and out:
+        fsync_folder(runs_dir)
     return out
 
 

@@ -519,20 +519,12 @@ class TeamStore:
 
         :raises RunNotFound: no match, or several (the message lists them).
         """
-        if not isinstance(ref, str) or not ref:
-            raise RunNotFound(f"no run {ref!r}: expected a run id or a unique prefix of one")
-        ids = self.run_ids()
-        if ref in ids:
-            return TeamRunView(self, ref)
-        matches = [i for i in ids if i.startswith(ref)]
-        if not matches:
-            matches = [r[0] for r in self._query("SELECT run_id FROM tracker_runs WHERE name = %s", (ref,))]
-        if len(matches) == 1:
-            return TeamRunView(self, matches[0])
-        if not matches:
-            raise RunNotFound(f"no run matches {ref!r} in {self.path}")
-        shown = ", ".join(matches[:10]) + (" ..." if len(matches) > 10 else "")
-        raise RunNotFound(f"{ref!r} is ambiguous: {len(matches)} runs match ({shown})", matches)
+        from ..reader import resolve_run_ref
+
+        def named(ids: list[str]) -> list[str]:
+            return [r[0] for r in self._query("SELECT run_id FROM tracker_runs WHERE name = %s", (ref,))]
+
+        return TeamRunView(self, resolve_run_ref(ref, self.run_ids(), named, str(self.path)))
 
     def sql(self, query: str) -> Any:
         """Run SQL over the database's runs and records (DuckDB, as :meth:`tracker.Store.sql`)."""

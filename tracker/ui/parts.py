@@ -17,6 +17,7 @@ import warnings
 from collections.abc import Callable
 from typing import Any
 
+from ..cli.text import flatten
 from ..figures import figures_json
 from ..format import RUN_ID_RE
 
@@ -47,17 +48,6 @@ def strict(value: Any) -> Any:
         if hasattr(value, "tolist"):
             return strict(value.tolist())
     return str(value)
-
-
-def flatten(d: dict[str, Any], prefix: str = "") -> list[tuple[str, Any]]:
-    """Nested dicts as ``("a.b", value)`` pairs, in order."""
-    out: list[tuple[str, Any]] = []
-    for k, v in d.items():
-        if isinstance(v, dict) and v:
-            out += flatten(v, f"{prefix}{k}.")
-        else:
-            out.append((f"{prefix}{k}", v))
-    return out
 
 
 def info_json(info: Any) -> dict[str, Any]:
