@@ -39,12 +39,23 @@ def main() -> int:
     subprocess.run([*tracker_cmd, "plugins"], cwd=HERE.parent)
     print("\n=== the dashboard ===", flush=True)
     print("Look at these runs in a browser (charts, comparisons, plugin panels):\n"
-          "    tracker ui        # then open http://127.0.0.1:5170/ (Ctrl-C stops it)\n"
-          "(from this folder, or `tracker --store PATH ui` for another store)", flush=True)
+          f"    {_tracker_command()} ui    # then open http://127.0.0.1:5170/ (Ctrl-C stops it)\n"
+          "(from this folder, or with `--store PATH` before `ui` for another store)", flush=True)
     if failed:
         print(f"\nfailed: {', '.join(failed)}", file=sys.stderr)
         return 1
     return 0
+
+
+def _tracker_command() -> str:
+    """How to call ``tracker`` from the top of the repository with the interpreter running this script."""
+    script = Path(sys.executable).with_name("tracker")
+    if script.exists():
+        try:
+            return str(script.relative_to(HERE.parent))
+        except ValueError:
+            return str(script)
+    return f"{sys.executable} -m tracker"
 
 
 if __name__ == "__main__":
