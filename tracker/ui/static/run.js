@@ -129,7 +129,7 @@ function chartCard(ctx, name) {
   const log = el("input", { type: "checkbox", checked: ctx.state.log.includes(name) });
   const big = el("button", { type: "button", class: "icon", title: "enlarge", text: "⤢" });
   const card = el("div", { class: "chart", dataset: { metric: name } },
-    el("div", { class: "chart-head" }, el("h3", { text: name }), el("span", { class: "grow" }),
+    el("div", { class: "chart-head" }, el("h3", { text: name, title: name }), el("span", { class: "grow" }),
       el("label", { class: "muted" }, log, " log"), big), body);
   const chart = new MetricChart(body, { title: name, xMode: ctx.state.x, log: log.checked, smoothing: ctx.state.smoothing });
   log.addEventListener("change", () => {
