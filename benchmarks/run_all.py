@@ -169,6 +169,19 @@ def render(rows: list[dict], peers: list[dict], facts: dict, seconds: float) -> 
     return "\n".join(out) + "\n"
 
 
+#: RESULTS.md from this line on holds the sections that scripts outside this run write (query at scale,
+#: capture, importers: long or needing extra packages); writing the file again keeps them as they are.
+KEPT = "<!-- Below: sections of benchmarks run on their own (see each section); run_all.py keeps them. -->"
+
+
+def write_results(text: str) -> None:
+    """Write RESULTS.md: ``text``, then the kept sections of the file as it was."""
+    path = HERE / "RESULTS.md"
+    old = path.read_text() if path.exists() else ""
+    kept = old[old.index(KEPT):] if KEPT in old else KEPT + "\n"
+    path.write_text(text + "\n" + kept)
+
+
 def main() -> int:
     """Run the scripts; write RESULTS.md and results.jsonl unless --quick."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -188,7 +201,7 @@ def main() -> int:
         facts = next((r for r in rows if r.get("benchmark") == "machine"), None) or machine()
         rows = [r for r in rows if r.get("benchmark") != "machine"]
         seconds = float(rows[0].get("run_all_seconds", 0.0)) if rows else 0.0
-        (HERE / "RESULTS.md").write_text(render(rows, peers, facts, seconds))
+        write_results(render(rows, peers, facts, seconds))
         return 0
     started = time.time()
     rows: list[dict] = []
@@ -212,7 +225,7 @@ def main() -> int:
     facts = machine()
     (HERE / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in [{"benchmark": "machine", **facts},
                                                                                *rows]))
-    (HERE / "RESULTS.md").write_text(render(rows, peers, facts, time.time() - started))
+    write_results(render(rows, peers, facts, time.time() - started))
     return 1 if failed else 0
 
 
