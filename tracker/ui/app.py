@@ -8,11 +8,13 @@ Every endpoint is read-only and never creates a file inside the store.
 
 from __future__ import annotations
 
+import math
 import os
 import time
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import orjson
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -95,6 +97,20 @@ def _int_param(request: Request, name: str, default: int, lo: int, hi: int) -> i
     return value
 
 
+def _float_param(request: Request, name: str) -> float | None:
+    """An optional finite number; ``None`` when absent or empty."""
+    raw = request.query_params.get(name)
+    if raw is None or raw == "":
+        return None
+    try:
+        value = float(raw)
+    except ValueError:
+        raise BadRequest(f"{name}: expected a number, given {raw[:40]!r}") from None
+    if not math.isfinite(value):
+        raise BadRequest(f"{name}: expected a finite number, given {raw[:40]!r}")
+    return value
+
+
 def _names_param(request: Request, name: str) -> list[str] | None:
     raw = request.query_params.getlist(name)
     if not raw:
@@ -160,13 +176,21 @@ class Api:
         return json_response(parts.strict(detail))
 
     def metrics(self, request: Request) -> Response:
-        """``GET /api/runs/{id}/metrics?names=&x=step|time&max_points=&since=``."""
+        """``GET /api/runs/{id}/metrics?names=&x=step|time&max_points=&since=&x_min=&x_max=``.
+
+        ``x_min`` / ``x_max`` (in the unit of ``x``) keep only the records with
+        ``x_min <= x <= x_max`` before downsampling, so ``max_points`` applies to the range.
+        """
         view = self.view(request.path_params["id"])
         names = _names_param(request, "names")
         x = request.query_params.get("x", "step") or "step"
         if x not in ("step", "time"):
             raise BadRequest(f"x: expected 'step' or 'time', given {x[:40]!r}")
         max_points = _int_param(request, "max_points", DEFAULT_MAX_POINTS, 1, MAX_POINTS_LIMIT)
+        x_min = _float_param(request, "x_min")
+        x_max = _float_param(request, "x_max")
+        if x_min is not None and x_max is not None and x_min > x_max:
+            raise BadRequest(f"x_min: expected a number at most x_max ({x_max!r}), given {x_min!r}")
         since = request.query_params.get("since")
         if since is not None:
             try:
@@ -177,11 +201,20 @@ class Api:
         else:
             cols, offsets, problems = self.cache.read(view.path)
         xs = cols["step"] if x == "step" else cols["time"]
+        in_range = None
+        if x_min is not None or x_max is not None:
+            in_range = np.ones(xs.shape, dtype=bool)
+            if x_min is not None:
+                in_range &= xs >= x_min
+            if x_max is not None:
+                in_range &= xs <= x_max
         series = {}
         for name, col in cols.items():
             if name in ("step", "time") or (names is not None and name not in names):
                 continue
             keep = present(col)
+            if in_range is not None:
+                keep &= in_range
             if not keep.any():
                 continue
             series[name] = series_json(xs[keep], col[keep], max_points, x == "step")
