@@ -271,3 +271,55 @@ def test_an_empty_store_says_how_to_log_a_first_run_and_shows_runs_as_they_appea
         wait(driver, lambda d: [e.text for e in css(d, "table.runs td.name a")] == ["first-run"], timeout=15,
              what="the new run listed without a reload")
         assert console_errors(driver) == []
+
+
+@pytest.fixture(scope="module")
+def big_server(big_store):
+    store, _ = big_store
+    with Server(tracker.ui.create_app(store)) as s:
+        yield s
+
+
+def test_zoom_fetches_the_range_at_full_resolution(driver, big_server, big_store):
+    import json
+    import math
+    import urllib.request
+
+    from selenium.webdriver.common.action_chains import ActionChains
+
+    _, rid = big_store
+    driver.get(big_server.url + f"/runs/{rid}")
+    sel = '.chart[data-metric="loss"] .chart-body'
+
+    def attrs(d):
+        node = css(d, sel)[0]
+        return {k: node.get_attribute(f"data-{k}") for k in ("view", "points", "x-min", "x-max")}
+
+    wait(driver, lambda d: attrs(d)["view"] == "full" and attrs(d)["points"] == "2000", timeout=90,
+         what="the whole series, downsampled to 2000 points")
+    canvas = css(driver, f"{sel} canvas")[0]
+    wait(driver, lambda d: d.execute_script(COLORED_PIXELS, canvas) > 200, what="drawn line pixels")
+    # drag over a few pixels in the middle of the plot (about step 500,000)
+    over = css(driver, f"{sel} .u-over")[0]
+    ActionChains(driver).move_to_element(over).pause(0.1).click_and_hold().pause(0.1) \
+        .move_by_offset(2, 0).pause(0.1).move_by_offset(2, 0).pause(0.1).release().perform()
+    got = wait(driver, lambda d: attrs(d)["view"] == "range" and attrs(d), timeout=30, what="the range drawn")
+    lo, hi = float(got["x-min"]), float(got["x-max"])
+    assert 300_000 < lo < hi < 700_000
+    # what the whole-series view had in that range, and what the range holds
+    with urllib.request.urlopen(big_server.url + f"/api/runs/{rid}/metrics?names=loss&max_points=2000") as r:
+        whole = json.load(r)["series"]["loss"]["x"]
+    before = sum(lo <= x <= hi for x in whole)
+    raw = math.floor(hi) - math.ceil(lo) + 1
+    assert raw > before
+    assert int(got["points"]) == min(2000, raw) > before
+    wait(driver, lambda d: d.execute_script(COLORED_PIXELS, canvas) > 200, what="the range's line pixels")
+    # the readout says how many points are in view once the mouse leaves the chart
+    ActionChains(driver).move_to_element(css(driver, ".run-head h1")[0]).perform()
+    readout = css(driver, '.chart[data-metric="loss"] .readout')[0]
+    wait(driver, lambda d: f"{got['points']} points in view" in readout.text, what="the zoomed readout")
+    # double-click: the whole series again
+    ActionChains(driver).double_click(css(driver, f"{sel} .u-over")[0]).perform()
+    wait(driver, lambda d: attrs(d)["view"] == "full" and attrs(d)["points"] == "2000" and attrs(d)["x-min"] is None,
+         what="the whole series after a double-click")
+    assert console_errors(driver) == []

@@ -51,17 +51,28 @@ function fitWidth(u, node) {
 /**
  * A metric chart: one run (min/max band, raw line, smoothed line) or several runs overlaid.
  * runs: [{id, label, color, x: [], y: [], y_min: [], y_max: []}]
+ *
+ * Zoom: dragging over the chart magnifies the x range at once and calls onZoom({min, max}) (in the
+ * unit of x); the page fetches that range from the server at full resolution and hands it to
+ * setZoomRuns(). Until a double-click (which calls onZoom(null)), the range's series is drawn and
+ * setRuns() only keeps the whole series (live appends) for when the zoom is reset.
+ * The chart's node carries data-view ("full", "zoomed": magnified, "range": the range's series drawn),
+ * data-points (points drawn within the x range in view) and, while zoomed, data-x-min and data-x-max.
  */
 export class MetricChart {
-  constructor(node, { title, xMode = "step", log = false, smoothing = 0, height = HEIGHT }) {
+  constructor(node, { title, xMode = "step", log = false, smoothing = 0, height = HEIGHT, onZoom = null }) {
     this.node = node;
     this.title = title;
     this.xMode = xMode;
     this.log = log;
     this.smoothing = smoothing;
     this.height = height;
+    this.onZoom = onZoom;
     this.runs = [];
     this.zoomed = false;
+    this.zoomRange = null;
+    this.zoomRuns = null;
+    this.zoomNote = "";
     this.u = null;
     this.readout = el("div", { class: "readout" });
     this.plotNode = el("div", { class: "plot" });
@@ -69,11 +80,44 @@ export class MetricChart {
     node.append(this.plotNode, this.readout);
   }
 
-  setRuns(runs) { this.runs = runs; this.render(); }
+  /** The whole series of each run. While a zoomed range is drawn, they are kept for the reset. */
+  setRuns(runs) {
+    this.runs = runs;
+    if (this.zoomRuns) { this.updateCount(); return; }
+    this.render();
+  }
+
+  /** The series of the zoomed range (fetched at full resolution); ignored once the zoom is reset. */
+  setZoomRuns(runs) {
+    if (!this.zoomed) return;
+    this.zoomRuns = runs;
+    this.zoomNote = "";
+    this.render();
+  }
+
+  /** The zoomed range could not be fetched: keep the magnified view and say why. */
+  zoomFailed(message) {
+    if (!this.zoomed) return;
+    this.zoomNote = `cannot load the range: ${message}`;
+    if (this.u) this.showReadout(this.u);
+  }
+
+  /** Back to the whole series (double-click, or a change of x that makes the range meaningless). */
+  resetZoom(redraw = true) {
+    const was = this.zoomed;
+    this.zoomed = false;
+    this.zoomRange = null;
+    this.zoomRuns = null;
+    this.zoomNote = "";
+    if (was && this.onZoom) this.onZoom(null);
+    if (redraw) this.render();
+  }
 
   setOptions(opts) {
-    const rebuild = ("log" in opts && opts.log !== this.log) || ("xMode" in opts && opts.xMode !== this.xMode);
+    const xChanged = "xMode" in opts && opts.xMode !== this.xMode;
+    const rebuild = ("log" in opts && opts.log !== this.log) || xChanged;
     Object.assign(this, opts);
+    if (xChanged) this.resetZoom(false);
     if (rebuild) this.destroy();
     this.render();
   }
@@ -85,12 +129,12 @@ export class MetricChart {
   }
 
   data() {
-    const single = this.runs.length === 1;
+    const single = (this.zoomRuns || this.runs).length === 1;
     const tables = [];
     const series = [{}];
     const bands = [];
     let col = 1;
-    for (const r of this.runs) {
+    for (const r of this.zoomRuns || this.runs) {
       let ys = r.y.slice();
       let lo = (r.y_min || r.y).slice();
       let hi = (r.y_max || r.y).slice();
@@ -146,11 +190,13 @@ export class MetricChart {
   }
 
   render() {
-    if (this.runs.length && this.runs.every((r) => r.x.length <= 1)) { this.renderStat(); return; }
+    if (!this.zoomed && this.runs.length && this.runs.every((r) => r.x.length <= 1)) { this.renderStat(); return; }
     if (this.isStat) { clear(this.plotNode); this.isStat = false; }
     const { data, series, bands } = this.data();
     if (this.u && this.u.series.length === series.length) {
       this.u.setData(data, !this.zoomed);
+      this.keepZoom();
+      this.updateCount();
       this.showReadout(this.u);
       return;
     }
@@ -167,19 +213,59 @@ export class MetricChart {
       cursor: { drag: { x: true, y: false, setScale: true }, points: { size: 6 } },
       hooks: {
         setCursor: [(u) => this.showReadout(u)],
-        setSelect: [(u) => { if (u.select.width > 0) this.zoomed = true; }],
+        setSelect: [(u) => this.selected(u)],
       },
     };
     this.u = new uPlot(opts, data, this.plotNode);
-    this.u.over.addEventListener("dblclick", () => { this.zoomed = false; });
+    this.u.over.addEventListener("dblclick", () => this.resetZoom());
     this.ro = fitWidth(this.u, this.node);
+    this.keepZoom();
+    this.updateCount();
     this.showReadout(this.u);
+  }
+
+  /** A drag selected an x range (uPlot magnifies it next): remember it and ask for its series. */
+  selected(u) {
+    if (!(u.select.width > 0)) return;
+    const a = u.posToVal(u.select.left, "x");
+    const b = u.posToVal(u.select.left + u.select.width, "x");
+    if (!Number.isFinite(a) || !Number.isFinite(b)) return;
+    this.zoomed = true;
+    this.zoomRange = { min: Math.min(a, b), max: Math.max(a, b) };
+    this.zoomNote = this.onZoom ? "loading the range…" : "";
+    if (this.onZoom) this.onZoom({ ...this.zoomRange });
+    this.updateCount();
+  }
+
+  /** While zoomed, the x scale stays on the zoomed range (the y scale follows the data in it). */
+  keepZoom() {
+    if (this.zoomed && this.zoomRange && this.u) this.u.setScale("x", { min: this.zoomRange.min, max: this.zoomRange.max });
+  }
+
+  /** data-view and data-points of the chart's node (see the class comment). */
+  updateCount() {
+    const r = this.zoomed ? this.zoomRange : null;
+    let n = 0;
+    for (const run of this.zoomRuns || this.runs) {
+      if (!r) { n += run.x.length; continue; }
+      for (const x of run.x) if (x >= r.min && x <= r.max) n++;
+    }
+    this.points = n;
+    this.node.dataset.points = String(n);
+    this.node.dataset.view = this.zoomRuns ? "range" : this.zoomed ? "zoomed" : "full";
+    if (r) Object.assign(this.node.dataset, { xMin: String(r.min), xMax: String(r.max) });
+    else { delete this.node.dataset.xMin; delete this.node.dataset.xMax; }
   }
 
   showReadout(u) {
     clear(this.readout);
     const i = u.cursor.idx;
     if (i === null || i === undefined) {
+      if (this.zoomed) {
+        const note = this.zoomNote ? ` · ${this.zoomNote}` : "";
+        this.readout.append(el("span", { class: "muted", text: `${this.points} points in view${note} · double-click to reset` }));
+        return;
+      }
       const n = this.runs.reduce((a, r) => a + r.x.length, 0);
       this.readout.append(el("span", { class: "muted", text: `${n} points · drag to zoom, double-click to reset` }));
       return;

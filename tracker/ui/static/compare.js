@@ -4,6 +4,8 @@ import { MetricChart } from "./chart.js";
 import { api, box, clear, dot, el, errorBox, fmtDuration, fmtTime, fmtValue, loading, runColor, shortId, statusBadge } from "./util.js";
 
 const POLL_MS = 2000;
+const MAX_POINTS = 2000;
+const ZOOM_DEBOUNCE_MS = 150;
 
 function label(run) { return `${run.name || shortId(run.id)} · ${shortId(run.id)}`; }
 
@@ -55,11 +57,39 @@ export function mount(root, params, nav) {
   nav.setCrumbs(el("a", { href: "/", text: "runs" }), "compare");
   const status = el("div", {}, loading("Loading comparison…"));
   root.append(status);
-  const state = { x: "step", smoothing: 0.6, stopped: false, charts: new Map(), series: new Map() };
+  const state = { x: "step", smoothing: 0.6, stopped: false, charts: new Map(), series: new Map(), zooms: {}, runs: [] };
   let timer = null;
 
+  function dropZooms() {
+    for (const z of Object.values(state.zooms)) { z.seq++; clearTimeout(z.timer); }
+    state.zooms = {};
+  }
+
+  // A chart was zoomed to `range` (null: reset): fetch each run's metric within it at full resolution.
+  function zoomTo(name, chart, range) {
+    const z = (state.zooms[name] ||= { seq: 0, timer: null });
+    clearTimeout(z.timer);
+    const seq = ++z.seq;
+    if (!range) return;
+    z.timer = setTimeout(async () => {
+      const x = state.x;
+      const runs = state.runs;
+      const results = await Promise.all(runs.map((r) => api(`/api/runs/${encodeURIComponent(r.id)}/metrics`,
+        { names: name, x, max_points: MAX_POINTS, x_min: range.min, x_max: range.max }).catch((err) => ({ error: err.message }))));
+      if (seq !== z.seq || state.stopped || x !== state.x) return;
+      const failed = results.find((res) => res.error);
+      if (failed) { chart.zoomFailed(failed.error); return; }
+      const out = [];
+      results.forEach((res, i) => {
+        const s = res.series[name];
+        if (s) out.push({ id: runs[i].id, label: label(runs[i]), color: runColor(runs[i].id), x: s.x, y: s.y, y_min: s.y_min, y_max: s.y_max });
+      });
+      chart.setZoomRuns(out);
+    }, ZOOM_DEBOUNCE_MS);
+  }
+
   async function loadSeries(data, grid, statGrid, chartStatus) {
-    const results = await Promise.all(data.runs.map((r) => api(`/api/runs/${encodeURIComponent(r.id)}/metrics`, { x: state.x, max_points: 2000 })
+    const results = await Promise.all(data.runs.map((r) => api(`/api/runs/${encodeURIComponent(r.id)}/metrics`, { x: state.x, max_points: MAX_POINTS })
       .catch((err) => ({ error: err.message }))));
     if (state.stopped) return;
     clear(chartStatus);
@@ -75,7 +105,8 @@ export function mount(root, params, nav) {
         const card = el("div", { class: "chart", dataset: { metric: name } },
           el("div", { class: "chart-head" }, el("h3", { text: name }), el("span", { class: "grow" }), el("label", { class: "muted" }, log, " log")), body);
         grid.append(card);
-        const chart = new MetricChart(body, { title: name, xMode: state.x, smoothing: state.smoothing });
+        const chart = new MetricChart(body, { title: name, xMode: state.x, smoothing: state.smoothing,
+          onZoom: (range) => zoomTo(name, chart, range) });
         log.addEventListener("change", () => chart.setOptions({ log: log.checked }));
         c = { card, chart };
         state.charts.set(name, c);
@@ -104,6 +135,8 @@ export function mount(root, params, nav) {
     if (state.stopped) return;
     for (const c of state.charts.values()) c.chart.destroy();
     state.charts = new Map();
+    dropZooms();
+    state.runs = data.runs;
     clear(status);
     document.title = "compare · tracker";
     const xSel = el("select", { "aria-label": "x axis" }, el("option", { value: "step", text: "x: step" }), el("option", { value: "time", text: "x: time" }));
@@ -138,5 +171,5 @@ export function mount(root, params, nav) {
   if (ids.length < 2) {
     clear(status).append(errorBox("choose at least two runs to compare"), el("p", {}, el("a", { href: "/", text: "Runs" })));
   } else load();
-  return { destroy() { state.stopped = true; clearTimeout(timer); for (const c of state.charts.values()) c.chart.destroy(); } };
+  return { destroy() { state.stopped = true; clearTimeout(timer); dropZooms(); for (const c of state.charts.values()) c.chart.destroy(); } };
 }

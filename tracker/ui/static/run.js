@@ -6,6 +6,9 @@ import { panelsNode, tableNode } from "./panels.js";
 import { api, box, clear, dot, el, errorBox, flatten, fmtDuration, fmtTime, fmtValue, loading, runColor, shortId, statusBadge } from "./util.js";
 
 const POLL_MS = 1000;
+const MAX_POINTS = 2000;
+// A zoom waits this long for the next one before asking the server for its range.
+const ZOOM_DEBOUNCE_MS = 150;
 const TRACE_LINES = 10;
 
 /**
@@ -131,7 +134,8 @@ function chartCard(ctx, name) {
   const card = el("div", { class: "chart", dataset: { metric: name } },
     el("div", { class: "chart-head" }, el("h3", { text: name, title: name }), el("span", { class: "grow" }),
       el("label", { class: "muted" }, log, " log"), big), body);
-  const chart = new MetricChart(body, { title: name, xMode: ctx.state.x, log: log.checked, smoothing: ctx.state.smoothing });
+  const chart = new MetricChart(body, { title: name, xMode: ctx.state.x, log: log.checked, smoothing: ctx.state.smoothing,
+    onZoom: (range) => zoomTo(ctx, name, chart, range) });
   log.addEventListener("change", () => {
     ctx.state.log = log.checked ? ctx.state.log.concat(name) : ctx.state.log.filter((n) => n !== name);
     ctx.saveState();
@@ -141,9 +145,43 @@ function chartCard(ctx, name) {
   return { card, chart };
 }
 
-/** Fetch every series (reset) or only what is new since the cursor, and append it to the charts. */
+/** Forget every zoom request: a response that comes later is dropped. */
+function dropZooms(ctx) {
+  for (const z of Object.values(ctx.zooms)) { z.seq++; clearTimeout(z.timer); }
+  ctx.zooms = {};
+}
+
+/**
+ * A chart was zoomed to `range` (null: reset). After a short pause, fetch that metric within the range
+ * at full resolution (max_points of the range) and draw it; the newest zoom wins, a stale answer is dropped.
+ */
+function zoomTo(ctx, name, chart, range) {
+  const z = (ctx.zooms[name] ||= { seq: 0, timer: null });
+  clearTimeout(z.timer);
+  const seq = ++z.seq;
+  if (!range) return;
+  z.timer = setTimeout(async () => {
+    const x = ctx.state.x;
+    let res;
+    try {
+      res = await api(`/api/runs/${encodeURIComponent(ctx.id)}/metrics`,
+        { names: name, x, max_points: MAX_POINTS, x_min: range.min, x_max: range.max });
+    } catch (err) {
+      if (seq === z.seq && !ctx.stopped) chart.zoomFailed(err.message);
+      return;
+    }
+    if (seq !== z.seq || ctx.stopped || x !== ctx.state.x) return;
+    const s = res.series[name] || { x: [], y: [], y_min: [], y_max: [] };
+    chart.setZoomRuns([{ id: ctx.id, label: name, color: ctx.color, x: s.x, y: s.y, y_min: s.y_min, y_max: s.y_max }]);
+  }, ZOOM_DEBOUNCE_MS);
+}
+
+/**
+ * Fetch every series (reset) or only what is new since the cursor, and append it to the charts.
+ * A zoomed chart keeps drawing its range; the appended points wait in the whole series for its reset.
+ */
 async function loadSeries(ctx, reset) {
-  const params = { x: ctx.state.x, max_points: 2000 };
+  const params = { x: ctx.state.x, max_points: MAX_POINTS };
   if (!reset && ctx.cursor) params.since = ctx.cursor;
   let res;
   try {
@@ -224,7 +262,7 @@ function readState() {
 
 export function mount(root, params, nav) {
   const id = params.id;
-  const ctx = { id, color: runColor(id), state: readState(), charts: new Map(), series: {}, cursor: null, stopped: false, navigate: nav.navigate };
+  const ctx = { id, color: runColor(id), state: readState(), charts: new Map(), series: {}, zooms: {}, cursor: null, stopped: false, navigate: nav.navigate };
   ctx.saveState = () => {
     const p = new URLSearchParams();
     if (ctx.state.x !== "step") p.set("x", ctx.state.x);
@@ -275,7 +313,9 @@ export function mount(root, params, nav) {
     nav.setCrumbs(el("a", { href: "/", text: "runs" }), info.project || "", el("span", { class: "crumb-name", text: info.name || shortId(id) }));
     document.title = `${info.name || shortId(id)} · tracker`;
     nav.setLive(info.status === "running");
+    for (const c of ctx.charts.values()) c.chart.destroy();
     ctx.charts = new Map();
+    dropZooms(ctx);
     ctx.cursor = null;
     clear(status);
     const sections = el("div", { class: "sections" });
@@ -286,5 +326,5 @@ export function mount(root, params, nav) {
   }
 
   load();
-  return { destroy() { ctx.stopped = true; clearTimeout(timer); for (const c of ctx.charts.values()) c.chart.destroy(); document.title = "tracker"; } };
+  return { destroy() { ctx.stopped = true; clearTimeout(timer); dropZooms(ctx); for (const c of ctx.charts.values()) c.chart.destroy(); document.title = "tracker"; } };
 }
