@@ -260,7 +260,8 @@ export class MetricChart {
   showReadout(u) {
     clear(this.readout);
     const i = u.cursor.idx;
-    if (i === null || i === undefined) {
+    // (an index left from data that was just replaced by a shorter series counts as no cursor)
+    if (i === null || i === undefined || i >= u.data[0].length) {
       if (this.zoomed) {
         const note = this.zoomNote ? ` · ${this.zoomNote}` : "";
         this.readout.append(el("span", { class: "muted", text: `${this.points} points in view${note} · double-click to reset` }));
