@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 import os
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -84,14 +85,21 @@ class SecurityHeaders:
         await self.app(scope, receive, send_with_headers)
 
 
-def _int_param(request: Request, name: str, default: int, lo: int, hi: int) -> int:
+def _parsed_param(request: Request, name: str, parse: Callable[[str], Any], expected: str) -> Any:
+    """Query parameter ``name`` through ``parse``; ``None`` when absent or empty; 400 naming it when bad."""
     raw = request.query_params.get(name)
     if raw is None or raw == "":
-        return default
+        return None
     try:
-        value = int(raw)
+        return parse(raw)
     except ValueError:
-        raise BadRequest(f"{name}: expected an integer from {lo} to {hi}, given {raw[:40]!r}") from None
+        raise BadRequest(f"{name}: expected {expected}, given {raw[:40]!r}") from None
+
+
+def _int_param(request: Request, name: str, default: int, lo: int, hi: int) -> int:
+    value = _parsed_param(request, name, int, f"an integer from {lo} to {hi}")
+    if value is None:
+        return default
     if not lo <= value <= hi:
         raise BadRequest(f"{name}: expected an integer from {lo} to {hi}, given {value}")
     return value
@@ -99,15 +107,9 @@ def _int_param(request: Request, name: str, default: int, lo: int, hi: int) -> i
 
 def _float_param(request: Request, name: str) -> float | None:
     """An optional finite number; ``None`` when absent or empty."""
-    raw = request.query_params.get(name)
-    if raw is None or raw == "":
-        return None
-    try:
-        value = float(raw)
-    except ValueError:
-        raise BadRequest(f"{name}: expected a number, given {raw[:40]!r}") from None
-    if not math.isfinite(value):
-        raise BadRequest(f"{name}: expected a finite number, given {raw[:40]!r}")
+    value = _parsed_param(request, name, float, "a number")
+    if value is not None and not math.isfinite(value):
+        raise BadRequest(f"{name}: expected a finite number, given {request.query_params.get(name, '')[:40]!r}")
     return value
 
 
