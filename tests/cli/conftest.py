@@ -14,8 +14,11 @@ from tracker.cli import make_cli
 
 
 @pytest.fixture
-def host() -> Iterator[tracker.Host]:
-    """A host with every installed plugin and default settings, installed as the process's host."""
+def host(tracker_store: Path) -> Iterator[tracker.Host]:
+    """A host with every installed plugin and default settings, installed as the process's host.
+
+    It depends on ``tracker_store`` so that the store's reset of the host comes first.
+    """
     h = tracker.Host(tracker.get_plugin_manager(), tracker.Config())
     old = tracker.set_host(h)
     yield h
@@ -23,17 +26,11 @@ def host() -> Iterator[tracker.Host]:
 
 
 @pytest.fixture
-def store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, host: tracker.Host) -> Path:
-    """A store folder under tmp_path, set as TRACKER_STORE; the test runs in an empty folder."""
-    work = tmp_path / "work"
-    work.mkdir()
-    monkeypatch.chdir(work)
-    for name in ("TRACKER_RUN_ID", "TRACKER_CONFIG", "NO_COLOR"):
-        monkeypatch.delenv(name, raising=False)
-    path = tmp_path / "store"
-    path.mkdir()
-    monkeypatch.setenv("TRACKER_STORE", str(path))
-    return path
+def store(tracker_store: Path, monkeypatch: pytest.MonkeyPatch, host: tracker.Host) -> Path:
+    """``tracker.testing``'s store, created, with NO_COLOR unset and the real host installed."""
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    tracker_store.mkdir()
+    return tracker_store
 
 
 @pytest.fixture
