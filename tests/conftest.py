@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import signal
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -13,6 +14,12 @@ from tracker.host import set_host
 from tracker.pluginmanager import get_plugin_manager
 
 pytest_plugins = ["tracker.testing"]
+
+# A shell ignores SIGINT in the commands it starts in the background, and child processes inherit
+# that: the tests that stop a child with SIGINT (what Ctrl-C sends) would then wait for nothing.
+# With Python's own handler here, children start with the default disposition again.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.fixture
