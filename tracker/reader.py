@@ -47,7 +47,7 @@ if TYPE_CHECKING:
     from .query.team import TeamStore
 
 
-class _UsesHost:
+class LazyHost:
     """A reader that builds its plugin host only when it first needs schemas or summarizers."""
 
     _host: Host | Callable[[], Host] | None
@@ -64,7 +64,7 @@ class _UsesHost:
         return self._host
 
 
-class Store(_UsesHost):
+class Store(LazyHost):
     """A store folder opened for reading.
 
     :param path: the store folder; ``None`` resolves it like the CLI does.
@@ -287,7 +287,7 @@ def open_store(path: str | os.PathLike[str] | None = None) -> Store | TeamStore:
     return Store(path)
 
 
-class RunView(_UsesHost):
+class RunView(LazyHost):
     """One run of a store, read-only.
 
     ``problems`` collects every damaged line met while reading; each is also

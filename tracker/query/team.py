@@ -30,6 +30,7 @@ import orjson
 
 from ..errors import RunNotFound, TrackerError
 from ..format import RECORD, decode_nonfinite, encode_nonfinite
+from ..reader import LazyHost
 from ..records import Problem, Record, RunInfo
 from ._core import LineChunks, LineError, parse_line, read_segment, run_status
 from .protocol import RecordsRunMixin
@@ -430,7 +431,7 @@ def sync(store: Any, url: str, *, follow: bool = False, interval: float = 1.0, b
 
 # --- reading -------------------------------------------------------------------------------------
 
-class TeamStore:
+class TeamStore(LazyHost):
     """The team database opened for reading, with the folder store's reading API.
 
     :param url: ``postgresql://[user[:password]@]host[:port]/database``; what it
@@ -444,17 +445,6 @@ class TeamStore:
         self._host = host
         self.conn = connect(url, autocommit=True)
         check_layout(self.conn, url, create=False)
-
-    @property
-    def host(self) -> Any:
-        """The plugin host used for schemas and summarizers (built on first use)."""
-        if self._host is None:
-            from ..host import get_host
-
-            self._host = get_host()
-        elif callable(self._host):
-            self._host = self._host()
-        return self._host
 
     def _query(self, sql: str, params: tuple = ()) -> list[tuple]:
         psycopg = _psycopg()
