@@ -251,7 +251,6 @@ def run_status(writers: list[tuple[float, float, str, dict | None]]) -> tuple[st
     return worst[2], error
 
 
-
 def _writer_figures(seg: Segment, timeout: float | Callable[[], float]) -> tuple[str, float, int, int | None,
                                                                                dict[str, Any]]:
     """One writer's status, end time, record count, largest step and last metrics, from its two ends.
