@@ -200,7 +200,10 @@ def test_follow_sees_the_finish(tmp_path: Path, pg_url: str) -> None:
         wait_for(finished, timeout=15, every=0.2)
     finally:
         proc.send_signal(signal.SIGINT)
-        proc.communicate(timeout=30)
+        try:
+            proc.communicate(timeout=30)
+        finally:
+            proc.kill()  # never left behind, even when the interrupt did not stop it
 
 
 def test_cli_reads_the_database(rich_store: Path, pg_url: str) -> None:

@@ -42,7 +42,10 @@ def test_ctrl_c_or_interrupt_while_logging_leaves_a_run_that_verifies_clean(tmp_
         assert proc.stdout.readline().strip() == b"ready", proc.stderr.read() if proc.stderr else ""
         time.sleep(rng.uniform(0.05, 0.3))
         proc.send_signal(signal.SIGINT)  # what Ctrl-C, or `timeout -s INT`, sends
-        _, err = proc.communicate(timeout=60)
+        try:
+            _, err = proc.communicate(timeout=60)
+        finally:
+            proc.kill()  # a child the interrupt did not stop would log forever
         assert b"KeyboardInterrupt" in err, err.decode(errors="replace")
     code, report = verify(store, *runs, work=tmp_path)
     assert code == 0 and report["problems"] == [], report["problems"]
