@@ -28,7 +28,7 @@ import attrs
 from .bus import TrackerWarning
 from .config import resolve_store_path
 from .errors import SchemaError, StoreError, TrackerError
-from .format import METRICS, RECORD, RUN_FINISHED, STRICT, check_run_id, new_run_id, nonfinite_paths
+from .format import METRICS, RECORD, RUN_FINISHED, check_run_id, new_run_id, nonfinite_paths
 from .host import Host, get_host
 from .records import Event
 from .route import Attachment, attach, detach
@@ -148,7 +148,7 @@ class Run:
         if route is not None and type(values) is dict and _all_numbers(map(type, values.values())) \
                 and _not_metric_names.isdisjoint(values):
             try:
-                route.append(self._steps, step, _time(), values, STRICT)
+                route.append(self._steps, step, _time(), values, strict=True)
                 return
             except TypeError:
                 pass
@@ -198,12 +198,8 @@ class Run:
         route = self._routes.get(schema)
         if route is None:
             self._write(schema, data, step, _time())
-            return
-        try:
+        else:
             route.append(self._steps, step, _time(), data)
-        except TypeError:
-            route.refuse(data)  # raises SchemaError naming the problem
-            raise
 
     def _write(self, schema: str, data: dict[str, Any], step: int | None, time: float,
                advance: bool = True) -> None:
@@ -215,11 +211,7 @@ class Run:
         steps = self._steps if advance else [step]
         route = self._att.route(schema)
         if route is not None:
-            try:
-                route.append(steps, step, time, data)
-            except TypeError:
-                route.refuse(data)  # raises SchemaError naming the problem
-                raise
+            route.append(steps, step, time, data)
             return
         w = self._att.writer
         step, before = w.take_step(steps, step)

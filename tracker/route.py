@@ -26,7 +26,16 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from .errors import StoreError, TrackerError
-from .format import METRICS, RECORD, RUN_STARTED, WRITER_STARTED, encode_line, encode_nonfinite, record_template
+from .format import (
+    METRICS,
+    RECORD,
+    RUN_STARTED,
+    STRICT,
+    WRITER_STARTED,
+    encode_line,
+    encode_nonfinite,
+    record_template,
+)
 from .records import Event
 from .writer import Heartbeat, SegmentWriter, on_fork_in_child
 
@@ -54,7 +63,8 @@ class Route:
         self.template = record_template(schema, writer.id)
         self.last = schema == METRICS
 
-    def append(self, steps: list[int], step: int | None, time: float, data: dict[str, Any], option: int = 0) -> int:
+    def append(self, steps: list[int], step: int | None, time: float, data: dict[str, Any],
+               strict: bool = False) -> int:
         """Write one record of checked ``data``: the logging fast path.
 
         The route's template is filled in under the writer's lock and encoded
@@ -67,11 +77,13 @@ class Route:
         :param step: an int within ±2**53, or ``None`` for the next of
             ``steps``, taken under the lock so that threads never share one.
         :param time: seconds since the epoch.
-        :param data: the record's checked fields (``run.log`` passes values
-            checked by type only, with ``option=STRICT``).
-        :param option: orjson options for the encoding.
+        :param data: the record's fields, checked by their schema (or, with
+            ``strict``, metric values checked by type only).
+        :param strict: encode with ``STRICT`` and let its TypeError out, for
+            ``run.log``'s fast path, which then takes the full check.
         :returns: the record's step, once the line is in the file.
-        :raises TypeError: when orjson refuses ``data`` under ``option``; nothing is written.
+        :raises SchemaError: when ``data`` does not encode (not ``strict``); nothing is written.
+        :raises TypeError: when ``data`` does not encode under ``STRICT`` (``strict``); nothing is written.
         :raises StoreError: when the line cannot be written.
         """
         w = self.writer
@@ -85,12 +97,19 @@ class Route:
             template["time"] = time
             template["seq"] = seq = seq + 1
             template["data"] = data
-            head = _dumps(template, option=option)[:-1]
-            # orjson writes NaN and infinities as null, and a record's event
-            # holds no other null where a float goes: only such lines are
-            # encoded twice. (``rfind`` costs half of ``in`` on bytes.)
-            if head.rfind(b"null") >= 0:
-                head = _dumps(dict(template, data=encode_nonfinite(data)), option=option)[:-1]
+            option = STRICT if strict else 0
+            try:
+                head = _dumps(template, option=option)[:-1]
+                # orjson writes NaN and infinities as null, and a record's event
+                # holds no other null where a float goes: only such lines are
+                # encoded twice. (``rfind`` costs half of ``in`` on bytes.)
+                if head.rfind(b"null") >= 0:
+                    head = _dumps(dict(template, data=encode_nonfinite(data)), option=option)[:-1]
+            except TypeError:
+                if strict:
+                    raise
+                encode_line({"schema": self.schema, "data": data})  # raises the SchemaError that names why
+                raise
             line = head + b',"crc":"%08x"}\n' % _crc32(head)
             counts = (seq, records + 1, step if step > top else top)
             last = data if self.last else None
@@ -110,10 +129,6 @@ class Route:
                 w.recover(exc, line, counts, last, steps, step)
                 raise
             return step
-
-    def refuse(self, data: dict[str, Any]) -> None:
-        """After :meth:`append` raised TypeError: raise the SchemaError that names why ``data`` does not encode."""
-        encode_line({"schema": self.schema, "data": data})
 
 
 class Attachment:
