@@ -1,52 +1,18 @@
-"""Fixtures of the lifecycle tests: a store under tmp_path, a real host, the real command in-process."""
+"""Fixtures of the lifecycle tests: the CLI tests' store, host and in-process command, and ``cmd``."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from pathlib import Path
+from collections.abc import Callable
 from types import SimpleNamespace
-from typing import Any
 
 import pytest
-from click.testing import CliRunner, Result
+from click.testing import Result
 
-import tracker
-from tracker.cli import make_cli
-
-
-@pytest.fixture
-def host(tracker_store: Path) -> Iterator[tracker.Host]:
-    """A host with every installed plugin and default settings, installed as the process's host.
-
-    It depends on ``tracker_store`` so that the store's reset of the host comes first.
-    """
-    h = tracker.Host(tracker.get_plugin_manager(), tracker.Config())
-    old = tracker.set_host(h)
-    yield h
-    tracker.set_host(old)
+from tests.cli.conftest import cli, host, store  # noqa: F401 - the same fixtures, one copy
 
 
 @pytest.fixture
-def store(tracker_store: Path, monkeypatch: pytest.MonkeyPatch, host: tracker.Host) -> Path:
-    """``tracker.testing``'s store, created, with NO_COLOR unset and the real host installed."""
-    monkeypatch.delenv("NO_COLOR", raising=False)
-    tracker_store.mkdir()
-    return tracker_store
-
-
-@pytest.fixture
-def cli(host: tracker.Host) -> Callable[..., Result]:
-    """``cli("tag", RUN, "--add", "x")`` runs the real ``tracker`` group in-process (stdin not a terminal)."""
-    group = make_cli(host)
-
-    def invoke(*args: str, **kwargs: Any) -> Result:
-        return CliRunner().invoke(group, list(args), catch_exceptions=False, **kwargs)
-
-    return invoke
-
-
-@pytest.fixture
-def cmd(cli: Callable[..., Result]) -> Callable[..., SimpleNamespace]:
+def cmd(cli: Callable[..., Result]) -> Callable[..., SimpleNamespace]:  # noqa: F811 - the fixture
     """Like ``support.tracker_cmd`` but in-process: ``cmd("rm", RUN, "--yes").returncode``."""
 
     def invoke(*args: str, stdin: str | None = None) -> SimpleNamespace:

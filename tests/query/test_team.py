@@ -141,11 +141,17 @@ def _safe_count(url: str) -> int:
         return 0
 
 
-def test_follow_sees_a_record_logged_in_another_process(tmp_path: Path, pg_url: str) -> None:
+def _follow(tmp_path: Path, pg_url: str) -> tuple[Path, subprocess.Popen]:
+    """An empty store and a real ``tracker sync --follow`` of it, polling every 0.2 s."""
     store = tmp_path / "s"
     (store / "runs").mkdir(parents=True)
     proc = subprocess.Popen([sys.executable, "-m", "tracker", "--store", str(store), "sync", pg_url, "--follow",
                              "--interval", "0.2"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return store, proc
+
+
+def test_follow_sees_a_record_logged_in_another_process(tmp_path: Path, pg_url: str) -> None:
+    store, proc = _follow(tmp_path, pg_url)
     try:
         writer = child(store, """
             import time, tracker
@@ -177,10 +183,7 @@ def test_follow_sees_a_record_logged_in_another_process(tmp_path: Path, pg_url: 
 
 
 def test_follow_sees_the_finish(tmp_path: Path, pg_url: str) -> None:
-    store = tmp_path / "s"
-    (store / "runs").mkdir(parents=True)
-    proc = subprocess.Popen([sys.executable, "-m", "tracker", "--store", str(store), "sync", pg_url, "--follow",
-                             "--interval", "0.2"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    store, proc = _follow(tmp_path, pg_url)
     try:
         child(store, """
             import tracker, time
