@@ -48,6 +48,11 @@ class Config:
     system_enabled: bool = True
     system_interval: float = 10.0
 
+    @property
+    def fsync(self) -> bool:
+        """Whether writes are flushed to the disk (``durability = "fsync"``)."""
+        return self.durability == "fsync"
+
     def plugin_config(self, name: str) -> dict[str, Any]:
         """The ``[plugins.<name>]`` table of plugin ``name`` (empty when absent)."""
         return dict(self.plugins.get(name, {}))

@@ -274,7 +274,7 @@ def _open_segment(host: Host, root: Path, run_id: str, resume: bool, meta: dict[
     moment thus leaves neither a run without its start event nor an empty
     segment; at most a hidden leftover that readers skip.
     """
-    fsync = host.config.durability == "fsync"
+    fsync = host.config.fsync
     runs = root / "runs"
     run_dir = runs / run_id
     if not run_dir.exists():

@@ -127,7 +127,7 @@ class RunConfig(_ReadsAsDict):
         data = check_values(data, "config")
         changed = {k: v for k, v in data.items() if k not in self._values or self._values[k] != v}
         if changed:
-            write_edit(self._run.path, {"config": changed}, fsync=_fsync(self._run))
+            write_edit(self._run.path, {"config": changed}, fsync=self._run._host.config.fsync)
             self._values.update(changed)
 
     def update(self, values: Mapping[str, Any] | Any = None, allow_val_change: bool | None = None,
@@ -182,7 +182,7 @@ class RunSummary(_ReadsAsDict):
 
         data = check_values({**dict(values or {}), **more}, "summary")
         if data:
-            write_edit(self._run.path, {"summary": data}, fsync=_fsync(self._run))
+            write_edit(self._run.path, {"summary": data}, fsync=self._run._host.config.fsync)
             self._values.update(data)
 
     def __setitem__(self, key: str, value: Any) -> None:
@@ -201,10 +201,6 @@ class RunSummary(_ReadsAsDict):
 
     def __repr__(self) -> str:
         return f"RunSummary({self._mapping()!r})"
-
-
-def _fsync(run: Run) -> bool:
-    return run._host.config.durability == "fsync"
 
 
 def _as_mapping(values: Any, what: str) -> dict[str, Any]:

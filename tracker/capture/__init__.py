@@ -39,16 +39,12 @@ def side_writer(run: Any) -> Callable[[str, dict[str, Any], int | None], tuple[i
     return write
 
 
-def _fsync(run: Any) -> bool:
-    return run._host.config.durability == "fsync"
-
-
 def log_artifact(run: Any, path: str | os.PathLike[str], name: str | None = None, *, kind: str = "file",
                  copy: bool = True, step: int | None = None) -> Artifact:
     """``Run.log_artifact``: see :func:`tracker.capture.artifacts.log_artifact`."""
     from .artifacts import log_artifact as _log
 
-    return _log(side_writer(run), run.store, path, name, kind=kind, copy=copy, step=step, fsync=_fsync(run))
+    return _log(side_writer(run), run.store, path, name, kind=kind, copy=copy, step=step, fsync=run._host.config.fsync)
 
 
 def log_image(run: Any, name: str, image: Any, step: int | None = None, *, caption: str = "") -> str:
@@ -56,7 +52,7 @@ def log_image(run: Any, name: str, image: Any, step: int | None = None, *, capti
     from .blobs import BlobStore
     from .media import image_record
 
-    data = image_record(name, image, caption, BlobStore(run.store, fsync=_fsync(run)))
+    data = image_record(name, image, caption, BlobStore(run.store, fsync=run._host.config.fsync))
     side_writer(run)("image", data, step)
     return data["sha256"]
 

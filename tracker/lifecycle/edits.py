@@ -317,7 +317,7 @@ def apply_edits(name: str | None, tags: Iterable[str], notes: str | None, config
 def fsync_wanted(store: Store) -> bool:
     """Whether the store's config asks for ``durability = "fsync"`` (no when it cannot be read)."""
     try:
-        return store.host.config.durability == "fsync"
+        return store.host.config.fsync
     except TrackerError:
         return False
 
