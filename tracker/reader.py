@@ -37,6 +37,16 @@ from .format import (
 )
 from .records import Problem, Record, RunInfo
 from .segment import Segment, read_run_info, read_segment, segment_paths
+from .index import (
+    SchemaCols,
+    SegmentIndex,
+    Writable,
+    combine_stats,
+    index_enabled,
+    load_segment,
+    metric_dicts,
+    warn_once,
+)
 from .summary import Summary, Table, summarize_run
 
 if TYPE_CHECKING:
@@ -295,7 +305,7 @@ class RunView(LazyHost):
     """
 
     def __init__(self, store: str | os.PathLike[str], run_id: str,
-                 host: Host | Callable[[], Host] | None = None) -> None:
+                 host: Host | Callable[[], Host] | None = None, writable: Writable | None = None) -> None:
         self.store = Path(store)
         self.id = run_id
         try:
@@ -310,6 +320,9 @@ class RunView(LazyHost):
         self._info: RunInfo | None = None
         self.problems: list[Problem] = []
         self._unknown_kinds: set[Any] = set()
+        self._said: set[tuple[str, int | None, str]] = set()
+        self._writable = writable if writable is not None else Writable()
+        self._warn_index = warn_once(set())
 
     def segment_paths(self) -> list[Path]:
         """The run's segment files, sorted by name."""
@@ -340,8 +353,11 @@ class RunView(LazyHost):
         return read_run_info(self.path, self.id, self.segments(), self._timeout, self._warn)
 
     def max_step(self) -> int | None:
-        """The largest step of the run, exact (scans segments whose writer never finished)."""
+        """The largest step of the run, exact (from the derived data of segments whose writer never finished)."""
         best = None
+        if index_enabled():
+            steps = [ix.max_step() for ix in self._indexes(set())]
+            return max((s for s in steps if s is not None), default=None)
         for s in self.segments():
             fin = s.finish
             if fin is not None:
@@ -403,8 +419,83 @@ class RunView(LazyHost):
         # A running writer's last line may simply be in progress.
         return self.info.status == "running"
 
+    # --- reading through the derived columns (tracker.index) -----------------------------------
+
+    def _indexes(self, schemas: set[str] | None) -> list[SegmentIndex]:
+        """Every segment's derived data with the columns of ``schemas`` loaded (``None``: all).
+
+        Damaged lines are reported as a read of the JSONL reports them; a torn
+        last line too, unless the run is still running (its last line may be in progress).
+        """
+        quiet = self._quiet()
+        out = []
+        for p in self.segment_paths():
+            ix = load_segment(self.store, self.id, p, schemas, self._writable, self._warn_index)
+            for line, kind, message in ix.problems:
+                self._warn_once(Problem(str(p), line, kind, message))
+            if ix.rest and not quiet:
+                self._warn_once(Problem(str(p), ix.lines + 1, "torn",
+                                        f"the last line is incomplete ({len(ix.rest)} bytes): a write was cut off"))
+            out.append(ix)
+        return out
+
+    def _warn_once(self, problem: Problem) -> None:
+        key = (problem.path, problem.line, problem.kind)
+        if key not in self._said:
+            self._said.add(key)
+            self._warn(problem)
+
+    def _decoder(self, schema: str) -> Callable[[dict[str, Any]], dict[str, Any]]:
+        # Only the schema tells a non-finite float from a string "NaN" in a str field.
+        compiled = self.host.schemas.get(schema)
+        return compiled.decode if compiled is not None else decode_nonfinite
+
+    def _part_records(self, part: SchemaCols) -> Iterator[tuple[int, Record]]:
+        """``(line number, Record)`` of one schema's records in one segment, in file order."""
+        steps, times, seqs, lines = part.step.tolist(), part.time.tolist(), part.seq.tolist(), part.line.tolist()
+        writers = part.writer_ids()
+        name = part.name
+        if part.cols:
+            datas = metric_dicts(part)
+        else:
+            datas = part.datas()
+            special = part.special
+            if special is not None and special.any():
+                decode = self._decoder(name)
+                for i in special.nonzero()[0].tolist():
+                    datas[i] = decode(datas[i])
+        for i in range(part.n):
+            yield lines[i], Record(steps[i], times[i], name, datas[i], writers[i], seqs[i])
+
+    def _segment_records_ix(self, ix: SegmentIndex, schema: str | None) -> Iterator[Record]:
+        if schema is not None:
+            part = ix.parts.get(schema)
+            if part is not None:
+                for _, rec in self._part_records(part):
+                    yield rec
+            return
+        gens = [self._part_records(p) for p in ix.parts.values()]
+        if len(gens) == 1:
+            for _, rec in gens[0]:
+                yield rec
+        else:
+            for _, rec in heapq.merge(*gens, key=lambda lr: lr[0]):
+                yield rec
+
     def records(self, schema: str | None = None) -> Iterator[Record]:
         """Every record (of one schema), in log order (see :func:`merge_log_order`)."""
+        if not index_enabled():
+            yield from self._jsonl_records(schema)
+            return
+        ixs = self._indexes(None if schema is None else {schema})
+        gens = [self._segment_records_ix(ix, schema) for ix in ixs]
+        if len(gens) == 1:
+            yield from gens[0]
+        else:
+            yield from merge_log_order(gens)
+
+    def _jsonl_records(self, schema: str | None = None) -> Iterator[Record]:
+        """:meth:`records` parsed from the JSONL, line by line (what the index is checked against)."""
         quiet = self._quiet()
         paths = self.segment_paths()
         # Any number of segments within bounded memory and open files: LineChunks opens a file
@@ -418,6 +509,15 @@ class RunView(LazyHost):
 
     def schemas(self) -> list[str]:
         """The schema names present in the run, in order of first appearance."""
+        if not index_enabled():
+            return self._jsonl_schemas()
+        seen: dict[str, None] = {}
+        for ix in self._indexes(set()):
+            for name in ix.schema_names():
+                seen.setdefault(name, None)
+        return list(seen)
+
+    def _jsonl_schemas(self) -> list[str]:
         seen: dict[str, None] = {}
         mark = RECORD_SCHEMA_MARK
         for p in self.segment_paths():
@@ -448,10 +548,27 @@ class RunView(LazyHost):
         return cols
 
     def _metrics_columns(self) -> tuple[dict[str, np.ndarray], int]:
-        from .columns import metric_columns
+        from .columns import merge_columns, metric_columns
 
-        quiet = self._quiet()
-        return metric_columns(((str(p), self._line_chunks(p, quiet)) for p in self.segment_paths()), self._warn)
+        if not index_enabled():
+            quiet = self._quiet()
+            return metric_columns(((str(p), self._line_chunks(p, quiet)) for p in self.segment_paths()), self._warn)
+        parts = []
+        for ix in self._indexes({METRICS}):
+            part = ix.parts.get(METRICS)
+            if part is not None and part.n:
+                parts.append(({"step": part.step, "time": part.time, **part.cols}, part.n))
+        return merge_columns(parts)
+
+    def metric_stats(self) -> dict[str, dict[str, Any]]:
+        """Per metric: ``count``, ``first``, ``last``, ``min``, ``max`` and the steps of min, max and last.
+
+        ``count`` counts the records holding the metric (NaN included); ``min``
+        and ``max`` are over its non-NaN values (``None`` when there are none);
+        ``first`` and ``last`` are the first and last logged, in log order.
+        Read from the segments' derived figures, not from the columns.
+        """
+        return combine_stats([ix.stats for ix in self._indexes(set())])
 
     def _line_chunks(self, path: Path, quiet_tail: bool, chunk: int = READ_CHUNK) -> Iterator[list[bytes]]:
         """The complete lines of a segment, a list per chunk read; a torn last line is reported.
