@@ -17,7 +17,10 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import attrs
+
 from .bus import TrackerWarning
+from .edits import edit_paths
 from .errors import RunNotFound, StoreError, TrackerError
 from .format import (
     EVENT_KINDS,
@@ -35,18 +38,21 @@ from .format import (
     merge_chunk,
     parse_line,
 )
-from .records import Problem, Record, RunInfo
-from .segment import Segment, read_run_info, read_segment, segment_paths
 from .index import (
+    CatalogEntry,
     SchemaCols,
     SegmentIndex,
     Writable,
+    catalog_entries,
     combine_stats,
+    folder_state,
     index_enabled,
     load_segment,
     metric_dicts,
     warn_once,
 )
+from .records import Problem, Record, RunInfo
+from .segment import Segment, read_run_info, read_segment, segment_paths
 from .summary import Summary, Table, summarize_run
 
 if TYPE_CHECKING:
@@ -94,6 +100,7 @@ class Store(LazyHost):
         if self.path.exists() and not self.path.is_dir():
             raise StoreError(f"{self.path} is not a store folder")
         self.runs_dir = self.path / "runs"
+        self._writable = Writable()
 
     def run_ids(self) -> list[str]:
         """Every run id in the store (folder names that are valid ids)."""
@@ -114,36 +121,89 @@ class Store(LazyHost):
         hides the others; asking for that run with :meth:`run` raises
         :class:`StoreError`.
         """
-        infos = []
-        for rid in self.run_ids():
-            try:
-                info = RunView(self.path, rid, host=self._host).info
-            except StoreError as exc:
-                warnings.warn(f"tracker: run {rid} is not listed: {exc}", TrackerWarning, stacklevel=2)
-                continue
+        return [e.info for e in self.catalog(project, status, tag)]
+
+    def catalog(self, project: str | None = None, status: str | None = None,
+                tag: str | None = None) -> list[CatalogEntry]:
+        """Every run's catalog entry (info, per-metric figures, records per schema), newest first.
+
+        Read from ``<store>/index/catalog.idx`` where it still matches the
+        run's files, derived again from the segments where it does not.
+        """
+        if index_enabled():
+            entries = catalog_entries(self.path, self.run_ids(), self._derive_entry, self._refresh_running,
+                                      self._writable, self._unlisted)
+        else:
+            entries = []
+            for rid in self.run_ids():
+                try:
+                    view = self._view(rid)
+                    entries.append(CatalogEntry(view.info, view.metric_stats(), view.schema_counts()))
+                except StoreError as exc:
+                    self._unlisted(rid, exc)
+        out = []
+        for e in entries:
+            info = e.info
             if project is not None and info.project != project:
                 continue
             if status is not None and info.status != status:
                 continue
             if tag is not None and tag not in info.tags:
                 continue
-            infos.append(info)
-        infos.sort(key=lambda i: (i.created_at or 0.0, i.id), reverse=True)
-        return infos
+            out.append(e)
+        out.sort(key=lambda e: (e.info.created_at or 0.0, e.info.id), reverse=True)
+        return out
+
+    def _view(self, run_id: str) -> RunView:
+        return RunView(self.path, run_id, host=self._host, writable=self._writable)
+
+    def _unlisted(self, run_id: str, exc: Exception) -> None:
+        if not isinstance(exc, StoreError):
+            raise exc
+        warnings.warn(f"tracker: run {run_id} is not listed: {exc}", TrackerWarning, stacklevel=4)
+
+    def _derive_entry(self, run_id: str) -> tuple[CatalogEntry, dict[str, Any]]:
+        view = self._view(run_id)
+        # The folders' state first: a change made while deriving makes the entry stale, never wrong.
+        dir_state, edits_state = folder_state(view.path)
+        ixs = view._indexes(set())
+        info = view.info
+        segs = {ix.path.name: [ix.ino, ix.size, ix.offset, ix.last_start, ix.last_crc] for ix in ixs}
+        edits = {}
+        for p in edit_paths(view.path):
+            st = os.stat(p)
+            edits[p.name] = [st.st_ino, st.st_size]
+        counts: dict[str, int] = {}
+        for ix in ixs:
+            for name, m in ix.meta.items():
+                counts[name] = counts.get(name, 0) + m["n"]
+        entry = CatalogEntry(info, combine_stats([ix.stats for ix in ixs]), counts)
+        return entry, {"dir": dir_state, "edits_dir": edits_state, "segs": segs, "edits": edits}
+
+    def _refresh_running(self, run_id: str, entry: CatalogEntry) -> CatalogEntry:
+        # Its files are unchanged, but its writer may have died since: derive the status again.
+        return attrs.evolve(entry, info=self._view(run_id).info)
 
     def run(self, ref: str) -> RunView:
         """The run whose id is ``ref`` or starts with it (like git), else whose name is ``ref``.
 
         :raises RunNotFound: no match, or several (the message lists them).
         """
-        run_id = resolve_run_ref(ref, self.run_ids(), lambda ids: [i for i in ids if self._name_of(i) == ref],
-                                 f"store {self.path}")
-        return RunView(self.path, run_id, host=self._host)
+        run_id = resolve_run_ref(ref, self.run_ids(), self._named(ref), f"store {self.path}")
+        return self._view(run_id)
+
+    def _named(self, ref: str) -> Callable[[list[str]], list[str]]:
+        def named(ids: list[str]) -> list[str]:
+            if index_enabled():
+                # Names from the catalog: one listing instead of reading every run's ends.
+                return [e.info.id for e in self.catalog() if e.info.name == ref and e.info.id in ids]
+            return [i for i in ids if self._name_of(i) == ref]
+        return named
 
     def _name_of(self, run_id: str) -> str | None:
         """The run's name, or ``None`` for a run that cannot be read (it never hides a match)."""
         try:
-            return RunView(self.path, run_id, host=self._host).info.name
+            return self._view(run_id).info.name
         except StoreError:
             return None
 
@@ -559,6 +619,18 @@ class RunView(LazyHost):
             if part is not None and part.n:
                 parts.append(({"step": part.step, "time": part.time, **part.cols}, part.n))
         return merge_columns(parts)
+
+    def schema_counts(self) -> dict[str, int]:
+        """Records per schema, in order of first appearance."""
+        counts: dict[str, int] = {}
+        if not index_enabled():
+            for rec in self._jsonl_records():
+                counts[rec.schema] = counts.get(rec.schema, 0) + 1
+            return counts
+        for ix in self._indexes(set()):
+            for name in ix.schema_names():
+                counts[name] = counts.get(name, 0) + ix.meta[name]["n"]
+        return counts
 
     def metric_stats(self) -> dict[str, dict[str, Any]]:
         """Per metric: ``count``, ``first``, ``last``, ``min``, ``max`` and the steps of min, max and last.

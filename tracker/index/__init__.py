@@ -14,13 +14,16 @@ from __future__ import annotations
 
 import os
 
-
+from .catalog import CatalogEntry, folder_state
+from .catalog import entries as catalog_entries
 from .segments import INDEX_DIR, SchemaCols, SegmentIndex, Writable, index_file, warn_once
 from .segments import load as load_segment
 from .stats import combine_stats, metric_dicts
 
-__all__ = ["INDEX_DIR", "SchemaCols", "SegmentIndex", "Writable", "combine_stats", "index_enabled", "index_file",
-           "load_segment", "metric_dicts", "warn_once"]
+__all__ = [
+    "INDEX_DIR", "CatalogEntry", "SchemaCols", "SegmentIndex", "Writable", "catalog_entries", "combine_stats",
+    "folder_state", "index_enabled", "index_file", "load_segment", "metric_dicts", "warn_once",
+]
 
 
 def index_enabled() -> bool:

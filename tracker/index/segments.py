@@ -91,7 +91,7 @@ class SchemaCols:
         """The writer id of each record."""
         out: list[str] = []
         bounds = [*self.writers, [self.n, None]]
-        for (i, w), (j, _) in zip(bounds, bounds[1:]):
+        for (i, w), (j, _) in zip(bounds, bounds[1:], strict=False):
             out.extend([w] * (j - i))
         return out
 
@@ -180,8 +180,10 @@ class SegmentIndex:
 
     def __init__(self, path: Path, dev: int, ino: int, offset: int, lines: int, last_start: int, last_crc: int,
                  parts: dict[str, SchemaCols], problems: list[list[Any]], stats: dict[str, Any],
-                 meta: dict[str, dict[str, Any]], rest: bytes = b"") -> None:
+                 meta: dict[str, dict[str, Any]], rest: bytes = b"", size: int = 0) -> None:
         self.path = path
+        #: The segment's size when it was read (at least ``offset``).
+        self.size = max(size, offset)
         self.dev, self.ino = dev, ino
         self.offset, self.lines = offset, lines
         self.last_start, self.last_crc = last_start, last_crc
@@ -327,7 +329,8 @@ def load(store: Path, run_id: str, segment: Path, schemas: set[str] | None, writ
                     meta = {name: {"n": i["n"], "first_line": i["first_line"], "max_step": i["max_step"]}
                             for name, i in h["schemas"].items()}
                     old = SegmentIndex(segment, st.st_dev, st.st_ino, h["offset"], h["lines"], h["last_start"],
-                                       h["last_crc"], parts, h["problems"], _decode_stats(h["stats"]), meta)
+                                       h["last_crc"], parts, h["problems"], _decode_stats(h["stats"]), meta,
+                                       size=st.st_size)
     except FileNotFoundError:
         pass
     except (container.Damaged, KeyError, TypeError, ValueError) as exc:
@@ -363,6 +366,7 @@ def _extend(old: SegmentIndex | None, segment: Path, st: os.stat_result) -> Segm
         last_start = pos - len(last_line) - 1
     if old is not None and last_line is None:
         old.rest = chunks.rest
+        old.size = st.st_size
         return old
     parts = {name: SchemaCols.from_part(p) for name, p in builder.parts.items()}
     if old is not None:
@@ -380,7 +384,7 @@ def _extend(old: SegmentIndex | None, segment: Path, st: os.stat_result) -> Segm
     metrics = parts.get("metrics")
     stats = metric_stats(metrics) if metrics is not None else {}
     ix = SegmentIndex(segment, st.st_dev, st.st_ino, pos, lines_total, last_start, last_crc, parts, problems,
-                      stats, _meta_of(parts), chunks.rest)
+                      stats, _meta_of(parts), chunks.rest, size=st.st_size)
     return ix
 
 

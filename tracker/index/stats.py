@@ -62,9 +62,11 @@ def metric_dicts(part: SchemaCols) -> list[dict[str, Any]]:
             complete = False
         values.append(vals)
         present.append(mask.tolist())
+    if not names:
+        return [{} for _ in range(part.n)]
     if complete:
-        return [dict(zip(names, row)) for row in zip(*values)] if names else [{} for _ in range(part.n)]
+        return [dict(zip(names, row, strict=True)) for row in zip(*values, strict=True)]
     out = []
     for i in range(part.n):
-        out.append({n: v[i] for n, v, p in zip(names, values, present) if p[i]})
+        out.append({n: v[i] for n, v, p in zip(names, values, present, strict=True) if p[i]})
     return out
