@@ -35,11 +35,11 @@ if TYPE_CHECKING:  # what the names are, for type checkers and readers; loaded l
     from .figures import Band, BarChart, Heatmap, LineChart, Panel, Series, TableFigure
     from .format import EVENT_KINDS, RECORD, RUN_FINISHED, RUN_STARTED, WRITER_STARTED
     from .hookspecs import hookimpl, hookspec
-    from .host import Host, get_host, set_host
-    from .pluginmanager import PluginInfo, PluginManager, get_plugin_manager, list_plugins
-    from .reader import RunView, Store, open_store
+    from .host import Host, get_host, list_plugins, set_host
+    from .pluginmanager import PluginInfo, PluginManager, get_plugin_manager
     from .records import Event, Problem, Record, RunInfo
     from .schema import Schema
+    from .store import RunView, Store, open_store
     from .summary import MISSING, Summarizer, Summary, Table
     from .wandb import UnsupportedError, init, login
 
@@ -57,11 +57,11 @@ for _module, _names in {
     "figures": "Band BarChart Heatmap LineChart Panel Series TableFigure",
     "format": "EVENT_KINDS RECORD RUN_FINISHED RUN_STARTED WRITER_STARTED",
     "hookspecs": "hookimpl hookspec",
-    "host": "Host get_host set_host",
-    "pluginmanager": "PluginInfo PluginManager get_plugin_manager list_plugins",
-    "reader": "RunView Store open_store",
+    "host": "Host get_host list_plugins set_host",
+    "pluginmanager": "PluginInfo PluginManager get_plugin_manager",
     "records": "Event Problem Record RunInfo",
     "schema": "Schema",
+    "store": "RunView Store open_store",
     "summary": "MISSING Summarizer Summary Table",
     "wandb": "UnsupportedError init login",
 }.items():
