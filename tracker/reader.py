@@ -390,9 +390,11 @@ class RunView(LazyHost):
         last line too, unless the run is still running (its last line may be in progress).
         """
         quiet = self._quiet()
+        enabled = index_enabled()
         out = []
         for p in self.segment_paths():
-            ix = load_segment(self.store, self.id, p, schemas, self._writable, self._warn_index)
+            ix = load_segment(self.store, self.id, p, schemas, self._writable, self._warn_index,
+                              derived=enabled)
             for line, kind, message in ix.problems:
                 self._warn_once(Problem(str(p), line, kind, message))
             if ix.rest and not quiet:
@@ -525,10 +527,6 @@ class RunView(LazyHost):
     def schema_counts(self) -> dict[str, int]:
         """Records per schema, in order of first appearance."""
         counts: dict[str, int] = {}
-        if not index_enabled():
-            for rec in self._jsonl_records():
-                counts[rec.schema] = counts.get(rec.schema, 0) + 1
-            return counts
         for ix in self._indexes(set()):
             for name in ix.schema_names():
                 counts[name] = counts.get(name, 0) + ix.meta[name]["n"]
