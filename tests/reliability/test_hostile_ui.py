@@ -145,3 +145,38 @@ def test_extra_hosts_and_the_server_address():
     assert not allowed("evil.example.com", ["box.lan"])
     assert allowed("10.0.0.5:80", server="10.0.0.5")
     assert not allowed("0.0.0.0", ["0.0.0.0"])
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs")
+def test_a_blob_replaced_by_a_fifo_is_an_error_at_once_and_pins_no_thread(tmp_path):
+    from tracker.capture.blobs import blob_path
+
+    s = tmp_path / "store"
+    src = tmp_path / "model.bin"
+    src.write_bytes(os.urandom(5000))
+    with tracker.start_run(project="p", store=s, system_metrics=False) as run:
+        sha = run.log_artifact(src).sha256
+        good = run.log_artifact(tmp_path / "model.bin", name="copy").sha256
+    assert good == sha
+    other = tmp_path / "other.bin"
+    other.write_bytes(b"other bytes")
+    with tracker.start_run(project="p", store=s, system_metrics=False) as run2:
+        other_sha = run2.log_artifact(other).sha256
+    blob = blob_path(s, sha)
+    os.chmod(blob.parent, 0o755)
+    blob.unlink()
+    os.mkfifo(blob)
+    proc, port = _serve(s)
+    try:
+        # More requests than the server has worker threads: a blocking read would pin them all.
+        for _ in range(50):
+            t0 = time.monotonic()
+            status, _, body = _get(port, f"/api/runs/{run.id}/blobs/{sha}", f"127.0.0.1:{port}", timeout=5)
+            assert time.monotonic() - t0 < 1.0
+            assert status == 500
+            assert "is a FIFO (named pipe)" in json.loads(body)["error"]
+        status, _, body = _get(port, f"/api/runs/{run2.id}/blobs/{other_sha}", f"127.0.0.1:{port}")
+        assert status == 200 and body == b"other bytes"
+    finally:
+        err = _stop(proc)
+    assert "Traceback" not in err
