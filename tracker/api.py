@@ -32,6 +32,7 @@ from .format import METRICS, RECORD, RUN_FINISHED, check_run_id, new_run_id, non
 from .host import Host, get_host
 from .records import Event
 from .route import Attachment, attach, detach
+from .rules import check_keys, check_label
 from .segment import hostname
 from .values import MAX_INT, RESERVED, BadValue, check_json, check_metrics, given, storable, storable_text, unwrap_numpy
 
@@ -441,7 +442,9 @@ def _plain(value: Any, what: str) -> Any:
     try:
         return check_json(value)
     except BadValue as bad:
-        raise SchemaError(what, [("(value)", f"expected {bad.args[0]}, given {given(value)}")]) from None
+        # Name the key (or index) that holds the bad value, and that value alone.
+        field, bad_value = (bad.where(), bad.value) if bad.path else ("(value)", value)
+        raise SchemaError(what, [(field, f"expected {bad.args[0]}, given {given(bad_value)}")]) from None
 
 
 def start_run(project: str | None = None, name: str | None = None, *, config: dict[str, Any] | None = None,
@@ -486,7 +489,8 @@ def start_run(project: str | None = None, name: str | None = None, *, config: di
     if tags is not None and (isinstance(tags, str) or not all(isinstance(t, str) for t in tags)):
         raise TypeError(f"tags: expected a list of str, given {given(tags)}")
     config_data = _plain(dict(config or {}), "config")
-    tag_list = _plain(list(tags or []), "tags")
+    check_keys(config_data, "config")
+    tag_list = [check_label(t, "tag") for t in _plain(list(tags or []), "tags")]
     root = resolve_store_path(store, host.config).absolute()
     runs = root / "runs"
     try:

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import StoreError, TrackerError
+from ..files import NotAFileError
 
 _SHA_RE = re.compile(r"[0-9a-f]{64}")
 SYSTEM_FIELDS = ("cpu_percent", "process_cpu_percent", "memory_used_bytes", "memory_percent", "process_rss_bytes",
@@ -129,6 +130,8 @@ def checked_blob(view: Any, sha: str) -> tuple[Path, dict[str, Any]]:
     path = blobs.path(sha)
     try:
         got, size = hash_file(path)
+    except NotAFileError as exc:
+        raise StoreError(f"blob {exc}") from None
     except FileNotFoundError:
         raise StoreError(f"blob {path} is missing") from None
     except OSError as exc:

@@ -25,6 +25,7 @@ from starlette.staticfiles import StaticFiles
 
 from ..errors import RunNotFound, StoreError, TrackerError
 from . import parts
+from .hosts import HostCheck
 from .live import MetricsCache, read_since
 from .series import (
     DEFAULT_MAX_POINTS,
@@ -275,12 +276,13 @@ def _blob(api: Api, request: Request) -> Response:
                                  "x-content-type-options": "nosniff"})
 
 
-def create_app(store: Any = None) -> Starlette:
+def create_app(store: Any = None, *, hosts: tuple[str, ...] = ()) -> Starlette:
     """The dashboard as an ASGI app over ``store``.
 
     :param store: a :class:`tracker.Store`, a store folder, or ``None`` for the
         store of ``TRACKER_STORE`` / tracker.toml / ``./.tracker``. A folder
         that does not exist yet is served as an empty store.
+    :param hosts: names the ``Host`` header may give besides the loopback ones (see :mod:`.hosts`).
     """
     from .. import Store, open_store
 
@@ -327,5 +329,6 @@ def create_app(store: Any = None) -> Starlette:
     ]
     app = Starlette(routes=routes)
     app.state.api = api
+    app.add_middleware(HostCheck, hosts=hosts)
     app.add_middleware(SecurityHeaders)
     return app
