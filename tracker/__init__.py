@@ -39,7 +39,7 @@ __version__ = "0.1.0"
 
 
 from .wandb import ActiveProxy as _ActiveProxy
-from .wandb import UnsupportedError, init, login
+from .wandb import Api, Histogram, Image, Settings, UnsupportedError, define_metric, init, login, save, unwatch, watch
 
 # W&B's module-level `config` and `summary`: the active run's. The modules
 # tracker.config and tracker.summary stay importable, and their names resolve through these.
@@ -63,6 +63,14 @@ def __getattr__(name: str) -> object:
 
 
 __all__ = [  # one name per line: additions merge cleanly
+    "Api",
+    "Histogram",
+    "Image",
+    "Settings",
+    "define_metric",
+    "save",
+    "unwatch",
+    "watch",
     "Artifact",
     "Band",
     "BarChart",

@@ -79,6 +79,16 @@ class Table:
     there. ``rows()`` yields instances of the schema's class.
     """
 
+    def __new__(cls, *args: Any, **kwargs: Any) -> Any:
+        # ``tracker.Table(columns=[...], data=[...])`` is W&B's ``wandb.Table`` (a W&B script after
+        # ``import tracker as wandb``): a call without a schema name makes one of those.
+        schema = args[0] if args else kwargs.get("schema")
+        if cls is Table and (args or kwargs) and not isinstance(schema, str):
+            from .integrations.wandb.media import Table as WandbTable
+
+            return WandbTable(*args, **kwargs)
+        return super().__new__(cls)
+
     def __init__(self, schema: str, steps: list[int], times: list[float],
                  data: list[dict[str, Any]], compiled: CompiledSchema | None = None) -> None:
         import numpy as np
