@@ -19,10 +19,10 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-import tracker  # noqa: E402
-import tracker as wandb  # noqa: E402 - what a migrated script writes
 from click.testing import CliRunner  # noqa: E402
 
+import tracker  # noqa: E402
+import tracker as wandb  # noqa: E402 - what a migrated script writes
 from tracker.cli import make_cli  # noqa: E402
 from tracker.host import Host, get_host, set_host  # noqa: E402
 from tracker.pluginmanager import get_plugin_manager  # noqa: E402
@@ -73,7 +73,8 @@ def test_a_loop_logging_0d_tensors_as_nanogpt_does(store: Path) -> None:
     np.testing.assert_allclose(m["train/loss"], losses, rtol=1e-6)
     info = view.info
     assert info.status == "finished"
-    assert type(info.config["learning_rate"]) is float and math.isclose(info.config["learning_rate"], 1e-3, rel_tol=1e-6)
+    lr = info.config["learning_rate"]
+    assert type(lr) is float and math.isclose(lr, 1e-3, rel_tol=1e-6)
     assert info.config["block_size"] == 64 and type(info.config["block_size"]) is int
     assert math.isclose(info.summary["best_val_loss"], min(losses), rel_tol=1e-6)
 
