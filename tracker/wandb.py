@@ -17,6 +17,7 @@ import os
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from . import summary as _summary
 from .errors import TrackerError
 from .integrations.wandb.media import Histogram, Image, Table
 from .integrations.wandb.public import Api
@@ -24,6 +25,9 @@ from .runstate import UNSUPPORTED, RunConfig, RunSummary, UnsupportedError, _as_
 
 if TYPE_CHECKING:
     from .api import Run
+
+# ``tracker.Table(columns=..., data=...)`` (W&B's call) makes a W&B table; tracker.Table stays the column table.
+_summary.Table.wandb_table = Table
 
 __all__ = ["UNSUPPORTED", "Api", "Histogram", "Image", "RunConfig", "RunSummary", "Settings", "Table",
            "UnsupportedError",

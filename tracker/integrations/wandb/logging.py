@@ -188,7 +188,7 @@ class WandbExtras:
             return {}
         import numpy as np
 
-        from ...reader import RunView
+        from ...store import RunView
 
         metrics = RunView(self.run.store, self.run.id, host=self.run._host).metrics()
         out: dict[str, Any] = {}

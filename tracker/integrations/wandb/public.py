@@ -27,7 +27,7 @@ class Api:
 
     def __init__(self, overrides: Mapping[str, Any] | None = None, timeout: Any = None, api_key: str | None = None,
                  *, store: str | os.PathLike[str] | None = None) -> None:
-        from ...reader import open_store
+        from ...store import open_store
 
         if store is None and overrides:
             store = overrides.get("store")
