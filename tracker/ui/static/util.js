@@ -255,20 +255,16 @@ export function runColors(ids) {
   const n = uniq.length;
   const items = uniq.map((id) => ({ id, h: hashHue(id) })).sort((a, b) => a.h - b.h || (a.id < b.id ? -1 : 1));
   if (n > 1) {
-    const want = Math.min(60, (360 / n) * 0.85);
-    for (let round = 0; round < 200; round++) {
-      let moved = false;
-      for (let i = 0; i < n; i++) {
-        const a = items[i], b = items[(i + 1) % n];
-        const gap = (((b.h - a.h) % 360) + 360) % 360 || (n === 1 ? 360 : 0);
-        if (gap < want - 0.01) {
-          const push = (want - gap) / 2;
-          a.h = (a.h - push + 360) % 360;
-          b.h = (b.h + push) % 360;
-          moved = true;
-        }
-      }
-      if (!moved) break;
+    // Two hues closer than `want`: spread every run evenly round the circle, in the order of their own
+    // hues, turned so that on average each stays nearest its own hue.
+    const want = Math.min(40, (360 / n) * 0.6);
+    const gap = (i) => ((((items[(i + 1) % n].h - items[i].h) % 360) + 360) % 360) || (n === 1 ? 360 : 0);
+    if (items.some((_, i) => gap(i) < want)) {
+      const stepDeg = 360 / n;
+      let sx = 0, sy = 0;
+      items.forEach((it, i) => { const d = ((it.h - i * stepDeg) * Math.PI) / 180; sx += Math.cos(d); sy += Math.sin(d); });
+      const offset = (Math.atan2(sy, sx) * 180) / Math.PI;
+      items.forEach((it, i) => { it.h = (((offset + i * stepDeg) % 360) + 360) % 360; });
     }
   }
   return Object.fromEntries(items.map((it) => [it.id, hueColor(it.h)]));
