@@ -55,6 +55,10 @@ def __getattr__(name: str) -> object:
         return CliContext
     if name == "run":  # W&B's `wandb.run`: the active run, or None
         return current_run()
+    if name == "show":  # the dashboard in a notebook: loads Starlette and uvicorn only when called for
+        from .ui.notebook import show
+
+        return show
     from .wandb import UNSUPPORTED, unsupported
 
     if name in UNSUPPORTED:
@@ -117,6 +121,7 @@ __all__ = [  # one name per line: additions merge cleanly
     "load_config",
     "log",
     "log_record",
+    "show",
     "login",
     "open_store",
     "set_host",
