@@ -348,6 +348,7 @@ export function mount(root, params, ctx) {
       }
       // The default columns are known once the runs are: fetch their statistics at once.
       if (statsNeeded().some((m) => !statsHave.includes(m))) { refresh(); return; }
+      table.dataset.ready = "1";  // every shown column has its values
     } catch (err) {
       if (stopped) return;
       clear(message);
