@@ -98,6 +98,10 @@ def __getattr__(name: str) -> object:
         return importlib.import_module(f"{__name__}.{name}")
     if name == "run":  # W&B's `wandb.run`: the active run, or None
         return __getattr__("current_run")()  # type: ignore[operator]
+    if name == "show":  # the dashboard in a notebook: loads Starlette and uvicorn only when called for
+        from .ui.notebook import show
+
+        return show
     from .wandb import UNSUPPORTED, unsupported
 
     if name in UNSUPPORTED:
@@ -223,6 +227,7 @@ __all__ = [  # one name per line: additions merge cleanly
     "load_config",
     "log",
     "log_record",
+    "show",
     "login",
     "open_store",
     "set_host",

@@ -110,6 +110,13 @@ class Run(WandbRunMethods):
     def _last_metrics(self) -> dict[str, Any]:
         return dict(self._att.writer.last)
 
+    def _repr_html_(self) -> str:
+        """The run in a notebook: name, status, config and last metrics (see :mod:`tracker.display`)."""
+        from .display import run_html
+
+        return run_html(self.id, name=self.name, project=self.project, status=self.status,
+                        config=dict(self.config), last_metrics=self._last_metrics())
+
     def __getattr__(self, name: str) -> Any:
         # Only reached for a name Run does not have: W&B's run methods that tracker does not
         # offer say what to use instead; anything else is an ordinary AttributeError.

@@ -301,6 +301,12 @@ class RunView(LazyHost):
             self._info = self._read_info()
         return self._info
 
+    def _repr_html_(self) -> str:
+        """The run in a notebook: name, status, config and last metrics (see :mod:`tracker.display`)."""
+        from .display import info_html
+
+        return info_html(self.info)
+
     def refresh(self) -> RunInfo:
         """Read the info again (a running run's status and counts change)."""
         self._info = None
