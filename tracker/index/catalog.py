@@ -12,6 +12,7 @@ may have died). Anything else is derived again from the segments
 
 from __future__ import annotations
 
+import copy
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -64,7 +65,6 @@ def folder_state(run_dir: Path) -> tuple[list[int], list[int] | None]:
 
 def encode_entry(entry: CatalogEntry, state: dict[str, Any]) -> dict[str, Any]:
     """A catalog entry as JSON-ready data, with the facts it was derived from (``state``)."""
-    info = entry.info.to_dict() if hasattr(entry.info, "to_dict") else attrs.asdict(entry.info)
     info = {k: getattr(entry.info, k) for k in _INFO_FIELDS}
     return {**state, "info": encode_nonfinite(info), "nf": nonfinite_paths(info),
             "metrics": encode_nonfinite(entry.metrics), "schemas": entry.schemas}
@@ -74,7 +74,8 @@ def decode_entry(data: dict[str, Any]) -> CatalogEntry:
     """The entry back (raises on anything malformed: the caller derives it again)."""
     from ..format import decode_nonfinite
 
-    info = restore_nonfinite(data["info"], data["nf"])
+    # restore_nonfinite works in place: on a copy, so that the raw entry can be written back as it was.
+    info = restore_nonfinite(copy.deepcopy(data["info"]), data["nf"]) if data["nf"] else dict(data["info"])
     return CatalogEntry(RunInfo(**info), decode_nonfinite(data["metrics"]), data["schemas"])
 
 

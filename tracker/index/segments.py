@@ -111,7 +111,7 @@ class SchemaCols:
         cat = np.concatenate
         out = SchemaCols(self.name, n + other.n, cat([self.step, other.step]), cat([self.time, other.time]),
                          cat([self.seq, other.seq]), cat([self.line, other.line]), writers)
-        if self.cols or other.cols:
+        if self.name == "metrics":
             for k in {**self.cols, **other.cols}:
                 a = self.cols.get(k)
                 b = other.cols.get(k)
@@ -214,7 +214,7 @@ def _header(ix: SegmentIndex) -> dict[str, Any]:
     schemas = {}
     for name, p in ix.parts.items():
         schemas[name] = {**ix.meta[name], "writers": p.writers, "metrics": list(p.cols), "kinds": list(p.kinds),
-                         "other": not p.cols and name != "metrics"}
+                         "other": name != "metrics"}
     return {"layout": LAYOUT, "segment": ix.path.name, "dev": ix.dev, "ino": ix.ino, "offset": ix.offset,
             "lines": ix.lines, "last_start": ix.last_start, "last_crc": ix.last_crc, "problems": ix.problems,
             "schemas": schemas, "stats": _encode_stats(ix.stats)}
@@ -238,7 +238,7 @@ def _save(ix: SegmentIndex, target: Path) -> None:
             arrays[f"{name}\x00m\x00{k}"] = memoryview(a)
         for k, a in p.kinds.items():
             arrays[f"{name}\x00k\x00{k}"] = memoryview(a)
-        if not p.cols and name != "metrics":
+        if name != "metrics":
             arrays[f"{name}\x00data"] = p.data
             arrays[f"{name}\x00special"] = memoryview(p.special)
     container.write(target, _header(ix), arrays)

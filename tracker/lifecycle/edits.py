@@ -17,7 +17,16 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..edits import EDIT, EDITS_FOLDER, EDITS_PREFIX
+from ..edits import (  # noqa: F401 - re-exported: the editing API and its readers share these names
+    EDIT,
+    EDITS_FOLDER,
+    EDITS_PREFIX,
+    Edited,
+    apply_edits,
+    edit_paths,
+    editor_alive,
+    read_edits,
+)
 from ..errors import RunNotFound, SchemaError, StoreError, TrackerError
 from ..format import FORMAT_VERSION, encode_line
 from ..segment import safe_hostname

@@ -542,7 +542,7 @@ def folder_sources(store: Any, needed: set[str] | None = None, use_index: bool =
 
 def jsonl_sources(store: Any, needed: set[str] | None = None) -> Sources:
     """The sources of a folder store read from its JSONL segments, every line checked here."""
-    from ..reader import RunView
+    from ..store import RunView
 
     infos: list[RunInfo] = []
     host = getattr(store, "_host", None)
