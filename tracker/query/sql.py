@@ -407,7 +407,8 @@ class Catalog:
             self._stats_view()
         if self.host is not None:
             for name, compiled in self.host.schemas.items():
-                if name in ("metrics", "records", "runs", "metric_stats") or (needed is not None and name not in needed):
+                if name in ("metrics", "records", "runs", "metric_stats") or \
+                        (needed is not None and name not in needed):
                     continue
                 columns = schema_columns(compiled)
                 if columns is not None:
