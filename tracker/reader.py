@@ -464,6 +464,23 @@ class RunView(LazyHost):
         else:
             yield from merge_log_order(gens)
 
+    def covered_records(self, schema: str | None = None) -> tuple[Iterator[Record], dict[Path, tuple[int, int, float]]]:
+        """The records of every complete line now (through the derived data), and where each segment ends.
+
+        For a reader that goes on with the lines appended later (``tracker
+        tail -f``): per segment the byte offset after its last complete line,
+        the number of lines before it, and the largest time among the records
+        given (the key :func:`merge_log_order` goes on from).
+        """
+        ixs = self._indexes(None if schema is None else {schema})
+        ends = {}
+        for ix in ixs:
+            parts = [p for p in ix.parts.values() if p.n and (schema is None or p.name == schema)]
+            top = max((float(p.time.max()) for p in parts), default=-math.inf)
+            ends[ix.path] = (ix.offset, ix.lines, top)
+        gens = [self._segment_records_ix(ix, schema) for ix in ixs]
+        return (gens[0] if len(gens) == 1 else merge_log_order(gens)), ends
+
     def _jsonl_records(self, schema: str | None = None) -> Iterator[Record]:
         """:meth:`records` parsed from the JSONL, line by line (what the index is checked against)."""
         quiet = self._quiet()
