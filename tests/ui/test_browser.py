@@ -268,7 +268,8 @@ def test_an_empty_store_says_how_to_log_a_first_run_and_shows_runs_as_they_appea
         assert "No runs yet" in empty.text and "tracker.start_run" in empty.text
         with tracker.start_run(project="first", name="first-run", store=store) as run:
             run.log({"loss": 1.0})
-        wait(driver, lambda d: [e.text for e in css(d, "table.runs[data-ready] td.name a")] == ["first-run"], timeout=15,
+        wait(driver, lambda d: [e.text for e in css(d, "table.runs[data-ready] td.name a")] == ["first-run"],
+             timeout=15,
              what="the new run listed without a reload")
         assert console_errors(driver) == []
         driver.get("about:blank")  # the page polls: leave it before its server stops

@@ -1,6 +1,7 @@
 """What the charts draw, colours, URL state, the parameters view, progressive pages and tracker.show,
 in a real headless Chromium (the harness of test_browser.py)."""
 
+# ruff: noqa: F811 - the harness' fixtures (driver, server) are imported from test_browser and used as arguments
 from __future__ import annotations
 
 import time
@@ -215,7 +216,8 @@ def test_parameters_view_draws_one_line_per_run_and_a_click_opens_it(driver, swe
     chart = wait(driver, lambda d: css(d, '.params-chart[data-kind="parallel"][data-lines]'), what="parallel")[0]
     assert chart.get_attribute("data-lines") == "12"
     canvas = chart.find_element("css selector", "canvas")
-    heads = driver.execute_script("return [...document.querySelectorAll('.params-choices .chip')].map(e => e.textContent)")
+    heads = driver.execute_script(
+        "return [...document.querySelectorAll('.params-choices .chip')].map(e => e.textContent)")
     assert [h.split(" ")[0] for h in heads] == ["lr", "width", "opt"]
     # each run's line in its own colour (twelve colours moved apart), each drawn
     import json
@@ -239,7 +241,8 @@ def test_parameters_view_draws_one_line_per_run_and_a_click_opens_it(driver, swe
         return null;""", sc)
     assert xy is not None
     rect = driver.execute_script("const r = arguments[0].getBoundingClientRect(); return [r.width, r.height];", sc)
-    ActionChains(driver).move_to_element_with_offset(sc, xy[0] - rect[0] / 2 + 1, xy[1] - rect[1] / 2 + 2).perform()
+    dx, dy = xy[0] - rect[0] / 2 + 1, xy[1] - rect[1] / 2 + 2
+    ActionChains(driver).move_to_element_with_offset(sc, dx, dy).perform()
     tip = wait(driver, lambda d: [t for t in css(d, ".params-tip") if t.is_displayed()], what="the tooltip")[0]
     found = tip.text.split(" · ")[0]
     assert found.startswith("sweep-")
