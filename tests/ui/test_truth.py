@@ -236,7 +236,10 @@ def test_parameters_view_draws_one_line_per_run_and_a_click_opens_it(driver, swe
         const dpr = c.width / c.getBoundingClientRect().width;
         for (let i = 0; i < d.length; i += 4) {
           const mx = Math.max(d[i], d[i+1], d[i+2]), mn = Math.min(d[i], d[i+1], d[i+2]);
-          if (d[i+3] > 200 && mx - mn > 80) { const p = i / 4; return [(p % c.width) / dpr, Math.floor(p / c.width) / dpr]; }
+          if (d[i+3] > 200 && mx - mn > 80) {
+            const p = i / 4;
+            return [(p % c.width) / dpr, Math.floor(p / c.width) / dpr];
+          }
         }
         return null;""", sc)
     assert xy is not None
