@@ -341,3 +341,12 @@ def test_non_finite_config_and_last_metrics_are_strict_json(tmp_path):
         assert row["last_metrics"] == {"loss": "NaN", "gain": "-Infinity"}
         s = get(c, "/api/runs/nonfinite/metrics")["series"]
         assert s["loss"]["y"] == [None] and s["gain"]["y"] == [None]
+
+
+def test_run_parts_come_one_at_a_time(client, runs_store):
+    _, ids = runs_store
+    early = get(client, f"/api/runs/{ids['alpha']}?parts=info,metric_names")
+    assert set(early) == {"id", "info", "metric_names"} and early["info"]["id"] == ids["alpha"]
+    assert set(get(client, f"/api/runs/{ids['alpha']}?parts=summaries")) == {"id", "summaries"}
+    err = get(client, f"/api/runs/{ids['alpha']}?parts=info,nope", 400)["error"]
+    assert "parts" in err and "'nope'" in err and "summaries" in err

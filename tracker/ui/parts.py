@@ -259,7 +259,7 @@ def panel_list(view: Any) -> list[dict[str, Any]]:
 def panels_of(view: Any, names: list[str] | None = None) -> list[dict[str, Any]]:
     """Each panel of the run (of ``names``, or every one) with its figures as JSON.
 
-    A panel whose function raised has ``"error"`` instead.
+    A panel whose function raised has ``"error"`` instead of ``"figures"``.
     """
     out = []
     tables: dict[str, Any] = {}

@@ -96,7 +96,7 @@ function canvasChart(kind, rows, specs, build, navigate) {
     const ctx = hidpi(canvas, w, HEIGHT);
     ctx.clearRect(0, 0, w, HEIGHT);
     model = build(w, t, ctx);
-    const a = rows.length > 500 ? 0.25 : rows.length > 50 ? 0.5 : 0.9;
+    const a = rows.length > 500 ? 0.25 : rows.length > 50 ? 0.5 : 1;
     let drawn = 0;
     for (const it of model.items) {
       if (!model.paint(ctx, it, alpha(colorOf(it.row), a), 1.5)) continue;
@@ -104,6 +104,7 @@ function canvasChart(kind, rows, specs, build, navigate) {
     }
     if (hover) model.paint(ctx, hover, colorOf(hover.row), 3.5);
     wrap.dataset.lines = String(drawn);
+    if (colors) wrap.dataset.colors = JSON.stringify(rows.map(colorOf));
   };
   const nearest = (ev) => {
     if (!model) return null;

@@ -120,7 +120,7 @@ export function fmtTick(v, step) {
   if (v === null || v === undefined) return "";
   if (!Number.isFinite(step) || step <= 0) return fmtNum(v, 3);
   const a = Math.abs(v);
-  if ((a >= 1e9 || (a !== 0 && a < 1e-3) || step < 1e-4) && a !== 0) return expText(v, 3);
+  if ((a >= 1e9 || step < 1e-4) && a !== 0) return expText(v, 3);
   const exp = Math.floor(Math.log10(step) + 1e-9);
   let decimals = Math.max(0, -exp);
   if (decimals > 0 || exp < 0) {
