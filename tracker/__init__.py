@@ -28,11 +28,11 @@ from .errors import ConfigError, PluginError, QueryError, RunNotFound, SchemaErr
 from .figures import Band, BarChart, Heatmap, LineChart, Panel, Series, TableFigure
 from .format import EVENT_KINDS, RECORD, RUN_FINISHED, RUN_STARTED, WRITER_STARTED
 from .hookspecs import hookimpl, hookspec
-from .host import Host, get_host, set_host
-from .pluginmanager import PluginInfo, PluginManager, get_plugin_manager, list_plugins
-from .reader import RunView, Store, open_store
+from .host import Host, get_host, list_plugins, set_host
+from .pluginmanager import PluginInfo, PluginManager, get_plugin_manager
 from .records import Event, Problem, Record, RunInfo
 from .schema import Schema
+from .store import RunView, Store, open_store
 from .summary import MISSING, Summarizer, Summary, Table
 
 __version__ = "0.1.0"

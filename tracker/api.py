@@ -102,7 +102,7 @@ class Run:
         return self._summary
 
     def _stored(self) -> Any:
-        from .reader import RunView
+        from .store import RunView
 
         return RunView(self.store, self.id, host=self._host).info
 

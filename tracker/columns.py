@@ -49,14 +49,24 @@ def metric_columns(segments: Iterable[tuple[str, Iterable[list[bytes]]]],
         lines in lists (as :class:`tracker.format.LineChunks` yields them).
     :param warn: called with each damaged line met.
     """
+    parts = [segment_columns(path, chunks, warn) for path, chunks in segments]
+    return merge_columns([p for p in parts if p[1]])
+
+
+def merge_columns(parts: list[tuple[Columns, int]]) -> tuple[Columns, int]:
+    """The ``metrics`` columns of several segments (each ``(columns, n)``) merged in log order.
+
+    As :func:`tracker.reader.merge_log_order`: file order within a segment, by
+    each segment's running maximum of time across segments; NaN where a segment lacks a metric.
+    """
     import numpy as np
 
-    parts = [segment_columns(path, chunks, warn) for path, chunks in segments]
-    parts = [p for p in parts if p[1]]
     if not parts:
         return {"step": np.zeros(0, np.int64), "time": np.zeros(0)}, 0
     if len(parts) == 1:
-        return parts[0]
+        cols, n = parts[0]
+        # Fresh, writable arrays: a caller may change them, and the index's buffers are shared.
+        return {k: v.copy() if not v.flags.writeable else v for k, v in cols.items()}, n
     names: dict[str, None] = {}
     for cols, _ in parts:
         for k in cols:

@@ -231,3 +231,8 @@ def set_host(host: Host | None) -> Host | None:
     with _host_lock:
         old, _host = _host, host
     return old
+
+
+def list_plugins() -> list[PluginInfo]:
+    """Every plugin of the process's host (built on first use)."""
+    return get_host().plugins()

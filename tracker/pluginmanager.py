@@ -142,10 +142,3 @@ def _load_entry_points(pm: PluginManager, blocked: set[str]) -> None:
             pm.break_plugin(ep.name, f"failed to import {ep.value}: {type(exc).__name__}: {exc}")
             continue
         pm.add_plugin(plugin, ep.name, distribution=dist, version=version, builtin=builtin)
-
-
-def list_plugins() -> list[PluginInfo]:
-    """Every plugin of the process's host (built on first use)."""
-    from .host import get_host
-
-    return get_host().plugins()

@@ -17,7 +17,10 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import attrs
+
 from .bus import TrackerWarning
+from .edits import edit_paths
 from .errors import RunNotFound, StoreError, TrackerError
 from .format import (
     EVENT_KINDS,
@@ -35,16 +38,27 @@ from .format import (
     merge_chunk,
     parse_line,
 )
+from .index import (
+    CatalogEntry,
+    SchemaCols,
+    SegmentIndex,
+    Writable,
+    catalog_entries,
+    combine_stats,
+    folder_state,
+    index_enabled,
+    load_segment,
+    metric_dicts,
+    warn_once,
+)
 from .records import Problem, Record, RunInfo
 from .segment import Segment, read_run_info, read_segment, segment_paths
 from .summary import Summary, Table, summarize_run
 
 if TYPE_CHECKING:
-    import duckdb
     import numpy as np
 
     from .host import Host
-    from .query.team import TeamStore
 
 
 class LazyHost:
@@ -84,6 +98,7 @@ class Store(LazyHost):
         if self.path.exists() and not self.path.is_dir():
             raise StoreError(f"{self.path} is not a store folder")
         self.runs_dir = self.path / "runs"
+        self._writable = Writable()
 
     def run_ids(self) -> list[str]:
         """Every run id in the store (folder names that are valid ids)."""
@@ -104,124 +119,94 @@ class Store(LazyHost):
         hides the others; asking for that run with :meth:`run` raises
         :class:`StoreError`.
         """
-        infos = []
-        for rid in self.run_ids():
-            try:
-                info = RunView(self.path, rid, host=self._host).info
-            except StoreError as exc:
-                warnings.warn(f"tracker: run {rid} is not listed: {exc}", TrackerWarning, stacklevel=2)
-                continue
+        return [e.info for e in self.catalog(project, status, tag)]
+
+    def catalog(self, project: str | None = None, status: str | None = None,
+                tag: str | None = None) -> list[CatalogEntry]:
+        """Every run's catalog entry (info, per-metric figures, records per schema), newest first.
+
+        Read from ``<store>/index/catalog.idx`` where it still matches the
+        run's files, derived again from the segments where it does not.
+        """
+        if index_enabled():
+            entries = catalog_entries(self.path, self.run_ids(), self._derive_entry, self._refresh_running,
+                                      self._writable, self._unlisted)
+        else:
+            entries = []
+            for rid in self.run_ids():
+                try:
+                    view = self._view(rid)
+                    entries.append(CatalogEntry(view.info, view.metric_stats(), view.schema_counts()))
+                except StoreError as exc:
+                    self._unlisted(rid, exc)
+        out = []
+        for e in entries:
+            info = e.info
             if project is not None and info.project != project:
                 continue
             if status is not None and info.status != status:
                 continue
             if tag is not None and tag not in info.tags:
                 continue
-            infos.append(info)
-        infos.sort(key=lambda i: (i.created_at or 0.0, i.id), reverse=True)
-        return infos
+            out.append(e)
+        out.sort(key=lambda e: (e.info.created_at or 0.0, e.info.id), reverse=True)
+        return out
+
+    #: The class of the views :meth:`run` returns (:mod:`tracker.store` gives one with the capabilities' methods).
+    view_class: type[RunView]
+
+    def _view(self, run_id: str) -> RunView:
+        return self.view_class(self.path, run_id, host=self._host, writable=self._writable)
+
+    def _unlisted(self, run_id: str, exc: Exception) -> None:
+        if not isinstance(exc, StoreError):
+            raise exc
+        warnings.warn(f"tracker: run {run_id} is not listed: {exc}", TrackerWarning, stacklevel=4)
+
+    def _derive_entry(self, run_id: str) -> tuple[CatalogEntry, dict[str, Any]]:
+        view = self._view(run_id)
+        # The folders' state first: a change made while deriving makes the entry stale, never wrong.
+        dir_state, edits_state = folder_state(view.path)
+        ixs = view._indexes(set())
+        info = view.info
+        segs = {ix.path.name: [ix.ino, ix.size, ix.offset, ix.last_start, ix.last_crc] for ix in ixs}
+        edits = {}
+        for p in edit_paths(view.path):
+            st = os.stat(p)
+            edits[p.name] = [st.st_ino, st.st_size]
+        counts: dict[str, int] = {}
+        for ix in ixs:
+            for name, m in ix.meta.items():
+                counts[name] = counts.get(name, 0) + m["n"]
+        entry = CatalogEntry(info, combine_stats([ix.stats for ix in ixs]), counts)
+        return entry, {"dir": dir_state, "edits_dir": edits_state, "segs": segs, "edits": edits}
+
+    def _refresh_running(self, run_id: str, entry: CatalogEntry) -> CatalogEntry:
+        # Its files are unchanged, but its writer may have died since: derive the status again.
+        return attrs.evolve(entry, info=self._view(run_id).info)
 
     def run(self, ref: str) -> RunView:
         """The run whose id is ``ref`` or starts with it (like git), else whose name is ``ref``.
 
         :raises RunNotFound: no match, or several (the message lists them).
         """
-        run_id = resolve_run_ref(ref, self.run_ids(), lambda ids: [i for i in ids if self._name_of(i) == ref],
-                                 f"store {self.path}")
-        return RunView(self.path, run_id, host=self._host)
+        run_id = resolve_run_ref(ref, self.run_ids(), self._named(ref), f"store {self.path}")
+        return self._view(run_id)
+
+    def _named(self, ref: str) -> Callable[[list[str]], list[str]]:
+        def named(ids: list[str]) -> list[str]:
+            if index_enabled():
+                # Names from the catalog: one listing instead of reading every run's ends.
+                return [e.info.id for e in self.catalog() if e.info.name == ref and e.info.id in ids]
+            return [i for i in ids if self._name_of(i) == ref]
+        return named
 
     def _name_of(self, run_id: str) -> str | None:
         """The run's name, or ``None`` for a run that cannot be read (it never hides a match)."""
         try:
-            return RunView(self.path, run_id, host=self._host).info.name
+            return self._view(run_id).info.name
         except StoreError:
             return None
-
-    def sql(self, query: str, *, use_index: bool = True) -> duckdb.DuckDBPyRelation:
-        """Run SQL over the views ``runs``, ``metrics``, ``records`` and one per schema (DuckDB).
-
-        :param use_index: read indexed runs from the Parquet index (``tracker index``).
-        :raises QueryError: carrying DuckDB's message.
-        :raises TrackerError: when DuckDB is not installed (``pip install "tracker-core[query]"``).
-        """
-        from .query.sql import query as run_query
-
-        return run_query(self, query, use_index=use_index)
-    # --- changes after the fact: appended events and whole-folder renames -----------
-
-    def tag(self, runs: str | Iterable[str], add: Iterable[str] = (), remove: Iterable[str] = ()) -> list[RunInfo]:
-        """Add and remove tags of runs (ids, prefixes or names); returns their infos after the edit.
-
-        :raises RunNotFound: an unknown run; :raises TrackerError: a bad tag (nothing changes).
-        """
-        from .lifecycle import tag_runs
-
-        return tag_runs(self, runs, add, remove)
-
-    def rename(self, run: str, name: str) -> RunInfo:
-        """Give a run a new name (one line, not blank)."""
-        from .lifecycle import rename_run
-
-        return rename_run(self, run, name)
-
-    def note(self, run: str, text: str, *, append: bool = False) -> RunInfo:
-        """Set a run's notes, or with ``append`` add ``text`` as a line after them."""
-        from .lifecycle import note_run
-
-        return note_run(self, run, text, append=append)
-
-    def update_config(self, run: str, values: dict[str, Any]) -> RunInfo:
-        """Set top-level config keys of a run (appended; the start config is kept)."""
-        from .lifecycle import update_config
-
-        return update_config(self, run, values)
-
-    def update_summary(self, run: str, values: dict[str, Any]) -> RunInfo:
-        """Set summary values of a run (appended; last write wins)."""
-        from .lifecycle import update_summary
-
-        return update_summary(self, run, values)
-
-    def remove(self, runs: str | Iterable[str] = (), *, project: str | None = None, status: str | None = None,
-               older_than: float | str | None = None, tags: Iterable[str] = (), force: bool = False,
-               dry_run: bool = False) -> list[RunInfo]:
-        """Move runs to the trash (by id, or by selection); returns the runs moved (or, dry, to move).
-
-        A named run whose writer is alive is refused unless ``force``; a
-        selection skips such runs. ``older_than``: seconds, or text like ``"7d"``.
-        """
-        from .lifecycle import parse_age, plan_removal, remove_runs
-
-        age = parse_age(older_than) if isinstance(older_than, str) else older_than
-        plan = plan_removal(self, runs, project=project, status=status, older_than=age, tags=tags, force=force)
-        if dry_run:
-            return plan.runs
-        moved = set(remove_runs(self, plan))
-        return [i for i in plan.runs if i.id in moved]
-
-    def restore(self, runs: str | Iterable[str]) -> list[RunInfo]:
-        """Move runs back from the trash; an id that exists again is refused (nothing moves)."""
-        from .lifecycle import restore_runs
-
-        return restore_runs(self, runs)
-
-    def trashed(self) -> list[RunInfo]:
-        """The runs in the trash, newest first (``tracker runs --trash``)."""
-        from .lifecycle import trash_store
-
-        return trash_store(self).runs()
-
-    def gc(self, *, dry_run: bool = False) -> Any:
-        """Empty the trash and remove blobs no run references (never one younger than an hour)."""
-        from .lifecycle import collect_garbage
-
-        return collect_garbage(self, dry_run=dry_run)
-
-    def du(self) -> dict[str, Any]:
-        """Bytes per run and per project, largest first, and the total (see ``tracker du``)."""
-        from .lifecycle import disk_usage
-
-        return disk_usage(self)
 
 
 def merge_log_order(sources: Sequence[Iterable[Record]], tops: list[float] | None = None) -> Iterator[Record]:
@@ -274,19 +259,6 @@ def resolve_run_ref(ref: str, ids: list[str], named: Callable[[list[str]], list[
     raise RunNotFound(f"{ref!r} is ambiguous: {len(matches)} runs match ({shown})", matches)
 
 
-def open_store(path: str | os.PathLike[str] | None = None) -> Store | TeamStore:
-    """Open a store for reading (default: TRACKER_STORE, tracker.toml, ./.tracker).
-
-    A ``postgresql://`` URL opens the team database with the same reading API.
-    """
-    target = path if path is not None else os.environ.get("TRACKER_STORE")
-    if isinstance(target, str) and target.startswith(("postgresql://", "postgres://")):
-        from .query.team import open_team_store
-
-        return open_team_store(target)
-    return Store(path)
-
-
 class RunView(LazyHost):
     """One run of a store, read-only.
 
@@ -295,7 +267,7 @@ class RunView(LazyHost):
     """
 
     def __init__(self, store: str | os.PathLike[str], run_id: str,
-                 host: Host | Callable[[], Host] | None = None) -> None:
+                 host: Host | Callable[[], Host] | None = None, writable: Writable | None = None) -> None:
         self.store = Path(store)
         self.id = run_id
         try:
@@ -310,6 +282,9 @@ class RunView(LazyHost):
         self._info: RunInfo | None = None
         self.problems: list[Problem] = []
         self._unknown_kinds: set[Any] = set()
+        self._said: set[tuple[str, int | None, str]] = set()
+        self._writable = writable if writable is not None else Writable()
+        self._warn_index = warn_once(set())
 
     def segment_paths(self) -> list[Path]:
         """The run's segment files, sorted by name."""
@@ -340,8 +315,11 @@ class RunView(LazyHost):
         return read_run_info(self.path, self.id, self.segments(), self._timeout, self._warn)
 
     def max_step(self) -> int | None:
-        """The largest step of the run, exact (scans segments whose writer never finished)."""
+        """The largest step of the run, exact (from the derived data of segments whose writer never finished)."""
         best = None
+        if index_enabled():
+            steps = [ix.max_step() for ix in self._indexes(set())]
+            return max((s for s in steps if s is not None), default=None)
         for s in self.segments():
             fin = s.finish
             if fin is not None:
@@ -403,8 +381,83 @@ class RunView(LazyHost):
         # A running writer's last line may simply be in progress.
         return self.info.status == "running"
 
+    # --- reading through the derived columns (tracker.index) -----------------------------------
+
+    def _indexes(self, schemas: set[str] | None) -> list[SegmentIndex]:
+        """Every segment's derived data with the columns of ``schemas`` loaded (``None``: all).
+
+        Damaged lines are reported as a read of the JSONL reports them; a torn
+        last line too, unless the run is still running (its last line may be in progress).
+        """
+        quiet = self._quiet()
+        out = []
+        for p in self.segment_paths():
+            ix = load_segment(self.store, self.id, p, schemas, self._writable, self._warn_index)
+            for line, kind, message in ix.problems:
+                self._warn_once(Problem(str(p), line, kind, message))
+            if ix.rest and not quiet:
+                self._warn_once(Problem(str(p), ix.lines + 1, "torn",
+                                        f"the last line is incomplete ({len(ix.rest)} bytes): a write was cut off"))
+            out.append(ix)
+        return out
+
+    def _warn_once(self, problem: Problem) -> None:
+        key = (problem.path, problem.line, problem.kind)
+        if key not in self._said:
+            self._said.add(key)
+            self._warn(problem)
+
+    def _decoder(self, schema: str) -> Callable[[dict[str, Any]], dict[str, Any]]:
+        # Only the schema tells a non-finite float from a string "NaN" in a str field.
+        compiled = self.host.schemas.get(schema)
+        return compiled.decode if compiled is not None else decode_nonfinite
+
+    def _part_records(self, part: SchemaCols) -> Iterator[tuple[int, Record]]:
+        """``(line number, Record)`` of one schema's records in one segment, in file order."""
+        steps, times, seqs, lines = part.step.tolist(), part.time.tolist(), part.seq.tolist(), part.line.tolist()
+        writers = part.writer_ids()
+        name = part.name
+        if name == METRICS:
+            datas = metric_dicts(part)
+        else:
+            datas = part.datas()
+            special = part.special
+            if special is not None and special.any():
+                decode = self._decoder(name)
+                for i in special.nonzero()[0].tolist():
+                    datas[i] = decode(datas[i])
+        for i in range(part.n):
+            yield lines[i], Record(steps[i], times[i], name, datas[i], writers[i], seqs[i])
+
+    def _segment_records_ix(self, ix: SegmentIndex, schema: str | None) -> Iterator[Record]:
+        if schema is not None:
+            part = ix.parts.get(schema)
+            if part is not None:
+                for _, rec in self._part_records(part):
+                    yield rec
+            return
+        gens = [self._part_records(p) for p in ix.parts.values()]
+        if len(gens) == 1:
+            for _, rec in gens[0]:
+                yield rec
+        else:
+            for _, rec in heapq.merge(*gens, key=lambda lr: lr[0]):
+                yield rec
+
     def records(self, schema: str | None = None) -> Iterator[Record]:
         """Every record (of one schema), in log order (see :func:`merge_log_order`)."""
+        if not index_enabled():
+            yield from self._jsonl_records(schema)
+            return
+        ixs = self._indexes(None if schema is None else {schema})
+        gens = [self._segment_records_ix(ix, schema) for ix in ixs]
+        if len(gens) == 1:
+            yield from gens[0]
+        else:
+            yield from merge_log_order(gens)
+
+    def _jsonl_records(self, schema: str | None = None) -> Iterator[Record]:
+        """:meth:`records` parsed from the JSONL, line by line (what the index is checked against)."""
         quiet = self._quiet()
         paths = self.segment_paths()
         # Any number of segments within bounded memory and open files: LineChunks opens a file
@@ -418,6 +471,15 @@ class RunView(LazyHost):
 
     def schemas(self) -> list[str]:
         """The schema names present in the run, in order of first appearance."""
+        if not index_enabled():
+            return self._jsonl_schemas()
+        seen: dict[str, None] = {}
+        for ix in self._indexes(set()):
+            for name in ix.schema_names():
+                seen.setdefault(name, None)
+        return list(seen)
+
+    def _jsonl_schemas(self) -> list[str]:
         seen: dict[str, None] = {}
         mark = RECORD_SCHEMA_MARK
         for p in self.segment_paths():
@@ -448,10 +510,39 @@ class RunView(LazyHost):
         return cols
 
     def _metrics_columns(self) -> tuple[dict[str, np.ndarray], int]:
-        from .columns import metric_columns
+        from .columns import merge_columns, metric_columns
 
-        quiet = self._quiet()
-        return metric_columns(((str(p), self._line_chunks(p, quiet)) for p in self.segment_paths()), self._warn)
+        if not index_enabled():
+            quiet = self._quiet()
+            return metric_columns(((str(p), self._line_chunks(p, quiet)) for p in self.segment_paths()), self._warn)
+        parts = []
+        for ix in self._indexes({METRICS}):
+            part = ix.parts.get(METRICS)
+            if part is not None and part.n:
+                parts.append(({"step": part.step, "time": part.time, **part.cols}, part.n))
+        return merge_columns(parts)
+
+    def schema_counts(self) -> dict[str, int]:
+        """Records per schema, in order of first appearance."""
+        counts: dict[str, int] = {}
+        if not index_enabled():
+            for rec in self._jsonl_records():
+                counts[rec.schema] = counts.get(rec.schema, 0) + 1
+            return counts
+        for ix in self._indexes(set()):
+            for name in ix.schema_names():
+                counts[name] = counts.get(name, 0) + ix.meta[name]["n"]
+        return counts
+
+    def metric_stats(self) -> dict[str, dict[str, Any]]:
+        """Per metric: ``count``, ``first``, ``last``, ``min``, ``max`` and the steps of min, max and last.
+
+        ``count`` counts the records holding the metric (NaN included); ``min``
+        and ``max`` are over its non-NaN values (``None`` when there are none);
+        ``first`` and ``last`` are the first and last logged, in log order.
+        Read from the segments' derived figures, not from the columns.
+        """
+        return combine_stats([ix.stats for ix in self._indexes(set())])
 
     def _line_chunks(self, path: Path, quiet_tail: bool, chunk: int = READ_CHUNK) -> Iterator[list[bytes]]:
         """The complete lines of a segment, a list per chunk read; a torn last line is reported.
@@ -464,33 +555,12 @@ class RunView(LazyHost):
             self._warn(Problem(str(path), reader.lines + 1, "torn",
                                f"the last line is incomplete ({len(reader.rest)} bytes): a write was cut off"))
 
-    def artifacts(self) -> list[Any]:
-        """Every :class:`tracker.Artifact` of the run, in log order."""
-        from .capture.artifacts import artifacts
-
-        return artifacts(self)
-
-    def open_artifact(self, name: str) -> Any:
-        """A binary file object over the latest version of file artifact ``name``.
-
-        :raises TrackerError: no such artifact, or a folder; :class:`StoreError`: its bytes are missing.
-        """
-        from .capture.artifacts import open_artifact
-
-        return open_artifact(self, name)
-
-    def copy_artifact(self, name: str, dest: str | os.PathLike[str]) -> Path:
-        """Copy artifact ``name`` (a file or a folder) to ``dest``, every hash checked; returns ``dest``.
-
-        :raises StoreError: a missing or damaged blob or referenced file (nothing is left at ``dest``).
-        """
-        from .capture.artifacts import copy_artifact
-
-        return copy_artifact(self, name, dest)
-
     def summarize(self, schema: str | None = None) -> list[Summary]:
         """Every summary of every schema present (or of one schema), in that order.
 
         A summarizer that raises gives a summary that says so instead of stopping the others.
         """
         return summarize_run(self, schema)
+
+
+Store.view_class = RunView

@@ -9,6 +9,7 @@ is known by its host, pid and process start time (:func:`hostname`,
 from __future__ import annotations
 
 import os
+import re
 import socket
 import time
 from collections.abc import Callable
@@ -17,6 +18,7 @@ from typing import Any
 
 import attrs
 
+from .edits import apply_edits, read_edits
 from .errors import StoreError
 from .format import (
     METRICS,
@@ -39,6 +41,11 @@ _SEVERITY = {"finished": 0, "failed": 1, "crashed": 2}
 def hostname() -> str:
     """This machine's name, as writers record it (bytes UTF-8 cannot encode escaped)."""
     return storable_text(socket.gethostname())
+
+
+def safe_hostname() -> str:
+    """This machine's name as writer ids carry it: letters, digits and dashes, at most 32 characters."""
+    return re.sub(r"[^A-Za-z0-9-]", "-", hostname())[:32] or "host"
 
 
 def _proc_stat(pid: int) -> list[bytes] | None:
@@ -302,8 +309,6 @@ def read_run_info(path: Path, run_id: str, segs: list[Segment], timeout: float |
     status, error = run_status(writers)
     # Edits (tag, rename, note, config, summary) live in segments of their own, apart from the
     # writers': they change the labels, never the status or the counts.
-    from .lifecycle.edits import apply_edits, read_edits
-
     config = restore_nonfinite(meta.get("config") or {}, meta.get("config_nonfinite"))
     notes = meta.get("notes") if isinstance(meta.get("notes"), str) else None
     edited = apply_edits(meta.get("name"), meta.get("tags") or [], notes, config, read_edits(path, warn))
@@ -317,8 +322,26 @@ def read_run_info(path: Path, run_id: str, segs: list[Segment], timeout: float |
 
 
 def _system_totals(parts: list[dict[str, Any]]) -> dict[str, Any]:
+    """One run's system figures from its writers' finish events (``Sampler.totals`` of each).
+
+    Peaks take the largest, means are weighted by samples, energy adds up.
+    """
+    parts = [p for p in parts if isinstance(p, dict) and p]
     if len(parts) <= 1:
         return dict(parts[0]) if parts else {}
-    from .capture.system import combine_totals  # several writers sampled: combine their figures
+    out: dict[str, Any] = {}
+    for key in {k for p in parts for k in p}:
+        vals = [(p[key], p.get("samples") or 1) for p in parts if isinstance(p.get(key), (int, float))]
+        if not vals:
+            continue
+        if key.endswith("_peak") or key.endswith("_peak_bytes") or key == "gpus":
+            out[key] = max(v for v, _ in vals)
+        elif key.endswith("_mean"):
+            out[key] = sum(v * w for v, w in vals) / sum(w for _, w in vals)
+        else:  # samples, gpu_energy_kwh
+            out[key] = sum(v for v, _ in vals)
+    return out
 
-    return combine_totals(parts)
+
+#: The name the capture package uses.
+combine_totals = _system_totals

@@ -26,6 +26,7 @@ from pathlib import Path
 
 import attrs
 
+from .edits import EDIT, edit_paths, editor_alive
 from .errors import StoreError
 from .format import (
     FORMAT_VERSION,
@@ -38,7 +39,6 @@ from .format import (
     iter_lines,
     parse_line,
 )
-from .lifecycle.edits import EDIT, edit_paths, editor_alive
 from .records import Problem
 from .segment import read_segment, segment_paths
 

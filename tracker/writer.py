@@ -10,7 +10,6 @@ only that a record's data must encode.
 from __future__ import annotations
 
 import os
-import re
 import secrets
 import threading
 import weakref
@@ -20,16 +19,12 @@ from typing import Any, NoReturn
 
 from .errors import StoreError
 from .format import METRICS, RECORD, SEGMENT_SUFFIX, encode_line, event
-from .segment import hostname, process_start
+from .segment import hostname, process_start, safe_hostname
 from .values import MAX_INT
 
 _write = os.write
 #: Below every step a record may have (steps are ints within ±2**53): "no step yet".
 NO_STEP = -MAX_INT - 1
-
-
-def _safe_host() -> str:
-    return re.sub(r"[^A-Za-z0-9-]", "-", hostname())[:32] or "host"
 
 
 _writers: weakref.WeakSet[SegmentWriter] = weakref.WeakSet()
@@ -76,7 +71,7 @@ class SegmentWriter:
     def _open(self, hidden: bool = False) -> None:
         """Create this process's segment; ``hidden``: under a name readers skip, until :meth:`reveal`."""
         self.pid = os.getpid()
-        self.id = f"{_safe_host()}-{self.pid}-{secrets.token_hex(3)}"
+        self.id = f"{safe_hostname()}-{self.pid}-{secrets.token_hex(3)}"
         self.path = self.run_dir / f"{self.id}{SEGMENT_SUFFIX}"
         self.hidden_path = self.run_dir / f".{self.id}{SEGMENT_SUFFIX}.part" if hidden else None
         try:

@@ -63,18 +63,30 @@ def wait_for_line(out: Path, proc: subprocess.Popen, timeout: float = 60.0, word
         time.sleep(0.002)
 
 
+def derived(rel: Path) -> bool:
+    """Whether a path lies in a store's derived data (``<store>/index/``), which readers keep up to date.
+
+    Derived data is rebuilt from the segments whenever they change; what must
+    stay byte-identical is everything else, the user's data.
+    """
+    parts = rel.parts
+    return any(p == "index" and (i == 0 or parts[i - 1] != "runs") for i, p in enumerate(parts))
+
+
 def tree_hashes(root: Path) -> dict[str, str]:
-    """sha256 of every file under ``root`` (and the set of folders), to prove nothing was changed."""
+    """sha256 of every file under ``root`` (and the set of folders) but derived data, to prove nothing was changed."""
     out = {}
     for p in sorted(root.rglob("*")):
+        if derived(p.relative_to(root)):
+            continue
         rel = str(p.relative_to(root))
         out[rel] = hashlib.sha256(p.read_bytes()).hexdigest() if p.is_file() else "dir"
     return out
 
 
 def snapshot(root: Path) -> set[str]:
-    """Every path under ``root``, relative, for before/after comparisons."""
-    return {str(p.relative_to(root)) for p in root.rglob("*")}
+    """Every path under ``root`` but derived data, relative, for before/after comparisons."""
+    return {str(p.relative_to(root)) for p in root.rglob("*") if not derived(p.relative_to(root))}
 
 
 def read_run(store: Path, run_id: str,

@@ -23,6 +23,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from ..segment import combine_totals  # noqa: F401 - where the capture package looked for it
+
 log = logging.getLogger("tracker.system")
 
 #: Default seconds between samples.
@@ -343,25 +345,3 @@ def resolve_interval(system_metrics: Any, config: Any) -> float | None:
         return float(system_metrics)
     raise TypeError(f"system_metrics: expected None, False, True or a positive number of seconds, "
                     f"given {system_metrics!r}")
-
-
-def combine_totals(parts: list[dict[str, Any]]) -> dict[str, Any]:
-    """One run's system figures from its writers' finish events (``Sampler.totals`` of each).
-
-    Peaks take the largest, means are weighted by samples, energy adds up.
-    """
-    parts = [p for p in parts if isinstance(p, dict) and p]
-    if len(parts) <= 1:
-        return dict(parts[0]) if parts else {}
-    out: dict[str, Any] = {}
-    for key in {k for p in parts for k in p}:
-        vals = [(p[key], p.get("samples") or 1) for p in parts if isinstance(p.get(key), (int, float))]
-        if not vals:
-            continue
-        if key.endswith("_peak") or key.endswith("_peak_bytes") or key == "gpus":
-            out[key] = max(v for v, _ in vals)
-        elif key.endswith("_mean"):
-            out[key] = sum(v * w for v, w in vals) / sum(w for _, w in vals)
-        else:  # samples, gpu_energy_kwh
-            out[key] = sum(v for v, _ in vals)
-    return out

@@ -78,7 +78,7 @@ class CliContext:
                 self._store = open_team_store(str(raw), host=self._host if self._host is not None
                                               else (lambda: self.host))
                 return self._store
-            from ..reader import Store
+            from ..store import Store
 
             path = self.store_path
             if not path.exists():

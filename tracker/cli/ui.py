@@ -55,7 +55,7 @@ def ui_cmd(obj: CliContext, host: str, port: int, no_open: bool) -> None:
         import uvicorn
     except ImportError:
         fail(INSTALL_HINT)
-    from ..reader import Store
+    from ..store import Store
     from ..ui.app import create_app
 
     store = Store(obj.store_path, host=lambda: obj.host)

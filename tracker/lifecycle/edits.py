@@ -4,40 +4,40 @@ Each editing process appends to a segment of its own,
 ``<run>/edits/edits-<host>-<pid>-<hex>.jsonl``, so two processes editing one
 run at once never share a file, and a run's writers and records are never
 touched. Readers apply a run's edits in time order over its start event
-(:func:`apply_edits`). See docs/format.md, "Edits".
+(:func:`tracker.edits.apply_edits`, in the read core). See docs/format.md, "Edits".
 """
 
 from __future__ import annotations
 
 import os
-import re
 import secrets
 import threading
 import time as _time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import attrs
-
+from ..edits import (  # noqa: F401 - re-exported: the editing API and its readers share these names
+    EDIT,
+    EDITS_FOLDER,
+    EDITS_PREFIX,
+    Edited,
+    apply_edits,
+    edit_paths,
+    editor_alive,
+    read_edits,
+)
 from ..errors import RunNotFound, SchemaError, StoreError, TrackerError
-from ..format import FORMAT_VERSION, LineChunks, LineError, decode_nonfinite, encode_line, parse_line
-from ..records import Problem
+from ..format import FORMAT_VERSION, encode_line
 from ..rules import MAX_LABEL, check_keys, check_label  # noqa: F401 - MAX_LABEL kept importable from here
 from ..rules import plain_text as _plain_text
-from ..segment import hostname, pid_alive
+from ..segment import safe_hostname
 from ..values import BadValue, check_json, given, holds_special
 from ..writer import fsync_folder
 
 if TYPE_CHECKING:
     from ..reader import RunView, Store
     from ..records import RunInfo
-
-#: The event kind of an edit.
-EDIT = "edit"
-#: The folder of a run that holds its edit segments, and their file name prefix.
-EDITS_FOLDER = "edits"
-EDITS_PREFIX = "edits-"
 
 
 # --- checks ------------------------------------------------------------------------------------
@@ -72,10 +72,6 @@ def check_values(values: Any, what: str) -> dict[str, Any]:
 
 # --- writing edits -----------------------------------------------------------------------------
 
-def _safe_host() -> str:
-    return re.sub(r"[^A-Za-z0-9-]", "-", hostname())[:32] or "host"
-
-
 class EditWriter:
     """This process's edit segment of one run, created with its first edit.
 
@@ -89,7 +85,7 @@ class EditWriter:
         self.folder = run_dir / EDITS_FOLDER
         self.fsync = fsync
         self.pid = os.getpid()
-        self.id = f"{EDITS_PREFIX}{_safe_host()}-{self.pid}-{secrets.token_hex(3)}"
+        self.id = f"{EDITS_PREFIX}{safe_hostname()}-{self.pid}-{secrets.token_hex(3)}"
         self.path = self.folder / f"{self.id}.jsonl"
         self.fd: int | None = None
         self.seq = 0
@@ -187,107 +183,6 @@ def write_edit(run_dir: Path, data: dict[str, Any], *, fsync: bool = False) -> N
     if not run_dir.is_dir():
         raise RunNotFound(f"no run folder {run_dir}: the run was removed")
     edit_writer(run_dir, fsync=fsync).append(data)
-
-
-# --- reading edits -----------------------------------------------------------------------------
-
-def edit_paths(run_dir: Path) -> list[Path]:
-    """The edit segments of a run folder, sorted by name."""
-    try:
-        with os.scandir(run_dir / EDITS_FOLDER) as it:
-            return sorted(Path(e.path) for e in it
-                          if e.name.startswith(EDITS_PREFIX) and e.name.endswith(".jsonl") and e.is_file())
-    except (FileNotFoundError, NotADirectoryError):
-        return []
-    except OSError as exc:
-        raise StoreError(f"cannot read {run_dir / EDITS_FOLDER}: {exc.strerror}") from None
-
-
-def editor_alive(writer_id: str) -> bool:
-    """Whether the process of edit segment ``writer_id`` runs on this host (its last line may be in progress)."""
-    host, _, _ = writer_id.rpartition("-")
-    host, _, pid = host.rpartition("-")
-    return host == f"{EDITS_PREFIX}{_safe_host()}" and pid.isdigit() and pid_alive(int(pid), None)
-
-
-def read_edits(run_dir: Path, report: Callable[[Problem], None] | None = None) -> list[dict[str, Any]]:
-    """Every edit event of a run, in the order they apply: by time, then writer and sequence.
-
-    A damaged line is passed to ``report`` (a torn last line only when its
-    writer is gone) and skipped; events of a kind this version does not know
-    are reported and skipped.
-    """
-    events = []
-    for path in edit_paths(run_dir):
-        chunks = LineChunks(path)
-        lineno = 0
-        for lines in chunks:
-            for line in lines:
-                lineno += 1
-                try:
-                    ev = parse_line(line)
-                except LineError as exc:
-                    if report:
-                        report(Problem(str(path), lineno, exc.kind, str(exc)))
-                    continue
-                if ev.get("kind") != EDIT or not isinstance(ev.get("data"), dict):
-                    if report:
-                        report(Problem(str(path), lineno, "unknown",
-                                       f"an event of kind {ev.get('kind')!r} in an edit segment (ignored)"))
-                    continue
-                events.append(ev)
-        if chunks.rest and report and not editor_alive(path.stem):
-            report(Problem(str(path), lineno + 1, "torn",
-                           f"the last line is incomplete ({len(chunks.rest)} bytes): a write was cut off"))
-    events.sort(key=lambda e: (e.get("time") or 0.0, str(e.get("w")), e.get("seq") or 0))
-    return events
-
-
-@attrs.frozen(kw_only=True)
-class Edited:
-    """A run's labels after its edits: what :class:`~tracker.RunInfo` shows."""
-
-    name: str | None
-    tags: list[str]
-    notes: str | None
-    config: dict[str, Any]
-    summary: dict[str, Any]
-    edits: int = 0
-
-
-def apply_edits(name: str | None, tags: Iterable[str], notes: str | None, config: Mapping[str, Any],
-                events: Iterable[dict[str, Any]]) -> Edited:
-    """The labels of a run: its start event's, then every edit applied in order.
-
-    Keys of an edit's ``data`` (applied in this order): ``name``;
-    ``tags_add`` and ``tags_remove``; ``notes`` (replaces) and
-    ``notes_append`` (adds a line); ``config`` and ``summary`` (top-level
-    keys set, last write wins). Other keys are ignored.
-    """
-    tag_list = list(dict.fromkeys(t for t in tags if isinstance(t, str)))
-    cfg = dict(config)
-    summary: dict[str, Any] = {}
-    n = 0
-    for ev in events:
-        d = ev["data"]
-        n += 1
-        if isinstance(d.get("name"), str):
-            name = d["name"]
-        for t in d.get("tags_add") or ():
-            if isinstance(t, str) and t not in tag_list:
-                tag_list.append(t)
-        remove = {t for t in d.get("tags_remove") or () if isinstance(t, str)}
-        if remove:
-            tag_list = [t for t in tag_list if t not in remove]
-        if isinstance(d.get("notes"), str):
-            notes = d["notes"]
-        if isinstance(d.get("notes_append"), str):
-            notes = f"{notes}\n{d['notes_append']}" if notes else d["notes_append"]
-        if isinstance(d.get("config"), dict):
-            cfg.update(decode_nonfinite(d["config"]))
-        if isinstance(d.get("summary"), dict):
-            summary.update(decode_nonfinite(d["summary"]))
-    return Edited(name=name, tags=tag_list, notes=notes, config=cfg, summary=summary, edits=n)
 
 
 # --- the editing API -----------------------------------------------------------------------------

@@ -82,7 +82,7 @@ def _run_fingerprint(view: RunView) -> tuple[int, int]:
 
 def _all_references(store: Store, refs_of: References) -> tuple[set[str], dict[str, tuple[int, int]], set[str]]:
     """Every blob referenced by the runs of the store, each run's fingerprint, the running runs."""
-    from ..reader import RunView
+    from ..store import RunView
 
     refs: set[str] = set()
     prints = {}
@@ -167,7 +167,7 @@ def collect_garbage(store: Store, *, dry_run: bool = False, references: Referenc
     candidates = [(sha, p, st) for sha, p, st in blobs if sha not in refs and now - st.st_mtime >= min_age]
     if candidates:
         # Runs that appeared, changed or were running meanwhile: read their references again.
-        from ..reader import RunView
+        from ..store import RunView
 
         for rid in store.run_ids():
             if rid in prints and rid not in running:
@@ -266,7 +266,7 @@ def disk_usage(store: Store, *, references: References | None = None) -> dict[st
     the total. The total is every byte of the store: runs, blobs (referenced
     or not), index, trash.
     """
-    from ..reader import RunView
+    from ..store import RunView
 
     refs_of = references if references is not None else default_references()
     blob_sizes = {sha: st.st_size for sha, _, st in iter_blobs(store)}

@@ -172,7 +172,7 @@ class Index:
                 info["last_metrics"] = decode_nonfinite(info.get("last_metrics") or {})
                 out[rid] = RunInfo(**info)
             else:
-                from ..reader import RunView
+                from ..store import RunView
 
                 out[rid] = RunView(store.path, rid, host=getattr(store, "_host", None)).info
         return out
@@ -241,7 +241,7 @@ def build_index(store: Any, *, rebuild: bool = False) -> IndexReport:
     :param rebuild: drop the index and index every run again.
     :raises TrackerError: when the store cannot be read or another index runs.
     """
-    from ..reader import RunView
+    from ..store import RunView
 
     t0 = time.perf_counter()
     store_path = Path(store.path)

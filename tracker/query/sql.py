@@ -576,7 +576,7 @@ def referenced(query: str) -> set[str] | None:
 
 def folder_sources(store: Any, needed: set[str] | None = None, use_index: bool = True) -> Sources:
     """The sources of a folder store: its runs' infos, segments, and the index where it is fresh."""
-    from ..reader import RunView
+    from ..store import RunView
     from .index import open_index
 
     idx = open_index(store.path) if use_index else None

@@ -347,7 +347,7 @@ class Syncer:
         return last_seq
 
     def _sync_info(self, rid: str) -> None:
-        from ..reader import RunView
+        from ..store import RunView
 
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")

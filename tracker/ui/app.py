@@ -162,12 +162,19 @@ class Api:
         status = q.get("status") or None
         if status is not None and status not in parts.STATUSES:
             raise BadRequest(f"status: expected one of {', '.join(parts.STATUSES)}, given {status[:40]!r}")
-        infos = self.store.runs()
+        catalog = getattr(self.store, "catalog", None)
+        # One listing gives infos and per-metric figures alike (the store's derived catalog).
+        entries = catalog() if catalog is not None else None
+        infos = [e.info for e in entries] if entries is not None else self.store.runs()
         out = parts.runs_listing(infos, project=q.get("project") or None, status=status, tags=tags,
                                  text=q.get("q") or None)
         if stats:
+            figures = {e.info.id: e.metrics for e in entries} if entries is not None else None
             for row in out["runs"]:
-                row["stats"] = self.stats.get(self.store, row["id"], stats)
+                if figures is not None:
+                    row["stats"] = parts.catalog_stats(figures.get(row["id"], {}), stats)
+                else:
+                    row["stats"] = self.stats.get(self.store, row["id"], stats)
         out["store"] = str(self.store.path)
         out["now"] = time.time()
         return json_response(parts.strict(out))

@@ -103,6 +103,12 @@ def runs_listing(infos: list[Any], *, project: str | None = None, status: str | 
             "config_keys": list(config_keys), "metric_names": sorted(metric_names)}
 
 
+def catalog_stats(figures: dict[str, dict[str, Any]], names: list[str]) -> dict[str, dict[str, Any]]:
+    """``{name: {"min", "max", "last", "count", "min_step", "max_step", "last_step"}}`` from catalog figures."""
+    keys = ("min", "max", "last", "count", "min_step", "max_step", "last_step")
+    return {k: {f: figures[k][f] for f in keys} for k in names if k in figures}
+
+
 class StatsCache:
     """Min, max and last of metrics per run, remembered until the run's segments change."""
 

@@ -88,7 +88,7 @@ def import_runs(runs: Iterator[SourceRun], *, store: str | os.PathLike[str] | No
     :param progress: called with the number of source bytes done since the last call.
     :param report: called with one line per problem (an unreadable file, a skipped value).
     """
-    from ...reader import Store
+    from ...store import Store
 
     results = []
     for source in runs:

@@ -1,0 +1,33 @@
+"""Derived data under ``<store>/index/``: columns per segment and the run catalog.
+
+The JSONL segments are the only truth; everything here is derived from them,
+checked against them before use and rebuilt when it does not match, so that
+deleting ``<store>/index/`` changes no answer, only the time it takes
+(docs/format.md, "Derived data"). Readers build it on first need and extend
+it with the lines appended since; writers never touch it.
+
+``TRACKER_INDEX=off`` in the environment makes readers parse the JSONL
+instead (what the index is tested against).
+"""
+
+from __future__ import annotations
+
+import os
+
+from .catalog import CatalogEntry, folder_state
+from .catalog import entries as catalog_entries
+from .segments import INDEX_DIR, SchemaCols, SegmentIndex, Writable, index_file, warn_once
+from .segments import load as load_segment
+from .stats import combine_stats, metric_dicts
+
+__all__ = [
+    "INDEX_DIR", "CatalogEntry", "SchemaCols", "SegmentIndex", "Writable", "catalog_entries", "combine_stats",
+    "folder_state", "index_enabled", "index_file", "load_segment", "metric_dicts", "warn_once",
+]
+
+
+def index_enabled() -> bool:
+    """Whether readers use derived data (``TRACKER_INDEX`` is not ``off``, ``0`` or ``no``)."""
+    return os.environ.get("TRACKER_INDEX", "").strip().lower() not in ("off", "0", "no", "false")
+
+
