@@ -142,7 +142,8 @@ def histogram_heatmaps(table: Table, run: object) -> list:
             z[:, col] = _rebin(e, counts, common)
         centers = common[:-1] / 2 + common[1:] / 2
         figures.append(Heatmap(f"{name}", z, x=[int(steps[i]) for i in idx],
-                               y=[float(f"{c:.4g}") for c in centers], x_label="step", y_label="value"))
+                               y=[float(f"{c:.4g}") for c in centers], x_label="step", y_label="value",
+                               origin="lower", value_label="count", wide=True))
     return figures
 
 

@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     from ..records import RunInfo
 
 
+
 # --- checks ------------------------------------------------------------------------------------
 
 def check_values(values: Any, what: str) -> dict[str, Any]:

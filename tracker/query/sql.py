@@ -5,8 +5,10 @@ its CRC here, as the Python readers check it; a segment whose damage DuckDB
 would not skip on its own (a changed byte in a line that is still JSON, a
 torn last line that parses) is read from a copy of its sound lines instead.
 Damage is reported as the readers report it (one warning per line) and never
-fails a query. Runs indexed by ``tracker index`` are read from the Parquet
-index instead of their JSONL, as long as their segments have not changed.
+fails a query. That is the reference path (``use_index=False``,
+``TRACKER_INDEX=off``, no pyarrow); otherwise the views read the derived
+columns under ``<store>/index/`` (:mod:`tracker.query.columnar`), which hold
+the same records and the same damage reports.
 
 Views (see DESIGN.md, "Query and team store"):
 
@@ -14,7 +16,9 @@ Views (see DESIGN.md, "Query and team store"):
   then one column per top-level config key (``config_<key>`` on a clash);
 - ``records``: run_id, schema, step, time, writer, seq, data (JSON);
 - ``metrics``: run_id, step, time, name, value (DOUBLE, long format);
-- ``"<schema>"``: run_id, step, time and one typed column per field.
+- ``"<schema>"``: run_id, step, time and one typed column per field;
+- ``metric_stats``: run_id, name, count, first, last, min, max and the steps
+  of first, last, min and max, per run and metric (the run catalog's figures).
 """
 
 from __future__ import annotations
@@ -40,8 +44,6 @@ from ._core import LineChunks, LineError, parse_line, segment_finish
 if TYPE_CHECKING:
     import duckdb
 
-    from .index import IndexSnapshot
-
 INSTALL_HINT = 'pip install "tracker-core[query]"'
 #: The columns DuckDB reads from each line (the CRC was checked before).
 EVENT_COLUMNS = ("{kind: 'VARCHAR', schema: 'VARCHAR', step: 'BIGINT', time: 'DOUBLE', w: 'VARCHAR', "
@@ -49,6 +51,9 @@ EVENT_COLUMNS = ("{kind: 'VARCHAR', schema: 'VARCHAR', step: 'BIGINT', time: 'DO
 #: DuckDB refuses longer lines by default (16 MiB); a heatmap record may be long.
 MAX_LINE = 1 << 30
 BASE_RUN_COLUMNS = ("id", "name", "project", "status", "created_at", "ended_at", "tags", "config")
+STATS_COLUMNS = (("run_id", "VARCHAR"), ("name", "VARCHAR"), ("count", "BIGINT"), ("first", "DOUBLE"),
+                 ("last", "DOUBLE"), ("min", "DOUBLE"), ("max", "DOUBLE"), ("first_step", "BIGINT"),
+                 ("last_step", "BIGINT"), ("min_step", "BIGINT"), ("max_step", "BIGINT"))
 _CRC_TAIL = 18
 _CRC_FORMAT = b',"crc":"%08x"}'
 _METRICS_PREFIX = b'{"v":1,"kind":"record","schema":"metrics",'
@@ -301,7 +306,9 @@ class Sources:
     :ivar files: JSONL files DuckDB reads itself, each ``<folder>/<run_id>/<name>.jsonl``.
     :ivar copies: ``(run_id, lines)`` read through a temporary copy instead.
     :ivar metric_names: every metric name of the JSONL part.
-    :ivar index: the Parquet index snapshot, if one is used.
+    :ivar index: the derived columns (:class:`tracker.query.columnar.ColumnSources`) the record views
+        read instead of the JSONL, if used.
+    :ivar stats: the rows of ``metric_stats`` (from the run catalog); ``None``: computed from ``metrics``.
     :ivar dump: writes records as JSONL files into a folder (``<folder>/<run_id>/<name>.jsonl``)
         and returns their paths; they are loaded at once (the team store's records).
     """
@@ -310,8 +317,9 @@ class Sources:
     files: list[str] = attrs.field(factory=list)
     copies: list[tuple[str, list[bytes]]] = attrs.field(factory=list)
     metric_names: dict[str, None] = attrs.field(factory=dict)
-    index: IndexSnapshot | None = None
+    index: Any = None
     dump: Callable[[Path], list[str]] | None = None
+    stats: list[dict[str, Any]] | None = None
 
 
 def _write_runs(path: Path, infos: Sequence[RunInfo], cols: list[tuple[str, str, str]]) -> None:
@@ -383,21 +391,50 @@ class Catalog:
                    f"columns={{{', '.join(types)}}})" if s.infos else
                    "CREATE TEMP TABLE runs (id VARCHAR, name VARCHAR, project VARCHAR, status VARCHAR, "
                    "created_at DOUBLE, ended_at DOUBLE, tags JSON, config JSON)")
-        wants_records = needed is None or bool(needed - {"runs"})
+        if s.stats is not None and (needed is None or "metric_stats" in needed):
+            self._stats_table(tmp / "stats.jsonl", s.stats)
+        wants_records = needed is None or bool(needed - {"runs", "metric_stats"}) or \
+            (s.stats is None and "metric_stats" in needed)
         if not wants_records:
             return
         if s.index is not None:
             s.index.prepare(self.con)
-        self._events(tmp)
-        self._records()
-        self._metrics()
+        else:
+            self._events(tmp)
+            self._records()
+            self._metrics()
+        if s.stats is None:
+            self._stats_view()
         if self.host is not None:
             for name, compiled in self.host.schemas.items():
-                if name in ("metrics", "records", "runs") or (needed is not None and name not in needed):
+                if name in ("metrics", "records", "runs", "metric_stats") or \
+                        (needed is not None and name not in needed):
                     continue
                 columns = schema_columns(compiled)
                 if columns is not None:
                     self._typed(name, columns)
+
+    def _stats_table(self, path: Path, rows: list[dict[str, Any]]) -> None:
+        with open(path, "wb") as f:
+            for row in rows:
+                f.write(_encode_row(row))
+        cols = ", ".join(name for name, _ in STATS_COLUMNS)
+        if rows:
+            types = ", ".join(f"{name}: {literal(kind)}" for name, kind in STATS_COLUMNS)
+            self._exec(f"CREATE TEMP TABLE metric_stats AS SELECT {cols} FROM read_ndjson({literal(str(path))}, "
+                       f"columns={{{types}}})")
+        else:
+            self._exec("CREATE TEMP TABLE metric_stats (" + ", ".join(f"{n} {k}" for n, k in STATS_COLUMNS) + ")")
+
+    def _stats_view(self) -> None:
+        # Without a catalog (the team store): the figures from the metrics view, log order taken as time order.
+        self._exec(
+            "CREATE TEMP VIEW metric_stats AS SELECT run_id, name, count(*) AS count, "
+            "arg_min(value, time) AS first, arg_max(value, time) AS last, "
+            "min(value) FILTER (WHERE NOT isnan(value)) AS min, max(value) FILTER (WHERE NOT isnan(value)) AS max, "
+            "arg_min(step, time) AS first_step, arg_max(step, time) AS last_step, "
+            "arg_min(step, value) FILTER (WHERE NOT isnan(value)) AS min_step, "
+            "arg_max(step, value) FILTER (WHERE NOT isnan(value)) AS max_step FROM metrics GROUP BY run_id, name")
 
     def _events(self, tmp: Path) -> None:
         s = self.sources
@@ -435,9 +472,6 @@ class Catalog:
 
     def _records(self) -> None:
         jsonl = "SELECT run_id, schema, step, time, writer, seq, data FROM _jsonl_events WHERE kind = 'record'"
-        idx = self.sources.index
-        if idx is not None and idx.live:
-            jsonl += f" UNION ALL {idx.select('records')}"
         self._exec(f"CREATE TEMP VIEW records AS {jsonl}")
 
     def _metrics(self) -> None:
@@ -452,9 +486,6 @@ class Catalog:
                 f"SELECT run_id, step, time, unnest([{labels}]) AS name, unnest([{fields}]) AS value FROM ("
                 f"SELECT run_id, step, time, json_transform(data, {literal(struct)}) AS d FROM _jsonl_events "
                 "WHERE kind = 'record' AND schema = 'metrics') AS m) WHERE value IS NOT NULL")
-        idx = self.sources.index
-        if idx is not None and idx.live:
-            parts.append(idx.select("metrics"))
         if not parts:
             parts.append("SELECT NULL::VARCHAR AS run_id, NULL::BIGINT AS step, NULL::DOUBLE AS time, "
                          "NULL::VARCHAR AS name, NULL::DOUBLE AS value WHERE false")
@@ -575,23 +606,38 @@ def referenced(query: str) -> set[str] | None:
 
 
 def folder_sources(store: Any, needed: set[str] | None = None, use_index: bool = True) -> Sources:
-    """The sources of a folder store: its runs' infos, segments, and the index where it is fresh."""
-    from ..store import RunView
-    from .index import open_index
+    """The sources of a folder store: the derived columns, or (``use_index=False``) its JSONL segments.
 
-    idx = open_index(store.path) if use_index else None
-    fresh: dict[str, Any] = idx.fresh_runs(store) if idx is not None else {}
+    The derived columns are used unless ``use_index`` is false, ``TRACKER_INDEX=off``
+    or pyarrow is missing; both ways give the same answers.
+    """
+    from ..index import index_enabled
+    from .columnar import ColumnSources, arrow_module, stats_rows
+
+    wants_stats = needed is None or "metric_stats" in needed
+    if use_index and index_enabled() and arrow_module() is not None:
+        entries = store.catalog()
+        cols = ColumnSources(store, entries, needed)
+        report(cols.problems)
+        return Sources([e.info for e in entries], index=cols, stats=stats_rows(entries) if wants_stats else None)
+    sources = jsonl_sources(store, needed)
+    if wants_stats:
+        sources.stats = stats_rows(store.catalog())
+    return sources
+
+
+def jsonl_sources(store: Any, needed: set[str] | None = None) -> Sources:
+    """The sources of a folder store read from its JSONL segments, every line checked here."""
+    from ..store import RunView
+
     infos: list[RunInfo] = []
     host = getattr(store, "_host", None)
-    want_records = needed is None or bool(needed - {"runs"})
+    want_records = needed is None or bool(needed - {"runs", "metric_stats"})
     files: list[str] = []
     copies: list[tuple[str, list[bytes]]] = []
     names: dict[str, None] = {}
     problems: list[Problem] = []
     for rid in store.run_ids():
-        if rid in fresh:
-            infos.append(fresh[rid])
-            continue
         view = RunView(store.path, rid, host=host)
         try:
             info = view.info
@@ -611,15 +657,14 @@ def folder_sources(store: Any, needed: set[str] | None = None, use_index: bool =
                 copies.append((rid, scan.sound))
     infos.sort(key=lambda i: (i.created_at or 0.0, i.id), reverse=True)
     report(problems)
-    snapshot = idx.snapshot(set(fresh)) if idx is not None and fresh and want_records else None
-    return Sources(infos, files, copies, names, snapshot)
+    return Sources(infos, files, copies, names)
 
 
 def query(store: Any, sql: str, *, use_index: bool = True) -> duckdb.DuckDBPyRelation:
     """Run ``sql`` over a store's views; returns a DuckDB relation (``.fetchall()``, ``.df()``, ...).
 
     :param store: a :class:`tracker.Store` (a folder) or a team store.
-    :param use_index: read indexed runs from the Parquet index (``tracker index``).
+    :param use_index: read the derived columns under ``<store>/index/`` (``False``: parse the JSONL).
     :raises QueryError: carrying DuckDB's message.
     :raises TrackerError: when DuckDB is not installed.
     """
@@ -632,9 +677,9 @@ def query(store: Any, sql: str, *, use_index: bool = True) -> duckdb.DuckDBPyRel
         sources = own(needed)
     else:
         sources = folder_sources(store, needed, use_index=use_index)
-    host = store.host if needed is None or needed - {"runs", "records", "metrics"} else None
+    host = store.host if needed is None or needed - {"runs", "records", "metrics", "metric_stats"} else None
     return Catalog(sources, host, needed).sql(sql)
 
 
 __all__ = ["Catalog", "SegmentScan", "Sources", "check_read_only", "duckdb_module", "field_type", "folder_sources",
-           "plain_times", "query", "report", "scan_segment", "schema_columns"]
+           "jsonl_sources", "plain_times", "query", "report", "scan_segment", "schema_columns"]

@@ -187,9 +187,15 @@ class Api:
         return json_response(parts.strict(out))
 
     def run(self, request: Request) -> Response:
-        """``GET /api/runs/{id}``: every part of the run page (see :mod:`tracker.ui.parts`)."""
+        """``GET /api/runs/{id}[?parts=a,b]``: the parts of the run page (see :mod:`tracker.ui.parts`)."""
+        names = _names_param(request, "parts")
+        if names is not None:
+            known = parts.part_names()
+            unknown = [n for n in names if n not in known]
+            if unknown:
+                raise BadRequest(f"parts: expected names from {', '.join(known)}, given {unknown[0][:40]!r}")
         view = self.view(request.path_params["id"])
-        detail = parts.run_detail(view, self)
+        detail = parts.run_detail(view, self, names)
         return json_response(parts.strict(detail))
 
     def metrics(self, request: Request) -> Response:
@@ -241,9 +247,10 @@ class Api:
         return json_response(parts.strict(body))
 
     def panels(self, request: Request) -> Response:
-        """``GET /api/runs/{id}/panels``: the plugins' figures for the schemas of the run."""
+        """``GET /api/runs/{id}/panels[?names=a,b]``: the plugins' figures for the schemas of the run."""
         view = self.view(request.path_params["id"])
-        return json_response(parts.strict({"panels": parts.panels_of(view)}))
+        names = _names_param(request, "names")
+        return json_response(parts.strict({"panels": parts.panels_of(view, names)}))
 
     def compare(self, request: Request) -> Response:
         """``GET /api/compare?runs=a,b``: info, config diff and summaries side by side."""
