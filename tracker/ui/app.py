@@ -97,8 +97,15 @@ def _parsed_param(request: Request, name: str, parse: Callable[[str], Any], expe
         raise BadRequest(f"{name}: expected {expected}, given {raw[:40]!r}") from None
 
 
+def _ascii_int(raw: str) -> int:
+    """``int(raw)`` for ASCII digits only (``int`` also takes "１２", " 12 " and "1_2")."""
+    if not (raw.isascii() and raw.lstrip("-").isdigit()):
+        raise ValueError(raw)
+    return int(raw)
+
+
 def _int_param(request: Request, name: str, default: int, lo: int, hi: int) -> int:
-    value = _parsed_param(request, name, int, f"an integer from {lo} to {hi}")
+    value = _parsed_param(request, name, _ascii_int, f"an integer from {lo} to {hi}")
     if value is None:
         return default
     if not lo <= value <= hi:
