@@ -20,6 +20,7 @@ built on first use.
 from __future__ import annotations
 
 import importlib
+import os
 import sys
 import types
 from typing import TYPE_CHECKING, Any
@@ -41,7 +42,19 @@ if TYPE_CHECKING:  # what the names are, for type checkers and readers; loaded l
     from .schema import Schema
     from .store import RunView, Store, open_store
     from .summary import MISSING, Summarizer, Summary, Table
-    from .wandb import UnsupportedError, init, login
+    from .wandb import (
+        Api,
+        Histogram,
+        Image,
+        Settings,
+        UnsupportedError,
+        define_metric,
+        init,
+        login,
+        save,
+        unwatch,
+        watch,
+    )
 
 __version__ = "0.1.0"
 
@@ -63,7 +76,7 @@ for _module, _names in {
     "schema": "Schema",
     "store": "RunView Store open_store",
     "summary": "MISSING Summarizer Summary Table",
-    "wandb": "UnsupportedError init login",
+    "wandb": "Api Histogram Image Settings UnsupportedError define_metric init login save unwatch watch",
 }.items():
     _LAZY.update(dict.fromkeys(_names.split(), _module))
 del _module, _names
@@ -77,13 +90,28 @@ def __getattr__(name: str) -> object:
         return value
     if name == "validators":
         return importlib.import_module(f"{__name__}.validators")
+    if name.startswith("__"):
+        raise AttributeError(f"module 'tracker' has no attribute {name!r}")
+    if _is_submodule(name):
+        # `tracker.reader` without importing it first, and the import system's own question
+        # before `from . import hookspecs`: the submodule, imported now.
+        return importlib.import_module(f"{__name__}.{name}")
     if name == "run":  # W&B's `wandb.run`: the active run, or None
         return __getattr__("current_run")()  # type: ignore[operator]
+    if name == "show":  # the dashboard in a notebook: loads Starlette and uvicorn only when called for
+        from .ui.notebook import show
+
+        return show
     from .wandb import UNSUPPORTED, unsupported
 
     if name in UNSUPPORTED:
         raise unsupported(name)
     raise AttributeError(f"module 'tracker' has no attribute {name!r}")
+
+
+def _is_submodule(name: str) -> bool:
+    here = os.path.dirname(__file__)
+    return os.path.isfile(os.path.join(here, f"{name}.py")) or os.path.isfile(os.path.join(here, name, "__init__.py"))
 
 
 def __dir__() -> list[str]:
@@ -137,6 +165,14 @@ sys.modules[__name__].__class__ = _Package
 
 
 __all__ = [  # one name per line: additions merge cleanly
+    "Api",
+    "Histogram",
+    "Image",
+    "Settings",
+    "define_metric",
+    "save",
+    "unwatch",
+    "watch",
     "Artifact",
     "Band",
     "BarChart",
@@ -191,6 +227,7 @@ __all__ = [  # one name per line: additions merge cleanly
     "load_config",
     "log",
     "log_record",
+    "show",
     "login",
     "open_store",
     "set_host",
