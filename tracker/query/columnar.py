@@ -134,7 +134,9 @@ class ColumnSources:
                 try:
                     ix = load_segment(store.path, rid, path, schemas, writable, warn)
                 except (StoreError, OSError) as exc:
-                    warnings.warn(f"tracker: run {rid} read in part: {exc}", stacklevel=3)
+                    from ..bus import TrackerWarning
+
+                    warnings.warn(f"tracker: run {rid} read in part: {exc}", TrackerWarning, stacklevel=3)
                     continue
                 for line, kind, message in ix.problems:
                     self.problems.append(Problem(str(path), line, kind, message))
