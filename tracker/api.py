@@ -12,12 +12,9 @@ from __future__ import annotations
 import atexit
 import math
 import os
-import platform
-import subprocess
 import sys
 import threading
 import time as _time_mod
-import traceback
 import warnings
 from pathlib import Path
 from types import TracebackType
@@ -30,13 +27,16 @@ from .config import resolve_store_path
 from .errors import SchemaError, StoreError, TrackerError
 from .format import METRICS, RECORD, RUN_FINISHED, check_run_id, new_run_id, nonfinite_paths
 from .host import Host, get_host
+from .origin import error_facts, origin_facts
 from .records import Event
 from .route import Attachment, attach, detach
-from .segment import hostname
-from .values import MAX_INT, RESERVED, BadValue, check_json, check_metrics, given, storable, storable_text, unwrap_numpy
+from .rules import check_keys, check_label
+from .runstate import WandbRunMethods
+from .values import MAX_INT, RESERVED, check_metrics, given, plain_config, storable, unwrap_numpy
 
 if TYPE_CHECKING:
-    from .wandb import RunConfig, RunSummary
+    from .integrations.wandb.logging import WandbExtras
+    from .runstate import RunConfig, RunSummary
 
 _time = _time_mod.time
 STATUSES = ("finished", "failed", "crashed")
@@ -47,7 +47,7 @@ _active: list[Run] = []
 _lock = threading.RLock()
 
 
-class Run:
+class Run(WandbRunMethods):
     """A run being logged by this process. Use :func:`start_run` to make one.
 
     :ivar id: the run id (its folder name in the store).
@@ -74,6 +74,8 @@ class Run:
         self._initial_config: dict[str, Any] | None = None
         self._config: RunConfig | None = None
         self._summary: RunSummary | None = None
+        #: W&B's pending step, defined metrics, watched models, TensorBoard sync: made on first use.
+        self._wb: WandbExtras | None = None
 
     @property
     def config(self) -> RunConfig:
@@ -82,7 +84,7 @@ class Run:
         Changes are appended as edit events; ``RunInfo.config`` shows them.
         """
         if self._config is None:
-            from .wandb import RunConfig
+            from .runstate import RunConfig
 
             values = self._initial_config if self._initial_config is not None else self._stored().config
             self._config = RunConfig(self, values)
@@ -95,7 +97,7 @@ class Run:
         A key never set reads as the last logged value of that metric.
         """
         if self._summary is None:
-            from .wandb import RunSummary
+            from .runstate import RunSummary
 
             self._summary = RunSummary(self, {} if self._initial_config is not None else self._stored().summary)
         return self._summary
@@ -108,10 +110,17 @@ class Run:
     def _last_metrics(self) -> dict[str, Any]:
         return dict(self._att.writer.last)
 
+    def _repr_html_(self) -> str:
+        """The run in a notebook: name, status, config and last metrics (see :mod:`tracker.display`)."""
+        from .display import run_html
+
+        return run_html(self.id, name=self.name, project=self.project, status=self.status,
+                        config=dict(self.config), last_metrics=self._last_metrics())
+
     def __getattr__(self, name: str) -> Any:
         # Only reached for a name Run does not have: W&B's run methods that tracker does not
         # offer say what to use instead; anything else is an ordinary AttributeError.
-        from .wandb import UNSUPPORTED, unsupported
+        from .runstate import UNSUPPORTED, unsupported
 
         if name in UNSUPPORTED:
             raise unsupported(name, "run")
@@ -127,13 +136,20 @@ class Run:
         """The id of this process's segment of the run."""
         return self._att.writer.id
 
-    def log(self, values: dict[str, Any], step: int | None = None) -> None:
+    def log(self, values: dict[str, Any], step: int | None = None, commit: bool | None = None) -> None:
         """Log scalar metrics (schema ``metrics``): ``{name: number}``.
 
-        :param values: metric names to floats, ints (within ±2**53) or bools;
-            NaN and infinities are data and round-trip exactly.
+        W&B's rules hold too (docs/wandb.md): ``commit=False`` merges
+        ``values`` into a pending step, written at the next committed ``log``
+        (or at ``finish``); nested dicts are flattened with ``/``;
+        ``tracker.Image``, ``tracker.Histogram`` and ``tracker.Table`` values
+        (and lists of them) become ``image``, ``histogram`` and ``table`` records at the step.
+
+        :param values: metric names to floats, ints (within ±2**53), bools, numpy
+            scalars or 0-d tensors; NaN and infinities are data and round-trip exactly.
         :param step: the step; by default the next one (one more than the
             largest so far; each call gets its own, also from several threads).
+        :param commit: ``False``: hold the values for the pending step; ``None`` or ``True``: write.
         :raises SchemaError: for a bad name, value or step; nothing is written.
         :raises StoreError: when the line could not be written.
         """
@@ -145,8 +161,8 @@ class Run:
         # with a TypeError, before writing anything. Anything else takes the
         # full check, which names the problem. A finished run has no routes.
         route = self._routes.get(METRICS)
-        if route is not None and type(values) is dict and _all_numbers(map(type, values.values())) \
-                and _not_metric_names.isdisjoint(values):
+        if route is not None and commit is None and self._wb is None and type(values) is dict \
+                and _all_numbers(map(type, values.values())) and _not_metric_names.isdisjoint(values):
             try:
                 route.append(self._steps, step, _time(), values, strict=True)
                 return
@@ -154,6 +170,9 @@ class Run:
                 pass
         if self.status != "running":
             raise self._not_running()
+        if commit is not None or self._wb is not None or _wandb_values(values):
+            self._wandb().log(values, step, commit)
+            return
         self._write(METRICS, check_metrics(values), step, _time())
 
     def log_at(self, time: float, values: dict[str, Any], step: int | None = None) -> None:
@@ -314,13 +333,15 @@ class Run:
             raise ValueError(f"status 'finished' with exit code {exit_code}: a non-zero exit code means failed")
         if exit_code and error is None:
             error = {"type": "ExitCode", "message": f"exit code {exit_code}", "traceback": ""}
+        if self._wb is not None and self.status == "running":
+            self._wb.close()  # the pending step, define_metric summaries, hooks and patches
         with _lock:
             if self.status != "running":
                 return
             if status not in STATUSES:
                 raise ValueError(f"status: expected one of {STATUSES}, given {status!r}")
             if isinstance(error, BaseException):
-                error = _error_facts(type(error), error, error.__traceback__)
+                error = error_facts(type(error), error, error.__traceback__)
             elif error is not None:
                 error = storable(error)  # the finish event is always storable
             self.status = status
@@ -354,7 +375,7 @@ class Run:
             self.finish("finished")
             return
         try:
-            self.finish("failed", _error_facts(exc_type, exc, tb))
+            self.finish("failed", error_facts(exc_type, exc, tb))
         except Exception as failure:  # noqa: BLE001 - the user's exception propagates, never ours
             warnings.warn(f"tracker: run {self.id}: its failure could not be recorded: "
                           f"{type(failure).__name__}: {failure}", TrackerWarning, stacklevel=2)
@@ -388,60 +409,19 @@ def resolve_step(step: Any, schema: str) -> int:
     return u
 
 
-def _error_facts(exc_type: type[BaseException], exc: BaseException | None,
-                 tb: TracebackType | None) -> dict[str, Any]:
-    """Type, message and traceback of a failure, always storable: recording a failure never fails.
-
-    An exception whose ``__str__`` raises still gets a message, and text that
-    UTF-8 cannot encode (a file name from ``os.listdir``) is escaped.
-    """
-    name = getattr(exc_type, "__name__", None)
-    name = name if type(name) is str else "Exception"
-    try:
-        message = str(exc) if exc is not None else ""
-    except Exception as failure:  # noqa: BLE001 - the user's __str__ may raise anything
-        message = f"<str() of the exception raised {type(failure).__name__}>"
-    try:
-        text = "".join(traceback.format_exception(exc_type, exc, tb))
-    except Exception:  # noqa: BLE001 - as above, for what the traceback module calls
-        text = f"{name}: {message}\n(the traceback could not be formatted)"
-    return {"type": storable_text(name), "message": storable_text(message), "traceback": storable_text(text[-20000:])}
-
-
-def _git_commit(start: Path) -> str | None:
-    for folder in (start, *start.parents):
-        if (folder / ".git").exists():
-            try:
-                out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=folder, capture_output=True,
-                                     text=True, timeout=5)
-            except (OSError, subprocess.SubprocessError):
-                return None
-            return out.stdout.strip() or None if out.returncode == 0 else None
-    return None
-
-
-def _origin() -> dict[str, Any]:
-    """Where and how the run was started: host, Python, command line, folder, git commit, user.
-
-    Always storable: command line, folder and user name may hold
-    bytes that are not UTF-8 (``python train.py $'caf\\xe9.csv'``); they are
-    escaped, never refused.
-    """
-    try:
-        cwd: Path | None = Path.cwd()
-    except OSError:  # the working folder was removed
-        cwd = None
-    return storable({"host": hostname(), "python": platform.python_version(), "platform": platform.platform(),
-                     "argv": list(sys.argv), "cwd": str(cwd) if cwd is not None else None,
-                     "git_commit": _git_commit(cwd) if cwd is not None else None,
-                     "user": os.environ.get("USER") or os.environ.get("USERNAME")})
-
-
 def _plain(value: Any, what: str) -> Any:
-    try:
-        return check_json(value)
-    except BadValue as bad:
-        raise SchemaError(what, [("(value)", f"expected {bad.args[0]}, given {given(value)}")]) from None
+    return plain_config({what: value}, what)[what]
+
+
+def _wandb_values(values: Any) -> bool:
+    """Whether ``values`` holds what only W&B's ``log`` takes: nested dicts, media objects, lists."""
+    if type(values) is not dict:
+        return False
+    for v in values.values():
+        t = type(v)
+        if t is dict or t is list or t is tuple or hasattr(v, "_tracker_media"):
+            return True
+    return False
 
 
 def start_run(project: str | None = None, name: str | None = None, *, config: dict[str, Any] | None = None,
@@ -485,8 +465,9 @@ def start_run(project: str | None = None, name: str | None = None, *, config: di
             _plain(str.__str__(value), what)  # e.g. a lone surrogate: refused before anything is created
     if tags is not None and (isinstance(tags, str) or not all(isinstance(t, str) for t in tags)):
         raise TypeError(f"tags: expected a list of str, given {given(tags)}")
-    config_data = _plain(dict(config or {}), "config")
-    tag_list = _plain(list(tags or []), "tags")
+    config_data = plain_config(config if config is not None else {})
+    check_keys(config_data, "config")
+    tag_list = [check_label(t, "tag") for t in _plain(list(tags or []), "tags")]
     root = resolve_store_path(store, host.config).absolute()
     runs = root / "runs"
     try:
@@ -496,7 +477,7 @@ def start_run(project: str | None = None, name: str | None = None, *, config: di
     run_dir = runs / run_id
     if not resume and run_dir.exists():
         raise TrackerError(f"run {run_id} already exists in {root}; pass resume=True to append to it")
-    meta = {"name": name, "project": project, "config": config_data, "tags": tag_list, "env": _origin()}
+    meta = {"name": name, "project": project, "config": config_data, "tags": tag_list, "env": origin_facts()}
     paths = nonfinite_paths(config_data)
     if paths:
         # Where the config's NaN and infinities are: the line holds them as the store's strings, which
@@ -541,12 +522,12 @@ def _require_run() -> Run:
     return run
 
 
-def log(values: dict[str, Any], step: int | None = None) -> None:
-    """``Run.log`` on the active run.
+def log(values: dict[str, Any], step: int | None = None, commit: bool | None = None) -> None:
+    """``Run.log`` on the active run (W&B's ``wandb.log``, ``commit`` included).
 
     :raises TrackerError: when no run is active.
     """
-    _require_run().log(values, step)
+    _require_run().log(values, step, commit)
 
 
 def log_record(schema: Any, record: Any = None, /, step: int | None = None, **fields: Any) -> None:

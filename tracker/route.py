@@ -259,6 +259,8 @@ def detach(att: Attachment, last_words: Callable[[], None]) -> None:
             att.refs -= 1
             if att.refs == 0:
                 att.writer.close()
+                for hb in list(_heartbeats.values()):
+                    hb.discard(att.writer)
                 att.sink.attached.pop(att.run_id, None)
 
 

@@ -79,6 +79,17 @@ class Table:
     there. ``rows()`` yields instances of the schema's class.
     """
 
+    def __new__(cls, *args: Any, **kwargs: Any) -> Any:
+        # ``tracker.Table(columns=[...], data=[...])`` is W&B's ``wandb.Table`` (a W&B script after
+        # ``import tracker as wandb``): a call without a schema name makes one of those.
+        schema = args[0] if args else kwargs.get("schema")
+        if cls is Table and (args or kwargs) and not isinstance(schema, str) and Table.wandb_table is not None:
+            return Table.wandb_table(*args, **kwargs)
+        return super().__new__(cls)
+
+    #: W&B's table class, set by :mod:`tracker.wandb` (the read core imports nothing above it).
+    wandb_table: Any = None
+
     def __init__(self, schema: str, steps: list[int], times: list[float],
                  data: list[dict[str, Any]], compiled: CompiledSchema | None = None) -> None:
         import numpy as np

@@ -31,7 +31,28 @@ def given(value: Any) -> str:
 
 
 class BadValue(Exception):
-    """A value failed a type check; ``args[0]`` says what was expected (callers turn it into a SchemaError)."""
+    """A value failed a type check; ``args[0]`` says what was expected (callers turn it into a SchemaError).
+
+    :ivar path: keys and list indexes from the checked value down to the bad one (``()``: the value itself).
+    :ivar value: the bad value itself, once :meth:`at` was called.
+    """
+
+    path: tuple[str | int, ...] = ()
+    value: Any = None
+
+    def at(self, key: str | int, value: Any) -> BadValue:
+        """Prefix ``key`` to the path; ``value`` is the bad one when this is the innermost container."""
+        if not self.path:
+            self.value = value
+        self.path = (key, *self.path)
+        return self
+
+    def where(self) -> str:
+        """The path as text: ``optim.betas[1]``."""
+        out = ""
+        for k in self.path:
+            out += f"[{k}]" if isinstance(k, int) else (f".{k}" if out else str(k))
+        return out
 
 
 # --- numbers -------------------------------------------------------------------------------
@@ -43,14 +64,41 @@ _PLAIN_KINDS = "biufUO"
 
 
 def unwrap_numpy(v: Any) -> Any:
-    """A numpy number (bool, int or float scalar, or 0-d array) as the Python value it holds.
+    """A numpy number (bool, int or float scalar, or 0-d array) or a 0-d tensor as the Python value it holds.
 
+    A tensor of torch, JAX or TensorFlow counts when it has ``ndim == 0`` and
+    an ``item()`` giving a bool, int or float (a training loop's loss).
     Anything else is returned unchanged, so it is refused: a datetime64 or
     timedelta64 would otherwise pass as the int its ``item()`` gives.
     """
-    if type(v).__module__ == "numpy" and getattr(v, "ndim", None) == 0 and v.dtype.kind in "biuf":
-        return v.item()
-    return v
+    t = type(v)
+    if t.__module__ == "numpy":
+        if getattr(v, "ndim", None) == 0 and v.dtype.kind in "biuf":
+            return v.item()
+        return v
+    if t in _PLAIN_TYPES or t.__module__ == "builtins":
+        return v
+    return _tensor_item(v)
+
+
+_PLAIN_TYPES = frozenset({float, int, bool, str, list, tuple, dict})
+
+
+def _tensor_item(v: Any) -> Any:
+    """The number a 0-d tensor holds (``ndim == 0`` and ``item()``), else ``v`` itself."""
+    try:
+        if getattr(v, "ndim", None) != 0:
+            return v
+        item = v.item
+    except Exception:  # noqa: BLE001 - an odd object's attribute may raise anything: not a tensor
+        return v
+    if not callable(item):
+        return v
+    try:
+        out = item()
+    except Exception:  # noqa: BLE001 - e.g. a tensor on a device that cannot be read: refused as given
+        return v
+    return out if type(out) in (bool, int, float) else v
 
 
 def _check_float(v: Any) -> float:
@@ -108,16 +156,28 @@ def check_json(v: Any) -> Any:
     if t is str:
         return _check_str(v)
     if t is list or t is tuple:
-        return [check_json(x) for x in v]
+        out_list = []
+        for i, x in enumerate(v):
+            try:
+                out_list.append(check_json(x))
+            except BadValue as bad:
+                raise bad.at(i, x) from None
+        return out_list
     if isinstance(v, Mapping):
         out = {}
         for k, x in v.items():
             if type(k) is not str:
                 raise BadValue(f"str keys (key {given(k)})")
-            out[_check_str(k)] = check_json(x)
+            try:
+                out[_check_str(k)] = check_json(x)
+            except BadValue as bad:
+                raise bad.at(k, x) from None
         return out
     if type(v).__module__ == "numpy" and getattr(getattr(v, "dtype", None), "kind", "") in _PLAIN_KINDS:
         return check_json(v.tolist())
+    u = _tensor_item(v)
+    if u is not v:
+        return check_json(u)
     raise BadValue("a JSON value (None, bool, int, float, str, list or dict)")
 
 
@@ -333,3 +393,63 @@ def _check_metric_value(v: Any) -> float | int | bool:
     if u is not v and type(u) in (bool, float, int):
         return _check_metric_value(u)
     raise BadValue("a number (float, int within ±2**53 or bool)")
+
+
+# --- config -----------------------------------------------------------------------------------
+
+def plain_config(value: Any, what: str = "config") -> dict[str, Any]:
+    """A run's config as plain JSON data: the form W&B and Lightning scripts give it in.
+
+    A dict, an argparse ``Namespace``, a dataclass instance or an OmegaConf
+    ``DictConfig`` (interpolations resolved), nested in any mix with lists,
+    tuples and ``ListConfig``; numbers may be numpy scalars or 0-d tensors.
+
+    :raises SchemaError: naming the dotted key of the first value that is none
+        of these (a ``Path``, an ``Enum``, a ``set``, an arbitrary object),
+        with what was expected and what was given.
+    """
+    top = config_container(value)
+    if not isinstance(top, Mapping):
+        raise SchemaError(what, [("(value)", "expected a dict, an argparse Namespace, a dataclass or an "
+                                             f"OmegaConf DictConfig, given {given(value)}")])
+    out = _plain_value(top, "", what)
+    return out
+
+
+def config_container(value: Any) -> Any:
+    """``value`` as a Mapping or list when it is a config container (Namespace, dataclass, OmegaConf)."""
+    import dataclasses
+    from argparse import Namespace
+
+    module = type(value).__module__
+    if module.startswith("omegaconf"):
+        try:
+            from omegaconf import OmegaConf
+
+            return OmegaConf.to_container(value, resolve=True)
+        except Exception as exc:  # noqa: BLE001 - a missing value or a failed interpolation: named below
+            raise SchemaError("config", [("(value)", f"an OmegaConf config that resolves, given one that "
+                                                     f"fails: {type(exc).__name__}: {exc}")]) from None
+    if isinstance(value, Namespace):
+        return vars(value)
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: getattr(value, f.name) for f in dataclasses.fields(value)}
+    return value
+
+
+def _plain_value(value: Any, path: str, what: str) -> Any:
+    value = config_container(value)
+    t = type(value)
+    if isinstance(value, Mapping):
+        out = {}
+        for k, x in value.items():
+            if type(k) is not str:
+                raise SchemaError(what, [(path or "(key)", f"expected str keys, given {given(k)}")])
+            out[k] = _plain_value(x, f"{path}.{k}" if path else k, what)
+        return out
+    if t is list or t is tuple:
+        return [_plain_value(x, f"{path}[{i}]", what) for i, x in enumerate(value)]
+    try:
+        return check_json(value)
+    except BadValue as bad:
+        raise SchemaError(what, [(path or "(value)", f"expected {bad.args[0]}, given {given(value)}")]) from None

@@ -1,218 +1,37 @@
-"""The W&B-style API: ``init``, ``run.config``, ``run.summary``; a W&B script runs after ``import tracker as wandb``.
+"""The W&B-style API: ``init``, ``log``, ``config``, ``summary`` and the rest of what W&B scripts call.
 
-``init`` is :func:`tracker.start_run` with W&B's argument names; the run it
-returns is an ordinary :class:`tracker.Run` whose ``config`` and ``summary``
-write their changes as edit events (see :mod:`tracker.lifecycle`). Calls of
-W&B that tracker does not offer raise :class:`UnsupportedError` naming the
-call and what to use instead (docs/wandb.md lists them).
+A W&B script runs after ``import tracker as wandb``: ``init`` is
+:func:`tracker.start_run` with W&B's argument names and environment
+variables; the run it returns is an ordinary :class:`tracker.Run` whose
+``config`` and ``summary`` write their changes as edit events (see
+:mod:`tracker.lifecycle`) and whose ``log`` follows W&B's step and
+``commit`` rules. Media classes, ``define_metric``, ``save``, ``watch``,
+``sync_tensorboard`` and ``Api`` live in :mod:`tracker.integrations.wandb`.
+Calls of W&B that tracker does not offer raise :class:`UnsupportedError`
+naming the call and what to use instead (docs/wandb.md lists every call).
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from .errors import TrackerError
+from .integrations.wandb.media import Histogram, Image, Table
+from .integrations.wandb.public import Api
+from .runstate import UNSUPPORTED, RunConfig, RunSummary, UnsupportedError, _as_mapping, _ReadsAsDict, unsupported
+from .summary import Table as _SummaryTable
 
 if TYPE_CHECKING:
     from .api import Run
 
+# ``tracker.Table(columns=..., data=...)`` (W&B's call) makes a W&B table; tracker.Table stays the column table.
+_SummaryTable.wandb_table = Table
 
-class UnsupportedError(TrackerError, AttributeError):
-    """A W&B call that tracker does not offer; the message says what to use instead.
-
-    An :class:`AttributeError` too, so that ``hasattr(tracker, "watch")`` and
-    duck-typing code see a missing name, while a call still reads the message.
-    """
-
-
-#: W&B names tracker does not offer, and what to use instead.
-UNSUPPORTED: dict[str, str] = {
-    "define_metric": "summaries come from `tracker summary RUN`; set a value with run.summary[key] = value",
-    "Artifact": "log files and folders with run.log_artifact(path, name=...)",
-    "use_artifact": "read an artifact of another run with tracker.open_store().run(ID).copy_artifact(name, dest)",
-    "log_artifact": "use run.log_artifact(path, name=...)",
-    "link_artifact": "use run.log_artifact(path, name=...) and tag the run (`tracker tag`)",
-    "log_model": "use run.log_artifact(model_path, name=...)",
-    "use_model": "use tracker.open_store().run(ID).copy_artifact(name, dest)",
-    "Table": "log rows as typed records with run.log_record(schema, ...) (a plugin's schema)",
-    "Image": "use run.log_image(name, array_or_path, step=...)",
-    "Histogram": "use run.log_histogram(name, values, step=...)",
-    "Video": "log the file with run.log_artifact(path)",
-    "Audio": "log the file with run.log_artifact(path)",
-    "Html": "log the file with run.log_artifact(path)",
-    "Object3D": "log the file with run.log_artifact(path)",
-    "Molecule": "log the file with run.log_artifact(path)",
-    "plot": "plugins draw figures in the dashboard (the tracker_panels hook)",
-    "plot_table": "plugins draw figures in the dashboard (the tracker_panels hook)",
-    "watch": "log gradient norms yourself with run.log({...}) (no model hooks)",
-    "unwatch": "nothing to undo: tracker.watch is not offered",
-    "alert": "no notifications; watch a run with `tracker tail RUN -f`",
-    "save": "use run.log_artifact(path)",
-    "restore": "use tracker.open_store().run(ID).copy_artifact(name, dest)",
-    "sweep": "run your own sweep loop; each trial calls tracker.init(config=...)",
-    "agent": "run your own sweep loop; each trial calls tracker.init(config=...)",
-    "controller": "run your own sweep loop; each trial calls tracker.init(config=...)",
-    "Api": "read runs with tracker.open_store() (runs(), run(ID).metrics(), .info)",
-    "log_code": "the run records its git commit and command line in its env",
-    "mark_preempting": "resume a run with tracker.init(id=ID, resume='allow')",
-    "use_run": "read a run with tracker.open_store().run(ID)",
-    "Settings": "configure the store in tracker.toml",
-}
-
-
-def unsupported(name: str, owner: str = "tracker") -> UnsupportedError:
-    """The error for W&B's ``name``."""
-    return UnsupportedError(f"{owner}.{name}() is a W&B call that tracker does not offer: "
-                            f"{UNSUPPORTED[name]} (see docs/wandb.md)")
-
-
-# --- run.config, run.summary --------------------------------------------------------------------
-
-class _ReadsAsDict:
-    """Dict reads (``[k]``, ``in``, iteration, ``len``, ``get``, ``keys``, ``values``, ``items``,
-    ``as_dict``) over the dict that ``_mapping()`` gives."""
-
-    def _mapping(self) -> dict[str, Any]:
-        raise NotImplementedError
-
-    def __getitem__(self, key: str) -> Any:
-        return self._mapping()[key]
-
-    def __contains__(self, key: object) -> bool:
-        return key in self._mapping()
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._mapping())
-
-    def __len__(self) -> int:
-        return len(self._mapping())
-
-    def get(self, key: str, default: Any = None) -> Any:
-        """The value of ``key``, or ``default``."""
-        return self._mapping().get(key, default)
-
-    def keys(self) -> Any:
-        """The keys."""
-        return self._mapping().keys()
-
-    def values(self) -> Any:
-        """The values."""
-        return self._mapping().values()
-
-    def items(self) -> Any:
-        """The ``(key, value)`` pairs."""
-        return self._mapping().items()
-
-    def as_dict(self) -> dict[str, Any]:
-        """A copy as a plain dict."""
-        return dict(self._mapping())
-
-
-class RunConfig(_ReadsAsDict):
-    """A run's config with attribute and item access; changes are appended as edit events.
-
-    ``run.config.lr``, ``run.config["lr"]``, ``run.config.update({"bs": 64})``,
-    ``run.config.bs = 64``. Values are JSON values (nested dicts and lists).
-    """
-
-    def __init__(self, run: Run, values: Mapping[str, Any]) -> None:
-        object.__setattr__(self, "_run", run)
-        object.__setattr__(self, "_values", dict(values))
-
-    def _write(self, data: dict[str, Any]) -> None:
-        from .lifecycle import check_values, write_edit
-
-        data = check_values(data, "config")
-        changed = {k: v for k, v in data.items() if k not in self._values or self._values[k] != v}
-        if changed:
-            write_edit(self._run.path, {"config": changed}, fsync=self._run._host.config.fsync)
-            self._values.update(changed)
-
-    def update(self, values: Mapping[str, Any] | Any = None, allow_val_change: bool | None = None,
-               **more: Any) -> None:
-        """Set several keys at once (one event); ``values`` may also be an argparse Namespace."""
-        self._write({**_as_mapping(values, "config.update"), **more})
-
-    def setdefaults(self, values: Mapping[str, Any]) -> None:
-        """Set the keys of ``values`` that the config does not have yet."""
-        self._write({k: v for k, v in _as_mapping(values, "config.setdefaults").items() if k not in self._values})
-
-    def __getattr__(self, name: str) -> Any:
-        if name.startswith("__"):
-            raise AttributeError(name)
-        try:
-            return self._values[name]
-        except KeyError:
-            raise AttributeError(f"run config has no key {name!r} (keys: "
-                                 f"{', '.join(sorted(self._values)) or 'none'})") from None
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        self._write({name: value})
-
-    def _mapping(self) -> dict[str, Any]:
-        return self._values
-
-    def __setitem__(self, key: str, value: Any) -> None:
-        self._write({key: value})
-
-    def __repr__(self) -> str:
-        return f"RunConfig({self._values!r})"
-
-
-class RunSummary(_ReadsAsDict):
-    """A run's summary: values set with ``run.summary[key] = value``, appended as edit events.
-
-    Reading a key that was never set gives the last logged value of that
-    metric, as in W&B. ``RunInfo.summary`` holds the values that were set.
-    """
-
-    def __init__(self, run: Run, values: Mapping[str, Any]) -> None:
-        object.__setattr__(self, "_run", run)
-        object.__setattr__(self, "_values", dict(values))
-
-    def _mapping(self) -> dict[str, Any]:
-        # keys never set read the last logged value of that metric
-        return {**self._run._last_metrics(), **self._values}
-
-    def update(self, values: Mapping[str, Any] | None = None, **more: Any) -> None:
-        """Set several values at once (one event)."""
-        from .lifecycle import check_values, write_edit
-
-        data = check_values({**dict(values or {}), **more}, "summary")
-        if data:
-            write_edit(self._run.path, {"summary": data}, fsync=self._run._host.config.fsync)
-            self._values.update(data)
-
-    def __setitem__(self, key: str, value: Any) -> None:
-        self.update({key: value})
-
-    def __getattr__(self, name: str) -> Any:
-        if name.startswith("__"):
-            raise AttributeError(name)
-        try:
-            return self._mapping()[name]
-        except KeyError:
-            raise AttributeError(f"run summary has no key {name!r}") from None
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        self.update({name: value})
-
-    def __repr__(self) -> str:
-        return f"RunSummary({self._mapping()!r})"
-
-
-def _as_mapping(values: Any, what: str) -> dict[str, Any]:
-    if values is None:
-        return {}
-    if isinstance(values, Mapping):
-        return dict(values)
-    if hasattr(values, "__dict__") and not isinstance(values, type):  # argparse.Namespace and the like
-        return {k: v for k, v in vars(values).items() if not k.startswith("_")}
-    from .values import given
-
-    raise TypeError(f"{what}: expected a dict or an argparse Namespace, given {given(values)}")
+__all__ = ["UNSUPPORTED", "Api", "Histogram", "Image", "RunConfig", "RunSummary", "Settings", "Table",
+           "UnsupportedError",
+           "define_metric", "init", "login", "save", "unsupported", "unwatch", "watch"]
 
 
 # --- init ---------------------------------------------------------------------------------------
@@ -221,9 +40,25 @@ _NEW = (None, False, "never")
 _ANY = (True, "allow", "auto")
 #: W&B arguments of ``init`` that mean nothing for a local store: accepted and ignored.
 IGNORED_INIT_ARGS = frozenset({"entity", "reinit", "settings", "save_code", "anonymous", "allow_val_change",
-                               "sync_tensorboard", "monitor_gym", "magic", "force", "fork_from",
-                               "resume_from", "tensorboard"})
-_started_by_init: list[Run] = []
+                               "monitor_gym", "magic", "force", "fork_from", "resume_from", "tensorboard"})
+_started_by_init: list[Any] = []
+
+
+def _env(name: str) -> str | None:
+    value = os.environ.get(name)
+    return value if value else None
+
+
+def _env_resume(value: str | None) -> bool | str | None:
+    """``WANDB_RESUME`` as ``init``'s ``resume``: ``allow``, ``must``, ``never``, ``auto``, or true/false words."""
+    if value is None:
+        return None
+    low = value.strip().lower()
+    if low in ("true", "1", "yes"):
+        return True
+    if low in ("false", "0", "no"):
+        return False
+    return low
 
 
 def init(project: str | None = None, name: str | None = None, config: Mapping[str, Any] | Any = None,
@@ -231,14 +66,18 @@ def init(project: str | None = None, name: str | None = None, config: Mapping[st
          resume: bool | str | None = None, dir: str | os.PathLike[str] | None = None,  # noqa: A002 - W&B's name
          *, group: str | None = None, job_type: str | None = None, mode: str | None = None,
          config_exclude_keys: list[str] | None = None, config_include_keys: list[str] | None = None,
-         **wandb_args: Any) -> Run:
+         sync_tensorboard: bool | None = None, **wandb_args: Any) -> Run:
     """Start a run and make it the active one: :func:`tracker.start_run` with W&B's names.
 
     ``import tracker as wandb`` makes a W&B script log here. A run started
     by an earlier ``init`` of this process that is still open is finished
-    first, as W&B does.
+    first, as W&B does. An argument left out is taken from W&B's environment
+    variable, as in W&B: ``WANDB_PROJECT``, ``WANDB_NAME``, ``WANDB_RUN_ID``,
+    ``WANDB_RESUME``, ``WANDB_TAGS`` (comma-separated), ``WANDB_NOTES``,
+    ``WANDB_DIR`` (the store), ``WANDB_RUN_GROUP``, ``WANDB_JOB_TYPE`` and ``WANDB_MODE``.
 
-    :param config: a dict or an argparse Namespace; ``run.config`` afterwards.
+    :param config: a dict, an argparse Namespace, a dataclass or an OmegaConf
+        DictConfig, stored as plain values; ``run.config`` afterwards.
     :param tags: free-text tags; ``group`` and ``job_type`` are added as the
         tags ``group:<group>`` and ``job_type:<job_type>``.
     :param notes: the run's notes (``tracker note`` changes them later).
@@ -246,8 +85,11 @@ def init(project: str | None = None, name: str | None = None, config: Mapping[st
     :param resume: ``None``, ``False`` or ``"never"``: a new run (an existing
         id is an error); ``True``, ``"allow"`` or ``"auto"``: resume the run
         ``id`` or create it; ``"must"``: resume it, an error if it does not exist.
+        A resumed run's automatic steps continue after its largest step.
     :param dir: the store folder (default: TRACKER_STORE, tracker.toml, ./.tracker).
-    :param mode: ``"online"``, ``"offline"`` or ``None`` (the store is local anyway).
+    :param mode: ``"online"``, ``"offline"``, ``None`` (the store is local anyway) or
+        ``"disabled"``: a run that takes every call and stores nothing.
+    :param sync_tensorboard: also log what ``torch.utils.tensorboard`` and tensorboardX writers log.
     :raises TrackerError: a bad id, an existing run without ``resume``, a
         missing run with ``resume="must"``, an unsupported ``mode``.
     :raises TypeError: an argument W&B's ``init`` does not have either.
@@ -260,9 +102,32 @@ def init(project: str | None = None, name: str | None = None, config: Mapping[st
     unknown = sorted(set(wandb_args) - IGNORED_INIT_ARGS)
     if unknown:
         raise TypeError(f"init() got an unexpected keyword argument {unknown[0]!r}")
-    if mode not in (None, "online", "offline"):
+    project = project if project is not None else _env("WANDB_PROJECT")
+    name = name if name is not None else _env("WANDB_NAME")
+    notes = notes if notes is not None else _env("WANDB_NOTES")
+    group = group if group is not None else _env("WANDB_RUN_GROUP")
+    job_type = job_type if job_type is not None else _env("WANDB_JOB_TYPE")
+    mode = mode if mode is not None else _env("WANDB_MODE")
+    if tags is None and _env("WANDB_TAGS"):
+        tags = [t.strip() for t in os.environ["WANDB_TAGS"].split(",") if t.strip()]
+    if dir is None and _env("WANDB_DIR"):
+        dir = os.environ["WANDB_DIR"]  # noqa: A001 - W&B's name
+    if id is None and _env("WANDB_RUN_ID"):
+        id = os.environ["WANDB_RUN_ID"]  # noqa: A001 - W&B's name
+    if resume is None:
+        resume = _env_resume(_env("WANDB_RESUME"))
+    if mode in ("disabled", "dryrun"):
+        values = _as_mapping(config, "init(config=...)")
+        while _started_by_init:
+            _started_by_init.pop().finish()
+        from .integrations.wandb.disabled import start_disabled
+
+        run = start_disabled(project, name, values)
+        _started_by_init.append(run)
+        return run  # type: ignore[return-value] - a Run that stores nothing
+    if mode not in (None, "online", "offline", "shared"):
         raise UnsupportedError(f"init(mode={mode!r}) is not offered: tracker always logs to its local store "
-                               "(modes 'online' and 'offline' are accepted)")
+                               "(modes 'online', 'offline' and 'disabled' are accepted)")
     if resume in _NEW:
         resuming = False
     elif resume in _ANY or resume == "must":
@@ -298,8 +163,52 @@ def init(project: str | None = None, name: str | None = None, config: Mapping[st
     if resuming and values:
         # On a resume, the config given is applied over the stored one, as in W&B.
         run.config.update(values)
+    if sync_tensorboard:
+        from .integrations.wandb.tbsync import TensorBoardSync
+
+        run._wandb().tensorboard = TensorBoardSync(run)
     _started_by_init.append(run)
     return run
+
+
+def _active_run(call: str) -> Any:
+    from .api import current_run
+
+    run = current_run()
+    if run is None:
+        raise TrackerError(f"tracker.{call}(): no active run: call tracker.init() first")
+    return run
+
+
+def define_metric(name: str, step_metric: str | None = None, *, summary: str | None = None,
+                  goal: str | None = None, **options: Any) -> None:
+    """W&B's ``define_metric`` on the active run: ``summary="min"``, ``"max"``, ``"mean"``, ``"last"``,
+    ``"first"``, ``"best"`` (with ``goal``), comma-separated, set ``run.summary[name]`` at ``finish``."""
+    _active_run("define_metric").define_metric(name, step_metric, summary=summary, goal=goal, **options)
+
+
+def save(glob_str: str | os.PathLike[str], base_path: str | os.PathLike[str] | None = None,
+         policy: str = "live") -> list[str]:
+    """W&B's ``save`` on the active run: the matching files are logged as artifacts (again at ``finish`` if changed)."""
+    return _active_run("save").save(glob_str, base_path, policy)
+
+
+def watch(models: Any, criterion: Any = None, log: str | None = "gradients", log_freq: int = 1000,
+          idx: int | None = None, log_graph: bool = False) -> None:
+    """W&B's ``watch`` on the active run: gradient/parameter histograms of torch models every ``log_freq`` calls."""
+    _active_run("watch").watch(models, criterion, log, log_freq, idx, log_graph)
+
+
+def unwatch(models: Any = None) -> None:
+    """Remove the hooks of :func:`watch`."""
+    _active_run("unwatch").unwatch(models)
+
+
+class Settings(dict):
+    """W&B's ``wandb.Settings(...)``: accepted (and ignored) so that ``init(settings=...)`` runs unchanged."""
+
+    def __init__(self, **settings: Any) -> None:
+        super().__init__(settings)
 
 
 def login(*args: Any, **kwargs: Any) -> bool:

@@ -356,16 +356,32 @@ class Heartbeat:
         self.writers: weakref.WeakSet[SegmentWriter] = weakref.WeakSet()
         self._wake = threading.Event()
         self._thread: threading.Thread | None = None
+        self._lock = threading.Lock()
 
     def add(self, writer: SegmentWriter) -> None:
         """Keep ``writer``'s segment fresh until it closes."""
-        self.writers.add(writer)
-        if self._thread is None or not self._thread.is_alive():
-            self._thread = threading.Thread(target=self._loop, name="tracker-heartbeat", daemon=True)
-            self._thread.start()
+        with self._lock:
+            self.writers.add(writer)
+            if self._thread is None or not self._thread.is_alive():
+                self._wake = threading.Event()
+                self._thread = threading.Thread(target=self._loop, args=(self._wake,), name="tracker-heartbeat",
+                                                daemon=True)
+                self._thread.start()
 
-    def _loop(self) -> None:
-        while not self._wake.wait(self.interval):
+    def discard(self, writer: SegmentWriter) -> None:
+        """Stop refreshing ``writer``; without an open writer left, the thread ends before this returns."""
+        with self._lock:
+            self.writers.discard(writer)
+            if any(not w.closed for w in self.writers):
+                return
+            thread, self._thread = self._thread, None
+            self._wake.set()
+        # No tracker thread outlives the last open run of the process.
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(5.0)
+
+    def _loop(self, wake: threading.Event) -> None:
+        while not wake.wait(self.interval):
             for w in list(self.writers):
                 if w.closed:
                     self.writers.discard(w)

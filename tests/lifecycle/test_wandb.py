@@ -116,8 +116,8 @@ def test_init_resume_modes(store: Path) -> None:
         tracker.init(resume="sometimes")
     with pytest.raises(TypeError, match="unexpected keyword argument 'colour'"):
         tracker.init(colour="red")
-    with pytest.raises(UnsupportedError, match="mode='disabled'"):
-        tracker.init(mode="disabled")
+    with pytest.raises(UnsupportedError, match="mode='cloud'"):
+        tracker.init(mode="cloud")
 
 
 def test_finish_status_and_exit_codes(store: Path) -> None:

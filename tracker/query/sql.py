@@ -24,6 +24,7 @@ Views (see DESIGN.md, "Query and team store"):
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import tempfile
 import typing
@@ -283,13 +284,16 @@ def run_columns(infos: Sequence[RunInfo]) -> list[tuple[str, str, str]]:
         if isinstance(info.config, dict):
             for k, v in info.config.items():
                 keys.setdefault(str(k), []).append(v)
-    taken = set(BASE_RUN_COLUMNS)
+    # DuckDB compares names without case: "lr" and "LR" would be one column twice.
+    taken = {c.casefold() for c in BASE_RUN_COLUMNS}
     out = []
     for k, values in keys.items():
+        if not k.strip() or "\x00" in k:
+            continue  # no column can be named so (stored before keys were checked); still in `config`
         col = k
-        while col in taken:
+        while col.casefold() in taken:
             col = f"config_{col}"
-        taken.add(col)
+        taken.add(col.casefold())
         out.append((col, k, _config_type(values)))
     return out
 
@@ -366,6 +370,7 @@ class Catalog:
         self.con: duckdb.DuckDBPyConnection = duckdb.connect(":memory:")
         self.sources = sources
         self.host = host
+        self._locked = False
         tmp = Path(tempfile.mkdtemp(prefix="tracker-sql-"))
         try:
             self._build(tmp, needed)
@@ -498,16 +503,96 @@ class Catalog:
                    f"FROM (SELECT run_id, step, time, json_transform(data, {literal(struct)}) AS d FROM records "
                    f"WHERE schema = {literal(name)}) AS t")
 
-    def sql(self, query: str) -> duckdb.DuckDBPyRelation:
-        """Run ``query`` over the views.
+    def lock(self) -> None:
+        """Make the connection read-only for whatever SQL comes next (once the views are built).
 
-        :raises QueryError: carrying DuckDB's message.
+        DuckDB's own settings, then locked so that no statement can change them:
+        no file access but reading the folders the views read (the store's
+        ``runs/`` and ``index/``), no extension installed or loaded, times in UTC.
+        Writing into those folders is refused by :func:`check_read_only`, which
+        lets only reading statements through.
+        """
+        if self._locked:
+            return
+        s = self.sources
+        folders = {str(Path(f).parent.parent) for f in s.files}
+        index_folder = getattr(s.index, "folder", None)
+        if index_folder is not None:
+            folders.add(str(index_folder))
+        allowed = ", ".join(literal(f.rstrip("/\\") + os.sep) for f in sorted(folders))
+        for setting in ("SET TimeZone = 'UTC'", f"SET allowed_directories = [{allowed}]",
+                        "SET autoinstall_known_extensions = false", "SET allow_community_extensions = false",
+                        "SET enable_external_access = false", "SET lock_configuration = true"):
+            self.con.execute(setting)
+        self._locked = True
+
+    def sql(self, query: str) -> duckdb.DuckDBPyRelation:
+        """Run ``query`` over the views, read-only (see :meth:`lock` and :func:`check_read_only`).
+
+        Columns of ``TIMESTAMP WITH TIME ZONE`` come back as UTC ``TIMESTAMP``
+        (Python's ``datetime`` without pytz).
+
+        :raises QueryError: carrying DuckDB's message; a statement that would write, saying so.
         """
         duckdb = duckdb_module()
+        check_read_only(query)
+        self.lock()
         try:
-            return self.con.sql(query)
+            return plain_times(self.con.sql(query))
+        except duckdb.PermissionException as exc:
+            raise QueryError(f"{exc} (SQL over the store reads only the store's own files)") from None
         except duckdb.Error as exc:
             raise QueryError(str(exc)) from None
+
+
+#: Statement types that only read (SELECT covers DESCRIBE, SHOW, SUMMARIZE, VALUES and FROM-first queries).
+READING = frozenset({"SELECT"})
+_EXPLAIN = re.compile(r"\s*explain\b\s*(?:\([^)]*\)\s*)?(?:analy[sz]e\b)?(.*)\Z", re.IGNORECASE | re.DOTALL)
+
+
+def check_read_only(query: str) -> None:
+    """Refuse ``query`` unless each of its statements only reads (DuckDB's own parser tells).
+
+    ``COPY``, ``EXPORT``, ``ATTACH``, ``INSTALL``/``LOAD``, ``SET``, ``PRAGMA``,
+    ``CALL``, ``CREATE``, ``INSERT``... are refused before anything runs;
+    ``EXPLAIN`` only of a reading statement.
+
+    :raises QueryError: naming the statement type refused.
+    """
+    duckdb = duckdb_module()
+    try:
+        statements = duckdb.extract_statements(query)
+    except duckdb.Error as exc:
+        raise QueryError(str(exc)) from None
+    except ValueError as exc:  # a statement type this duckdb module cannot name
+        raise QueryError(f"SQL over the store is read-only: a statement of an unknown type is refused ({exc}); "
+                         "nothing was run") from None
+    for st in statements:
+        kind = st.type.name
+        if kind in READING:
+            continue
+        if kind == "EXPLAIN":
+            m = _EXPLAIN.match(st.query)
+            if m and m.group(1).strip():
+                check_read_only(m.group(1))
+                continue
+        first = st.query.strip().split(None, 1)[0].upper() if st.query.strip() else kind
+        raise QueryError(f"SQL over the store is read-only: {first} statements are refused (only SELECT, "
+                         "DESCRIBE, SHOW, SUMMARIZE and EXPLAIN of them run); nothing was run or written")
+
+
+def plain_times(rel: Any) -> Any:
+    """``rel`` with ``TIMESTAMP WITH TIME ZONE`` columns cast to UTC ``TIMESTAMP`` (no pytz needed to fetch)."""
+    if rel is None:
+        return rel
+    types = [str(t) for t in rel.types]
+    if not any("TIME ZONE" in t for t in types):
+        return rel
+    picks = []
+    for col, t in zip(rel.columns, types, strict=True):
+        plain = t.replace("TIMESTAMP WITH TIME ZONE", "TIMESTAMP")
+        picks.append(quote(col) if plain == t else f"CAST({quote(col)} AS {plain}) AS {quote(col)}")
+    return rel.project(", ".join(picks))
 
 
 # --- a folder store ------------------------------------------------------------------------------
@@ -586,6 +671,7 @@ def query(store: Any, sql: str, *, use_index: bool = True) -> duckdb.DuckDBPyRel
     """
     if not isinstance(sql, str) or not sql.strip():
         raise QueryError("expected a SQL query, given an empty one")
+    check_read_only(sql)  # first: even asking DuckDB for the table names of an EXPORT creates its folder
     needed = referenced(sql)
     own = getattr(store, "sql_sources", None)
     if own is not None:
@@ -596,6 +682,5 @@ def query(store: Any, sql: str, *, use_index: bool = True) -> duckdb.DuckDBPyRel
     return Catalog(sources, host, needed).sql(sql)
 
 
-__all__ = ["Catalog", "SegmentScan", "Sources", "duckdb_module", "field_type", "folder_sources", "jsonl_sources",
-           "query",
-           "report", "scan_segment", "schema_columns"]
+__all__ = ["Catalog", "SegmentScan", "Sources", "check_read_only", "duckdb_module", "field_type", "folder_sources",
+           "jsonl_sources", "plain_times", "query", "report", "scan_segment", "schema_columns"]

@@ -1,0 +1,141 @@
+"""``WANDB_MODE=disabled`` (or ``init(mode="disabled")``): a run that takes every call and writes nothing.
+
+As in W&B, the script runs as usual: ``run.config`` and ``run.summary`` keep
+their values in memory, ``log`` checks nothing and stores nothing, and no
+store folder is created.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+
+class _Values:
+    """``config`` / ``summary`` of a disabled run: a dict with attribute access, kept in memory."""
+
+    def __init__(self, values: Mapping[str, Any] | None = None) -> None:
+        object.__setattr__(self, "_values", dict(values or {}))
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        try:
+            return self._values[name]
+        except KeyError:
+            raise AttributeError(name) from None
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        self._values[name] = value
+
+    def __getitem__(self, key: str) -> Any:
+        return self._values[key]
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        self._values[key] = value
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._values
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._values)
+
+    def __len__(self) -> int:
+        return len(self._values)
+
+    def get(self, key: str, default: Any = None) -> Any:
+        """The value of ``key``, or ``default``."""
+        return self._values.get(key, default)
+
+    def keys(self) -> Any:
+        """The keys."""
+        return self._values.keys()
+
+    def items(self) -> Any:
+        """The ``(key, value)`` pairs."""
+        return self._values.items()
+
+    def values(self) -> Any:
+        """The values."""
+        return self._values.values()
+
+    def as_dict(self) -> dict[str, Any]:
+        """A copy as a plain dict."""
+        return dict(self._values)
+
+    def update(self, values: Any = None, *args: Any, **more: Any) -> None:
+        """Set several keys."""
+        from ...runstate import _as_mapping
+
+        self._values.update({**_as_mapping(values, "update"), **more})
+
+    def setdefaults(self, values: Mapping[str, Any]) -> None:
+        """Set the keys the config does not have yet."""
+        for k, v in dict(values).items():
+            self._values.setdefault(k, v)
+
+
+class DisabledRun:
+    """A run of ``WANDB_MODE=disabled``: the W&B run methods, doing nothing."""
+
+    disabled = True
+
+    def __init__(self, project: str | None, name: str | None, config: Mapping[str, Any]) -> None:
+        self.id = secrets.token_hex(4)
+        self.name = name
+        self.project = project
+        self.path = None
+        self.status = "running"
+        self.config = _Values(config)
+        self.summary = _Values()
+        self._step = 0
+
+    @property
+    def step(self) -> int:
+        """The step the next ``log`` would take."""
+        return self._step
+
+    def log(self, values: Any, step: int | None = None, commit: bool | None = None) -> None:
+        """Nothing is stored; the step advances as it would."""
+        if step is not None:
+            self._step = max(self._step, int(step))
+        if commit is not False:
+            self._step += 1
+
+    def finish(self, *args: Any, **kwargs: Any) -> None:
+        """End the run: it stops being the active one."""
+        from ... import api
+
+        self.status = "finished"
+        with api._lock:
+            if self in api._active:
+                api._active.remove(self)
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return _nothing
+
+    def __enter__(self) -> DisabledRun:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.finish()
+
+    def __repr__(self) -> str:
+        return f"<DisabledRun {self.id} (WANDB_MODE=disabled: nothing is stored)>"
+
+
+def _nothing(*args: Any, **kwargs: Any) -> None:
+    return None
+
+
+def start_disabled(project: str | None, name: str | None, config: Mapping[str, Any]) -> DisabledRun:
+    """A disabled run, made the active one (``tracker.log``, ``tracker.config`` reach it)."""
+    from ... import api
+
+    run = DisabledRun(project, name, config)
+    with api._lock:
+        api._active.append(run)  # type: ignore[arg-type] - it answers every call a Run does
+    return run
