@@ -13,6 +13,7 @@ import orjson
 from . import CliContext
 from .options import format_option, handle_errors
 from .render import csv_text, dumps, table_text
+from .text import human_rows
 
 
 def _plain(value: Any, is_json: bool) -> Any:
@@ -98,7 +99,8 @@ def query_cmd(obj: CliContext, sql: str, no_index: bool, fmt: str) -> None:
     elif fmt == "csv":
         click.echo(csv_text(columns, rows), nl=False)
     elif columns:
-        click.echo(table_text(columns, rows))
+        # A table for people: Unix times as dates, bytes as KiB/MiB/GiB (JSON and CSV keep the numbers).
+        click.echo(table_text(columns, human_rows(columns, rows)))
         if not rows:
             click.echo("(no rows)", err=True)
 
