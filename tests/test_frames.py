@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import tracker
-from tracker.frames import record_frame, run_frame
+from tracker.frames import record_frame
 
 LIBRARIES = ["pandas", "polars", "arrow"]
 MODULES = {"pandas": "pandas", "polars": "polars", "arrow": "pyarrow"}
@@ -56,7 +56,7 @@ def _same(a: list, b: list) -> bool:
 def test_metrics_frame(store: Path, library: str) -> None:
     pytest.importorskip(MODULES[library])
     view = tracker.open_store(store).run("aaa")
-    cols = _columns(view_frame := record_frame(view, "metrics", library), library)
+    cols = _columns(view_frame := view.dataframe("metrics", library=library), library)
     assert list(cols) == ["step", "time", "loss", "acc", "n", "ok"]
     assert cols["step"] == [0, 1, 1, 0]
     assert _same(cols["loss"], [1.0, math.nan, math.nan, 0.25])
@@ -73,7 +73,7 @@ def test_frames_do_not_copy_the_columns(store: Path, library: str, monkeypatch) 
     view = tracker.open_store(store).run("aaa")
     cols = view.metrics()
     monkeypatch.setattr(view, "metrics", lambda: cols)
-    frame = record_frame(view, "metrics", library)
+    frame = view.dataframe("metrics", library=library)
     got = frame["loss"].to_numpy() if library != "arrow" else frame.column("loss").chunk(0).to_numpy()
     assert np.shares_memory(got, cols["loss"])
 
@@ -82,7 +82,7 @@ def test_frames_do_not_copy_the_columns(store: Path, library: str, monkeypatch) 
 def test_schema_frame_in_the_schemas_order(store: Path, library: str) -> None:
     pytest.importorskip(MODULES[library])
     view = tracker.open_store(store).run("aaa")
-    cols = _columns(record_frame(view, "fft.loss_point", library), library)
+    cols = _columns(view.dataframe("fft.loss_point", library=library), library)
     assert list(cols) == ["step", "time", "model_id", "total_loss", "mel_err", "spec_err", "welch_err", "mean_gate"]
     assert cols["step"] == [2] and cols["model_id"] == ["m"] and math.isnan(cols["mel_err"][0])
 
@@ -91,7 +91,7 @@ def test_schema_frame_in_the_schemas_order(store: Path, library: str) -> None:
 def test_run_frame(store: Path, library: str) -> None:
     pytest.importorskip(MODULES[library])
     st = tracker.open_store(store)
-    cols = _columns(run_frame(st, library=library), library)
+    cols = _columns(st.dataframe(library=library), library)
     assert list(cols)[:7] == ["id", "name", "project", "status", "created_at", "ended_at", "tags"]
     assert cols["id"] == ["bbb", "aaa"]  # newest first
     assert _missing(cols["config.optim.name"][0]) and cols["config.optim.name"][1] == "adam"
@@ -100,7 +100,7 @@ def test_run_frame(store: Path, library: str) -> None:
     assert cols["metric.loss.min"] == [3.0, 0.25] and cols["metric.loss.count"] == [1, 3]
     assert cols["metric.loss.last"] == [3.0, 0.25] and cols["tags"] == [[], []]
     assert cols["metric.acc.max"][1] == math.inf
-    one = _columns(run_frame(st, project="q", library=library), library)
+    one = _columns(st.dataframe(project="q", library=library), library)
     assert one["id"] == ["bbb"]
 
 
@@ -109,12 +109,12 @@ def test_missing_library_names_the_install(store: Path, library: str, monkeypatc
     monkeypatch.setitem(sys.modules, MODULES[library], None)
     view = tracker.open_store(store).run("aaa")
     with pytest.raises(tracker.TrackerError) as exc:
-        record_frame(view, "metrics", library)
+        view.dataframe("metrics", library=library)
     assert f'pip install "tracker-core[{library}]"' in str(exc.value)
     with pytest.raises(tracker.TrackerError):
-        run_frame(tracker.open_store(store), library=library)
+        tracker.open_store(store).dataframe(library=library)
     with pytest.raises(tracker.TrackerError, match="unknown data frame library"):
-        record_frame(view, "metrics", "excel")
+        view.dataframe("metrics", library="excel")
 
 
 def test_frames_same_without_the_index(store: Path, monkeypatch) -> None:  # noqa: ANN001
@@ -122,7 +122,7 @@ def test_frames_same_without_the_index(store: Path, monkeypatch) -> None:  # noq
     view = tracker.open_store(store).run("aaa")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        on = record_frame(view, "metrics", "pandas")
+        on = view.dataframe("metrics", library="pandas")
         monkeypatch.setenv("TRACKER_INDEX", "off")
         off = record_frame(tracker.open_store(store).run("aaa"), "metrics", "pandas")
     assert on.equals(off)

@@ -156,6 +156,15 @@ class Store(LazyHost):
     #: The class of the views :meth:`run` returns (:mod:`tracker.store` gives one with the capabilities' methods).
     view_class: type[RunView]
 
+    def dataframe(self, project: str | None = None, status: str | None = None, library: str = "pandas") -> Any:
+        """One row per run: RunInfo fields, ``config.KEY``, ``summary.KEY`` and ``metric.NAME.last|min|max|count``.
+
+        Read from the run catalog; ``library`` as for :meth:`RunView.dataframe`.
+        """
+        from .frames import run_frame
+
+        return run_frame(self, project, status, library)
+
     def _view(self, run_id: str) -> RunView:
         return self.view_class(self.path, run_id, host=self._host, writable=self._writable)
 
@@ -554,6 +563,17 @@ class RunView(LazyHost):
             if part is not None and part.n:
                 parts.append(({"step": part.step, "time": part.time, **part.cols}, part.n))
         return merge_columns(parts)
+
+    def dataframe(self, schema: str = "metrics", library: str = "pandas") -> Any:
+        """The run's records of ``schema`` as a data frame: ``step``, ``time``, then the schema's fields.
+
+        :param library: ``"pandas"``, ``"polars"`` or ``"arrow"`` (each an optional extra; without it a
+            :class:`TrackerError` names the ``pip install`` to run). Numeric columns share the
+            reader's arrays where the library allows.
+        """
+        from .frames import record_frame
+
+        return record_frame(self, schema, library)
 
     def schema_counts(self) -> dict[str, int]:
         """Records per schema, in order of first appearance."""
