@@ -24,7 +24,8 @@ from ..api import Run, start_run
 MAX_INT = 2**53
 # Metric names the store reserves (the record's own fields).
 RESERVED = frozenset({"step", "time"})
-_INSTALL = {"lightning": "Lightning", "transformers": "Hugging Face Transformers", "keras": "Keras 3", "accelerate": "Hugging Face Accelerate",
+_INSTALL = {"lightning": "Lightning", "transformers": "Hugging Face Transformers", "keras": "Keras 3",
+            "accelerate": "Hugging Face Accelerate",
             "tensorboard": "TensorBoard", "mlflow": "PyYAML (to read MLflow's meta.yaml files)"}
 # Config values deeper than this, or arrays larger than this, are kept as their repr.
 _MAX_DEPTH = 32
