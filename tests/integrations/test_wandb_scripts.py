@@ -359,3 +359,18 @@ def test_no_tracker_thread_outlives_the_last_run(store: Path, tmp_path: Path) ->
     assert "tracker-heartbeat" in tracker_threads()
     third.finish()
     assert tracker_threads() == []
+
+
+def test_the_embedded_api_never_imports_the_wandb_layer() -> None:
+    import ast
+
+    import tracker.api
+
+    source = Path(tracker.api.__file__).read_text(encoding="utf-8")
+    imported = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.ImportFrom):
+            imported.add(("." * node.level) + (node.module or ""))
+        elif isinstance(node, ast.Import):
+            imported.update(a.name for a in node.names)
+    assert not {m for m in imported if m in (".wandb", "tracker.wandb") or m.startswith((".wandb.", "tracker.wandb."))}

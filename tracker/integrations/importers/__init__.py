@@ -133,7 +133,7 @@ def _import_one(source: SourceRun, store: Any, store_cls: Any, progress: Callabl
     # The run is written into a staging store beside the runs and moved in whole once finished: an
     # import stopped half-way (an exception, Ctrl-C, a kill) leaves no half-imported run behind.
     _clean_stale_staging(root)
-    staging = root / f"{STAGING}{os.getpid()}-{secrets.token_hex(4)}"
+    staging = root / f"{STAGING}{os.getpid()}.{_host()}.{secrets.token_hex(4)}"
     try:
         count = _write_run(source, staging, problem, progress or _ignore)
         if not _move_in(staging, root, source.run_id):
@@ -234,9 +234,17 @@ def _clean_stale_staging(root: Path) -> None:
     for entry in entries:
         if not entry.name.startswith(STAGING):
             continue
-        pid = entry.name[len(STAGING):].split("-", 1)[0]
-        if pid.isdigit() and not _alive(int(pid)):
+        pid, _, rest = entry.name[len(STAGING):].partition(".")
+        host = rest.rpartition(".")[0]
+        # Only this host's: a pid says nothing about a process of another machine sharing the store.
+        if pid.isdigit() and host == _host() and not _alive(int(pid)):
             shutil.rmtree(entry, ignore_errors=True)
+
+
+def _host() -> str:
+    from ...segment import hostname
+
+    return re.sub(r"[^A-Za-z0-9-]", "-", hostname())[:32] or "host"
 
 
 def _alive(pid: int) -> bool:
