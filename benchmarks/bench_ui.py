@@ -101,6 +101,7 @@ def body(args) -> None:  # noqa: ANN001 - argparse namespace
         emit("ui", f"GET /api/runs, {n_runs:,} runs", unit="s", clock="cpu", floor_name="store.runs()",
              value=round(median(value), 4), floor=round(median(floor), 4),
              ratio=round(median([v / f for v, f in zip(value, floor, strict=True)]), 3), rounds=rounds)
+        bench_page(store, n_runs, rounds)
 
         big, rid, seg, w, t0 = make_big_run(tmp, n_records)
         step = n_records // 2000
@@ -137,6 +138,107 @@ def body(args) -> None:  # noqa: ANN001 - argparse namespace
                  value=round(median(xs), 4), floor=round(f0, 4),
                  ratio=round(median([x / f for x, f in zip(xs, floors, strict=True)]), 4), rounds=rounds,
                  records=n_records)
+
+
+FIRST_PAINT = """
+const done = arguments[arguments.length - 1];
+const t0 = performance.now();
+(function poll() {
+  if (window.__runsFirstPaint) return done(window.__runsFirstPaint);
+  if (performance.now() - t0 > 60000) return done(null);
+  setTimeout(poll, 5);
+})();
+"""
+
+FLOOR_FETCH = """
+const done = arguments[arguments.length - 1];
+const t0 = performance.now();
+fetch('/api/runs').then((r) => r.json()).then((d) => done([performance.now() - t0, d.runs.length]));
+"""
+
+# A click (or keystroke) and the time until the rows are drawn again (the next frame after the handler).
+TIMED = """
+const [what] = arguments; const done = arguments[arguments.length - 1];
+const t0 = performance.now();
+if (what === 'sort') document.querySelectorAll('table.runs th button.sort')[0].click();
+else { const f = document.querySelector('input[data-filter]'); f.value = what; f.dispatchEvent(new Event('input')); }
+requestAnimationFrame(() => done(performance.now() - t0));
+"""
+
+FLOOR_SORT = """
+const done = arguments[arguments.length - 1];
+fetch('/api/runs').then((r) => r.json()).then((d) => {
+  const rows = d.runs.map((r, i) => [r.name || '', i, r]);
+  const t0 = performance.now();
+  rows.sort((a, b) => a[0].localeCompare(b[0], undefined, {numeric: true}) || a[1] - b[1]);
+  done(performance.now() - t0);
+});
+"""
+
+LISTINGS = "return performance.getEntriesByType('resource').filter((e) => e.name.includes('/api/runs')).length;"
+
+
+def bench_page(store: Path, n_runs: int, rounds: int) -> None:
+    """The runs page in headless Chromium: first paint, sort and filter (see the module's docstring)."""
+    import shutil
+    import socket
+    import threading
+
+    import uvicorn
+
+    import tracker.ui
+
+    chromium, driver_bin = shutil.which("chromium"), shutil.which("chromedriver")
+    if not (chromium and driver_bin):
+        emit("ui", "runs page in a browser", skipped="needs Debian's chromium and chromium-driver")
+        return
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    server = uvicorn.Server(uvicorn.Config(tracker.ui.create_app(store), host="127.0.0.1", port=port,
+                                           log_level="warning", access_log=False))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    while not server.started:
+        time.sleep(0.02)
+    opts = webdriver.ChromeOptions()
+    opts.binary_location = chromium
+    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run",
+                "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                "--window-size=1440,900"):
+        opts.add_argument(arg)
+    drv = webdriver.Chrome(options=opts, service=Service(driver_bin))
+    drv.set_script_timeout(90)
+    url = f"http://127.0.0.1:{port}/"
+    try:
+        drv.get(url)
+        drv.execute_async_script(FIRST_PAINT)  # the first listing builds the catalog
+        paint, fetch, sort, sort_floor, filt = [], [], [], [], []
+        for _ in range(rounds):
+            drv.get(url)
+            paint.append(drv.execute_async_script(FIRST_PAINT))
+            fetch.append(drv.execute_async_script(FLOOR_FETCH)[0])
+            sort_floor.append(drv.execute_async_script(FLOOR_SORT))
+            before = drv.execute_script(LISTINGS)
+            sort.append(drv.execute_async_script(TIMED, "sort"))
+            filt.append(drv.execute_async_script(TIMED, "run0001"))
+            assert drv.execute_script(LISTINGS) == before, "a sort or a filter fetched the runs again"
+    finally:
+        drv.quit()
+        server.should_exit = True
+        thread.join(10)
+    for name, xs, fl, floor_name in (
+            (f"runs page, {n_runs:,} runs: first paint", paint, fetch, "fetch + JSON parse of /api/runs in the page"),
+            (f"runs page, {n_runs:,} runs: sort by a column (no request)", sort, sort_floor,
+             "Array.sort of the rows by that column in the page"),
+            (f"runs page, {n_runs:,} runs: filter as typed (no request)", filt, sort_floor,
+             "Array.sort of the rows by that column in the page")):
+        ratios = [x / max(f, 0.01) for x, f in zip(xs, fl, strict=True)]
+        emit("ui", name, unit="ms", clock="wall", floor_name=floor_name, value=round(median(xs), 1),
+             floor=round(median(fl), 2), ratio=round(median(ratios), 2), rounds=rounds)
 
 
 if __name__ == "__main__":

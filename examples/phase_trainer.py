@@ -49,16 +49,21 @@ def loss_and_gradient(w: np.ndarray, x: np.ndarray, y: np.ndarray) -> tuple[floa
 
 
 def train_phased(
-    scheduler: PhaseScheduler, x: np.ndarray, y: np.ndarray, steps: int, lr: float
+    scheduler: PhaseScheduler, x: np.ndarray, y: np.ndarray, steps: int, lr: float,
+    run: tracker.Run | None = None,
 ) -> tuple[np.ndarray, int]:
     """Gradient descent where PREDICT steps reuse the last full gradient.
+
+    The scheduler records each step's phase (``phase.step``); with ``run``, the
+    loss and the gradients computed so far are also logged as metrics, as a
+    training loop would, so the run page charts them.
 
     :returns: the weights and the number of full gradients computed.
     """
     w = np.zeros(x.shape[1])
     gradient = np.zeros_like(w)
     computed = 0
-    for _ in range(steps):
+    for step in range(steps):
         info = scheduler.begin_step()
         if info.compute_full:  # FULL or CORRECT: refresh the gradient
             loss, gradient = loss_and_gradient(w, x, y)
@@ -67,6 +72,8 @@ def train_phased(
             loss = loss_of(w, x, y)
         w = w - lr * gradient
         scheduler.end_step(loss)
+        if run is not None:
+            run.log({"loss": loss, "gradients_computed": computed}, step=step)
     return w, computed
 
 
@@ -104,7 +111,7 @@ def main(argv: list[str] | None = None) -> int:
     }
     with tracker.start_run(project="phase_trainer", name="toy-regression", config=config) as run:
         scheduler.attach(run)
-        w, computed = train_phased(scheduler, x, y, args.steps, args.lr)
+        w, computed = train_phased(scheduler, x, y, args.steps, args.lr, run)
         final = loss_of(w, x, y)
         same_steps = loss_of(train_plain(x, y, args.steps, args.lr), x, y)
         same_budget = loss_of(train_plain(x, y, computed, args.lr), x, y)

@@ -13,6 +13,8 @@ import tracker
 from tracker.host import set_host
 from tracker.pluginmanager import get_plugin_manager
 
+from .sysdeps import packages_of
+
 pytest_plugins = ["tracker.testing"]
 
 # A shell ignores SIGINT in the commands it starts in the background, and child processes inherit
@@ -20,6 +22,27 @@ pytest_plugins = ["tracker.testing"]
 # With Python's own handler here, children start with the default disposition again.
 if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> Iterator[None]:
+    """One line at the end naming the tests skipped for a missing system package, per package.
+
+    A wrapper, so that the line comes after pytest's own short summary, just above the counts.
+    """
+    yield
+    skipped: dict[tuple[str, ...], int] = {}
+    for rep in terminalreporter.stats.get("skipped", []):
+        text = rep.longrepr[2] if isinstance(rep.longrepr, tuple) else str(rep.longrepr)
+        packages = packages_of(text)
+        if packages:
+            skipped[packages] = skipped.get(packages, 0) + 1
+    if not skipped:
+        return
+    parts = [f"{n} test{'s need' if n > 1 else ' needs'} {' and '.join(p)}" for p, n in sorted(skipped.items())]
+    every = " ".join(dict.fromkeys(p for packages in sorted(skipped) for p in packages))
+    terminalreporter.write_line(f"skipped for missing system packages: {'; '.join(parts)} "
+                                f"(install with `sudo apt-get install {every}`)", yellow=True)
 
 
 @pytest.fixture

@@ -30,6 +30,7 @@ from .host import Host, get_host
 from .origin import error_facts, origin_facts
 from .records import Event
 from .route import Attachment, attach, detach
+from .rules import check_keys, check_label
 from .runstate import WandbRunMethods
 from .values import MAX_INT, RESERVED, check_metrics, given, plain_config, storable, unwrap_numpy
 
@@ -108,6 +109,13 @@ class Run(WandbRunMethods):
 
     def _last_metrics(self) -> dict[str, Any]:
         return dict(self._att.writer.last)
+
+    def _repr_html_(self) -> str:
+        """The run in a notebook: name, status, config and last metrics (see :mod:`tracker.display`)."""
+        from .display import run_html
+
+        return run_html(self.id, name=self.name, project=self.project, status=self.status,
+                        config=dict(self.config), last_metrics=self._last_metrics())
 
     def __getattr__(self, name: str) -> Any:
         # Only reached for a name Run does not have: W&B's run methods that tracker does not
@@ -458,7 +466,8 @@ def start_run(project: str | None = None, name: str | None = None, *, config: di
     if tags is not None and (isinstance(tags, str) or not all(isinstance(t, str) for t in tags)):
         raise TypeError(f"tags: expected a list of str, given {given(tags)}")
     config_data = plain_config(config if config is not None else {})
-    tag_list = _plain(list(tags or []), "tags")
+    check_keys(config_data, "config")
+    tag_list = [check_label(t, "tag") for t in _plain(list(tags or []), "tags")]
     root = resolve_store_path(store, host.config).absolute()
     runs = root / "runs"
     try:

@@ -147,6 +147,10 @@ class LineChart:
     :param log_x: a logarithmic x axis.
     :param log_y: a logarithmic y axis (values <= 0 are left out).
     :param bands: :class:`Band` stretches shaded behind the lines.
+    :param x_time: the x values are epoch seconds, drawn on a clock-time axis.
+    :param x_range: ``(start, end)`` the x axis always spans (e.g. a run's whole duration), whatever
+        the series cover.
+    :param wide: the figure takes the whole width of the page.
     """
 
     title: str
@@ -156,12 +160,22 @@ class LineChart:
     log_x: bool = attrs.field(default=False, kw_only=True)
     log_y: bool = attrs.field(default=False, kw_only=True)
     bands: tuple[Band, ...] = attrs.field(default=(), converter=tuple, kw_only=True)
+    x_time: bool = attrs.field(default=False, kw_only=True)
+    x_range: tuple[float, float] | None = attrs.field(default=None, kw_only=True)
+    wide: bool = attrs.field(default=False, kw_only=True)
 
     def to_json(self) -> dict[str, Any]:
         """``{"type": "line", "title", "series", "bands", ...}``."""
+        x_range = None
+        if self.x_range is not None:
+            x_range = _numbers(list(self.x_range), "x_range")
+            if len(x_range) != 2 or None in x_range or x_range[0] > x_range[1]:
+                raise FigureError(f"line chart {self.title!r}: x_range: expected (start, end) finite and "
+                                  f"start <= end, given {self.x_range!r}")
         return {"type": "line", "title": _text(self.title), "x_label": _text(self.x_label),
                 "y_label": _text(self.y_label), "log_x": bool(self.log_x), "log_y": bool(self.log_y),
-                "series": [s.to_json() for s in self.series], "bands": [b.to_json() for b in self.bands]}
+                "series": [s.to_json() for s in self.series], "bands": [b.to_json() for b in self.bands],
+                "x_time": bool(self.x_time), "x_range": x_range, "wide": bool(self.wide)}
 
 
 @attrs.frozen
@@ -173,6 +187,8 @@ class BarChart:
     :param series: :class:`Series` (or ``{name: values}``), one value per category.
     :param y_label: the y axis' label.
     :param log_y: a logarithmic y axis.
+    :param note: a line under the chart (what the values are, e.g. which window a mean is over).
+    :param wide: the figure takes the whole width of the page.
     """
 
     title: str
@@ -180,6 +196,8 @@ class BarChart:
     series: tuple[Series, ...] = attrs.field(converter=_as_series)
     y_label: str = attrs.field(default="", kw_only=True)
     log_y: bool = attrs.field(default=False, kw_only=True)
+    note: str = attrs.field(default="", kw_only=True)
+    wide: bool = attrs.field(default=False, kw_only=True)
 
     def to_json(self) -> dict[str, Any]:
         """``{"type": "bar", "title", "categories", "series": [{"name", "y"}], ...}``."""
@@ -191,7 +209,8 @@ class BarChart:
                                   "categories: expected one per category")
             out.append({"name": _text(s.name), "y": y, "color": s.color})
         return {"type": "bar", "title": _text(self.title), "categories": [_text(c) for c in self.categories],
-                "series": out, "y_label": _text(self.y_label), "log_y": bool(self.log_y)}
+                "series": out, "y_label": _text(self.y_label), "log_y": bool(self.log_y),
+                "note": _text(self.note), "wide": bool(self.wide)}
 
 
 @attrs.frozen
@@ -209,6 +228,10 @@ class Heatmap:
     :param vmin: the value of the colour scale's low end (default: the smallest value).
     :param vmax: the value of its high end (default: the largest value).
     :param log: colour by the logarithm of the values.
+    :param origin: ``"upper"``: row 0 at the top (a matrix); ``"lower"``: row 0 at the bottom, so rows
+        of increasing values (histogram bins) put larger values up.
+    :param value_label: what the colour measures (e.g. ``"count"``), shown on the colour scale.
+    :param wide: the figure takes the whole width of the page.
     """
 
     title: str
@@ -222,6 +245,9 @@ class Heatmap:
     vmin: float | None = attrs.field(default=None, kw_only=True)
     vmax: float | None = attrs.field(default=None, kw_only=True)
     log: bool = attrs.field(default=False, kw_only=True)
+    origin: str = attrs.field(default="upper", kw_only=True)
+    value_label: str = attrs.field(default="", kw_only=True)
+    wide: bool = attrs.field(default=False, kw_only=True)
 
     def to_json(self) -> dict[str, Any]:
         """``{"type": "heatmap", "title", "z": [[...]], "x", "y", "marked": [[row, col]], ...}``."""
@@ -245,9 +271,12 @@ class Heatmap:
                                   f"{len(rows)}x{width} grid")
             marked.append([r, c])
         vmin, vmax = _numbers([self.vmin, self.vmax], "vmin/vmax")
+        if self.origin not in ("upper", "lower"):
+            raise FigureError(f"heatmap {self.title!r}: origin: expected 'upper' or 'lower', given {self.origin!r}")
         return {"type": "heatmap", "title": _text(self.title), "z": rows, "x": xs, "y": ys,
                 "x_label": _text(self.x_label), "y_label": _text(self.y_label), "marked": marked,
-                "mark_label": _text(self.mark_label), "vmin": vmin, "vmax": vmax, "log": bool(self.log)}
+                "mark_label": _text(self.mark_label), "vmin": vmin, "vmax": vmax, "log": bool(self.log),
+                "origin": self.origin, "value_label": _text(self.value_label), "wide": bool(self.wide)}
 
     def _labels(self, values: Any, n: int, axis: str) -> list[Any]:
         if values is None:
@@ -267,12 +296,14 @@ class TableFigure:
     :param rows: one dict per row.
     :param columns: the column order (default: the keys in order of appearance).
     :param notes: lines shown under the table.
+    :param wide: the figure takes the whole width of the page.
     """
 
     title: str
     rows: Sequence[dict[str, Any]] = attrs.field(converter=list)
     columns: Sequence[str] | None = attrs.field(default=None, kw_only=True)
     notes: Sequence[str] = attrs.field(default=(), converter=tuple, kw_only=True)
+    wide: bool = attrs.field(default=False, kw_only=True)
 
     @classmethod
     def from_summary(cls, summary: Any) -> TableFigure:
@@ -285,7 +316,7 @@ class TableFigure:
             dict.fromkeys(k for r in self.rows for k in r))
         return {"type": "table", "title": _text(self.title), "columns": [_text(c) for c in columns],
                 "rows": [{_text(k): _plain(v) for k, v in r.items()} for r in self.rows],
-                "notes": [_text(n) for n in self.notes]}
+                "notes": [_text(n) for n in self.notes], "wide": bool(self.wide)}
 
 
 @attrs.frozen

@@ -301,6 +301,12 @@ class RunView(LazyHost):
             self._info = self._read_info()
         return self._info
 
+    def _repr_html_(self) -> str:
+        """The run in a notebook: name, status, config and last metrics (see :mod:`tracker.display`)."""
+        from .display import info_html
+
+        return info_html(self.info)
+
     def refresh(self) -> RunInfo:
         """Read the info again (a running run's status and counts change)."""
         self._info = None
@@ -390,9 +396,11 @@ class RunView(LazyHost):
         last line too, unless the run is still running (its last line may be in progress).
         """
         quiet = self._quiet()
+        enabled = index_enabled()
         out = []
         for p in self.segment_paths():
-            ix = load_segment(self.store, self.id, p, schemas, self._writable, self._warn_index)
+            ix = load_segment(self.store, self.id, p, schemas, self._writable, self._warn_index,
+                              derived=enabled)
             for line, kind, message in ix.problems:
                 self._warn_once(Problem(str(p), line, kind, message))
             if ix.rest and not quiet:
@@ -455,6 +463,23 @@ class RunView(LazyHost):
             yield from gens[0]
         else:
             yield from merge_log_order(gens)
+
+    def covered_records(self, schema: str | None = None) -> tuple[Iterator[Record], dict[Path, tuple[int, int, float]]]:
+        """The records of every complete line now (through the derived data), and where each segment ends.
+
+        For a reader that goes on with the lines appended later (``tracker
+        tail -f``): per segment the byte offset after its last complete line,
+        the number of lines before it, and the largest time among the records
+        given (the key :func:`merge_log_order` goes on from).
+        """
+        ixs = self._indexes(None if schema is None else {schema})
+        ends = {}
+        for ix in ixs:
+            parts = [p for p in ix.parts.values() if p.n and (schema is None or p.name == schema)]
+            top = max((float(p.time.max()) for p in parts), default=-math.inf)
+            ends[ix.path] = (ix.offset, ix.lines, top)
+        gens = [self._segment_records_ix(ix, schema) for ix in ixs]
+        return (gens[0] if len(gens) == 1 else merge_log_order(gens)), ends
 
     def _jsonl_records(self, schema: str | None = None) -> Iterator[Record]:
         """:meth:`records` parsed from the JSONL, line by line (what the index is checked against)."""
@@ -525,10 +550,6 @@ class RunView(LazyHost):
     def schema_counts(self) -> dict[str, int]:
         """Records per schema, in order of first appearance."""
         counts: dict[str, int] = {}
-        if not index_enabled():
-            for rec in self._jsonl_records():
-                counts[rec.schema] = counts.get(rec.schema, 0) + 1
-            return counts
         for ix in self._indexes(set()):
             for name in ix.schema_names():
                 counts[name] = counts.get(name, 0) + ix.meta[name]["n"]

@@ -31,7 +31,28 @@ def given(value: Any) -> str:
 
 
 class BadValue(Exception):
-    """A value failed a type check; ``args[0]`` says what was expected (callers turn it into a SchemaError)."""
+    """A value failed a type check; ``args[0]`` says what was expected (callers turn it into a SchemaError).
+
+    :ivar path: keys and list indexes from the checked value down to the bad one (``()``: the value itself).
+    :ivar value: the bad value itself, once :meth:`at` was called.
+    """
+
+    path: tuple[str | int, ...] = ()
+    value: Any = None
+
+    def at(self, key: str | int, value: Any) -> BadValue:
+        """Prefix ``key`` to the path; ``value`` is the bad one when this is the innermost container."""
+        if not self.path:
+            self.value = value
+        self.path = (key, *self.path)
+        return self
+
+    def where(self) -> str:
+        """The path as text: ``optim.betas[1]``."""
+        out = ""
+        for k in self.path:
+            out += f"[{k}]" if isinstance(k, int) else (f".{k}" if out else str(k))
+        return out
 
 
 # --- numbers -------------------------------------------------------------------------------
@@ -135,13 +156,22 @@ def check_json(v: Any) -> Any:
     if t is str:
         return _check_str(v)
     if t is list or t is tuple:
-        return [check_json(x) for x in v]
+        out_list = []
+        for i, x in enumerate(v):
+            try:
+                out_list.append(check_json(x))
+            except BadValue as bad:
+                raise bad.at(i, x) from None
+        return out_list
     if isinstance(v, Mapping):
         out = {}
         for k, x in v.items():
             if type(k) is not str:
                 raise BadValue(f"str keys (key {given(k)})")
-            out[_check_str(k)] = check_json(x)
+            try:
+                out[_check_str(k)] = check_json(x)
+            except BadValue as bad:
+                raise bad.at(k, x) from None
         return out
     if type(v).__module__ == "numpy" and getattr(getattr(v, "dtype", None), "kind", "") in _PLAIN_KINDS:
         return check_json(v.tolist())

@@ -17,17 +17,17 @@ import os
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from . import summary as _summary
 from .errors import TrackerError
 from .integrations.wandb.media import Histogram, Image, Table
 from .integrations.wandb.public import Api
 from .runstate import UNSUPPORTED, RunConfig, RunSummary, UnsupportedError, _as_mapping, _ReadsAsDict, unsupported
+from .summary import Table as _SummaryTable
 
 if TYPE_CHECKING:
     from .api import Run
 
 # ``tracker.Table(columns=..., data=...)`` (W&B's call) makes a W&B table; tracker.Table stays the column table.
-_summary.Table.wandb_table = Table
+_SummaryTable.wandb_table = Table
 
 __all__ = ["UNSUPPORTED", "Api", "Histogram", "Image", "RunConfig", "RunSummary", "Settings", "Table",
            "UnsupportedError",

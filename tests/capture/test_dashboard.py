@@ -20,7 +20,7 @@ import tracker
 import tracker.ui
 
 from ..ui.support import Server, snapshot
-from ..ui.test_browser import CHROMEDRIVER, CHROMIUM, css, driver, wait  # noqa: F401 - the harness' fixture
+from ..ui.test_browser import css, driver, wait  # noqa: F401 - the harness' fixture (skips without Chromium)
 
 pytest.importorskip("PIL", reason="the media extra (Pillow) is part of the test extra")
 
@@ -79,7 +79,8 @@ def test_blob_endpoint_serves_only_the_runs_whole_blobs(capture_server) -> None:
     finally:
         path.write_bytes(data)
     after = snapshot(store)
-    assert set(after) == set(before)
+    # Derived data under index/ is the only thing the app may create (DESIGN, "Dashboard").
+    assert {p for p in after if not p.startswith("index")} == {p for p in before if not p.startswith("index")}
 
 
 def test_run_page_shows_artifacts_gallery_heatmap_and_system(driver, capture_server) -> None:  # noqa: F811

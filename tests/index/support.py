@@ -47,7 +47,7 @@ def answers(store: Path, mode: str = "on") -> dict[str, Any]:
                     "metrics": norm(v.metrics()), "tables": tables, "counts": v.schema_counts(),
                     "figures": norm(v.metric_stats()), "catalog": norm(entry.metrics),
                     "summaries": norm([s.to_dict() for s in v.summarize()]),
-                    "problems": sorted((p.path, p.line or 0, p.kind) for p in v.problems),
+                    "problems": sorted({(p.path, p.line or 0, p.kind) for p in v.problems}),
                 }
             return out
     finally:

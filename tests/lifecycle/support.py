@@ -52,10 +52,12 @@ def wait_ready(proc: subprocess.Popen[str], timeout: float = 60) -> str:
 
 
 def tree_hashes(folder: Path) -> dict[str, str]:
-    """sha256 of every file under ``folder``, by path relative to it."""
+    """sha256 of every file under ``folder`` but derived data (``<store>/index/``), by path relative to it."""
+    from tests.reliability.support import derived
+
     out = {}
     for path in sorted(folder.rglob("*")):
-        if path.is_file():
+        if path.is_file() and not derived(path.relative_to(folder)):
             out[str(path.relative_to(folder))] = hashlib.sha256(path.read_bytes()).hexdigest()
     return out
 

@@ -2,16 +2,12 @@
 
 from __future__ import annotations
 
-import shutil
 import time
 from pathlib import Path
 
-import pytest
-
 import tracker
 
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-CHROMEDRIVER = shutil.which("chromedriver")
+from ..sysdeps import chrome, require_chromium
 
 
 def _edited_run(store: Path) -> str:
@@ -39,23 +35,16 @@ def test_the_api_serves_edits_and_summary_values(store: Path) -> None:
     assert [r["id"] for r in runs] == [rid]
 
 
-@pytest.mark.skipif(not (CHROMIUM and CHROMEDRIVER), reason="needs Debian's chromium and chromium-driver")
 def test_the_run_page_shows_notes_tags_and_summary_values(store: Path) -> None:
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
     from selenium.webdriver.common.by import By
 
     import tracker.ui
 
     from ..ui.support import Server
 
+    browser, chromedriver = require_chromium()
     rid = _edited_run(store)
-    opts = webdriver.ChromeOptions()
-    opts.binary_location = CHROMIUM
-    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run",
-                "--disable-background-networking", "--disable-component-update", "--disable-sync"):
-        opts.add_argument(arg)
-    driver = webdriver.Chrome(options=opts, service=Service(CHROMEDRIVER))
+    driver = chrome(browser, chromedriver)
     try:
         with Server(tracker.ui.create_app(store)) as server:
             driver.get(server.url + f"/runs/{rid}")

@@ -36,14 +36,12 @@ def store_copy(rich_store: Path, tmp_path: Path) -> Path:
 
 @pytest.fixture(scope="session")
 def pg_server() -> Iterator[object]:
-    """A PostgreSQL server started for the test session (skipped only when no server binaries exist)."""
+    """A PostgreSQL server started for the test session (skipped only when Debian's postgresql is missing)."""
     pytest.importorskip("psycopg", reason="the team extra (psycopg) is not installed")
-    from .pg import Server, bindir
+    from ..sysdeps import require_postgres
+    from .pg import Server
 
-    bins = bindir()
-    if bins is None:
-        pytest.skip("no PostgreSQL server binaries (initdb, pg_ctl) on this machine")
-    server = Server(bins)
+    server = Server(require_postgres())
     yield server
     server.stop()
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import glob
 import os
 import pwd
 import shutil
@@ -16,22 +15,10 @@ USER = "tracker"
 
 
 def bindir() -> Path | None:
-    """The folder of initdb and pg_ctl: ``pg_config --bindir``, else Debian's /usr/lib/postgresql/*/bin."""
-    candidates = []
-    pg_config = shutil.which("pg_config")
-    if pg_config:
-        try:
-            out = subprocess.run([pg_config, "--bindir"], capture_output=True, text=True, timeout=10).stdout.strip()
-            candidates.append(Path(out))
-        except (OSError, subprocess.SubprocessError):
-            pass
-    candidates += sorted((Path(p) for p in glob.glob("/usr/lib/postgresql/*/bin")),
-                         key=lambda p: p.parent.name, reverse=True)
-    for c in candidates:
-        if (c / "initdb").exists() and (c / "pg_ctl").exists():
-            return c
-    which = shutil.which("initdb")
-    return Path(which).parent if which and shutil.which("pg_ctl") else None
+    """The folder of initdb and pg_ctl (tests/sysdeps.py decides), or ``None``."""
+    from ..sysdeps import postgres_bindir
+
+    return postgres_bindir()
 
 
 def free_port() -> int:

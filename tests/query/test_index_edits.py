@@ -1,4 +1,4 @@
-"""The index and run edits / removals: query answers follow `tracker rename/tag/rm` on indexed runs."""
+"""The derived data and run edits / removals: query answers follow `tracker rename/tag/rm` at once."""
 
 from __future__ import annotations
 
@@ -38,20 +38,16 @@ def test_edits_after_indexing_show_in_query(tmp_path: Path) -> None:
             {"id": "second", "name": "second", "tags": ["old"]}]
     assert _query(store, sql, "--no-index") == want
     assert _query(store, sql) == want
-    # Records of the edited run still come from the index, joined with its new name.
     rows = _query(store, "SELECT r.name, count(*) AS n FROM metrics m JOIN runs r ON r.id = m.run_id "
                          "GROUP BY r.name ORDER BY r.name")
     assert rows == [{"name": "renamed", "n": 1}, {"name": "second", "n": 1}]
-    # The next `tracker index` records the new info without rewriting the rows.
     res = run_tracker("--store", str(store), "index", "--format", "json")
     assert res.returncode == 0, res.stderr
-    assert orjson.loads(res.stdout)["indexed"] == 0
-    manifest = orjson.loads((store / "index" / "manifest.json").read_bytes())
-    assert manifest["runs"]["first"]["info"]["name"] == "renamed"
+    assert orjson.loads(res.stdout)["built"] == 0  # an edit changes no segment's columns
     assert _query(store, sql) == want
 
 
-def test_removed_runs_leave_query_answers_when_indexed(tmp_path: Path) -> None:
+def test_removed_runs_leave_query_answers(tmp_path: Path) -> None:
     store = tmp_path / "store"
     _finished_runs(store)
     assert run_tracker("--store", str(store), "index").returncode == 0
@@ -60,6 +56,9 @@ def test_removed_runs_leave_query_answers_when_indexed(tmp_path: Path) -> None:
     for extra in ((), ("--no-index",)):
         assert _query(store, "SELECT id FROM runs", *extra) == [{"id": "second"}]
         assert _query(store, "SELECT DISTINCT run_id FROM records", *extra) == [{"run_id": "second"}]
+        assert _query(store, "SELECT DISTINCT run_id FROM metric_stats", *extra) == [{"run_id": "second"}]
+    assert run_tracker("--store", str(store), "index").returncode == 0
+    assert not (store / "index" / "segments" / "first").exists()  # the removed run's columns went too
     res = run_tracker("--store", str(store), "restore", "first")
     assert res.returncode == 0, res.stderr
     assert _query(store, "SELECT id FROM runs ORDER BY id") == [{"id": "first"}, {"id": "second"}]

@@ -119,16 +119,43 @@ def mode_fill(args: argparse.Namespace) -> None:
         print(json.dumps({"finish_error": str(exc)}), file=sys.stderr)
 
 
+def _readonly_warm_up(store: str, run_id: str) -> None:
+    """Do, as root, what the other user will do, on a writable copy and on a path that cannot be a store.
+
+    After the privileges are dropped, nothing more can be imported when the checkout (or its
+    virtual environment) sits in a folder only its owner can enter, as ``mktemp -d`` makes; so every
+    module the reading, the writing and the refusal need is imported here, not guessed in a list.
+    """
+    import shutil
+    import tempfile
+
+    import tracker
+
+    with tempfile.TemporaryDirectory(prefix="tracker-warm-") as tmp:
+        copy = Path(tmp) / "store"
+        shutil.copytree(store, copy)
+        view = tracker.open_store(copy).run(run_id)
+        _ = (view.info.status, [r.data for r in view.records()], tracker.open_store(copy).runs())
+        tracker.start_run(store=copy, run_id="warm").finish()
+        tracker.start_run(store=copy, run_id=run_id, resume=True).finish()
+        (Path(tmp) / "file").write_text("")
+        try:  # a store under a regular file: the same refusal path as a read-only folder
+            tracker.start_run(store=Path(tmp) / "file" / "store", run_id="warm").finish()
+        except tracker.TrackerError:
+            pass
+
+
 def mode_readonly(args: argparse.Namespace) -> None:
     import tracker
-    import tracker.reader  # noqa: F401 - imported before root is dropped: the interpreter may be unreadable after
 
     tracker.get_host()
     if args.uid is not None:  # as root: become another user, so that permission bits apply
+        _readonly_warm_up(args.store, args.run_id)
         os.setgroups([])
         os.setgid(args.uid)
         os.setuid(args.uid)
         assert os.geteuid() == args.uid
+    before = set(sys.modules)
     out: dict[str, object] = {"uid": os.geteuid()}
     store = tracker.open_store(args.store)
     view = store.run(args.run_id)
@@ -146,7 +173,13 @@ def mode_readonly(args: argparse.Namespace) -> None:
         else:
             run.finish()
             out[what] = "wrote"
+    out["imported_late"] = _from_files(set(sys.modules) - before)
     print(json.dumps(out))
+
+
+def _from_files(names: set[str]) -> list[str]:
+    """The modules of ``names`` read from a file (not built into the interpreter)."""
+    return sorted(n for n in names if getattr(sys.modules.get(n), "__file__", None))
 
 
 def mode_heartbeat(args: argparse.Namespace) -> None:

@@ -61,7 +61,8 @@ def test_runs_stats_min_max_last(client, runs_store):
     _, ids = runs_store
     data = get(client, "/api/runs?stats=loss,acc")
     beta = next(r for r in data["runs"] if r["id"] == ids["beta"])
-    assert beta["stats"]["loss"] == {"min": 2.0 / 30, "max": 2.0, "last": 2.0 / 30}
+    loss = beta["stats"]["loss"]
+    assert {k: loss[k] for k in ("min", "max", "last")} == {"min": 2.0 / 30, "max": 2.0, "last": 2.0 / 30}
     assert beta["stats"]["acc"]["max"] == 29 / 40  # the NaN at step 10 is not a maximum
 
 
@@ -340,3 +341,12 @@ def test_non_finite_config_and_last_metrics_are_strict_json(tmp_path):
         assert row["last_metrics"] == {"loss": "NaN", "gain": "-Infinity"}
         s = get(c, "/api/runs/nonfinite/metrics")["series"]
         assert s["loss"]["y"] == [None] and s["gain"]["y"] == [None]
+
+
+def test_run_parts_come_one_at_a_time(client, runs_store):
+    _, ids = runs_store
+    early = get(client, f"/api/runs/{ids['alpha']}?parts=info,metric_names")
+    assert set(early) == {"id", "info", "metric_names"} and early["info"]["id"] == ids["alpha"]
+    assert set(get(client, f"/api/runs/{ids['alpha']}?parts=summaries")) == {"id", "summaries"}
+    err = get(client, f"/api/runs/{ids['alpha']}?parts=info,nope", 400)["error"]
+    assert "parts" in err and "'nope'" in err and "summaries" in err

@@ -105,7 +105,7 @@ def test_runs_page_lists_filters_and_keeps_state_in_the_url(driver, server, runs
 
     _, ids = runs_store
     driver.get(server.url + "/")
-    rows = wait(driver, lambda d: css(d, "table.runs tbody tr[data-id]"), what="run rows")
+    rows = wait(driver, lambda d: css(d, "table.runs[data-ready] tbody tr[data-id]"), what="run rows")
     assert {r.get_attribute("data-id") for r in rows} == set(ids.values())
     assert f"{len(ids)} runs" in css(driver, ".count")[0].text
     # "/" focuses the filter; typing filters; the URL keeps it
@@ -113,14 +113,14 @@ def test_runs_page_lists_filters_and_keeps_state_in_the_url(driver, server, runs
     box = driver.switch_to.active_element
     assert box.get_attribute("data-filter") is not None
     box.send_keys("alph")
-    wait(driver, lambda d: [r.get_attribute("data-id") for r in css(d, "table.runs tbody tr[data-id]")]
+    wait(driver, lambda d: [r.get_attribute("data-id") for r in css(d, "table.runs[data-ready] tbody tr[data-id]")]
          == [ids["alpha"]], what="filtered rows")
     assert "q=alph" in driver.current_url
     box.send_keys(Keys.ESCAPE)
-    wait(driver, lambda d: len(css(d, "table.runs tbody tr[data-id]")) == len(ids), what="filter cleared")
+    wait(driver, lambda d: len(css(d, "table.runs[data-ready] tbody tr[data-id]")) == len(ids), what="filter cleared")
     # a project filter from the URL, and sorting by name
     driver.get(server.url + "/?project=vision&sort=name&desc=0")
-    names = wait(driver, lambda d: [e.text for e in css(d, "table.runs td.name a")], what="vision rows")
+    names = wait(driver, lambda d: [e.text for e in css(d, "table.runs[data-ready] td.name a")], what="vision rows")
     assert names == ["alpha", "beta"]
     assert console_errors(driver) == []
 
@@ -130,7 +130,7 @@ def test_xss_run_name_shows_as_text_and_nothing_runs(driver, server, runs_store)
 
     _, ids = runs_store
     driver.get(server.url + "/?q=onerror")
-    link = wait(driver, lambda d: css(d, "table.runs td.name a"), what="the xss row")[0]
+    link = wait(driver, lambda d: css(d, "table.runs[data-ready] td.name a"), what="the xss row")[0]
     assert link.text == XSS
     driver.get(server.url + f"/runs/{ids['xss']}")
     name = wait(driver, lambda d: css(d, ".run-name"), what="run name")[0]
@@ -162,7 +162,7 @@ def test_run_page_draws_charts_and_shows_the_failure(driver, server, runs_store)
 def test_compare_overlays_two_runs(driver, server, runs_store):
     _, ids = runs_store
     driver.get(server.url + "/")
-    wait(driver, lambda d: css(d, "table.runs tbody tr[data-id]"), what="rows")
+    wait(driver, lambda d: css(d, "table.runs[data-ready] tbody tr[data-id]"), what="rows")
     for rid in (ids["alpha"], ids["beta"]):
         css(driver, f'tr[data-id="{rid}"] td.sel input')[0].click()
     button = css(driver, ".toolbar button.primary")[0]
@@ -268,9 +268,11 @@ def test_an_empty_store_says_how_to_log_a_first_run_and_shows_runs_as_they_appea
         assert "No runs yet" in empty.text and "tracker.start_run" in empty.text
         with tracker.start_run(project="first", name="first-run", store=store) as run:
             run.log({"loss": 1.0})
-        wait(driver, lambda d: [e.text for e in css(d, "table.runs td.name a")] == ["first-run"], timeout=15,
+        wait(driver, lambda d: [e.text for e in css(d, "table.runs[data-ready] td.name a")] == ["first-run"],
+             timeout=15,
              what="the new run listed without a reload")
         assert console_errors(driver) == []
+        driver.get("about:blank")  # the page polls: leave it before its server stops
 
 
 @pytest.fixture(scope="module")

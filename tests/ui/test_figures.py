@@ -41,7 +41,7 @@ def test_bar_chart_and_table_from_summary():
     summary = tracker.Summary("Layers", [{"layer": "fc1", "err": math.inf}], notes=["worst: fc1"])
     table = tracker.TableFigure.from_summary(summary).to_json()
     assert table == {"type": "table", "title": "Layers", "columns": ["layer", "err"],
-                     "rows": [{"layer": "fc1", "err": "Infinity"}], "notes": ["worst: fc1"]}
+                     "rows": [{"layer": "fc1", "err": "Infinity"}], "notes": ["worst: fc1"], "wide": False}
 
 
 def test_bad_values_name_what_is_wrong():
@@ -61,3 +61,21 @@ def test_figures_import_no_web_framework():
 
     code = "import sys, tracker; tracker.LineChart; assert 'starlette' not in sys.modules, 'starlette imported'"
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_new_figure_options_and_their_errors():
+    import pytest
+
+    from tracker.figures import FigureError
+
+    line = tracker.LineChart("cpu", [tracker.Series("cpu", [1, 2], x=[10.0, 20.0])], x_time=True, x_range=(5, 25),
+                             wide=True).to_json()
+    assert line["x_time"] is True and line["x_range"] == [5.0, 25.0] and line["wide"] is True
+    with pytest.raises(FigureError, match="x_range"):
+        tracker.LineChart("cpu", [tracker.Series("cpu", [1])], x_range=(2, 1)).to_json()
+    heat = tracker.Heatmap("h", [[1, 2]], origin="lower", value_label="count").to_json()
+    assert heat["origin"] == "lower" and heat["value_label"] == "count"
+    with pytest.raises(FigureError, match="origin"):
+        tracker.Heatmap("h", [[1]], origin="left").to_json()
+    bars = tracker.BarChart("b", ["a"], {"x": [1]}, note="mean of the last 100").to_json()
+    assert bars["note"] == "mean of the last 100"

@@ -100,3 +100,14 @@ def test_example_third_party_plugin_panel(tmp_path, make_tracker_host, monkeypat
     assert panel["name"] == "grad.norms" and panel["plugin"] == "gradstats"
     assert [f["type"] for f in panel["figures"]] == ["line", "bar", "table"]
     assert [s["name"] for s in panel["figures"][0]["series"]] == ["fc1", "fc2"]
+
+
+def test_phase_bars_are_the_summarys_loss_mean_and_say_so(panels, plugin_store):
+    store, ids = plugin_store
+    bars = panels["phase_trainer"]["phase.loss"]["figures"][1]
+    (summary,) = [s for s in tracker.open_store(store).run(ids["phase_trainer"]).summarize("phase.step")
+                  if "loss per phase" in s.title]
+    means = {r["phase"]: r["loss_mean"] for r in summary.rows}
+    got = {c.split(" ")[0]: v for c, v in zip(bars["categories"], bars["series"][0]["y"], strict=True)}
+    assert got == pytest.approx({p: means[p] for p in got})
+    assert "last 100 steps" in bars["note"] and "loss_mean" in bars["note"]

@@ -132,14 +132,18 @@ def histogram_heatmaps(table: Table, run: object) -> list:
         hi = max(float(e[-1]) for e in edges)
         if not hi > lo:
             hi = lo + 1.0
-        common = np.linspace(lo, hi, HEATMAP_BINS + 1)
+        # Weighted ends, not lo + k * (hi - lo) / n: the span of [-1e308, 1e308] overflows to inf.
+        t = np.linspace(0.0, 1.0, HEATMAP_BINS + 1)
+        common = lo * (1.0 - t) + hi * t
+        common[0], common[-1] = lo, hi
         z = np.zeros((HEATMAP_BINS, len(idx)))
         for col, (i, e) in enumerate(zip(idx, edges, strict=True)):
             counts = np.asarray(table["counts"][i], dtype=np.float64)
             z[:, col] = _rebin(e, counts, common)
-        centers = (common[:-1] + common[1:]) / 2
+        centers = common[:-1] / 2 + common[1:] / 2
         figures.append(Heatmap(f"{name}", z, x=[int(steps[i]) for i in idx],
-                               y=[float(f"{c:.4g}") for c in centers], x_label="step", y_label="value"))
+                               y=[float(f"{c:.4g}") for c in centers], x_label="step", y_label="value",
+                               origin="lower", value_label="count", wide=True))
     return figures
 
 

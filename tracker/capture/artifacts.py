@@ -9,6 +9,7 @@ take the records of a run view and resolve them to the blob store.
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any
@@ -16,6 +17,7 @@ from typing import IO, Any
 import attrs
 
 from ..errors import SchemaError, StoreError, TrackerError
+from ..files import NotAFileError, check_regular, open_regular
 
 # The blob machinery (hashlib, threads) loads on first use: `import tracker` imports Artifact only.
 
@@ -76,12 +78,11 @@ def log_artifact(write: Callable[[str, dict[str, Any], int | None], None], store
     if type(copy) is not bool:
         raise SchemaError(ARTIFACT, [("copy", f"expected a bool, given {type(copy).__name__} {copy!r}")])
     try:
-        is_dir = src.is_dir()
-        exists = is_dir or src.is_file()
+        is_dir = stat.S_ISDIR(check_regular(src, "log_artifact: ", folder_ok=True).st_mode)
+    except FileNotFoundError:
+        raise TrackerError(f"log_artifact: no such file or folder: {src}") from None
     except OSError as exc:
         raise TrackerError(f"log_artifact: cannot read {src}: {exc.strerror}") from None
-    if not exists:
-        raise TrackerError(f"log_artifact: no such file or folder: {src}")
     from .blobs import BlobStore, hash_file
 
     blobs = BlobStore(store, fsync=fsync)
@@ -150,7 +151,9 @@ def open_artifact(view: Any, name: str) -> IO[bytes]:
     if a.folder:
         raise TrackerError(f"artifact {name!r} of run {view.id} is a folder; use copy_artifact(name, dest)")
     try:
-        f = open(a.path, "rb")  # noqa: SIM115 - returned to the caller
+        f = open_regular(a.path, buffering=-1)
+    except NotAFileError as exc:
+        raise StoreError(f"artifact {name!r} of run {view.id}: {exc}") from None
     except FileNotFoundError:
         what = "referenced file" if a.reference else "blob"
         raise StoreError(f"artifact {name!r} of run {view.id}: {what} {a.path} is missing") from None

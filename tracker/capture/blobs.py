@@ -43,6 +43,7 @@ from typing import IO, Any
 import attrs
 
 from ..errors import StoreError, TrackerError
+from ..files import NotAFileError, kind_of, open_regular
 from ..writer import fsync_folder
 
 #: Bytes per read while copying and hashing.
@@ -219,8 +220,11 @@ def kernel_copy_hashing(src_fd: int, dst_fd: int) -> tuple[str, int]:
 
 
 def hash_file(path: str | os.PathLike[str]) -> tuple[str, int]:
-    """``(sha256, size)`` of a file, read once."""
-    with open(path, "rb", buffering=0) as f:
+    """``(sha256, size)`` of a file, read once.
+
+    :raises NotAFileError: ``path`` is a FIFO, socket, device or folder (nothing is read).
+    """
+    with open_regular(path) as f:
         return copy_hashing(f, None, os.fstat(f.fileno()).st_size)
 
 
@@ -277,7 +281,7 @@ class BlobStore:
         :raises StoreError: the file cannot be read or the blob written.
         """
         try:
-            f = open(src, "rb", buffering=0)  # noqa: SIM115 - closed below
+            f = open_regular(src)
         except OSError as exc:
             raise TrackerError(f"cannot read {src}: {exc.strerror}") from None
         with f:
@@ -338,6 +342,8 @@ class BlobStore:
         if full:
             try:
                 got, _ = hash_file(path)
+            except NotAFileError as exc:
+                return f"blob {exc}"
             except OSError as exc:
                 return f"blob {path} cannot be read: {exc.strerror}"
             if got != sha:
@@ -381,7 +387,10 @@ class BlobStore:
         """
         path = self.path(sha)
         try:
-            data = path.read_bytes()
+            with open_regular(path, "manifest blob ") as f:
+                data = f.read()
+        except NotAFileError as exc:
+            raise StoreError(str(exc)) from None
         except OSError as exc:
             raise StoreError(f"cannot read manifest blob {path}: {exc.strerror}") from None
         return Manifest.decode(data, sha, str(path))
@@ -446,22 +455,55 @@ def safe_relative(rel: str) -> bool:
 def walk_files(folder: str | os.PathLike[str]) -> list[tuple[str, Path]]:
     """Every regular file under ``folder`` (symlinks to files followed, to folders not): ``(rel, path)``.
 
-    Sorted by relative POSIX path.
+    Sorted by relative POSIX path. The walk keeps its own stack, so a folder
+    of any depth is walked (no recursion limit); a dangling link is left out.
+
+    :raises NotAFileError: a FIFO, socket or device inside, naming it: a folder
+        artifact never silently lacks a member, and nothing blocks on one.
     """
-    root = Path(folder)
+    root = os.path.abspath(folder)
     out = []
-    for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
-        dirnames.sort()
-        for fn in filenames:
-            p = Path(dirpath) / fn
+    todo = [("", root)]
+    while todo:
+        rel_dir, path = todo.pop()
+        try:
+            with os.scandir(path) as it:
+                entries = list(it)
+        except OSError as exc:
+            raise TrackerError(f"cannot read folder {path}: {exc.strerror}") from None
+        for e in entries:
+            rel = f"{rel_dir}{e.name}"
+            if e.is_dir(follow_symlinks=False):
+                todo.append((rel + "/", e.path))
+                continue
             try:
-                if not stat.S_ISREG(p.stat().st_mode):
-                    continue
+                mode = os.stat(e.path).st_mode
             except OSError:
                 continue  # a dangling link
-            out.append((p.relative_to(root).as_posix(), p))
+            if stat.S_ISDIR(mode):
+                continue  # a link to a folder: not followed
+            if not stat.S_ISREG(mode):
+                raise NotAFileError(e.path, kind_of(mode), f"folder {root} holds ")
+            out.append((rel, Path(e.path)))
     out.sort(key=lambda t: t[0])
     return out
+
+
+def make_folders(path: Path) -> None:
+    """``path.mkdir(parents=True, exist_ok=True)`` without recursion (a folder of any depth)."""
+    missing = []
+    p = path
+    while not p.is_dir():
+        missing.append(p)
+        if p.parent == p:
+            break
+        p = p.parent
+    for p in reversed(missing):
+        try:
+            p.mkdir()
+        except FileExistsError:
+            if not p.is_dir():
+                raise
 
 
 def _unlink(path: Path) -> None:
@@ -482,10 +524,12 @@ def copy_blob_out(blobs: BlobStore, sha: str, size: int | None, dest: Path) -> N
 
 def copy_checked(src: Path, sha: str, size: int | None, dest: Path, *, what: str) -> None:
     """Copy ``src`` to ``dest`` via a temporary file in ``dest``'s folder, renamed only if the hash matches."""
-    dest.parent.mkdir(parents=True, exist_ok=True)
+    make_folders(dest.parent)
     tmp = dest.parent / f".{dest.name}.{secrets.token_hex(4)}.part"
     try:
-        f = open(src, "rb", buffering=0)  # noqa: SIM115 - closed below
+        f = open_regular(src)
+    except NotAFileError as exc:
+        raise StoreError(f"{what} is {exc.kind}, not a regular file; nothing was read or written") from None
     except FileNotFoundError:
         raise StoreError(f"{what} is missing") from None
     except OSError as exc:

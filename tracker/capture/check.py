@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import StoreError, TrackerError
+from ..files import NotAFileError
 from ..records import Problem
 from .blobs import BlobStore, hash_file
 
@@ -50,8 +51,12 @@ def _collect(view: Any, blobs: BlobStore, stored: dict[str, _Ref], files: dict[s
                 stored.setdefault(sha, _Ref(None, f"manifest of {what}")).runs[view.id] = None
                 try:
                     manifest = blobs.read_manifest(sha)
-                except StoreError:
-                    continue  # the manifest blob's own check reports it
+                except StoreError as exc:
+                    path = blobs.path(sha)
+                    if path.is_file():  # else the manifest blob's own check reports it missing
+                        problems.append(Problem(str(path), None, "manifest", f"manifest of {what} cannot be used: "
+                                                                              f"{exc} (run {view.id})"))
+                    continue
                 for e in manifest.files:
                     if ref:
                         path = str(Path(ref).joinpath(*e.path.split("/")))
@@ -101,6 +106,9 @@ def check_blobs(store: str | os.PathLike[str], run_ids: Iterable[str], *, open_r
             continue
         try:
             got, _ = hash_file(path)
+        except NotAFileError as exc:
+            problems.append(Problem(str(path), None, "not a file", f"blob of {ref.what}: {exc} ({_runs(ref)})"))
+            continue
         except OSError as exc:
             problems.append(Problem(str(path), None, "missing", f"blob of {ref.what} cannot be read: "
                                                                  f"{exc.strerror} ({_runs(ref)})"))
@@ -113,6 +121,9 @@ def check_blobs(store: str | os.PathLike[str], run_ids: Iterable[str], *, open_r
     for path, (sha, ref) in sorted(files.items()):
         try:
             got, size = hash_file(path)
+        except NotAFileError as exc:
+            problems.append(Problem(path, None, "not a file", f"referenced file of {ref.what}: {exc} ({_runs(ref)})"))
+            continue
         except FileNotFoundError:
             problems.append(Problem(path, None, "missing", f"referenced file of {ref.what} is missing "
                                                            f"({_runs(ref)})"))

@@ -14,7 +14,8 @@ import os
 from pathlib import Path
 from typing import Any
 
-from ..errors import SchemaError, TrackerError
+from ..errors import SchemaError, StoreError, TrackerError
+from ..files import NotAFileError, open_regular
 
 IMAGE = "image"
 HISTOGRAM = "histogram"
@@ -89,22 +90,27 @@ def encode_image(image: Any) -> tuple[bytes, int, int, str]:
     if isinstance(image, (str, os.PathLike)):
         path = Path(image)
         try:
-            with Image.open(path) as im:
+            with open_regular(path, buffering=-1) as f, Image.open(f) as im:
                 fmt = im.format
                 if fmt not in ("PNG", "JPEG"):
                     raise _bad(IMAGE, "image", f"expected a PNG or JPEG file, given a {fmt} file: {path}")
                 im.load()
                 if fmt == "PNG":
-                    return path.read_bytes(), im.width, im.height, im.mode
+                    f.seek(0)
+                    return f.read(), im.width, im.height, im.mode
                 return _png(im)
         except SchemaError:
             raise
+        except NotAFileError as exc:
+            raise _bad(IMAGE, "image", f"expected a PNG or JPEG file, given {exc.path}, {exc.kind}") from None
         except FileNotFoundError:
             raise _bad(IMAGE, "image", f"expected a readable PNG or JPEG file, given a missing file: {path}") from None
         except Exception as exc:  # noqa: BLE001 - Pillow raises many kinds for a bad file
             raise _bad(IMAGE, "image", f"expected a readable PNG or JPEG file, given {path}: {exc}") from None
     if isinstance(image, Image.Image):
         im = image
+        if im.width == 0 or im.height == 0:
+            raise _bad(IMAGE, "image", f"expected a non-empty image, given a PIL image of size {im.width}x{im.height}")
         if im.mode not in ("1", "L", "LA", "P", "RGB", "RGBA", "I", "I;16"):
             im = im.convert("RGBA" if "A" in im.mode else "RGB")
         return _png(im)
@@ -136,7 +142,12 @@ def read_image(store: Any, sha: str) -> Any:
     from .blobs import blob_path
 
     Image = _pil()
-    with Image.open(blob_path(store, sha)) as im:
+    path = blob_path(store, sha)
+    try:
+        f = open_regular(path, "image blob ", buffering=-1)
+    except NotAFileError as exc:
+        raise StoreError(str(exc)) from None
+    with f, Image.open(f) as im:
         return np.asarray(im)
 
 

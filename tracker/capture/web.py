@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import math
 import re
+import time
 from pathlib import Path
 from typing import Any
 
 from ..errors import StoreError, TrackerError
+from ..files import NotAFileError
 
 _SHA_RE = re.compile(r"[0-9a-f]{64}")
 SYSTEM_FIELDS = ("cpu_percent", "process_cpu_percent", "memory_used_bytes", "memory_percent", "process_rss_bytes",
@@ -59,29 +61,52 @@ def images_json(view: Any) -> dict[str, list[dict[str, Any]]]:
     return out
 
 
-def system_json(view: Any) -> dict[str, Any]:
-    """Series of the system samples: x = seconds since the run started; NaN and missing as ``None``.
+#: CPU fields whose first sample of a process can be psutil's "no baseline yet" 0.0.
+_CPU_FIELDS = ("cpu_percent", "process_cpu_percent")
 
-    ``{"system": {field: {"x": [...], "y": [...]}}, "gpus": {"0 Name": {field: {...}}}}``
+
+def system_json(view: Any) -> dict[str, Any]:
+    """Series of the system samples: x = the sample's time (epoch seconds); NaN and missing as ``None``.
+
+    The first sample of each writer (each process that sampled) does not show a CPU reading of
+    exactly 0: psutil answers 0.0 when it has no earlier reading to measure from, which is no
+    measurement at all.
+
+    ``{"system": {field: {"x": [...], "y": [...]}}, "gpus": {"0 Name": {field: {...}}},
+    "start": created_at, "end": ended_at or the last sample}``
     """
     present = view.schemas()
-    start = view.info.created_at or 0.0
-    out: dict[str, Any] = {"system": {}, "gpus": {}}
+    info = view.info
+    out: dict[str, Any] = {"system": {}, "gpus": {}, "start": info.created_at, "end": info.ended_at}
+    last = info.created_at
     if "system" in present:
         recs = list(view.records("system"))
-        xs = [round(r.time - start, 3) for r in recs]
+        xs = [r.time for r in recs]
+        seen: set[str] = set()
+        first = []
+        for r in recs:
+            first.append(r.writer not in seen)
+            seen.add(r.writer)
         for f in SYSTEM_FIELDS:
             ys = [_num(r.data.get(f)) for r in recs]
+            if f in _CPU_FIELDS:
+                ys = [None if is_first and y == 0 else y for y, is_first in zip(ys, first, strict=True)]
             if any(y is not None for y in ys):
                 out["system"][f] = {"x": xs, "y": ys}
+        if xs:
+            last = max(xs) if last is None else max(last, max(xs))
     if "system.gpu" in present:
         by_gpu: dict[str, list[Any]] = {}
         for r in view.records("system.gpu"):
             label = f"GPU {r.data.get('index')}" + (f" {r.data['name']}" if r.data.get("name") else "")
             by_gpu.setdefault(label, []).append(r)
         for label, recs in by_gpu.items():
-            xs = [round(r.time - start, 3) for r in recs]
+            xs = [r.time for r in recs]
             out["gpus"][label] = {f: {"x": xs, "y": [_num(r.data.get(f)) for r in recs]} for f in GPU_FIELDS}
+            if xs:
+                last = max(xs) if last is None else max(last, max(xs))
+    if out["end"] is None:
+        out["end"] = time.time() if info.status == "running" else last
     return out
 
 
@@ -129,6 +154,8 @@ def checked_blob(view: Any, sha: str) -> tuple[Path, dict[str, Any]]:
     path = blobs.path(sha)
     try:
         got, size = hash_file(path)
+    except NotAFileError as exc:
+        raise StoreError(f"blob {exc}") from None
     except FileNotFoundError:
         raise StoreError(f"blob {path} is missing") from None
     except OSError as exc:
@@ -140,13 +167,13 @@ def checked_blob(view: Any, sha: str) -> tuple[Path, dict[str, Any]]:
 
 
 _SYSTEM_CHARTS = (
-    ("CPU", "percent", (("cpu_percent", "machine"), ("process_cpu_percent", "this process")), 1.0),
+    ("CPU", "%", (("cpu_percent", "machine"), ("process_cpu_percent", "this process")), 1.0),
     ("Memory", "GiB", (("memory_used_bytes", "machine used"), ("process_rss_bytes", "process RSS")), 2**-30),
     ("Disk since start", "MiB", (("disk_read_bytes", "read"), ("disk_write_bytes", "written")), 2**-20),
     ("Network since start", "MiB", (("net_recv_bytes", "received"), ("net_sent_bytes", "sent")), 2**-20),
 )
 _GPU_CHARTS = (
-    ("utilization", "percent", "utilization_percent", 1.0),
+    ("utilization", "%", "utilization_percent", 1.0),
     ("memory", "GiB", "memory_used_bytes", 2**-30),
     ("power", "W", "power_w", 1.0),
     ("energy", "kWh", "energy_j", 1 / 3.6e6),
@@ -157,23 +184,28 @@ _GPU_CHARTS = (
 def system_figures(view: Any) -> list[dict[str, Any]]:
     """The system section's charts as figure specs (the panel vocabulary's ``LineChart``).
 
-    x is seconds since the run started; a figure no sample holds is left out.
+    x is clock time over the run's whole duration (its start to its end, or to now while it
+    runs), y in the unit of the chart's label; a figure no sample holds is left out.
     """
     from tracker import LineChart, Series
 
     data = system_json(view)
+    span = None
+    if data["start"] is not None and data["end"] is not None and data["end"] >= data["start"]:
+        span = (data["start"], data["end"])
+    axis = {"x_label": "time", "x_time": True, "x_range": span}
     figs = []
     sysd = data["system"]
     for title, unit, fields, scale in _SYSTEM_CHARTS:
         series = [Series(label, [math.nan if y is None else y * scale for y in sysd[f]["y"]], sysd[f]["x"])
                   for f, label in fields if f in sysd]
         if series:
-            figs.append(LineChart(title, series, x_label="seconds since start", y_label=unit).to_json())
+            figs.append(LineChart(title, series, y_label=unit, **axis).to_json())
     for label, fields in data["gpus"].items():
         for title, unit, f, scale in _GPU_CHARTS:
             s = fields[f]
             if any(y is not None for y in s["y"]):
                 ys = [math.nan if y is None else y * scale for y in s["y"]]
-                figs.append(LineChart(f"{label}: {title}", [Series(title, ys, s["x"])],
-                                      x_label="seconds since start", y_label=unit).to_json())
+                figs.append(LineChart(f"{label}: {title}", [Series(title, ys, s["x"])], y_label=unit,
+                                      **axis).to_json())
     return figs

@@ -5,6 +5,11 @@ named after it, sharing :mod:`tracker.cli.options` (options and error
 handling), :mod:`tracker.cli.render` (tables, JSON, CSV),
 :mod:`tracker.cli.terminal` and :mod:`tracker.cli.text`. Plugins add their own groups
 through the ``tracker_commands`` hook, called last.
+
+A command's module is imported only when that command runs, and plugins only
+when one of their commands does (or a command needs their schemas):
+``tracker --help`` lists the core commands from :data:`commands.CORE_COMMANDS`
+and the plugins' from :mod:`tracker.cli.lazy`'s cache.
 """
 
 from __future__ import annotations
@@ -13,12 +18,15 @@ import os
 import sys
 import warnings
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
-from ..config import Config, load_config, resolve_store_path
 from ..errors import StoreError, TrackerError
+from .commands import CORE_COMMANDS, load_command
+
+if TYPE_CHECKING:
+    from ..config import Config
 
 
 class CliContext:
@@ -41,6 +49,8 @@ class CliContext:
     def config(self) -> Config:
         """The loaded tracker.toml."""
         if self._config is None:
+            from ..config import load_config
+
             self._config = self._host.config if self._host is not None and self._config_path is None \
                 else load_config(self._config_path)
         return self._config
@@ -49,7 +59,13 @@ class CliContext:
     def host(self) -> Any:
         """The plugin host (built on first use)."""
         if self._host is None:
+            from ..bus import TrackerWarning
             from ..host import Host, get_host, set_host
+            from .options import show_warning
+
+            # Warnings raised while plugins load (before a command runs) get the one-line form.
+            warnings.simplefilter("always", TrackerWarning)
+            warnings.showwarning = show_warning
 
             if self._config_path is not None:
                 self._host = Host(config=self.config)
@@ -61,6 +77,8 @@ class CliContext:
     @property
     def store_path(self) -> Path:
         """The store folder the command reads."""
+        from ..config import resolve_store_path
+
         return resolve_store_path(self._store_path, self.config)
 
     @property
@@ -102,29 +120,41 @@ class CliContext:
 
 
 class TrackerGroup(click.Group):
-    """The ``tracker`` group; without a given host it adds plugins' commands only when needed.
+    """The ``tracker`` group: core commands imported when used, plugins' commands only when needed.
 
     Commands of plugins are looked up after the global options are parsed, so
     that ``--config`` decides which plugins load, and ``tracker runs`` never
-    imports a plugin it does not need.
+    imports a plugin it does not need. ``tracker --help`` lists the plugins'
+    commands from the cache of :mod:`tracker.cli.lazy` when it is valid.
     """
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.plugins_added = False
+        self.host: Any = None
+        self._plugin_help: dict[str, str] | None = None
 
     def context_obj(self, ctx: click.Context) -> CliContext:
         """The :class:`CliContext` of ``ctx``, made from the parsed global options if needed."""
         if not isinstance(ctx.obj, CliContext):
-            ctx.obj = CliContext(ctx.params.get("store"), ctx.params.get("config"),
-                                 getattr(self, "host", None))
+            ctx.obj = CliContext(ctx.params.get("store"), ctx.params.get("config"), self.host)
         return ctx.obj
 
-    def add_plugin_commands(self, host: Any) -> None:
-        """Call every plugin's ``tracker_commands(cli)`` (once)."""
-        if not self.plugins_added:
-            self.plugins_added = True
-            host.call_each(host.pm.hook.tracker_commands, cli=self)
+    def add_plugin_commands(self, host: Any, config: str | None = None) -> None:
+        """Call every plugin's ``tracker_commands(cli)`` (once), and remember the commands they added."""
+        if self.plugins_added:
+            return
+        self.plugins_added = True
+        before = set(self.commands)
+        host.call_each(host.pm.hook.tracker_commands, cli=self)
+        added = {name: self.commands[name].get_short_help_str(limit=1000)
+                 for name in sorted(set(self.commands) - before)
+                 if name not in CORE_COMMANDS and not self.commands[name].hidden}
+        self._plugin_help = added
+        if self.host is None:  # the environment's plugins, not a host a caller built
+            from .lazy import environment_key, remember_commands
+
+            remember_commands(environment_key(config), added)
 
     def _ensure_plugins(self, ctx: click.Context, strict: bool) -> None:
         if self.plugins_added:
@@ -132,26 +162,57 @@ class TrackerGroup(click.Group):
         from .options import fail, one_line
 
         try:
-            self.add_plugin_commands(self.context_obj(ctx).host)
+            self.add_plugin_commands(self.context_obj(ctx).host, ctx.params.get("config"))
         except TrackerError as exc:
             self.plugins_added = True
+            self._plugin_help = {}
             if strict:
                 fail(str(exc))
             click.echo(f"tracker: warning: plugins' commands not loaded: {one_line(str(exc))}", err=True)
 
+    def plugin_help(self, ctx: click.Context) -> dict[str, str]:
+        """The plugins' commands and their first help sentence: from the cache, else by loading them."""
+        if self._plugin_help is None and not self.plugins_added:
+            from .lazy import cached_commands, environment_key
+
+            self._plugin_help = cached_commands(environment_key(ctx.params.get("config")))
+        if self._plugin_help is None:
+            self._ensure_plugins(ctx, strict=False)
+        return self._plugin_help or {}
+
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
-        """A core command, else a plugin's (loading the plugins on first need)."""
-        cmd = super().get_command(ctx, cmd_name)
+        """A core command (imported now), else a plugin's (loading the plugins on first need)."""
+        cmd = self.commands.get(cmd_name)
+        if cmd is None and cmd_name in CORE_COMMANDS:
+            cmd = load_command(cmd_name)
+            self.add_command(cmd, cmd_name)
         if cmd is None and not self.plugins_added:
             self._ensure_plugins(ctx, strict=True)
-            cmd = super().get_command(ctx, cmd_name)
+            cmd = self.commands.get(cmd_name)
         return cmd
 
     def list_commands(self, ctx: click.Context) -> list[str]:
-        """Every command, plugins' included."""
-        if not self.plugins_added:
-            self._ensure_plugins(ctx, strict=False)
-        return super().list_commands(ctx)
+        """Every command, plugins' included (from the cache when it is valid)."""
+        return sorted(set(self.commands) | set(CORE_COMMANDS) | set(self.plugin_help(ctx)))
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """The commands with the first sentence of their help, without importing a command not loaded."""
+        from click.utils import make_default_short_help
+
+        names = self.list_commands(ctx)
+        plugins = self.plugin_help(ctx)
+        limit = formatter.width - 6 - max(len(n) for n in names)
+        rows = []
+        for name in names:
+            cmd = self.commands.get(name)
+            if cmd is not None:
+                if not cmd.hidden:
+                    rows.append((name, cmd.get_short_help_str(limit)))
+                continue
+            sentence = CORE_COMMANDS[name][2] if name in CORE_COMMANDS else plugins.get(name, "")
+            rows.append((name, make_default_short_help(sentence, limit)))
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
 
 
 def make_cli(host: Any = None) -> click.Group:
@@ -162,7 +223,6 @@ def make_cli(host: Any = None) -> click.Group:
         configuration of ``--config``, and plugins' commands are added when a
         command that is not a core one is asked for.
     """
-    from .commands import add_core_commands
 
     @click.group(cls=TrackerGroup, context_settings={"help_option_names": ["-h", "--help"]})
     @click.version_option(package_name="tracker-core", prog_name="tracker")
@@ -184,20 +244,15 @@ def make_cli(host: Any = None) -> click.Group:
         cli.context_obj(ctx)
 
     cli.host = host
-    add_core_commands(cli)
-    add_lifecycle_commands(cli)
     if host is not None:
         _add_plugin_commands(cli, host)
     return cli
 
 
 def add_lifecycle_commands(cli: click.Group) -> None:
-    """Add ``tag``, ``rename``, ``note``, ``rm``, ``restore``, ``gc`` and ``du`` to ``cli``."""
-    from . import du, gc, note, rename, restore, rm, tag
-
-    for cmd in (tag.tag_cmd, rename.rename_cmd, note.note_cmd, rm.rm_cmd, restore.restore_cmd, gc.gc_cmd,
-                du.du_cmd):
-        cli.add_command(cmd)
+    """Add ``tag``, ``rename``, ``note``, ``rm``, ``restore``, ``gc`` and ``du`` to ``cli`` (imported now)."""
+    for name in ("tag", "rename", "note", "rm", "restore", "gc", "du"):
+        cli.add_command(load_command(name), name)
 
 
 def _add_plugin_commands(cli: TrackerGroup, host: Any) -> None:
@@ -209,12 +264,6 @@ def _add_plugin_commands(cli: TrackerGroup, host: Any) -> None:
 
 def main(argv: list[str] | None = None) -> None:
     """Run the command line (the ``tracker`` console script)."""
-    from ..bus import TrackerWarning
-    from .options import show_warning
-
-    # Warnings raised while plugins load (before a command runs) get the same one-line form.
-    warnings.simplefilter("always", TrackerWarning)
-    warnings.showwarning = show_warning
     try:
         cli = make_cli()
     except TrackerError as exc:

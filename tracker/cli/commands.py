@@ -1,33 +1,70 @@
-"""The core commands of DESIGN.md, one module per command, named after it."""
+"""The core commands of DESIGN.md, one module per command, named after it, each imported when used.
+
+:data:`CORE_COMMANDS` lists them with the first sentence of their help, so that
+``tracker --help`` prints the list without importing a single command module
+(a test keeps those sentences and the commands' own help in step).
+"""
 
 from __future__ import annotations
 
+import importlib
+
 import click
+
+#: Command name -> (module under tracker.cli, click command in it, first sentence of its help).
+CORE_COMMANDS: dict[str, tuple[str, str, str]] = {
+    "runs": ("runs", "runs_cmd",
+             "List runs, newest first: id, name, project, status, start, duration, last step, records, key "
+             "metrics."),
+    "show": ("show", "show_cmd",
+             "Show a run: info, tags, notes, config, summary values, the error of a failed run, every summary."),
+    "summary": ("summary", "summary_cmd", "Print the summaries of a run (every schema it holds, or one)."),
+    "compare": ("compare", "compare_cmd",
+                "Compare runs: their info, config and summaries side by side, one column per run."),
+    "tail": ("tail", "tail_cmd", "Print a run's records in log order; with -f, follow new ones from every writer."),
+    "plugins": ("plugins", "plugins_cmd",
+                "List plugins: distribution, version, status, schemas, summarizers, and broken ones with their "
+                "error."),
+    "schemas": ("schemas", "schemas_cmd",
+                "List record schemas, or show one: fields with types, defaults, constraints and descriptions."),
+    "verify": ("verify", "verify_cmd",
+               "Check runs (default: all): torn, corrupt or changed lines, gaps and duplicates, missing starts."),
+    "export": ("export", "export_cmd",
+               "Export one schema's records of a run, one row per record: step, time, then the fields."),
+    "artifacts": ("artifacts", "artifacts_cmd",
+                  "List a run's artifacts in log order: name, kind, size, sha256, step, where the bytes are."),
+    "get": ("get", "get_cmd", "Copy artifact NAME of RUN (its latest version) to PATH, checking every sha256."),
+    "bench": ("bench", "bench_cmd",
+              "Measure what logging costs on this machine, next to the floor (one dumps + one write per line)."),
+    "ui": ("ui", "ui_cmd", "Serve the dashboard: runs, charts (live while runs go), comparisons, plugin panels."),
+    "import": ("importer", "import_group",
+               "Import runs from TensorBoard logs or an MLflow mlruns folder (again: adds nothing)."),
+    "query": ("query", "query_cmd",
+              "Run SQL over the store: views runs, metrics, records and one per schema (needs DuckDB)."),
+    "index": ("index", "index_cmd",
+              "Index finished, failed and crashed runs into Parquet files (zstd) for fast queries."),
+    "sync": ("sync", "sync_cmd",
+             "Copy every run of the store into a PostgreSQL database (idempotent; needs psycopg)."),
+    "tag": ("tag", "tag_cmd", "Add or remove tags of runs; without --add or --remove, print their tags."),
+    "rename": ("rename", "rename_cmd", "Rename a run (NAME: free text on one line, not empty)."),
+    "note": ("note", "note_cmd",
+             'Set a run\'s notes to TEXT ("-" reads it from stdin); --append adds a line.'),
+    "rm": ("rm", "rm_cmd",
+           "Move runs to the trash (<store>/trash), by id or by selection; `tracker restore` brings them back."),
+    "restore": ("restore", "restore_cmd", "Move runs back from the trash (see `tracker runs --trash`)."),
+    "gc": ("gc", "gc_cmd", "Empty the trash for good, then remove blobs that no run in the store references."),
+    "du": ("du", "du_cmd",
+           "Show the bytes each run and each project takes: JSONL, blobs, index; largest first; the total."),
+}
+
+
+def load_command(name: str) -> click.Command:
+    """Import the module of core command ``name`` and return its click command."""
+    module, attr, _ = CORE_COMMANDS[name]
+    return getattr(importlib.import_module(f"{__package__}.{module}"), attr)
 
 
 def add_core_commands(cli: click.Group) -> None:
-    """Add ``runs``, ``show``, ``summary``, ``compare``, ``tail``, ``plugins``,
-    ``schemas``, ``verify``, ``export``, ``artifacts``, ``get``, ``bench``, ``ui``, ``import``, ``query``,
-    ``index`` and ``sync`` to ``cli``."""
-    from .artifacts import artifacts_cmd
-    from .bench import bench_cmd
-    from .compare import compare_cmd
-    from .export import export_cmd
-    from .get import get_cmd
-    from .importer import import_group
-    from .index import index_cmd
-    from .plugins import plugins_cmd
-    from .query import query_cmd
-    from .runs import runs_cmd
-    from .schemas import schemas_cmd
-    from .show import show_cmd
-    from .summary import summary_cmd
-    from .sync import sync_cmd
-    from .tail import tail_cmd
-    from .ui import ui_cmd
-    from .verify import verify_cmd
-
-    for cmd in (runs_cmd, show_cmd, summary_cmd, compare_cmd, tail_cmd, plugins_cmd, schemas_cmd,
-                verify_cmd, export_cmd, artifacts_cmd, get_cmd, bench_cmd, ui_cmd, import_group,
-                query_cmd, index_cmd, sync_cmd):
-        cli.add_command(cmd)
+    """Add every core command to ``cli`` now (importing each module); ``tracker`` itself adds them lazily."""
+    for name in CORE_COMMANDS:
+        cli.add_command(load_command(name), name)

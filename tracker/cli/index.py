@@ -1,4 +1,4 @@
-"""``tracker index``: the Parquet index of runs that no longer run."""
+"""``tracker index``: build the derived columns and the run catalog of the whole store, or drop them."""
 
 from __future__ import annotations
 
@@ -9,42 +9,69 @@ from .options import format_option, handle_errors
 from .render import dumps
 
 
+def _mib(n: int) -> str:
+    return f"{n / (1 << 20):,.1f} MiB"
+
+
 @click.command("index")
-@click.option("--rebuild", is_flag=True, help="Drop the index and index every run again.")
+@click.option("--drop", is_flag=True, help="Remove the derived data (readers build it again when they need it).")
+@click.option("--rebuild", is_flag=True, help="Drop the derived data, then build it all again.")
+@click.option("-j", "--jobs", type=click.IntRange(min=1), default=None,
+              help="Worker processes (default: one per CPU).")
 @format_option(("table", "json"))
 @click.pass_obj
 @handle_errors
-def index_cmd(obj: CliContext, rebuild: bool, fmt: str) -> None:
-    """Index finished, failed and crashed runs into Parquet files (zstd) for fast queries.
+def index_cmd(obj: CliContext, drop: bool, rebuild: bool, jobs: int | None, fmt: str) -> None:
+    """Build every run's derived columns and the run catalog ahead of time, with a progress bar.
 
-    The index lives in the store's index/ folder and is derived: the JSONL
-    files stay the source of truth, deleting the index changes no answer.
-    A second call indexes only the runs that ended or changed since; a run
-    appended to after it was indexed is read from its JSONL until then.
+    Readers build this data themselves the first time they need it (the API,
+    every command, the dashboard, tracker query) and extend it with new lines;
+    warming it ahead of time makes the first look at any run fast. It lives in
+    the store's index/ folder and is derived: the JSONL files stay the only
+    truth, and deleting index/ changes no answer, only the time it takes.
+    A second tracker index started meanwhile waits for the first.
 
     \b
     Examples:
       tracker index
-      tracker query "SELECT count(*) FROM metrics"
+      tracker index --drop
+      tracker query "SELECT run_id, min FROM metric_stats WHERE name = 'loss' ORDER BY min LIMIT 10"
     """
-    from ..query.index import build_index
-    from ..query.sql import duckdb_module
 
-    duckdb_module()
-    rep = build_index(obj.store, rebuild=rebuild)
-    jsonl, parquet = rep.per_record()
+    from ..query.index import drop as drop_index
+    from ..query.index import warm
+    from .terminal import progress
+
+    store = obj.store
+
+    def waiting() -> None:
+        click.echo("tracker index: another `tracker index` is running on this store; waiting for it to finish",
+                   err=True)
+
+    if drop or rebuild:
+        freed = drop_index(store, on_wait=waiting)
+        if drop:
+            if fmt == "json":
+                click.echo(dumps({"dropped_bytes": freed}))
+            else:
+                click.echo(f"dropped the derived data ({_mib(freed)}); readers build it again when they need it")
+            return
+    from ..query.index import plan_work
+
+    _, total = plan_work(store)
+    with progress(total, "indexing", output_on_terminal=False) as bar:
+        rep = warm(store, procs=jobs, progress=bar.update, on_wait=waiting)
+    for m in dict.fromkeys(rep.messages):
+        click.echo(f"tracker: {m}" if not m.startswith("tracker:") else m, err=True)
     if fmt == "json":
-        click.echo(dumps({"indexed": rep.indexed, "running_left_out": rep.skipped_running, "removed": rep.removed,
-                          "runs": rep.total_runs, "records": rep.records, "jsonl_bytes": rep.jsonl_bytes,
-                          "parquet_bytes": rep.parquet_bytes, "jsonl_bytes_per_record": jsonl,
-                          "parquet_bytes_per_record": parquet, "seconds": rep.seconds}))
+        click.echo(dumps({"runs": rep.runs, "segments": rep.segments, "built": rep.built, "records": rep.records,
+                          "jsonl_bytes": rep.jsonl_bytes, "index_bytes": rep.index_bytes,
+                          "seconds": rep.seconds}))
         return
-    click.echo(f"indexed {rep.indexed} run{'s' if rep.indexed != 1 else ''} in {rep.seconds:.1f}s"
-               + (f" ({rep.skipped_running} still running, left out)" if rep.skipped_running else ""))
-    click.echo(f"index: {rep.total_runs} runs, {rep.records} records")
-    if jsonl is not None and parquet is not None:
-        click.echo(f"bytes per record: JSONL {jsonl:.1f}, Parquet {parquet:.1f} "
-                   f"({jsonl / parquet:.1f}x smaller)" if parquet else "")
+    click.echo(f"indexed {rep.runs} run{'s' if rep.runs != 1 else ''} ({rep.records:,} records, "
+               f"{rep.segments} segment{'s' if rep.segments != 1 else ''}, {rep.built} built or extended) "
+               f"in {rep.seconds:.1f}s")
+    click.echo(f"JSONL {_mib(rep.jsonl_bytes)}, derived data {_mib(rep.index_bytes)}")
 
 
 __all__ = ["index_cmd"]

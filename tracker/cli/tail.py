@@ -20,6 +20,7 @@ import click
 
 from ..bus import TrackerWarning
 from ..format import RECORD, LineError, decode_nonfinite, iter_lines, merge_chunk, parse_line
+from ..index import index_enabled
 from ..reader import merge_log_order
 from ..records import Problem, Record
 from . import CliContext
@@ -68,7 +69,17 @@ class Follower:
             yield Record(ev.get("step"), ev.get("time"), ev.get("schema"), data, ev.get("w", ""), ev.get("seq", 0))
 
     def read(self) -> Iterator[Record]:
-        """Every record appended since the last call, in log order across writers (streaming)."""
+        """Every record appended since the last call, in log order across writers (streaming).
+
+        The first call reads what the store's derived columns cover (every
+        complete line, without parsing them again); later calls parse only
+        the lines appended since, from each segment's offset.
+        """
+        if not self.offsets and index_enabled():
+            records, ends = self.view.covered_records(self.schema)
+            for path, (offset, lines, top) in ends.items():
+                self.offsets[path], self.lines[path], self.tops[path] = offset, lines, top
+            return records
         paths = self.view.segment_paths()
         gens = [self._segment(p, merge_chunk(len(paths))) for p in paths]
         tops = [self.tops.get(p, -math.inf) for p in paths]

@@ -59,7 +59,7 @@ def ui_cmd(obj: CliContext, host: str, port: int, no_open: bool) -> None:
     from ..ui.app import create_app
 
     store = Store(obj.store_path, host=lambda: obj.host)
-    app = create_app(store)
+    app = create_app(store, hosts=(host,))
     shown = f"[{host}]" if ":" in host and not host.startswith("[") else host
     url = f"http://{shown if host not in ('0.0.0.0', '::') else '127.0.0.1'}:{port}/"
     if not is_loopback(host):

@@ -13,6 +13,8 @@ instead (what the index is tested against).
 from __future__ import annotations
 
 import os
+import shutil
+from pathlib import Path
 
 from .catalog import CatalogEntry, folder_state
 from .catalog import entries as catalog_entries
@@ -22,8 +24,26 @@ from .stats import combine_stats, metric_dicts
 
 __all__ = [
     "INDEX_DIR", "CatalogEntry", "SchemaCols", "SegmentIndex", "Writable", "catalog_entries", "combine_stats",
-    "folder_state", "index_enabled", "index_file", "load_segment", "metric_dicts", "warn_once",
+    "folder_state", "index_enabled", "prune", "index_file", "load_segment", "metric_dicts", "warn_once",
 ]
+
+
+def prune(store: Path, keep: set[str]) -> list[str]:
+    """Remove the derived columns of runs not in ``keep`` (runs removed for good); returns their ids.
+
+    Derived data of a run that is gone is only a cost: it is rebuilt if a run of that id comes back.
+    """
+    base = store / INDEX_DIR / "segments"
+    gone = []
+    try:
+        entries = list(os.scandir(base))
+    except OSError:
+        return gone
+    for e in entries:
+        if e.name not in keep and e.is_dir(follow_symlinks=False):
+            shutil.rmtree(e.path, ignore_errors=True)
+            gone.append(e.name)
+    return gone
 
 
 def index_enabled() -> bool:

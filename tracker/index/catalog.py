@@ -25,7 +25,7 @@ from ..records import RunInfo
 from . import container
 from .segments import INDEX_DIR, Writable, _last_line_crc
 
-LAYOUT = 1
+LAYOUT = 2
 CATALOG = "catalog.idx"
 _INFO_FIELDS = tuple(f.name for f in attrs.fields(RunInfo))
 
@@ -53,11 +53,11 @@ def _stat_key(st: os.stat_result) -> list[int]:
     return [st.st_ino, st.st_mtime_ns]
 
 
-def folder_state(run_dir: Path) -> tuple[list[int], list[int] | None]:
+def folder_state(run_dir: Path | str) -> tuple[list[int], list[int] | None]:
     """The run folder's and its ``edits/`` folder's ``[inode, mtime_ns]`` (``None``: no edits folder)."""
     st = os.stat(run_dir)
     try:
-        est: list[int] | None = _stat_key(os.stat(run_dir / "edits"))
+        est: list[int] | None = _stat_key(os.stat(f"{run_dir}/edits"))
     except FileNotFoundError:
         est = None
     return _stat_key(st), est
@@ -66,8 +66,10 @@ def folder_state(run_dir: Path) -> tuple[list[int], list[int] | None]:
 def encode_entry(entry: CatalogEntry, state: dict[str, Any]) -> dict[str, Any]:
     """A catalog entry as JSON-ready data, with the facts it was derived from (``state``)."""
     info = {k: getattr(entry.info, k) for k in _INFO_FIELDS}
+    special = any(type(v) is float and v - v != 0.0 for m in entry.metrics.values() for v in m.values())
     return {**state, "info": encode_nonfinite(info), "nf": nonfinite_paths(info),
-            "metrics": encode_nonfinite(entry.metrics), "schemas": entry.schemas}
+            "metrics": encode_nonfinite(entry.metrics) if special else entry.metrics, "mnf": special,
+            "schemas": entry.schemas}
 
 
 def decode_entry(data: dict[str, Any]) -> CatalogEntry:
@@ -76,17 +78,18 @@ def decode_entry(data: dict[str, Any]) -> CatalogEntry:
 
     # restore_nonfinite works in place: on a copy, so that the raw entry can be written back as it was.
     info = restore_nonfinite(copy.deepcopy(data["info"]), data["nf"]) if data["nf"] else dict(data["info"])
-    return CatalogEntry(RunInfo(**info), decode_nonfinite(data["metrics"]), data["schemas"])
+    metrics = data["metrics"]
+    return CatalogEntry(RunInfo(**info), decode_nonfinite(metrics) if data["mnf"] else metrics, data["schemas"])
 
 
-def still_holds(run_dir: Path, data: dict[str, Any]) -> bool:
+def still_holds(run_dir: str, data: dict[str, Any]) -> bool:
     """Whether the run's files are as they were when ``data`` was derived."""
     try:
         dir_state, edits_state = folder_state(run_dir)
         if dir_state != data["dir"] or edits_state != data["edits_dir"]:
             return False
         for name, (ino, size, offset, last_start, last_crc) in data["segs"].items():
-            path = run_dir / name
+            path = f"{run_dir}/{name}"
             st = os.stat(path)
             if st.st_ino != ino or st.st_size != size:
                 return False
@@ -98,7 +101,7 @@ def still_holds(run_dir: Path, data: dict[str, Any]) -> bool:
                 finally:
                     os.close(fd)
         for name, (ino, size) in data["edits"].items():
-            st = os.stat(run_dir / "edits" / name)
+            st = os.stat(f"{run_dir}/edits/{name}")
             if st.st_ino != ino or st.st_size != size:
                 return False
     except (OSError, KeyError, TypeError, ValueError):
@@ -133,14 +136,14 @@ def entries(store: Path, run_ids: list[str], derive: Callable[[str], tuple[Catal
     :param on_error: called for a run that cannot be read (it is left out).
     """
     raw = load(store)
-    runs_dir = store / "runs"
+    runs_dir = str(store / "runs")
     out = []
     fresh: dict[str, Any] = {}
     changed = set(raw) != set(run_ids)
     for rid in run_ids:
         data = raw.get(rid)
         entry = None
-        if data is not None and still_holds(runs_dir / rid, data):
+        if data is not None and still_holds(f"{runs_dir}/{rid}", data):
             try:
                 entry = decode_entry(data)
             except (KeyError, TypeError, ValueError):

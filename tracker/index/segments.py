@@ -295,7 +295,7 @@ def _stat(path: Path) -> os.stat_result:
 
 
 def load(store: Path, run_id: str, segment: Path, schemas: set[str] | None, writable: Writable,
-         warn_index: Callable[[str], None] | None = None) -> SegmentIndex:
+         warn_index: Callable[[str], None] | None = None, *, derived: bool = True) -> SegmentIndex:
     """The segment's derived data, with the columns of ``schemas`` (``None``: all) loaded.
 
     Checked against the segment before use; extended by the lines past the
@@ -303,10 +303,16 @@ def load(store: Path, run_id: str, segment: Path, schemas: set[str] | None, writ
     the segment when it does not match.
 
     :param warn_index: called with a message naming an index file that is damaged or foreign.
+    :param derived: ``False`` parses the whole segment, reading and writing no derived file.
     """
     st = _stat(segment)
     target = index_file(store, run_id, segment)
     old: SegmentIndex | None = None
+    if not derived:
+        ix = _extend(None, segment, st)
+        if schemas is not None:
+            ix.parts = {k: v for k, v in ix.parts.items() if k in schemas}
+        return ix
     try:
         with container.Reader(target) as reader:
             h = reader.header

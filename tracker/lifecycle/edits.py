@@ -29,6 +29,8 @@ from ..edits import (  # noqa: F401 - re-exported: the editing API and its reade
 )
 from ..errors import RunNotFound, SchemaError, StoreError, TrackerError
 from ..format import FORMAT_VERSION, encode_line
+from ..rules import MAX_LABEL, check_keys, check_label  # noqa: F401 - MAX_LABEL kept importable from here
+from ..rules import plain_text as _plain_text
 from ..segment import safe_hostname
 from ..values import BadValue, check_json, given, holds_special
 from ..writer import fsync_folder
@@ -37,36 +39,9 @@ if TYPE_CHECKING:
     from ..reader import RunView, Store
     from ..records import RunInfo
 
-#: The longest tag or name accepted.
-MAX_LABEL = 1000
 
 
 # --- checks ------------------------------------------------------------------------------------
-
-def _plain_text(value: Any, what: str) -> str:
-    if not isinstance(value, str):
-        raise TrackerError(f"{what}: expected a str, given {given(value)}")
-    try:
-        check_json(str.__str__(value))
-    except BadValue as bad:
-        raise TrackerError(f"{what}: expected {bad.args[0]}, given {given(value)}") from None
-    return str.__str__(value)
-
-
-def check_label(value: Any, what: str) -> str:
-    """A tag or a name: one line of text, not blank, at most :data:`MAX_LABEL` characters.
-
-    :raises TrackerError: naming what was wrong.
-    """
-    text = _plain_text(value, what)
-    if "\n" in text or "\r" in text:
-        raise TrackerError(f"{what} {text!r}: must be one line, it holds a line break")
-    if not text.strip():
-        raise TrackerError(f"{what}: must not be empty, given {text!r}")
-    if len(text) > MAX_LABEL:
-        raise TrackerError(f"{what}: at most {MAX_LABEL} characters, given {len(text)}")
-    return text
-
 
 def check_values(values: Any, what: str) -> dict[str, Any]:
     """A mapping of str keys to JSON values (config or summary).
@@ -79,13 +54,16 @@ def check_values(values: Any, what: str) -> dict[str, Any]:
     if not isinstance(values, Mapping):
         raise SchemaError(what, [("(value)", f"expected a dict, given {given(values)}")])
     out = {}
-    for key, value in values.items():
-        if not isinstance(key, str) or not key:
+    for key in values:
+        if not isinstance(key, str):
             raise SchemaError(what, [("(key)", f"expected a non-empty str key, given {given(key)}")])
+    check_keys(values, what)
+    for key, value in values.items():
         try:
             checked = check_json(value)
         except BadValue as bad:
-            raise SchemaError(what, [(key, f"expected {bad.args[0]}, given {given(value)}")]) from None
+            bad.at(key, value)
+            raise SchemaError(what, [(bad.where(), f"expected {bad.args[0]}, given {given(bad.value)}")]) from None
         if holds_special(checked):
             raise SchemaError(what, [(key, 'expected no string "NaN", "Infinity" or "-Infinity" '
                                            f"(they stand for floats in the store), given {given(value)}")])

@@ -20,6 +20,7 @@ import attrs
 
 from ..errors import RunNotFound
 from ..format import RUN_ID_RE
+from ..index import prune
 from .edits import edit_paths
 from .trash import folder_bytes, trash_path
 
@@ -151,6 +152,9 @@ def collect_garbage(store: Store, *, dry_run: bool = False, references: Referenc
         trash_bytes += folder_bytes(tomb)
         if not dry_run:
             shutil.rmtree(tomb, ignore_errors=True)
+    if not dry_run:
+        # The derived columns of runs removed for good go with them.
+        prune(store.path, set(store.run_ids()))
 
     refs_of = references if references is not None else default_references()
     if refs_of is None:

@@ -1,342 +1,290 @@
-"""The Parquet index: a derived, rebuildable columnar copy of runs that no longer run.
+"""``tracker index``: derive every run's columns and the run catalog ahead of time, or drop them.
 
-Layout, inside the store (``tracker du`` counts it)::
+The derived data itself (``<store>/index/segments/...`` and ``catalog.idx``)
+is built by whichever reader needs it first (:mod:`tracker.index`); warming
+does the same work for the whole store at once, in several processes, so that
+the first look at any run is already fast. Each process builds the columns of
+a share of the runs' segments (each file written under a temporary name and
+renamed); the catalog is written once at the end, from them. A kill -9 at any
+point leaves only whole files (and temporary ones, removed by the next run);
+deleting ``index/`` changes no answer.
 
-    <store>/index/
-      manifest.json        which runs are indexed, in which batch, from which segments
-      000001/records.parquet  metrics.parquet   one batch per ``tracker index`` that found work
-      .lock                 held while indexing
-
-A run is indexed with the fingerprint of its segments (name, size and
-modification time of each ``.jsonl`` file). Queries use a run's indexed rows
-only while that fingerprint still holds; a run appended to or resumed since is
-read from its JSONL until the next ``tracker index``. Its cached info (name,
-tags, notes, config, summary) is used only while the fingerprint of its edit
-segments (``<run>/edits/edits-*.jsonl``) also holds; after ``tracker
-tag/rename/note`` or a config/summary update the info is derived again from
-the run (its indexed rows stay valid: edits change no record). The JSONL stay
-the source of truth: deleting the index folder changes no answer.
+One ``tracker index`` runs at a time per store (``index/.lock``); a second one
+waits for it. Readers never take the lock: they build what they need anyway.
 """
 
 from __future__ import annotations
 
 import contextlib
+import multiprocessing
 import os
 import shutil
 import time
-from collections.abc import Iterator
+import warnings
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import attrs
-import orjson
 
-from ..errors import TrackerError
-from ..format import decode_nonfinite, encode_nonfinite
-from ..records import RunInfo
-from .sql import Catalog, Sources, literal, report, scan_segment
+from ..errors import StoreError, TrackerError
 
 INDEX_DIR = "index"
-LAYOUT = 1
-#: RunInfo fields kept in the manifest, so that listing indexed runs reads no segment.
-_INFO_FIELDS = tuple(f.name for f in attrs.fields(RunInfo))
-
-
-def fingerprint(run_dir: Path) -> list[list[Any]] | None:
-    """``[[name, size, mtime_ns], ...]`` of a run's segments, sorted; ``None`` when the run is gone."""
-    out = []
-    try:
-        with os.scandir(run_dir) as it:
-            for e in it:
-                if e.name.endswith(".jsonl") and not e.name.startswith("."):
-                    st = e.stat()
-                    out.append([e.name, st.st_size, st.st_mtime_ns])
-    except OSError:
-        return None
-    out.sort()
-    return out
-
-
-def edits_fingerprint(run_dir: Path) -> list[list[Any]]:
-    """``[[name, size, mtime_ns], ...]`` of a run's edit segments, sorted (empty when it has none)."""
-    from ..lifecycle.edits import edit_paths
-
-    out = []
-    for path in edit_paths(run_dir):
-        try:
-            st = path.stat()
-        except OSError:
-            continue
-        out.append([path.name, st.st_size, st.st_mtime_ns])
-    return out
+LOCK = ".lock"
+#: Chunks of work per process: small enough for a smooth progress bar and an even share.
+_CHUNKS_PER_PROC = 64
 
 
 @attrs.define
 class IndexReport:
     """What one ``tracker index`` did.
 
-    :ivar indexed: runs indexed by this call.
-    :ivar skipped_running: runs left out because they still run.
-    :ivar total_runs: runs in the index after it.
-    :ivar records: records in the index (all runs).
-    :ivar jsonl_bytes: bytes of the indexed runs' JSONL segments.
-    :ivar parquet_bytes: bytes of the index's Parquet files.
+    :ivar runs: runs in the catalog afterwards.
+    :ivar segments: segments checked.
+    :ivar built: segments whose columns were built or extended (the others were up to date).
+    :ivar records: records of all runs.
+    :ivar jsonl_bytes: bytes of the segments.
+    :ivar index_bytes: bytes under ``index/`` afterwards.
+    :ivar seconds: wall clock.
+    :ivar messages: derived files found damaged and rebuilt (each named once).
     """
 
-    indexed: int = 0
-    skipped_running: int = 0
-    removed: int = 0
-    total_runs: int = 0
+    runs: int = 0
+    segments: int = 0
+    built: int = 0
     records: int = 0
     jsonl_bytes: int = 0
-    parquet_bytes: int = 0
+    index_bytes: int = 0
     seconds: float = 0.0
-
-    def per_record(self) -> tuple[float | None, float | None]:
-        """Bytes per record: (JSONL, Parquet)."""
-        if not self.records:
-            return None, None
-        return self.jsonl_bytes / self.records, self.parquet_bytes / self.records
-
-
-@attrs.define
-class IndexSnapshot:
-    """The indexed rows a query may use: per batch, its files and the runs still fresh in it."""
-
-    folder: Path
-    live: dict[str, list[str]]  # batch -> fresh run ids
-    complete: set[str]  # batches every run of which is fresh
-
-    def prepare(self, con: Any) -> None:
-        """Create the table of fresh indexed runs the views filter on."""
-        rows = [(rid, batch) for batch, ids in self.live.items() if batch not in self.complete for rid in ids]
-        con.execute("CREATE TEMP TABLE _index_live (run_id VARCHAR, batch VARCHAR)")
-        if rows:
-            con.executemany("INSERT INTO _index_live VALUES (?, ?)", rows)
-
-    def select(self, view: str) -> str:
-        """SQL reading the ``records`` or ``metrics`` rows of fresh indexed runs."""
-        cols = ("run_id, schema, step, time, writer, seq, data" if view == "records"
-                else "run_id, step, time, name, value")
-        parts = []
-        whole = [str(self.folder / b / f"{view}.parquet") for b in sorted(self.complete)]
-        if whole:
-            parts.append(f"SELECT {cols} FROM read_parquet([{', '.join(literal(p) for p in whole)}])")
-        partial = [b for b in sorted(self.live) if b not in self.complete]
-        if partial:
-            files = ", ".join(literal(str(self.folder / b / f"{view}.parquet")) for b in partial)
-            parts.append(f"SELECT {cols} FROM read_parquet([{files}]) WHERE (run_id, batch) IN "
-                         "(SELECT run_id, batch FROM _index_live)")
-        return " UNION ALL ".join(parts)
-
-
-class Index:
-    """The index folder of a store, as its manifest describes it."""
-
-    def __init__(self, store_path: Path) -> None:
-        self.folder = Path(store_path) / INDEX_DIR
-        self.manifest_path = self.folder / "manifest.json"
-        self.manifest = self._load()
-
-    def _load(self) -> dict[str, Any]:
-        try:
-            doc = orjson.loads(self.manifest_path.read_bytes())
-        except FileNotFoundError:
-            return {"layout": LAYOUT, "runs": {}, "batches": {}}
-        except (OSError, orjson.JSONDecodeError) as exc:
-            raise TrackerError(f"{self.manifest_path}: unreadable index manifest ({exc}); "
-                               "remove the index folder and run `tracker index` again") from None
-        if not isinstance(doc, dict) or doc.get("layout") != LAYOUT:
-            raise TrackerError(f"{self.manifest_path}: index layout {doc.get('layout')!r}, this tracker reads "
-                               f"layout {LAYOUT}; remove the index folder and run `tracker index` again")
-        return doc
-
-    @property
-    def runs(self) -> dict[str, Any]:
-        """run id -> {"batch", "fp", "efp", "info"} (``efp``: the edits' fingerprint of ``info``)."""
-        return self.manifest["runs"]
-
-    def fresh_runs(self, store: Any) -> dict[str, RunInfo]:
-        """Indexed runs whose segments are unchanged, with their info as the reader derived it."""
-        out = {}
-        same_info = self.manifest.get("info_fields") == list(_INFO_FIELDS)
-        runs_dir = Path(store.path) / "runs"
-        for rid, entry in self.runs.items():
-            fp = fingerprint(runs_dir / rid)
-            if fp is None or fp != entry["fp"]:
-                continue
-            if not all((self.folder / entry["batch"] / f).exists() for f in ("records.parquet", "metrics.parquet")):
-                continue
-            if same_info and entry.get("efp") == edits_fingerprint(runs_dir / rid):
-                info = dict(entry["info"])
-                info["last_metrics"] = decode_nonfinite(info.get("last_metrics") or {})
-                out[rid] = RunInfo(**info)
-            else:
-                from ..store import RunView
-
-                out[rid] = RunView(store.path, rid, host=getattr(store, "_host", None)).info
-        return out
-
-    def snapshot(self, fresh: set[str]) -> IndexSnapshot:
-        """The rows of the ``fresh`` runs."""
-        live: dict[str, list[str]] = {}
-        for rid in fresh:
-            live.setdefault(self.runs[rid]["batch"], []).append(rid)
-        complete = {b for b, ids in live.items()
-                    if len(ids) == len(self.manifest["batches"].get(b, {}).get("runs", ()))}
-        return IndexSnapshot(self.folder, live, complete)
-
-    def save(self) -> None:
-        """Write the manifest atomically (a temporary file renamed over it)."""
-        self.manifest["info_fields"] = list(_INFO_FIELDS)
-        tmp = self.manifest_path.with_name(f".manifest-{os.getpid()}.tmp")
-        tmp.write_bytes(orjson.dumps(self.manifest))
-        os.replace(tmp, self.manifest_path)
-
-
-def open_index(store_path: Path) -> Index | None:
-    """The store's index, or ``None`` when it has none (or it cannot be used: then a warning says why)."""
-    if not (Path(store_path) / INDEX_DIR / "manifest.json").exists():
-        return None
-    try:
-        return Index(store_path)
-    except TrackerError as exc:
-        import warnings
-
-        from ..bus import TrackerWarning
-
-        warnings.warn(f"tracker: index not used: {exc}", TrackerWarning, stacklevel=3)
-        return None
+    messages: list[str] = attrs.field(factory=list)
 
 
 @contextlib.contextmanager
-def _locked(folder: Path) -> Iterator[None]:
+def index_lock(store_path: Path, on_wait: Callable[[], None] | None = None) -> Iterator[None]:
+    """Hold ``<store>/index/.lock``; when another ``tracker index`` holds it, call ``on_wait`` and wait.
+
+    :raises TrackerError: when the index folder cannot be created (a store the user cannot write).
+    """
     import fcntl
 
-    folder.mkdir(parents=True, exist_ok=True)
-    fd = os.open(folder / ".lock", os.O_RDWR | os.O_CREAT, 0o644)
+    folder = Path(store_path) / INDEX_DIR
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        fd = os.open(folder / LOCK, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as exc:
+        raise TrackerError(f"cannot write the index of {store_path}: {exc.strerror or exc} "
+                           "(readers still answer without it)") from None
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            raise TrackerError(f"{folder}: another `tracker index` is running on this store") from None
+            if on_wait is not None:
+                on_wait()
+            fcntl.flock(fd, fcntl.LOCK_EX)
         yield
     finally:
-        os.close(fd)
+        os.close(fd)  # closing releases the lock
 
 
-def _size(path: Path) -> int:
+def _alive(pid: int) -> bool:
     try:
-        return path.stat().st_size
-    except OSError:
-        return 0
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
-def build_index(store: Any, *, rebuild: bool = False) -> IndexReport:
-    """Index every run that no longer runs and is not indexed as it is now.
+def clean_leftovers(store_path: Path) -> int:
+    """Remove what a killed builder left: temporary files of dead processes, and the old Parquet layout.
 
-    Incremental: a run already indexed with unchanged segments is left alone;
-    one that changed is indexed again (its old rows are no longer used).
-
-    :param rebuild: drop the index and index every run again.
-    :raises TrackerError: when the store cannot be read or another index runs.
+    Temporary files are named ``.<file>.<pid>.<token>.tmp``; one of a live
+    process (a reader building right now) is left alone. Returns files removed.
     """
-    from ..store import RunView
+    folder = Path(store_path) / INDEX_DIR
+    removed = 0
+    for child in list(folder.iterdir()) if folder.is_dir() else []:
+        # tracker index of earlier versions: manifest.json and numbered Parquet batches.
+        if child.name == "manifest.json" or (child.is_dir() and child.name.lstrip(".").split(".")[0].isdigit()):
+            shutil.rmtree(child, ignore_errors=True) if child.is_dir() else child.unlink(missing_ok=True)
+            removed += 1
+    for root, _dirs, files in os.walk(folder):
+        for name in files:
+            if not (name.startswith(".") and name.endswith(".tmp")):
+                continue
+            parts = name.split(".")
+            try:
+                pid = int(parts[-3])
+            except (IndexError, ValueError):
+                pid = -1
+            if pid > 0 and pid != os.getpid() and _alive(pid):
+                continue
+            with contextlib.suppress(OSError):
+                os.unlink(os.path.join(root, name))
+                removed += 1
+    return removed
 
+
+def _orphans(store_path: Path, run_ids: set[str]) -> None:
+    """Remove the derived columns of runs and segments that are gone (removed, moved to the trash)."""
+    seg_root = Path(store_path) / INDEX_DIR / "segments"
+    if not seg_root.is_dir():
+        return
+    for d in seg_root.iterdir():
+        if d.name not in run_ids:
+            shutil.rmtree(d, ignore_errors=True)
+            continue
+        run_dir = Path(store_path) / "runs" / d.name
+        for f in d.glob("*.idx"):
+            if not (run_dir / f.name[:-len(".idx")]).exists():
+                f.unlink(missing_ok=True)
+
+
+def _warm_chunk(args: tuple[str, list[tuple[str, list[str]]]]) -> tuple[int, int, list[str]]:
+    """Build the columns of some runs' segments; returns (segments, bytes, messages)."""
+    from ..index import Writable, load_segment
+
+    store, runs = args
+    store_path = Path(store)
+    writable = Writable()
+    messages: list[str] = []
+    segments = done = 0
+    for rid, paths in runs:
+        for p in paths:
+            path = Path(p)
+            try:
+                size = path.stat().st_size
+                ix = load_segment(store_path, rid, path, set(), writable, messages.append)
+            except (StoreError, OSError) as exc:
+                messages.append(f"{p}: {exc}")
+                continue
+            del ix  # built and saved; its columns are not kept
+            segments += 1
+            done += size
+    return segments, done, messages
+
+
+def plan_work(store: Any) -> tuple[list[tuple[str, list[str], int]], int]:
+    """Every run's ``(id, segment paths, bytes)``, and the bytes of all segments (the progress bar's total)."""
+    from ..segment import segment_paths
+
+    runs = []
+    total = 0
+    for rid in store.run_ids():
+        paths = segment_paths(store.path / "runs" / rid)
+        size = 0
+        for p in paths:
+            with contextlib.suppress(OSError):
+                size += p.stat().st_size
+        runs.append((rid, [str(p) for p in paths], size))
+        total += size
+    return runs, total
+
+
+def _chunks(store_path: Path, runs: list[tuple[str, list[str], int]], total: int,
+            n: int) -> list[tuple[str, list[tuple[str, list[str]]]]]:
+    target = max(1, total // max(1, n))
+    out, cur, size = [], [], 0
+    for rid, paths, s in runs:
+        cur.append((rid, paths))
+        size += s
+        if size >= target:
+            out.append((str(store_path), cur))
+            cur, size = [], 0
+    if cur:
+        out.append((str(store_path), cur))
+    return out
+
+
+def _index_bytes(folder: Path) -> int:
+    total = 0
+    for root, _dirs, files in os.walk(folder):
+        for name in files:
+            with contextlib.suppress(OSError):
+                total += os.stat(os.path.join(root, name)).st_size
+    return total
+
+
+def _unbuilt(store_path: Path, runs: list[tuple[str, list[str], int]]) -> int:
+    """Segments with no derived file yet, or one covering less than the segment (before warming)."""
+    from ..index import index_file
+
+    n = 0
+    for rid, paths, _ in runs:
+        for p in paths:
+            f = index_file(store_path, rid, Path(p))
+            try:
+                if f.stat().st_mtime_ns < Path(p).stat().st_mtime_ns:
+                    n += 1
+            except OSError:
+                n += 1
+    return n
+
+
+def warm(store: Any, *, procs: int | None = None, progress: Callable[[int], None] | None = None,
+         on_wait: Callable[[], None] | None = None) -> IndexReport:
+    """Build every segment's columns and the run catalog of a folder store.
+
+    :param procs: worker processes (default: the CPUs this process may use).
+    :param progress: called with the bytes of segments done, as they are done.
+    :param on_wait: called once when another ``tracker index`` holds the store's lock (this one then waits).
+    """
     t0 = time.perf_counter()
+    rep = IndexReport()
+    store_path = Path(store.path)
+    with index_lock(store_path, on_wait):
+        clean_leftovers(store_path)
+        runs, total = plan_work(store)
+        _orphans(store_path, {rid for rid, _, _ in runs})
+        rep.jsonl_bytes = total
+        rep.built = _unbuilt(store_path, runs)
+        if procs is None:
+            procs = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+        procs = max(1, min(procs, len(runs)))
+        chunks = _chunks(store_path, runs, total, procs * _CHUNKS_PER_PROC)
+        if procs > 1 and len(chunks) > 1:
+            ctx = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods() else None)
+            with ctx.Pool(procs) as pool:
+                for res in pool.imap_unordered(_warm_chunk, chunks):
+                    _take(rep, res, progress)
+        else:
+            for chunk in chunks:
+                _take(rep, _warm_chunk(chunk), progress)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            entries = store.catalog()
+        rep.messages += [str(w.message) for w in caught if "derived data not used" in str(w.message)
+                         or "is not listed" in str(w.message)]
+        rep.runs = len(entries)
+        rep.records = sum(sum(e.schemas.values()) for e in entries)
+        rep.index_bytes = _index_bytes(store_path / INDEX_DIR)
+    rep.seconds = time.perf_counter() - t0
+    return rep
+
+
+def _take(rep: IndexReport, res: tuple[int, int, list[str]], progress: Callable[[int], None] | None) -> None:
+    segments, done, messages = res
+    rep.segments += segments
+    rep.messages += messages
+    if progress is not None:
+        progress(done)
+
+
+def drop(store: Any, on_wait: Callable[[], None] | None = None) -> int:
+    """Remove the store's derived data (the ``index/`` folder stays, with its lock); returns bytes freed."""
     store_path = Path(store.path)
     folder = store_path / INDEX_DIR
-    report_ = IndexReport()
-    with _locked(folder):
-        if rebuild:
-            for child in folder.iterdir():
-                if child.name != ".lock":
-                    shutil.rmtree(child) if child.is_dir() else child.unlink()
-        idx = Index(store_path)
-        runs = idx.runs
-        ids = store.run_ids()
-        present = set(ids)
-        for rid in [r for r in runs if r not in present]:
-            del runs[rid]
-            report_.removed += 1
-        todo: list[tuple[str, RunInfo, list, list]] = []
-        host = getattr(store, "_host", None)
-        for rid in ids:
-            fp = fingerprint(store_path / "runs" / rid)
-            if fp is None:
-                continue
-            efp = edits_fingerprint(store_path / "runs" / rid)  # before the info: an edit after it shows next time
-            entry = runs.get(rid)
-            if entry is not None and entry["fp"] == fp and not rebuild:
-                if entry.get("efp") != efp:  # edited since: same rows, new info
-                    info = RunView(store_path, rid, host=host).info
-                    entry["info"] = encode_nonfinite({k: getattr(info, k) for k in _INFO_FIELDS})
-                    entry["efp"] = efp
-                continue
-            info = RunView(store_path, rid, host=host).info
-            if info.status == "running":
-                report_.skipped_running += 1
-                continue
-            todo.append((rid, info, fp, efp))
-        if todo:
-            batch = f"{int(idx.manifest.get('next_batch', 1)):06d}"
-            idx.manifest["next_batch"] = int(batch) + 1
-            written = _write_batch(folder, batch, store_path, todo)
-            done = []
-            for rid, info, fp, efp in todo:
-                if fingerprint(store_path / "runs" / rid) != fp:
-                    continue  # appended to while indexing: read from the JSONL until next time
-                runs[rid] = {"batch": batch, "fp": fp, "efp": efp, "records": written.get(rid, 0),
-                             "info": encode_nonfinite({k: getattr(info, k) for k in _INFO_FIELDS})}
-                done.append(rid)
-            idx.manifest["batches"][batch] = {"runs": done}
-            report_.indexed = len(done)
-        live = {e["batch"] for e in runs.values()}
-        for b in list(idx.manifest["batches"]):
-            if b not in live:
-                del idx.manifest["batches"][b]
-        idx.save()
+    if not folder.is_dir():
+        return 0
+    freed = 0
+    with index_lock(store_path, on_wait):
         for child in folder.iterdir():
-            if child.is_dir() and child.name not in live:
-                shutil.rmtree(child, ignore_errors=True)
-        report_.total_runs = len(runs)
-        for b in live:
-            report_.parquet_bytes += sum(_size(folder / b / f) for f in ("records.parquet", "metrics.parquet"))
-        for entry in runs.values():
-            report_.jsonl_bytes += sum(size for _, size, _ in entry["fp"])
-            report_.records += int(entry.get("records", 0))
-    report_.seconds = time.perf_counter() - t0
-    return report_
+            if child.name == LOCK:
+                continue
+            freed += _index_bytes(child) if child.is_dir() else child.stat().st_size
+            shutil.rmtree(child, ignore_errors=True) if child.is_dir() else child.unlink(missing_ok=True)
+    return freed
 
 
-def _write_batch(folder: Path, batch: str, store_path: Path,
-                 todo: list[tuple[str, RunInfo, list, list]]) -> dict[str, int]:
-    """Write one batch's Parquet files (under a temporary name, renamed when complete)."""
-    files, copies, names, problems = [], [], {}, []
-    for rid, _info, fp, _efp in todo:
-        for name, _, _ in fp:
-            scan = scan_segment(rid, store_path / "runs" / rid / name, quiet_tail=False)
-            problems += scan.problems
-            names.update(scan.metric_names)
-            if scan.sound is None:
-                files.append(str(scan.path))
-            else:
-                copies.append((rid, scan.sound))
-    report(problems)
-    cat = Catalog(Sources([], files, copies, names), host=None, needed={"records", "metrics"})
-    tmp = folder / f".{batch}.tmp"
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir()
-    opts = "(FORMAT parquet, COMPRESSION zstd, ROW_GROUP_SIZE 122880)"
-    b = literal(batch)
-    cat.con.execute(f"COPY (SELECT *, {b} AS batch FROM records) TO {literal(str(tmp / 'records.parquet'))} {opts}")
-    cat.con.execute(f"COPY (SELECT *, {b} AS batch FROM metrics) TO {literal(str(tmp / 'metrics.parquet'))} {opts}")
-    counts = cat.con.execute(f"SELECT run_id, count(*) FROM read_parquet({literal(str(tmp / 'records.parquet'))}) "
-                             "GROUP BY run_id").fetchall()
-    cat.con.close()
-    os.replace(tmp, folder / batch)
-    return {rid: int(n) for rid, n in counts}
-
-
-__all__ = ["INDEX_DIR", "Index", "IndexReport", "IndexSnapshot", "build_index", "edits_fingerprint", "fingerprint",
-           "open_index"]
+__all__ = ["INDEX_DIR", "IndexReport", "clean_leftovers", "drop", "index_lock", "plan_work", "warm"]

@@ -5,8 +5,10 @@ its CRC here, as the Python readers check it; a segment whose damage DuckDB
 would not skip on its own (a changed byte in a line that is still JSON, a
 torn last line that parses) is read from a copy of its sound lines instead.
 Damage is reported as the readers report it (one warning per line) and never
-fails a query. Runs indexed by ``tracker index`` are read from the Parquet
-index instead of their JSONL, as long as their segments have not changed.
+fails a query. That is the reference path (``use_index=False``,
+``TRACKER_INDEX=off``, no pyarrow); otherwise the views read the derived
+columns under ``<store>/index/`` (:mod:`tracker.query.columnar`), which hold
+the same records and the same damage reports.
 
 Views (see DESIGN.md, "Query and team store"):
 
@@ -14,12 +16,15 @@ Views (see DESIGN.md, "Query and team store"):
   then one column per top-level config key (``config_<key>`` on a clash);
 - ``records``: run_id, schema, step, time, writer, seq, data (JSON);
 - ``metrics``: run_id, step, time, name, value (DOUBLE, long format);
-- ``"<schema>"``: run_id, step, time and one typed column per field.
+- ``"<schema>"``: run_id, step, time and one typed column per field;
+- ``metric_stats``: run_id, name, count, first, last, min, max and the steps
+  of first, last, min and max, per run and metric (the run catalog's figures).
 """
 
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import tempfile
 import typing
@@ -39,8 +44,6 @@ from ._core import LineChunks, LineError, parse_line, segment_finish
 if TYPE_CHECKING:
     import duckdb
 
-    from .index import IndexSnapshot
-
 INSTALL_HINT = 'pip install "tracker-core[query]"'
 #: The columns DuckDB reads from each line (the CRC was checked before).
 EVENT_COLUMNS = ("{kind: 'VARCHAR', schema: 'VARCHAR', step: 'BIGINT', time: 'DOUBLE', w: 'VARCHAR', "
@@ -48,6 +51,9 @@ EVENT_COLUMNS = ("{kind: 'VARCHAR', schema: 'VARCHAR', step: 'BIGINT', time: 'DO
 #: DuckDB refuses longer lines by default (16 MiB); a heatmap record may be long.
 MAX_LINE = 1 << 30
 BASE_RUN_COLUMNS = ("id", "name", "project", "status", "created_at", "ended_at", "tags", "config")
+STATS_COLUMNS = (("run_id", "VARCHAR"), ("name", "VARCHAR"), ("count", "BIGINT"), ("first", "DOUBLE"),
+                 ("last", "DOUBLE"), ("min", "DOUBLE"), ("max", "DOUBLE"), ("first_step", "BIGINT"),
+                 ("last_step", "BIGINT"), ("min_step", "BIGINT"), ("max_step", "BIGINT"))
 _CRC_TAIL = 18
 _CRC_FORMAT = b',"crc":"%08x"}'
 _METRICS_PREFIX = b'{"v":1,"kind":"record","schema":"metrics",'
@@ -276,13 +282,16 @@ def run_columns(infos: Sequence[RunInfo]) -> list[tuple[str, str, str]]:
         if isinstance(info.config, dict):
             for k, v in info.config.items():
                 keys.setdefault(str(k), []).append(v)
-    taken = set(BASE_RUN_COLUMNS)
+    # DuckDB compares names without case: "lr" and "LR" would be one column twice.
+    taken = {c.casefold() for c in BASE_RUN_COLUMNS}
     out = []
     for k, values in keys.items():
+        if not k.strip() or "\x00" in k:
+            continue  # no column can be named so (stored before keys were checked); still in `config`
         col = k
-        while col in taken:
+        while col.casefold() in taken:
             col = f"config_{col}"
-        taken.add(col)
+        taken.add(col.casefold())
         out.append((col, k, _config_type(values)))
     return out
 
@@ -297,7 +306,9 @@ class Sources:
     :ivar files: JSONL files DuckDB reads itself, each ``<folder>/<run_id>/<name>.jsonl``.
     :ivar copies: ``(run_id, lines)`` read through a temporary copy instead.
     :ivar metric_names: every metric name of the JSONL part.
-    :ivar index: the Parquet index snapshot, if one is used.
+    :ivar index: the derived columns (:class:`tracker.query.columnar.ColumnSources`) the record views
+        read instead of the JSONL, if used.
+    :ivar stats: the rows of ``metric_stats`` (from the run catalog); ``None``: computed from ``metrics``.
     :ivar dump: writes records as JSONL files into a folder (``<folder>/<run_id>/<name>.jsonl``)
         and returns their paths; they are loaded at once (the team store's records).
     """
@@ -306,8 +317,9 @@ class Sources:
     files: list[str] = attrs.field(factory=list)
     copies: list[tuple[str, list[bytes]]] = attrs.field(factory=list)
     metric_names: dict[str, None] = attrs.field(factory=dict)
-    index: IndexSnapshot | None = None
+    index: Any = None
     dump: Callable[[Path], list[str]] | None = None
+    stats: list[dict[str, Any]] | None = None
 
 
 def _write_runs(path: Path, infos: Sequence[RunInfo], cols: list[tuple[str, str, str]]) -> None:
@@ -356,6 +368,7 @@ class Catalog:
         self.con: duckdb.DuckDBPyConnection = duckdb.connect(":memory:")
         self.sources = sources
         self.host = host
+        self._locked = False
         tmp = Path(tempfile.mkdtemp(prefix="tracker-sql-"))
         try:
             self._build(tmp, needed)
@@ -378,21 +391,50 @@ class Catalog:
                    f"columns={{{', '.join(types)}}})" if s.infos else
                    "CREATE TEMP TABLE runs (id VARCHAR, name VARCHAR, project VARCHAR, status VARCHAR, "
                    "created_at DOUBLE, ended_at DOUBLE, tags JSON, config JSON)")
-        wants_records = needed is None or bool(needed - {"runs"})
+        if s.stats is not None and (needed is None or "metric_stats" in needed):
+            self._stats_table(tmp / "stats.jsonl", s.stats)
+        wants_records = needed is None or bool(needed - {"runs", "metric_stats"}) or \
+            (s.stats is None and "metric_stats" in needed)
         if not wants_records:
             return
         if s.index is not None:
             s.index.prepare(self.con)
-        self._events(tmp)
-        self._records()
-        self._metrics()
+        else:
+            self._events(tmp)
+            self._records()
+            self._metrics()
+        if s.stats is None:
+            self._stats_view()
         if self.host is not None:
             for name, compiled in self.host.schemas.items():
-                if name in ("metrics", "records", "runs") or (needed is not None and name not in needed):
+                if name in ("metrics", "records", "runs", "metric_stats") or \
+                        (needed is not None and name not in needed):
                     continue
                 columns = schema_columns(compiled)
                 if columns is not None:
                     self._typed(name, columns)
+
+    def _stats_table(self, path: Path, rows: list[dict[str, Any]]) -> None:
+        with open(path, "wb") as f:
+            for row in rows:
+                f.write(_encode_row(row))
+        cols = ", ".join(name for name, _ in STATS_COLUMNS)
+        if rows:
+            types = ", ".join(f"{name}: {literal(kind)}" for name, kind in STATS_COLUMNS)
+            self._exec(f"CREATE TEMP TABLE metric_stats AS SELECT {cols} FROM read_ndjson({literal(str(path))}, "
+                       f"columns={{{types}}})")
+        else:
+            self._exec("CREATE TEMP TABLE metric_stats (" + ", ".join(f"{n} {k}" for n, k in STATS_COLUMNS) + ")")
+
+    def _stats_view(self) -> None:
+        # Without a catalog (the team store): the figures from the metrics view, log order taken as time order.
+        self._exec(
+            "CREATE TEMP VIEW metric_stats AS SELECT run_id, name, count(*) AS count, "
+            "arg_min(value, time) AS first, arg_max(value, time) AS last, "
+            "min(value) FILTER (WHERE NOT isnan(value)) AS min, max(value) FILTER (WHERE NOT isnan(value)) AS max, "
+            "arg_min(step, time) AS first_step, arg_max(step, time) AS last_step, "
+            "arg_min(step, value) FILTER (WHERE NOT isnan(value)) AS min_step, "
+            "arg_max(step, value) FILTER (WHERE NOT isnan(value)) AS max_step FROM metrics GROUP BY run_id, name")
 
     def _events(self, tmp: Path) -> None:
         s = self.sources
@@ -430,9 +472,6 @@ class Catalog:
 
     def _records(self) -> None:
         jsonl = "SELECT run_id, schema, step, time, writer, seq, data FROM _jsonl_events WHERE kind = 'record'"
-        idx = self.sources.index
-        if idx is not None and idx.live:
-            jsonl += f" UNION ALL {idx.select('records')}"
         self._exec(f"CREATE TEMP VIEW records AS {jsonl}")
 
     def _metrics(self) -> None:
@@ -447,9 +486,6 @@ class Catalog:
                 f"SELECT run_id, step, time, unnest([{labels}]) AS name, unnest([{fields}]) AS value FROM ("
                 f"SELECT run_id, step, time, json_transform(data, {literal(struct)}) AS d FROM _jsonl_events "
                 "WHERE kind = 'record' AND schema = 'metrics') AS m) WHERE value IS NOT NULL")
-        idx = self.sources.index
-        if idx is not None and idx.live:
-            parts.append(idx.select("metrics"))
         if not parts:
             parts.append("SELECT NULL::VARCHAR AS run_id, NULL::BIGINT AS step, NULL::DOUBLE AS time, "
                          "NULL::VARCHAR AS name, NULL::DOUBLE AS value WHERE false")
@@ -466,16 +502,96 @@ class Catalog:
                    f"FROM (SELECT run_id, step, time, json_transform(data, {literal(struct)}) AS d FROM records "
                    f"WHERE schema = {literal(name)}) AS t")
 
-    def sql(self, query: str) -> duckdb.DuckDBPyRelation:
-        """Run ``query`` over the views.
+    def lock(self) -> None:
+        """Make the connection read-only for whatever SQL comes next (once the views are built).
 
-        :raises QueryError: carrying DuckDB's message.
+        DuckDB's own settings, then locked so that no statement can change them:
+        no file access but reading the folders the views read (the store's
+        ``runs/`` and ``index/``), no extension installed or loaded, times in UTC.
+        Writing into those folders is refused by :func:`check_read_only`, which
+        lets only reading statements through.
+        """
+        if self._locked:
+            return
+        s = self.sources
+        folders = {str(Path(f).parent.parent) for f in s.files}
+        index_folder = getattr(s.index, "folder", None)
+        if index_folder is not None:
+            folders.add(str(index_folder))
+        allowed = ", ".join(literal(f.rstrip("/\\") + os.sep) for f in sorted(folders))
+        for setting in ("SET TimeZone = 'UTC'", f"SET allowed_directories = [{allowed}]",
+                        "SET autoinstall_known_extensions = false", "SET allow_community_extensions = false",
+                        "SET enable_external_access = false", "SET lock_configuration = true"):
+            self.con.execute(setting)
+        self._locked = True
+
+    def sql(self, query: str) -> duckdb.DuckDBPyRelation:
+        """Run ``query`` over the views, read-only (see :meth:`lock` and :func:`check_read_only`).
+
+        Columns of ``TIMESTAMP WITH TIME ZONE`` come back as UTC ``TIMESTAMP``
+        (Python's ``datetime`` without pytz).
+
+        :raises QueryError: carrying DuckDB's message; a statement that would write, saying so.
         """
         duckdb = duckdb_module()
+        check_read_only(query)
+        self.lock()
         try:
-            return self.con.sql(query)
+            return plain_times(self.con.sql(query))
+        except duckdb.PermissionException as exc:
+            raise QueryError(f"{exc} (SQL over the store reads only the store's own files)") from None
         except duckdb.Error as exc:
             raise QueryError(str(exc)) from None
+
+
+#: Statement types that only read (SELECT covers DESCRIBE, SHOW, SUMMARIZE, VALUES and FROM-first queries).
+READING = frozenset({"SELECT"})
+_EXPLAIN = re.compile(r"\s*explain\b\s*(?:\([^)]*\)\s*)?(?:analy[sz]e\b)?(.*)\Z", re.IGNORECASE | re.DOTALL)
+
+
+def check_read_only(query: str) -> None:
+    """Refuse ``query`` unless each of its statements only reads (DuckDB's own parser tells).
+
+    ``COPY``, ``EXPORT``, ``ATTACH``, ``INSTALL``/``LOAD``, ``SET``, ``PRAGMA``,
+    ``CALL``, ``CREATE``, ``INSERT``... are refused before anything runs;
+    ``EXPLAIN`` only of a reading statement.
+
+    :raises QueryError: naming the statement type refused.
+    """
+    duckdb = duckdb_module()
+    try:
+        statements = duckdb.extract_statements(query)
+    except duckdb.Error as exc:
+        raise QueryError(str(exc)) from None
+    except ValueError as exc:  # a statement type this duckdb module cannot name
+        raise QueryError(f"SQL over the store is read-only: a statement of an unknown type is refused ({exc}); "
+                         "nothing was run") from None
+    for st in statements:
+        kind = st.type.name
+        if kind in READING:
+            continue
+        if kind == "EXPLAIN":
+            m = _EXPLAIN.match(st.query)
+            if m and m.group(1).strip():
+                check_read_only(m.group(1))
+                continue
+        first = st.query.strip().split(None, 1)[0].upper() if st.query.strip() else kind
+        raise QueryError(f"SQL over the store is read-only: {first} statements are refused (only SELECT, "
+                         "DESCRIBE, SHOW, SUMMARIZE and EXPLAIN of them run); nothing was run or written")
+
+
+def plain_times(rel: Any) -> Any:
+    """``rel`` with ``TIMESTAMP WITH TIME ZONE`` columns cast to UTC ``TIMESTAMP`` (no pytz needed to fetch)."""
+    if rel is None:
+        return rel
+    types = [str(t) for t in rel.types]
+    if not any("TIME ZONE" in t for t in types):
+        return rel
+    picks = []
+    for col, t in zip(rel.columns, types, strict=True):
+        plain = t.replace("TIMESTAMP WITH TIME ZONE", "TIMESTAMP")
+        picks.append(quote(col) if plain == t else f"CAST({quote(col)} AS {plain}) AS {quote(col)}")
+    return rel.project(", ".join(picks))
 
 
 # --- a folder store ------------------------------------------------------------------------------
@@ -490,23 +606,38 @@ def referenced(query: str) -> set[str] | None:
 
 
 def folder_sources(store: Any, needed: set[str] | None = None, use_index: bool = True) -> Sources:
-    """The sources of a folder store: its runs' infos, segments, and the index where it is fresh."""
-    from ..store import RunView
-    from .index import open_index
+    """The sources of a folder store: the derived columns, or (``use_index=False``) its JSONL segments.
 
-    idx = open_index(store.path) if use_index else None
-    fresh: dict[str, Any] = idx.fresh_runs(store) if idx is not None else {}
+    The derived columns are used unless ``use_index`` is false, ``TRACKER_INDEX=off``
+    or pyarrow is missing; both ways give the same answers.
+    """
+    from ..index import index_enabled
+    from .columnar import ColumnSources, arrow_module, stats_rows
+
+    wants_stats = needed is None or "metric_stats" in needed
+    if use_index and index_enabled() and arrow_module() is not None:
+        entries = store.catalog()
+        cols = ColumnSources(store, entries, needed)
+        report(cols.problems)
+        return Sources([e.info for e in entries], index=cols, stats=stats_rows(entries) if wants_stats else None)
+    sources = jsonl_sources(store, needed)
+    if wants_stats:
+        sources.stats = stats_rows(store.catalog())
+    return sources
+
+
+def jsonl_sources(store: Any, needed: set[str] | None = None) -> Sources:
+    """The sources of a folder store read from its JSONL segments, every line checked here."""
+    from ..store import RunView
+
     infos: list[RunInfo] = []
     host = getattr(store, "_host", None)
-    want_records = needed is None or bool(needed - {"runs"})
+    want_records = needed is None or bool(needed - {"runs", "metric_stats"})
     files: list[str] = []
     copies: list[tuple[str, list[bytes]]] = []
     names: dict[str, None] = {}
     problems: list[Problem] = []
     for rid in store.run_ids():
-        if rid in fresh:
-            infos.append(fresh[rid])
-            continue
         view = RunView(store.path, rid, host=host)
         try:
             info = view.info
@@ -526,29 +657,29 @@ def folder_sources(store: Any, needed: set[str] | None = None, use_index: bool =
                 copies.append((rid, scan.sound))
     infos.sort(key=lambda i: (i.created_at or 0.0, i.id), reverse=True)
     report(problems)
-    snapshot = idx.snapshot(set(fresh)) if idx is not None and fresh and want_records else None
-    return Sources(infos, files, copies, names, snapshot)
+    return Sources(infos, files, copies, names)
 
 
 def query(store: Any, sql: str, *, use_index: bool = True) -> duckdb.DuckDBPyRelation:
     """Run ``sql`` over a store's views; returns a DuckDB relation (``.fetchall()``, ``.df()``, ...).
 
     :param store: a :class:`tracker.Store` (a folder) or a team store.
-    :param use_index: read indexed runs from the Parquet index (``tracker index``).
+    :param use_index: read the derived columns under ``<store>/index/`` (``False``: parse the JSONL).
     :raises QueryError: carrying DuckDB's message.
     :raises TrackerError: when DuckDB is not installed.
     """
     if not isinstance(sql, str) or not sql.strip():
         raise QueryError("expected a SQL query, given an empty one")
+    check_read_only(sql)  # first: even asking DuckDB for the table names of an EXPORT creates its folder
     needed = referenced(sql)
     own = getattr(store, "sql_sources", None)
     if own is not None:
         sources = own(needed)
     else:
         sources = folder_sources(store, needed, use_index=use_index)
-    host = store.host if needed is None or needed - {"runs", "records", "metrics"} else None
+    host = store.host if needed is None or needed - {"runs", "records", "metrics", "metric_stats"} else None
     return Catalog(sources, host, needed).sql(sql)
 
 
-__all__ = ["Catalog", "SegmentScan", "Sources", "duckdb_module", "field_type", "folder_sources", "query",
-           "report", "scan_segment", "schema_columns"]
+__all__ = ["Catalog", "SegmentScan", "Sources", "check_read_only", "duckdb_module", "field_type", "folder_sources",
+           "jsonl_sources", "plain_times", "query", "report", "scan_segment", "schema_columns"]

@@ -25,6 +25,7 @@ from starlette.staticfiles import StaticFiles
 
 from ..errors import RunNotFound, StoreError, TrackerError
 from . import parts
+from .hosts import HostCheck
 from .live import MetricsCache, read_since
 from .series import (
     DEFAULT_MAX_POINTS,
@@ -96,8 +97,15 @@ def _parsed_param(request: Request, name: str, parse: Callable[[str], Any], expe
         raise BadRequest(f"{name}: expected {expected}, given {raw[:40]!r}") from None
 
 
+def _ascii_int(raw: str) -> int:
+    """``int(raw)`` for ASCII digits only (``int`` also takes "１２", " 12 " and "1_2")."""
+    if not (raw.isascii() and raw.lstrip("-").isdigit()):
+        raise ValueError(raw)
+    return int(raw)
+
+
 def _int_param(request: Request, name: str, default: int, lo: int, hi: int) -> int:
-    value = _parsed_param(request, name, int, f"an integer from {lo} to {hi}")
+    value = _parsed_param(request, name, _ascii_int, f"an integer from {lo} to {hi}")
     if value is None:
         return default
     if not lo <= value <= hi:
@@ -179,9 +187,15 @@ class Api:
         return json_response(parts.strict(out))
 
     def run(self, request: Request) -> Response:
-        """``GET /api/runs/{id}``: every part of the run page (see :mod:`tracker.ui.parts`)."""
+        """``GET /api/runs/{id}[?parts=a,b]``: the parts of the run page (see :mod:`tracker.ui.parts`)."""
+        names = _names_param(request, "parts")
+        if names is not None:
+            known = parts.part_names()
+            unknown = [n for n in names if n not in known]
+            if unknown:
+                raise BadRequest(f"parts: expected names from {', '.join(known)}, given {unknown[0][:40]!r}")
         view = self.view(request.path_params["id"])
-        detail = parts.run_detail(view, self)
+        detail = parts.run_detail(view, self, names)
         return json_response(parts.strict(detail))
 
     def metrics(self, request: Request) -> Response:
@@ -233,9 +247,10 @@ class Api:
         return json_response(parts.strict(body))
 
     def panels(self, request: Request) -> Response:
-        """``GET /api/runs/{id}/panels``: the plugins' figures for the schemas of the run."""
+        """``GET /api/runs/{id}/panels[?names=a,b]``: the plugins' figures for the schemas of the run."""
         view = self.view(request.path_params["id"])
-        return json_response(parts.strict({"panels": parts.panels_of(view)}))
+        names = _names_param(request, "names")
+        return json_response(parts.strict({"panels": parts.panels_of(view, names)}))
 
     def compare(self, request: Request) -> Response:
         """``GET /api/compare?runs=a,b``: info, config diff and summaries side by side."""
@@ -275,12 +290,13 @@ def _blob(api: Api, request: Request) -> Response:
                                  "x-content-type-options": "nosniff"})
 
 
-def create_app(store: Any = None) -> Starlette:
+def create_app(store: Any = None, *, hosts: tuple[str, ...] = ()) -> Starlette:
     """The dashboard as an ASGI app over ``store``.
 
     :param store: a :class:`tracker.Store`, a store folder, or ``None`` for the
         store of ``TRACKER_STORE`` / tracker.toml / ``./.tracker``. A folder
         that does not exist yet is served as an empty store.
+    :param hosts: names the ``Host`` header may give besides the loopback ones (see :mod:`.hosts`).
     """
     from .. import Store, open_store
 
@@ -327,5 +343,6 @@ def create_app(store: Any = None) -> Starlette:
     ]
     app = Starlette(routes=routes)
     app.state.api = api
+    app.add_middleware(HostCheck, hosts=hosts)
     app.add_middleware(SecurityHeaders)
     return app

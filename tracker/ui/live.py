@@ -23,11 +23,15 @@ from typing import Any
 import numpy as np
 
 from .. import MISSING
-from ..columns import segment_columns
+from ..columns import merge_columns, segment_columns
+from ..format import METRICS
+from ..index import Writable, index_enabled, load_segment
 from ..records import Problem
 from ..segment import segment_paths as _segment_paths
 
 _CHUNK = 1 << 20
+#: Whether this server may write derived data into the store (off after the first refusal).
+_WRITABLE = Writable()
 
 
 class SegmentColumns:
@@ -63,8 +67,31 @@ class SegmentColumns:
             self.offset = pos - len(rest)
             yield lines
 
+    def seed(self, path: Path) -> None:
+        """Start from the segment's derived columns (``<store>/index/``) instead of its first line.
+
+        The store's index covers the segment up to a byte offset (and is
+        extended to its last complete line on the way), so the first request
+        for a long run costs its columns, not a parse of every line; reading
+        then goes on from that offset as from any other.
+        """
+        if self.offset or self.ino is not None or not index_enabled():
+            return
+        try:
+            ix = load_segment(path.parents[2], path.parent.name, path, {METRICS}, _WRITABLE)
+        except Exception:  # noqa: BLE001 - derived data is an optimisation: read the lines instead
+            return
+        part = ix.parts.get(METRICS)
+        self.offset, self.lines, self.ino = ix.offset, ix.lines, ix.ino
+        if part is not None and part.n:
+            self.parts = [({"step": part.step, "time": part.time, **part.cols}, part.n)]
+            self.n = part.n
+        for line, kind, message in ix.problems[:100]:
+            self.problems.append({"segment": self.name, "line": line, "kind": kind, "message": message})
+
     def read(self, path: Path) -> int:
         """Read the complete lines after ``self.offset``; returns how many metrics records were new."""
+        self.seed(path)
         try:
             fd = os.open(path, os.O_RDONLY)
         except OSError as exc:
@@ -117,19 +144,9 @@ class SegmentColumns:
 
 
 def merge(parts: list[dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
-    """Columns of several segments as one, in log order (by time; stable)."""
-    parts = [p for p in parts if p["step"].size]
-    if not parts:
-        return {"step": np.zeros(0, np.int64), "time": np.zeros(0)}
-    if len(parts) == 1:
-        return parts[0]
-    names = list(dict.fromkeys(k for p in parts for k in p))
-    merged = {}
-    for k in names:
-        dtype = np.int64 if k == "step" else np.float64
-        merged[k] = np.concatenate([p[k] if k in p else np.full(p["step"].size, MISSING, dtype) for p in parts])
-    order = np.argsort(merged["time"], kind="stable")
-    return {k: v[order] for k, v in merged.items()}
+    """Columns of several segments as one, in log order (as :func:`tracker.columns.merge_columns`)."""
+    cols, _ = merge_columns([(p, int(p["step"].size)) for p in parts if p["step"].size])
+    return cols
 
 
 def segment_paths(run_dir: Path) -> list[Path]:

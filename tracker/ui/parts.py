@@ -216,10 +216,21 @@ def add_run_part(name: str, fn: Callable[[Any, Any], Any], *, before: str | None
     RUN_PARTS = parts
 
 
-def run_detail(view: Any, api: Any) -> dict[str, Any]:
-    """Every part of the run page; a part that raises is ``{"error": ...}``."""
+def part_names() -> list[str]:
+    """The names of the run page's parts, in order."""
+    return [name for name, _ in RUN_PARTS]
+
+
+def run_detail(view: Any, api: Any, names: list[str] | None = None) -> dict[str, Any]:
+    """The parts of the run page (``names``, or every one); a part that raises is ``{"error": ...}``.
+
+    The page asks first for the parts its header and charts need, then for each of the
+    others on its own, so that a slow part never holds back the rest.
+    """
     out: dict[str, Any] = {"id": view.id}
     for name, fn in RUN_PARTS:
+        if names is not None and name not in names:
+            continue
         try:
             out[name] = fn(view, api)
         except Exception as exc:  # noqa: BLE001 - one broken part never hides the others
@@ -245,13 +256,16 @@ def panel_list(view: Any) -> list[dict[str, Any]]:
             for plugin, p in registered_panels(view.host) if p.schema in present]
 
 
-def panels_of(view: Any) -> list[dict[str, Any]]:
-    """Each panel of the run with its figures as JSON, or ``"error"`` when its function raised."""
+def panels_of(view: Any, names: list[str] | None = None) -> list[dict[str, Any]]:
+    """Each panel of the run (of ``names``, or every one) with its figures as JSON.
+
+    A panel whose function raised has ``"error"`` instead of ``"figures"``.
+    """
     out = []
     tables: dict[str, Any] = {}
     present = set(view.schemas())
     for plugin, p in registered_panels(view.host):
-        if p.schema not in present:
+        if p.schema not in present or (names is not None and p.name not in names):
             continue
         item = {"name": p.name, "title": p.title or p.name, "schema": p.schema, "plugin": plugin}
         try:

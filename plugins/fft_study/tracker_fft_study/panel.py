@@ -36,7 +36,8 @@ def gates_panel(table: Table, run: RunView) -> list[Any]:
         pruned = [(int(s), int(b)) for s, b in zip(*np.nonzero(z < threshold), strict=True)]
         figures.append(Heatmap(f"{row.model_id or 'model'}: gates ({len(pruned)} of {z.size} pruned)", z,
                                x_label="butterfly", y_label="stage", marked=pruned,
-                               mark_label=f"pruned (gate < {threshold:g})", vmin=0.0, vmax=1.0))
+                               mark_label=f"pruned (gate < {threshold:g})", vmin=0.0, vmax=1.0,
+                               value_label="gate"))
     return figures
 
 
@@ -51,7 +52,7 @@ def landscape_panel(table: Table, run: RunView) -> list[Any]:
                                x=[round(v, 4) for v in row.x], y=[round(v, 4) for v in row.y],
                                x_label=row.x_label, y_label=row.y_label, marked=[(int(r), int(c))],
                                mark_label=f"minimum at ({row.x[c]:.3g}, {row.y[r]:.3g})",
-                               log=bool(np.nanmin(z) > 0)))
+                               log=bool(np.nanmin(z) > 0), origin="lower", value_label="loss"))
     return figures
 
 

@@ -8,6 +8,8 @@ import numpy as np
 
 from tracker import Band, BarChart, LineChart, Panel, RunView, Series, Table
 
+from .summary import LOSS_WINDOW
+
 #: One colour per phase, the same in every run.
 PHASE_COLORS = {"FULL": "#3b82f6", "PREDICT": "#f59e0b", "CORRECT": "#10b981"}
 
@@ -24,20 +26,41 @@ def phase_bands(steps: np.ndarray, phases: list[str]) -> list[Band]:
     return bands
 
 
+def _spans_decades(values: np.ndarray) -> bool:
+    """Whether positive values span more than two decades (a linear axis would draw them flat)."""
+    pos = values[np.isfinite(values) & (values > 0)]
+    return pos.size > 1 and bool(pos.max() / pos.min() > 100)
+
+
 def loss_panel(table: Table, run: RunView) -> list[Any]:
-    """The loss per step with each phase's stretch shaded, and the mean loss per phase."""
-    order = np.argsort(table["step"], kind="stable")
-    steps = table["step"][order]
-    loss = table["loss"][order]
+    """The loss per step with each phase's stretch shaded, and the mean loss per phase.
+
+    The chart is on a log axis when the loss spans more than two decades (a loss that falls
+    from 1 to 0.001 would be flat after its first steps on a linear one). The bars are the
+    summary's ``loss_mean`` exactly: the mean over the last LOSS_WINDOW records of each phase
+    in log order, NaN left out (the note under them says so).
+    """
+    steps_all = np.asarray(table["step"])
+    loss_all = np.asarray(table["loss"], dtype=np.float64)
+    order = np.argsort(steps_all, kind="stable")
+    steps = steps_all[order]
+    loss = loss_all[order]
     phases = [table["phase"][i] for i in order]
     chart = LineChart("Loss over steps by phase", [Series("loss", loss, x=steps)], x_label="step",
-                      y_label="loss", bands=phase_bands(steps, phases))
+                      y_label="loss", bands=phase_bands(steps, phases), log_y=_spans_decades(loss), wide=True)
+    logged = np.asarray([table["phase"][i] for i in range(len(loss_all))], dtype=object)
     names = [p for p in PHASE_COLORS if p in phases]
-    phase_arr = np.asarray(phases, dtype=object)
-    means = [float(np.nanmean(loss[phase_arr == p])) for p in names]
-    counts = [int(np.sum(phase_arr == p)) for p in names]
-    bars = BarChart("Mean loss per phase", [f"{p} ({n} steps)" for p, n in zip(names, counts, strict=True)],
-                    [Series("mean loss", means)], y_label="loss")
+    means, labels = [], []
+    for p in names:
+        index = np.flatnonzero(logged == p)
+        window = loss_all[index[-LOSS_WINDOW:]]
+        kept = window[~np.isnan(window)]
+        means.append(float(np.mean(kept)) if kept.size else float("nan"))
+        labels.append(f"{p} (last {window.size} of {index.size} steps)")
+    bars = BarChart("Mean loss per phase", labels, [Series("mean loss", means)], y_label="loss",
+                    log_y=_spans_decades(np.asarray(means)),
+                    note=f"mean over the last {LOSS_WINDOW} steps of each phase, NaN left out "
+                         "(the summary's loss_mean)")
     return [chart, bars]
 
 

@@ -3,19 +3,13 @@
 // GET /api/runs/{id}/blobs/{sha256}, which serves only blobs the run names, hash checked.
 
 import { figureNode } from "./panels.js";
-import { box, el, errorBox, fmtTime } from "./util.js";
+import { box, el, errorBox, fmtBytes, fmtNum, fmtTime } from "./util.js";
+
+export { fmtBytes };
 
 function partError(ctx, name) {
   const part = ctx.detail[name];
   return part && !Array.isArray(part) && typeof part === "object" && part.error ? errorBox(`${name}: ${part.error}`) : null;
-}
-
-export function fmtBytes(n) {
-  if (typeof n !== "number") return "";
-  const units = ["B", "KiB", "MiB", "GiB", "TiB"];
-  let i = 0;
-  while (n >= 1024 && i < units.length - 1) { n /= 1024; i += 1; }
-  return i === 0 ? `${n} B` : `${n.toFixed(1)} ${units[i]}`;
 }
 
 function blobUrl(ctx, sha, download) {
@@ -36,7 +30,7 @@ export function artifactsSection(ctx) {
     else link = el("a", { href: blobUrl(ctx, a.sha256, true), download: a.name, class: "download", text: "download" });
     rows.push(el("tr", { dataset: { artifact: a.name } },
       el("td", { text: a.name }), el("td", { text: a.kind }), el("td", { class: "num", text: fmtBytes(a.size) }),
-      el("td", { class: "mono", title: a.sha256, text: a.sha256.slice(0, 12) }), el("td", { class: "num", text: String(a.step) }),
+      el("td", { class: "mono", title: a.sha256, text: a.sha256.slice(0, 12) }), el("td", { class: "num", text: fmtNum(a.step) }),
       el("td", { text: fmtTime(a.time) }), el("td", {}, link)));
     if (a.folder && Array.isArray(a.members) && !a.reference) {
       const items = a.members.map((m) => el("li", {},
@@ -65,7 +59,7 @@ export function imagesSection(ctx) {
       img.src = blobUrl(ctx, it.sha256, false);
       img.width = it.width;
       img.height = it.height;
-      label.textContent = `step ${it.step}${it.caption ? ` · ${it.caption}` : ""} · ${it.width}×${it.height}`;
+      label.textContent = `step ${fmtNum(it.step)}${it.caption ? ` · ${it.caption}` : ""} · ${it.width}×${it.height}`;
     };
     slider.addEventListener("input", show);
     show();

@@ -1,7 +1,12 @@
 // The compare page: every metric with the runs overlaid, the config that differs, summaries side by side.
 
 import { MetricChart } from "./chart.js";
-import { api, box, clear, dot, el, errorBox, fmtDuration, fmtTime, fmtValue, loading, runColor, shortId, statusBadge } from "./util.js";
+import { readChartState, writeChartState } from "./state.js";
+import { api, box, clear, dot, el, errorBox, fmtCell, fmtDuration, fmtTime, fmtValue, loading, runColors, shortId, statusBadge } from "./util.js";
+
+// The colours of the compared runs: each run's own, moved apart where two are close (set in load()).
+let COLORS = {};
+const runColor = (id) => COLORS[id];
 
 const POLL_MS = 2000;
 const MAX_POINTS = 2000;
@@ -32,7 +37,7 @@ function configDiff(data) {
 function cellValue(row, v) {
   if (row.unit === "time") return fmtTime(v);
   if (row.unit === "seconds") return fmtDuration(v);
-  return fmtValue(v);
+  return fmtCell(row.field, v);
 }
 
 function sectionsNode(data) {
@@ -57,7 +62,8 @@ export function mount(root, params, nav) {
   nav.setCrumbs(el("a", { href: "/", text: "runs" }), "compare");
   const status = el("div", {}, loading("Loading comparison…"));
   root.append(status);
-  const state = { x: "step", smoothing: 0.6, stopped: false, charts: new Map(), series: new Map(), zooms: {}, runs: [] };
+  const state = { ...readChartState(), stopped: false, charts: new Map(), series: new Map(), zooms: {}, runs: [] };
+  const save = (push = false) => writeChartState(state, { runs: ids.join(",") }, push);
   let timer = null;
 
   function dropZooms() {
@@ -70,6 +76,8 @@ export function mount(root, params, nav) {
     const z = (state.zooms[name] ||= { seq: 0, timer: null });
     clearTimeout(z.timer);
     const seq = ++z.seq;
+    if (range) state.zoom[name] = { ...range }; else delete state.zoom[name];
+    save(false);
     if (!range) return;
     z.timer = setTimeout(async () => {
       const x = state.x;
@@ -101,13 +109,17 @@ export function mount(root, params, nav) {
       let c = state.charts.get(name);
       if (!c) {
         const body = el("div", { class: "chart-body" });
-        const log = el("input", { type: "checkbox" });
+        const log = el("input", { type: "checkbox", checked: state.log.includes(name) });
         const card = el("div", { class: "chart", dataset: { metric: name } },
           el("div", { class: "chart-head" }, el("h3", { text: name }), el("span", { class: "grow" }), el("label", { class: "muted" }, log, " log")), body);
         grid.append(card);
-        const chart = new MetricChart(body, { title: name, xMode: state.x, smoothing: state.smoothing,
-          onZoom: (range) => zoomTo(name, chart, range) });
-        log.addEventListener("change", () => chart.setOptions({ log: log.checked }));
+        const chart = new MetricChart(body, { title: name, xMode: state.x, smoothing: state.smoothing, log: log.checked,
+          statLabels: true, zoom: state.zoom[name] || null, onZoom: (range) => zoomTo(name, chart, range) });
+        log.addEventListener("change", () => {
+          state.log = log.checked ? state.log.concat(name) : state.log.filter((n) => n !== name);
+          save(true);
+          chart.setOptions({ log: log.checked });
+        });
         c = { card, chart };
         state.charts.set(name, c);
       } else c.chart.setOptions({ xMode: state.x });
@@ -137,24 +149,31 @@ export function mount(root, params, nav) {
     state.charts = new Map();
     dropZooms();
     state.runs = data.runs;
+    COLORS = runColors(data.runs.map((r) => r.id));
     clear(status);
     document.title = "compare · tracker";
     const xSel = el("select", { "aria-label": "x axis" }, el("option", { value: "step", text: "x: step" }), el("option", { value: "time", text: "x: time" }));
-    const slider = el("input", { type: "range", min: 0, max: 0.99, step: 0.01, value: state.smoothing, "aria-label": "smoothing" });
-    const sliderVal = el("span", { class: "muted mono", text: state.smoothing.toFixed(2) });
+    xSel.value = state.x;
+    const smoothOn = el("input", { type: "checkbox", checked: state.smoothing > 0, "aria-label": "smoothing on" });
+    const slider = el("input", { type: "range", min: 0.01, max: 0.99, step: 0.01, value: state.smoothing || 0.6, disabled: !(state.smoothing > 0), "aria-label": "smoothing" });
+    const sliderVal = el("span", { class: "muted mono", text: state.smoothing > 0 ? state.smoothing.toFixed(2) : "off" });
     const grid = el("div", { class: "charts" });
     const statGrid = el("div", { class: "stats" });
     const chartStatus = el("div", {}, loading("Loading metrics…"));
     const legend = el("div", { class: "legend runs-legend" }, data.runs.map(runChip));
     status.append(el("div", { class: "run-head" }, el("h1", { text: `Comparing ${data.runs.length} runs` }), legend),
-      box("Metrics", el("div", { class: "toolbar" }, xSel, el("label", { class: "slider" }, "smoothing ", slider, sliderVal)), chartStatus, grid, statGrid),
+      box("Metrics", el("div", { class: "toolbar" }, xSel, el("label", { class: "slider" }, smoothOn, "smoothing ", slider, sliderVal)), chartStatus, grid, statGrid),
       configDiff(data), sectionsNode(data));
-    xSel.addEventListener("change", () => { state.x = xSel.value; loadSeries(data, grid, statGrid, chartStatus); });
-    slider.addEventListener("input", () => {
-      state.smoothing = Number(slider.value);
-      sliderVal.textContent = state.smoothing.toFixed(2);
-      for (const c of state.charts.values()) c.chart.setOptions({ smoothing: state.smoothing });
-    });
+    xSel.addEventListener("change", () => { state.x = xSel.value; state.zoom = {}; save(true); loadSeries(data, grid, statGrid, chartStatus); });
+    const setSmoothing = (v, push) => {
+      state.smoothing = v;
+      slider.disabled = !(v > 0);
+      sliderVal.textContent = v > 0 ? v.toFixed(2) : "off";
+      for (const c of state.charts.values()) c.chart.setOptions({ smoothing: v });
+      save(push);
+    };
+    smoothOn.addEventListener("change", () => setSmoothing(smoothOn.checked ? Number(slider.value) : 0, true));
+    slider.addEventListener("input", () => setSmoothing(Number(slider.value), false));
     requestAnimationFrame(() => loadSeries(data, grid, statGrid, chartStatus));
     if (data.runs.some((r) => r.status === "running")) {
       nav.setLive(true);

@@ -1,15 +1,15 @@
 // Plugin panels: figure specs from GET /api/runs/{id}/panels drawn as charts and tables.
 
-import { barFigure, heatmapFigure, lineFigure } from "./chart.js";
-import { el, errorBox, fmtValue, paletteColor } from "./util.js";
+import { barFigure, heatmapFigure, lineFigure } from "./figures.js";
+import { el, errorBox, fmtCell, paletteColor } from "./util.js";
 
-/** A table of {columns, rows, notes}: numbers right-aligned in tabular figures. */
+/** A table of {columns, rows, notes}: numbers right-aligned in tabular figures, each cell as its column's unit says. */
 export function tableNode(columns, rows, notes = []) {
   const head = el("tr", {}, columns.map((c) => el("th", { text: c })));
   const body = rows.map((r) => el("tr", {}, columns.map((c) => {
     const v = r[c];
     const numeric = typeof v === "number" || v === "NaN" || v === "Infinity" || v === "-Infinity";
-    return el("td", { class: numeric ? "num" : "", text: fmtValue(v) });
+    return el("td", { class: numeric ? "num" : "", text: fmtCell(c, v) });
   })));
   const wrap = el("div", { class: "table-wrap" }, el("table", { class: "grid" }, el("thead", {}, head), el("tbody", {}, body)));
   return el("div", {}, wrap, notes.length ? el("ul", { class: "notes" }, notes.map((n) => el("li", { text: n }))) : null);
@@ -24,7 +24,7 @@ const DRAW = {
 
 /** One figure in a card; a figure of an unknown type or one that fails says so. */
 export function figureNode(fig) {
-  const card = el("figure", { class: `figure fig-${fig.type}`, dataset: { type: fig.type } });
+  const card = el("figure", { class: `figure fig-${fig.type}${fig.wide ? " wide" : ""}`, dataset: { type: fig.type } });
   card.append(el("figcaption", { text: fig.title || "" }));
   const body = el("div", { class: "figure-body" });
   card.append(body);
@@ -40,10 +40,15 @@ export function figureNode(fig) {
   return card;
 }
 
-/** Every panel of a run: a heading per panel (title, plugin), its figures, or its error. */
-export function panelsNode(panels) {
-  return el("div", { class: "panels" }, panels.map((p) => el("section", { class: "panel", dataset: { panel: p.name } },
+/** One panel: a heading (title, plugin, schema), its figures, or its error. */
+export function panelNode(p) {
+  return el("section", { class: "panel", dataset: { panel: p.name, state: p.error ? "error" : "done" } },
     el("h3", {}, p.title, el("span", { class: "muted", text: ` · ${p.plugin || "?"} · ${p.schema}` })),
     p.error ? errorBox(`panel ${p.name} failed: ${p.error}`)
-      : el("div", { class: "figures" }, p.figures.map(figureNode)))));
+      : el("div", { class: "figures" }, p.figures.map(figureNode)));
+}
+
+/** Every panel of a run. */
+export function panelsNode(panels) {
+  return el("div", { class: "panels" }, panels.map(panelNode));
 }

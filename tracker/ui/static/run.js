@@ -1,8 +1,10 @@
-// The run page: a header, then the sections of SECTIONS in order; a running run updates in place.
+// The run page: the header and the charts first, then every other section as its part arrives (each with
+// its own loading and error state); a running run updates in place. The charts' state lives in the URL.
 
 import { MetricChart } from "./chart.js";
 import { artifactsSection, imagesSection, systemSection } from "./capture.js";
-import { panelsNode, tableNode } from "./panels.js";
+import { panelNode, tableNode } from "./panels.js";
+import { readChartState, writeChartState } from "./state.js";
 import { api, box, clear, dot, el, errorBox, flatten, fmtDuration, fmtTime, fmtValue, loading, runColor, shortId, statusBadge } from "./util.js";
 
 const POLL_MS = 1000;
@@ -12,23 +14,34 @@ const ZOOM_DEBOUNCE_MS = 150;
 const TRACE_LINES = 10;
 
 /**
- * The run page's sections, in order. Each is {id, title, render(ctx) -> node | null, update?(ctx)}.
- * ctx: {detail (GET /api/runs/{id}), id, color, state, navigate}. A section whose part of the
- * detail is {error} shows that error; a section that throws shows its error; the others still render.
- * To add one (artifacts, images...), add an entry here and a part in tracker/ui/parts.py (docs/ui.md).
+ * The run page's sections, in order. Each is {id, title, render(ctx) -> node | null, part?, when?(ctx)}.
+ * ctx: {detail (parts of GET /api/runs/{id}), id (the full id), color, state, navigate}.
+ * `part`: the part of the run endpoint the section draws. The parts of EARLY come with the header; any
+ * other part is asked for on its own after the header and charts are drawn, and the section shows a
+ * loading line meanwhile (when `when(ctx)` says it will have something to show) and its own error if
+ * the request fails. A section whose part is {error} shows that error; a section that throws shows its
+ * error; the others still render. To add one, add an entry here and a part in tracker/ui/parts.py (docs/ui.md).
  */
 export const SECTIONS = [
   { id: "error", title: "Error", render: errorSection },
-  { id: "charts", title: "Metrics", render: chartsSection, update: updateCharts },
+  { id: "charts", title: "Metrics", render: chartsSection, part: "metric_names" },
   { id: "config", title: "Config", render: configSection },
   { id: "summary-values", title: "Summary values", render: summaryValuesSection },
-  { id: "summaries", title: "Summaries", render: summariesSection },
-  { id: "system", title: "System", render: systemSection },
-  { id: "artifacts", title: "Artifacts", render: artifactsSection },
-  { id: "images", title: "Images", render: imagesSection },
-  { id: "panels", title: "Panels", render: panelsSection },
-  { id: "problems", title: "Problems found while reading", render: problemsSection },
+  { id: "summaries", title: "Summaries", render: summariesSection, part: "summaries", when: () => true },
+  { id: "system", title: "System", render: systemSection, part: "system", when: (ctx) => has(ctx, "system", "system.gpu") },
+  { id: "artifacts", title: "Artifacts", render: artifactsSection, part: "artifacts", when: (ctx) => has(ctx, "artifact") },
+  { id: "images", title: "Images", render: imagesSection, part: "images", when: (ctx) => has(ctx, "image") },
+  { id: "panels", title: "Panels", render: panelsSection, part: "panels" },
+  { id: "problems", title: "Problems found while reading", render: problemsSection, part: "problems" },
 ];
+
+/** The parts that come with the first request: what the header and the charts need (all cheap). */
+const EARLY = ["info", "schemas", "metric_names", "panels"];
+
+function has(ctx, ...schemas) {
+  const present = Array.isArray(ctx.detail.schemas) ? ctx.detail.schemas : [];
+  return schemas.some((s) => present.includes(s));
+}
 
 function partError(ctx, name) {
   const part = ctx.detail[name];
@@ -73,14 +86,26 @@ function summariesSection(ctx) {
     s.rows.length ? tableNode(s.columns, s.rows, s.notes) : el("p", { class: "muted", text: (s.notes || []).join("; ") || "no rows" })))));
 }
 
+// Each panel is asked for on its own: a slow plugin delays only its own panel.
 function panelsSection(ctx) {
   const list = ctx.detail.panels;
   if (!Array.isArray(list)) return box("Panels", partError(ctx, "panels"));
   if (!list.length) return null;
-  const body = el("div", {}, loading("Drawing panels…"));
-  api(`/api/runs/${encodeURIComponent(ctx.id)}/panels`).then((res) => {
-    clear(body).append(panelsNode(res.panels));
-  }).catch((err) => clear(body).append(errorBox(`cannot load panels: ${err.message}`)));
+  const body = el("div", { class: "panels" });
+  for (const p of list) {
+    const slot = el("section", { class: "panel", dataset: { panel: p.name, state: "loading" } },
+      el("h3", {}, p.title, el("span", { class: "muted", text: ` · ${p.plugin || "?"} · ${p.schema}` })), loading("Drawing the panel…"));
+    body.append(slot);
+    api(`/api/runs/${encodeURIComponent(ctx.id)}/panels`, { names: p.name }).then((res) => {
+      if (ctx.stopped) return;
+      const got = res.panels.find((x) => x.name === p.name);
+      slot.replaceWith(got ? panelNode(got) : el("section", { class: "panel", dataset: { panel: p.name, state: "error" } },
+        errorBox(`panel ${p.name}: no longer offered`)));
+    }).catch((err) => {
+      slot.dataset.state = "error";
+      slot.lastChild.replaceWith(errorBox(`cannot load panel ${p.name}: ${err.message}`));
+    });
+  }
   return box("Panels", body);
 }
 
@@ -99,49 +124,57 @@ function chartsSection(ctx) {
   const s = ctx.state;
   const xSel = el("select", { "aria-label": "x axis" }, el("option", { value: "step", text: "x: step" }), el("option", { value: "time", text: "x: time" }));
   xSel.value = s.x;
-  const slider = el("input", { type: "range", min: 0, max: 0.99, step: 0.01, value: s.smoothing, "aria-label": "smoothing" });
-  const sliderVal = el("span", { class: "muted mono", text: s.smoothing.toFixed(2) });
-  const filter = el("input", { type: "search", placeholder: "filter metrics  ( / )", "data-filter": true, "aria-label": "filter metrics" });
+  const smoothOn = el("input", { type: "checkbox", checked: s.smoothing > 0, "aria-label": "smoothing on" });
+  const slider = el("input", { type: "range", min: 0.01, max: 0.99, step: 0.01, value: s.smoothing || 0.6, disabled: !(s.smoothing > 0), "aria-label": "smoothing" });
+  const sliderVal = el("span", { class: "muted mono", text: s.smoothing > 0 ? s.smoothing.toFixed(2) : "off" });
+  const filter = el("input", { type: "search", placeholder: "filter metrics  ( / )", "data-filter": true, "aria-label": "filter metrics", value: s.q });
   const grid = el("div", { class: "charts" });
   const statGrid = el("div", { class: "stats" });
   const status = el("div", { class: "chart-status" });
-  const node = box("Metrics", el("div", { class: "toolbar" }, filter, xSel, el("label", { class: "slider" }, "smoothing ", slider, sliderVal)), status, grid, statGrid);
+  const node = box("Metrics", el("div", { class: "toolbar" }, filter, xSel,
+    el("label", { class: "slider", title: "exponential moving average; the raw line stays drawn" }, smoothOn, "smoothing ", slider, sliderVal)), status, grid, statGrid);
   ctx.charts = new Map();
   ctx.grid = grid;
   ctx.statGrid = statGrid;
   ctx.chartStatus = status;
-  xSel.addEventListener("change", () => { s.x = xSel.value; ctx.saveState(); loadSeries(ctx, true); });
-  slider.addEventListener("input", () => {
-    s.smoothing = Number(slider.value);
-    sliderVal.textContent = s.smoothing.toFixed(2);
-    for (const c of ctx.charts.values()) c.chart.setOptions({ smoothing: s.smoothing });
-  });
-  slider.addEventListener("change", () => ctx.saveState());
-  filter.addEventListener("input", () => {
-    const q = filter.value.toLowerCase();
-    for (const [name, c] of ctx.charts) c.card.hidden = !name.toLowerCase().includes(q);
-  });
+  xSel.addEventListener("change", () => { s.x = xSel.value; s.zoom = {}; ctx.saveState(true); loadSeries(ctx, true); });
+  const setSmoothing = (v, push) => {
+    s.smoothing = v;
+    slider.disabled = !(v > 0);
+    sliderVal.textContent = v > 0 ? v.toFixed(2) : "off";
+    for (const c of ctx.charts.values()) c.chart.setOptions({ smoothing: v });
+    ctx.saveState(push);
+  };
+  smoothOn.addEventListener("change", () => setSmoothing(smoothOn.checked ? Number(slider.value) : 0, true));
+  slider.addEventListener("input", () => setSmoothing(Number(slider.value), false));
+  filter.addEventListener("input", () => { s.q = filter.value; applyFilter(ctx); ctx.saveState(false); });
   if (!names.length) status.append(el("p", { class: "muted", text: "No metrics logged yet." }));
   else status.append(loading("Loading metrics…"));
   requestAnimationFrame(() => loadSeries(ctx, true));
   return node;
 }
 
+function applyFilter(ctx) {
+  const q = ctx.state.q.toLowerCase();
+  for (const [name, c] of ctx.charts) c.card.hidden = !name.toLowerCase().includes(q);
+}
+
 function chartCard(ctx, name) {
   const body = el("div", { class: "chart-body" });
   const log = el("input", { type: "checkbox", checked: ctx.state.log.includes(name) });
-  const big = el("button", { type: "button", class: "icon", title: "enlarge", text: "⤢" });
+  const big = el("button", { type: "button", class: "icon", title: "widen", text: "⤢" });
   const card = el("div", { class: "chart", dataset: { metric: name } },
     el("div", { class: "chart-head" }, el("h3", { text: name, title: name }), el("span", { class: "grow" }),
       el("label", { class: "muted" }, log, " log"), big), body);
   const chart = new MetricChart(body, { title: name, xMode: ctx.state.x, log: log.checked, smoothing: ctx.state.smoothing,
-    onZoom: (range) => zoomTo(ctx, name, chart, range) });
+    zoom: ctx.state.zoom[name] || null, onZoom: (range) => zoomTo(ctx, name, chart, range) });
   log.addEventListener("change", () => {
     ctx.state.log = log.checked ? ctx.state.log.concat(name) : ctx.state.log.filter((n) => n !== name);
-    ctx.saveState();
+    ctx.saveState(true);
     chart.setOptions({ log: log.checked });
   });
   big.addEventListener("click", () => { card.classList.toggle("wide"); });
+  card.hidden = !!ctx.state.q && !name.toLowerCase().includes(ctx.state.q.toLowerCase());
   return { card, chart };
 }
 
@@ -159,6 +192,8 @@ function zoomTo(ctx, name, chart, range) {
   const z = (ctx.zooms[name] ||= { seq: 0, timer: null });
   clearTimeout(z.timer);
   const seq = ++z.seq;
+  if (range) ctx.state.zoom[name] = { ...range }; else delete ctx.state.zoom[name];
+  ctx.saveState(false);
   if (!range) return;
   z.timer = setTimeout(async () => {
     const x = ctx.state.x;
@@ -225,16 +260,12 @@ async function loadSeries(ctx, reset) {
   return res;
 }
 
-async function updateCharts(ctx) {
-  return loadSeries(ctx, false);
-}
-
 // --- the page ---------------------------------------------------------------------------------
 
 function header(ctx) {
   const info = ctx.detail.info;
   const env = info.env || {};
-  const dur = el("span", { class: "mono", text: fmtDuration(info.duration) });
+  const dur = el("span", { class: "mono", title: "duration", text: fmtDuration(info.duration) });
   ctx.durationNode = dur;
   ctx.statusNode = el("span", {}, statusBadge(info.status));
   const facts = [
@@ -253,46 +284,68 @@ function header(ctx) {
     info.notes ? el("p", { class: "notes-text", text: info.notes }) : null);
 }
 
-function readState() {
-  const p = new URLSearchParams(location.search);
-  const sm = p.has("smooth") ? Number(p.get("smooth")) : NaN;
-  return { x: p.get("x") === "time" ? "time" : "step", smoothing: Number.isFinite(sm) && sm >= 0 && sm < 1 ? sm : 0.6,
-    log: (p.get("log") || "").split(",").filter(Boolean) };
-}
-
 export function mount(root, params, nav) {
-  const id = params.id;
-  const ctx = { id, color: runColor(id), state: readState(), charts: new Map(), series: {}, zooms: {}, cursor: null, stopped: false, navigate: nav.navigate };
-  ctx.saveState = () => {
-    const p = new URLSearchParams();
-    if (ctx.state.x !== "step") p.set("x", ctx.state.x);
-    if (ctx.state.smoothing !== 0.6) p.set("smooth", String(ctx.state.smoothing));
-    if (ctx.state.log.length) p.set("log", ctx.state.log.join(","));
-    history.replaceState(null, "", `${location.pathname}${p.toString() ? `?${p}` : ""}`);
-  };
-  nav.setCrumbs(el("a", { href: "/", text: "runs" }), shortId(id));
+  const ref = params.id;
+  const ctx = { id: ref, color: null, state: readChartState(), charts: new Map(), series: {}, zooms: {}, cursor: null,
+    stopped: false, navigate: nav.navigate };
+  ctx.saveState = (push = false) => writeChartState(ctx.state, {}, push);
+  nav.setCrumbs(el("a", { href: "/", text: "runs" }), shortId(ref));
   const status = el("div", {}, loading("Loading run…"));
   root.append(status);
   let timer = null;
+  let generation = 0;
 
+  function sectionNode(s) {
+    try { return s.render(ctx); } catch (err) { console.warn(err); return box(s.title, errorBox(err.message)); }
+  }
+
+  function place(slot, s, node) {
+    if (node) { node.dataset.section = s.id; slot.replaceWith(node); } else slot.remove();
+  }
+
+  // The header and the sections whose parts came early now; the other parts each on its own request.
   function renderSections(sectionsRoot) {
     clear(sectionsRoot);
+    const gen = generation;
     for (const s of SECTIONS) {
-      let node = null;
-      try { node = s.render(ctx); } catch (err) { node = box(s.title, errorBox(err.message)); console.warn(err); }
-      if (node) { node.dataset.section = s.id; sectionsRoot.append(node); }
+      const slot = el("div", { class: "slot" });
+      sectionsRoot.append(slot);
+      if (!s.part || s.part in ctx.detail) { place(slot, s, sectionNode(s)); continue; }
+      if (s.when && s.when(ctx)) {
+        const wait = box(s.title, loading(`Loading ${s.title.toLowerCase()}…`));
+        wait.dataset.section = s.id;
+        wait.dataset.state = "loading";
+        slot.replaceWith(wait);
+        fetchPart(s, wait, gen);
+      } else fetchPart(s, slot, gen);
     }
+  }
+
+  async function fetchPart(s, slot, gen) {
+    let res;
+    try {
+      res = await api(`/api/runs/${encodeURIComponent(ctx.id)}`, { parts: s.part });
+    } catch (err) {
+      if (ctx.stopped || gen !== generation) return;
+      const node = box(s.title, errorBox(`cannot load ${s.title.toLowerCase()}: ${err.message}`));
+      node.dataset.state = "error";
+      place(slot, s, node);
+      return;
+    }
+    if (ctx.stopped || gen !== generation) return;
+    ctx.detail[s.part] = res[s.part];
+    place(slot, s, sectionNode(s));
   }
 
   async function poll() {
     if (ctx.stopped) return;
     try {
-      const res = await updateCharts(ctx);
+      const res = await loadSeries(ctx, false);
       if (ctx.stopped) return;
       const info = ctx.detail.info;
       if (res && res.status !== info.status) {
         // finished, failed or crashed: read the run again (error, summaries, panels).
-        await load(true);
+        await load();
         return;
       }
       if (info.status === "running" && ctx.durationNode) ctx.durationNode.textContent = fmtDuration(Date.now() / 1000 - info.created_at);
@@ -300,18 +353,28 @@ export function mount(root, params, nav) {
     if (!ctx.stopped && ctx.detail.info.status === "running") timer = setTimeout(poll, document.hidden ? POLL_MS * 5 : POLL_MS);
   }
 
-  async function load(again = false) {
+  async function load() {
+    generation += 1;
+    let detail;
     try {
-      ctx.detail = await api(`/api/runs/${encodeURIComponent(id)}`);
+      detail = await api(`/api/runs/${encodeURIComponent(ref)}`, { parts: EARLY.join(",") });
     } catch (err) {
       clear(status).append(errorBox(err.status === 404 || err.status === 400 ? `${err.message}` : `cannot load the run: ${err.message}`),
         el("p", {}, el("a", { href: "/", text: "All runs" })));
       return;
     }
     if (ctx.stopped) return;
-    const info = ctx.detail.info;
-    nav.setCrumbs(el("a", { href: "/", text: "runs" }), info.project || "", el("span", { class: "crumb-name", text: info.name || shortId(id) }));
-    document.title = `${info.name || shortId(id)} · tracker`;
+    ctx.detail = detail;
+    const info = detail.info;
+    if (!info || info.error && !info.id) {
+      clear(status).append(errorBox(`cannot read the run: ${(info && info.error) || "no info"}`));
+      return;
+    }
+    // The full id, whatever prefix the URL holds: the colour and every later request use it.
+    ctx.id = info.id;
+    ctx.color = runColor(info.id);
+    nav.setCrumbs(el("a", { href: "/", text: "runs" }), info.project || "", el("span", { class: "crumb-name", text: info.name || shortId(info.id) }));
+    document.title = `${info.name || shortId(info.id)} · tracker`;
     nav.setLive(info.status === "running");
     for (const c of ctx.charts.values()) c.chart.destroy();
     ctx.charts = new Map();
@@ -322,7 +385,6 @@ export function mount(root, params, nav) {
     status.append(header(ctx), sections);
     renderSections(sections);
     if (info.status === "running") timer = setTimeout(poll, POLL_MS);
-    return again;
   }
 
   load();

@@ -1,5 +1,8 @@
-// The runs page: every run, filtered and sorted in the page, virtualised; state lives in the URL.
+// The runs page: every run, filtered and sorted in the page, virtualised, or the parameters view of the
+// same runs; state lives in the URL. Sorting and filtering never fetch: only the periodic refresh does.
 
+import { paramsDefaults, paramsView, specOf } from "./params.js";
+import { setQuery } from "./state.js";
 import { api, clear, dot, el, errorBox, fmtAgo, fmtDuration, fmtNum, fmtValue, loading, num, runColor, shortId, statusBadge } from "./util.js";
 
 const ROW_H = 34;
@@ -9,9 +12,21 @@ const STATUSES = ["running", "finished", "failed", "crashed"];
 function readState() {
   const p = new URLSearchParams(location.search);
   const list = (k) => (p.get(k) || "").split(",").filter(Boolean);
+  // cols: null until the user chooses (the default columns then follow the store's most common metric).
   return { project: p.get("project") || "", status: p.get("status") || "", tags: p.getAll("tag").filter(Boolean),
     q: p.get("q") || "", sort: p.get("sort") || "created_at", desc: p.get("desc") !== "0",
-    cols: list("cols"), sel: list("sel") };
+    cols: p.has("cols") ? list("cols") : null, sel: list("sel"),
+    view: p.get("view") === "params" ? "params" : "table", pc: p.getAll("pc").filter(Boolean), pm: p.get("pm") || "",
+    sx: p.get("sx") || "", sy: p.get("sy") || "" };
+}
+
+/** The metric most runs logged (ties: the first by name), for the default columns. */
+function commonMetric(data) {
+  const counts = new Map();
+  for (const r of data.runs) for (const k of Object.keys(r.last_metrics || {})) counts.set(k, (counts.get(k) || 0) + 1);
+  let best = null;
+  for (const [k, n] of [...counts].sort((a, b) => (a[0] < b[0] ? -1 : 1))) if (!best || n > best[1]) best = [k, n];
+  return best ? best[0] : null;
 }
 
 function writeState(s, push) {
@@ -22,10 +37,16 @@ function writeState(s, push) {
   if (s.q) p.set("q", s.q);
   if (s.sort !== "created_at") p.set("sort", s.sort);
   if (!s.desc) p.set("desc", "0");
-  if (s.cols.length) p.set("cols", s.cols.join(","));
+  if (s.cols !== null) p.set("cols", s.cols.join(","));
   if (s.sel.length) p.set("sel", s.sel.join(","));
-  const url = `${location.pathname}${p.toString() ? `?${p}` : ""}`;
-  if (url !== location.pathname + location.search) history[push ? "pushState" : "replaceState"](null, "", url);
+  if (s.view === "params") {
+    p.set("view", "params");
+    s.pc.forEach((k) => p.append("pc", k));
+    if (s.pm) p.set("pm", s.pm);
+    if (s.sx) p.set("sx", s.sx);
+    if (s.sy) p.set("sy", s.sy);
+  }
+  setQuery(p, push);
 }
 
 const BASE_COLUMNS = [
@@ -96,24 +117,52 @@ export function mount(root, params, ctx) {
   const chooser = el("details", { class: "chooser" }, el("summary", { text: "columns" }));
   const chooserBody = el("div", { class: "chooser-body" });
   chooser.append(chooserBody);
-  const toolbar = el("div", { class: "toolbar" }, filter, projectSel, statusSel, tagSel, tagChips, chooser, count, el("span", { class: "grow" }), clearSel, compareBtn);
+  const viewBtns = ["table", "params"].map((v) => el("button", { type: "button", class: "seg", dataset: { view: v },
+    text: v === "table" ? "table" : "parameters", on: { click: () => { state.view = v; update(true); } } }));
+  const toolbar = el("div", { class: "toolbar" }, filter, projectSel, statusSel, tagSel, tagChips, chooser, count, el("span", { class: "grow" }),
+    el("span", { class: "segs", role: "group", "aria-label": "view" }, viewBtns), clearSel, compareBtn);
   const message = el("div", { class: "message" }, loading("Loading runs…"));
+  const paramsNode = el("div", { class: "box params", hidden: true });
   const scroller = el("div", { class: "scroller" });
   const table = el("table", { class: "grid runs" });
   const thead = el("thead");
   const tbody = el("tbody");
   table.append(thead, tbody);
   scroller.append(table);
-  root.append(toolbar, message, scroller);
+  root.append(toolbar, message, scroller, paramsNode);
+
+  /** The extra columns: the user's, or by default the last and min of the most common metric. */
+  function chosenCols() {
+    if (state.cols !== null) return state.cols;
+    const m = data ? commonMetric(data) : null;
+    return m ? [`metric:${m}:last`, `metric:${m}:min`] : [];
+  }
 
   function columns() {
-    return BASE_COLUMNS.concat(state.cols.map(extraColumn).filter(Boolean));
+    return BASE_COLUMNS.concat(chosenCols().map(extraColumn).filter(Boolean));
+  }
+
+  /** The runs of the parameters view: the selected ones among the filtered, or every filtered one. */
+  function shownInParams() {
+    const kept = data.runs.filter((r) => matches(r, state));
+    const sel = kept.filter((r) => state.sel.includes(r.id));
+    return sel.length ? sel : kept;
+  }
+
+  /** The metrics whose statistics the shown columns and the parameters view need. */
+  function statsNeeded() {
+    const ps = state.view === "params" && data ? paramsDefaults(state, data, commonMetric(data), shownInParams()) : null;
+    const specs = chosenCols().concat(ps ? [ps.pm, ps.sx, ps.sy] : []);
+    return [...new Set(specs.map((s) => specOf(s)).filter((s) => s && s.metric).map((s) => s.metric))].sort();
   }
 
   function update(push = false) {
     writeState(state, push);
     renderAll();
+    // A column or an axis of a metric not fetched yet: its statistics (the only case that fetches).
+    if (data && statsNeeded().some((m) => !statsHave.includes(m))) refresh();
   }
+  let statsHave = [];
 
   filter.addEventListener("input", () => { state.q = filter.value; update(false); });
   projectSel.addEventListener("change", () => { state.project = projectSel.value; update(true); });
@@ -153,14 +202,14 @@ export function mount(root, params, ctx) {
   function renderChooser() {
     clear(chooserBody);
     const toggle = (spec) => {
-      state.cols = state.cols.includes(spec) ? state.cols.filter((c) => c !== spec) : state.cols.concat(spec);
+      const cols = chosenCols();
+      state.cols = cols.includes(spec) ? cols.filter((c) => c !== spec) : cols.concat(spec);
       update(true);
-      refresh();
     };
     const cfg = el("div", { class: "chooser-col" }, el("h4", { text: "config" }));
     for (const k of data.config_keys) {
       const spec = `config:${k}`;
-      cfg.append(el("label", {}, el("input", { type: "checkbox", checked: state.cols.includes(spec), on: { change: () => toggle(spec) } }), k));
+      cfg.append(el("label", {}, el("input", { type: "checkbox", checked: chosenCols().includes(spec), on: { change: () => toggle(spec) } }), k));
     }
     if (!data.config_keys.length) cfg.append(el("p", { class: "muted", text: "no config keys" }));
     const met = el("div", { class: "chooser-col" }, el("h4", { text: "metrics" }));
@@ -168,7 +217,7 @@ export function mount(root, params, ctx) {
       met.append(el("div", { class: "metric-choice" }, el("span", { text: name }),
         ["last", "min", "max"].map((stat) => {
           const spec = `metric:${name}:${stat}`;
-          return el("label", {}, el("input", { type: "checkbox", checked: state.cols.includes(spec), on: { change: () => toggle(spec) } }), stat);
+          return el("label", {}, el("input", { type: "checkbox", checked: chosenCols().includes(spec), on: { change: () => toggle(spec) } }), stat);
         })));
     }
     if (!data.metric_names.length) met.append(el("p", { class: "muted", text: "no metrics yet" }));
@@ -195,7 +244,7 @@ export function mount(root, params, ctx) {
           update(true);
         } } }));
       if (c.removable) th.append(el("button", { type: "button", class: "remove", title: "remove column", text: "✕",
-        on: { click: () => { state.cols = state.cols.filter((x) => x !== c.key); update(true); } } }));
+        on: { click: () => { state.cols = chosenCols().filter((x) => x !== c.key); update(true); } } }));
       tr.append(th);
     }
     thead.append(tr);
@@ -261,7 +310,17 @@ export function mount(root, params, ctx) {
         el("p", { class: "muted", text: "Runs show up here by themselves as they start; no reload needed." })));
       return;
     }
-    scroller.hidden = false;
+    for (const b of viewBtns) b.classList.toggle("on", b.dataset.view === state.view);
+    scroller.hidden = state.view !== "table";
+    paramsNode.hidden = state.view !== "params";
+    if (state.view === "params") {
+      const picked = shownInParams();
+      const note = picked.some((r) => state.sel.includes(r.id)) ? `the ${picked.length} selected runs` : `the ${picked.length.toLocaleString("en-US")} runs the filters keep (select runs to show only those)`;
+      const ps = { ...state, ...paramsDefaults(state, data, commonMetric(data), picked) };
+      clear(paramsNode).append(paramsView(picked, data, ps, { navigate: ctx.navigate, note: `Showing ${note}.`,
+        onChange: (next) => { Object.assign(state, next); update(true); } }));
+      return;
+    }
     if (!rows.length) {
       message.append(el("p", { class: "empty-filter" }, "No run matches these filters. ",
         el("button", { type: "button", text: "clear filters", on: { click: () => {
@@ -276,12 +335,20 @@ export function mount(root, params, ctx) {
 
   async function refresh() {
     clearTimeout(timer);
-    const metricNames = [...new Set(state.cols.map(extraColumn).filter((c) => c && c.metric).map((c) => c.metric))];
+    const metricNames = statsNeeded();
     const started = performance.now();
     try {
       data = await api("/api/runs", { stats: metricNames.join(",") });
       if (stopped) return;
+      statsHave = metricNames;
       renderAll();
+      if (!window.__runsFirstPaint) {
+        window.__runsFirstPaint = performance.now();
+        performance.mark("runs-first-paint");
+      }
+      // The default columns are known once the runs are: fetch their statistics at once.
+      if (statsNeeded().some((m) => !statsHave.includes(m))) { refresh(); return; }
+      table.dataset.ready = "1";  // every shown column has its values
     } catch (err) {
       if (stopped) return;
       clear(message);

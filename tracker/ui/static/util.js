@@ -58,6 +58,8 @@ export async function api(path, params = {}, { signal } = {}) {
 }
 
 // --- numbers and times -------------------------------------------------------------------------
+// One formatter for every table, card, axis and tick; one duration format and one time format, as the CLI
+// writes them (tracker/cli/render.py cell(), tracker/cli/text.py duration() and when()).
 
 /** A stored number: finite numbers as they are, the store's "NaN"/"Infinity" strings as numbers. */
 export function num(v) {
@@ -68,37 +70,130 @@ export function num(v) {
   return null;
 }
 
+const THIN = "\u2009";
+
+function grouped(n) {
+  const s = Math.abs(n).toFixed(0).replace(/\B(?=(\d{3})+(?!\d))/g, THIN);
+  return n < 0 ? `−${s}` : s;
+}
+
+function expText(v, digits) {
+  const [m, e] = v.toExponential(Math.max(0, digits - 1)).split("e");
+  const mant = m.includes(".") ? m.replace(/0+$/, "").replace(/\.$/, "") : m;
+  return `${mant.replace("-", "−")}e${e.replace("+", "")}`;
+}
+
+/**
+ * A number as text: integers whole (thin-space groups from 10 000), other numbers with `digits`
+ * significant digits and no trailing zeros, exponent form below 0.001 and from 1e9. NaN, ±∞ and
+ * booleans (yes / no) as the CLI writes them.
+ */
 export function fmtNum(v, digits = 4) {
   if (v === null || v === undefined || v === "") return "–";
   if (typeof v === "string") { if (num(v) === null) return v; v = num(v); }
-  if (typeof v === "boolean") return String(v);
+  if (typeof v === "boolean") return v ? "yes" : "no";
   if (Number.isNaN(v)) return "NaN";
   if (!Number.isFinite(v)) return v > 0 ? "∞" : "−∞";
-  if (Number.isInteger(v) && Math.abs(v) < 1e12) return v.toLocaleString("en-US").replace(/,/g, "\u2009");
   const a = Math.abs(v);
-  if (a !== 0 && (a < 1e-3 || a >= 1e9)) return v.toExponential(digits - 1);
-  return String(Number(v.toPrecision(digits)));
+  if (Number.isInteger(v) && a < 1e15) return a >= 1e4 ? grouped(v) : String(v).replace("-", "−");
+  if (a !== 0 && (a < 1e-3 || a >= 1e9)) return expText(v, digits);
+  if (a >= 10 ** digits) return grouped(Math.round(v));
+  return String(Number(v.toPrecision(digits))).replace("-", "−");
+}
+
+/** "Nice" tick positions over [lo, hi]: steps of 1, 2, 2.5 or 5 times a power of ten, about `count` of them. */
+export function niceTicks(lo, hi, count = 5) {
+  if (!Number.isFinite(lo) || !Number.isFinite(hi)) return { ticks: [], step: 1, lo: 0, hi: 1 };
+  if (hi < lo) [lo, hi] = [hi, lo];
+  if (hi === lo) { const d = Math.abs(lo) * 0.1 || 1; lo -= d; hi += d; }
+  const raw = (hi - lo) / Math.max(1, count);
+  const p = 10 ** Math.floor(Math.log10(raw));
+  const step = [1, 2, 2.5, 5, 10].map((m) => m * p).find((s) => s >= raw * 0.999);
+  const first = Math.floor(lo / step + 1e-9) * step, last = Math.ceil(hi / step - 1e-9) * step;
+  const ticks = [];
+  for (let i = 0, v = first; v <= last + step * 1e-6 && i < 1000; i++, v = first + i * step) ticks.push(Math.abs(v) < step * 1e-9 ? 0 : v);
+  return { ticks, step, lo: first, hi: last };
+}
+
+/** A tick label: as many decimals as the step between ticks needs (0.25 steps: 2), no more. */
+export function fmtTick(v, step) {
+  if (v === null || v === undefined) return "";
+  if (!Number.isFinite(step) || step <= 0) return fmtNum(v, 3);
+  const a = Math.abs(v);
+  if ((a >= 1e9 || step < 1e-4) && a !== 0) return expText(v, 3);
+  const exp = Math.floor(Math.log10(step) + 1e-9);
+  let decimals = Math.max(0, -exp);
+  if (decimals > 0 || exp < 0) {
+    const mant = step / 10 ** exp;
+    if (Math.abs(mant - Math.round(mant)) > 1e-6) decimals += 1;  // 2.5, 0.25...
+  }
+  if (decimals === 0) return a >= 1e4 ? grouped(Math.round(v)) : String(Math.round(v)).replace("-", "−");
+  return v.toFixed(Math.min(decimals, 12)).replace("-", "−");
+}
+
+/** Column names whose numbers are epoch seconds, byte counts or durations in seconds. */
+const TIME_COL = /(^|_)(time|timestamp|created_at|ended_at|started|ended|started_at|first_time|last_time)$/;
+const BYTES_COL = /(^|_)bytes($|_)|(^|_)size$/;
+const SECONDS_COL = /(^|_)(duration|elapsed|seconds|wall|secs)($|_s$)|_s$|_seconds$/;
+
+/** A table cell: the column's unit decides (times, byte counts, durations), else fmtValue. */
+export function fmtCell(column, v) {
+  const n = num(v);
+  const c = String(column || "").toLowerCase();
+  if (typeof v === "number" && Number.isFinite(n)) {
+    if (TIME_COL.test(c) && n > 1e8) return fmtTime(n);
+    if (BYTES_COL.test(c)) return fmtBytes(n);
+    if (SECONDS_COL.test(c)) return fmtDuration(n);
+  }
+  return fmtValue(v);
 }
 
 export function fmtValue(v) {
   if (v === null || v === undefined) return "–";
+  if (typeof v === "boolean") return v ? "yes" : "no";
   if (typeof v === "number" || num(v) !== null) return fmtNum(v);
-  if (typeof v === "object") return JSON.stringify(v);
+  if (Array.isArray(v)) return `[${v.map(fmtValue).join(", ")}]`;
+  if (typeof v === "object") return `{${Object.entries(v).map(([k, x]) => `${k}: ${fmtValue(x)}`).join(", ")}}`;
   return String(v);
 }
 
-export function fmtDuration(s) {
-  if (s === null || s === undefined || !Number.isFinite(s)) return "–";
-  if (s < 10) return `${s.toFixed(s < 1 ? 2 : 1)} s`;
-  s = Math.max(0, Math.round(s));
-  const h = Math.floor(s / 3600), m = Math.floor((s % 3600) / 60), sec = s % 60;
-  return `${h}:${String(m).padStart(2, "0")}:${String(sec).padStart(2, "0")}`;
+/** Bytes with binary units: 512 B, 1.5 KiB, 3.2 GiB. */
+export function fmtBytes(n) {
+  if (typeof n !== "number" || !Number.isFinite(n)) return fmtValue(n);
+  const units = ["B", "KiB", "MiB", "GiB", "TiB", "PiB"];
+  let i = 0;
+  let x = Math.abs(n);
+  while (x >= 1024 && i < units.length - 1) { x /= 1024; i += 1; }
+  const text = i === 0 ? String(Math.round(x)) : x.toFixed(x < 10 ? 2 : 1);
+  return `${n < 0 ? "−" : ""}${text} ${units[i]}`;
 }
 
-export function fmtTime(t) {
-  if (!t) return "–";
+/** Seconds as 32ms, 4.2s, 3m05s, 1h02m or 2d07h (the CLI's format). */
+export function fmtDuration(s) {
+  if (s === null || s === undefined || !Number.isFinite(s)) return "–";
+  if (s < 1) return `${Math.round(Math.max(s, 0) * 1000)}ms`;
+  if (s < 60) return `${s.toFixed(1)}s`;
+  let m = Math.floor(s / 60);
+  const sec = Math.floor(s) % 60;
+  if (m < 60) return `${m}m${String(sec).padStart(2, "0")}s`;
+  let h = Math.floor(m / 60);
+  m %= 60;
+  if (h < 48) return `${h}h${String(m).padStart(2, "0")}m`;
+  const d = Math.floor(h / 24);
+  h %= 24;
+  return `${d}d${String(h).padStart(2, "0")}h`;
+}
+
+const pad2 = (n) => String(n).padStart(2, "0");
+
+/** Epoch seconds as local "2025-03-14 09:26:53" (the CLI's format); `short` leaves out the date when today. */
+export function fmtTime(t, { short = false } = {}) {
+  if (t === null || t === undefined || !Number.isFinite(t) || t === 0) return "–";
   const d = new Date(t * 1000);
-  return d.toLocaleString(undefined, { year: "numeric", month: "short", day: "numeric", hour: "2-digit", minute: "2-digit" });
+  const day = `${d.getFullYear()}-${pad2(d.getMonth() + 1)}-${pad2(d.getDate())}`;
+  const time = `${pad2(d.getHours())}:${pad2(d.getMinutes())}:${pad2(d.getSeconds())}`;
+  if (short && new Date().toDateString() === d.toDateString()) return time;
+  return `${day} ${time}`;
 }
 
 export function fmtAgo(t, now = Date.now() / 1000) {
@@ -109,20 +204,70 @@ export function fmtAgo(t, now = Date.now() / 1000) {
   if (s < 86400) return `${Math.floor(s / 3600)} h ago`;
   if (s < 2 * 86400) return "yesterday";
   if (s < 30 * 86400) return `${Math.floor(s / 86400)} days ago`;
-  return new Date(t * 1000).toLocaleDateString();
+  return fmtTime(t).slice(0, 10);
 }
 
 export function shortId(id) { return String(id).slice(0, 8); }
 
 // --- colours -----------------------------------------------------------------------------------
+// A run's hue comes from a hash of its full id; colours are OKLCH (even lightness across hues, so no
+// hue reads as "the same green" as its neighbour) turned into sRGB hex for canvas and CSS alike.
 
-/** One colour per run, from its id: the same on every page and chart. */
-export function runColor(id) {
+function hashHue(id) {
   let h = 2166136261;
   for (const ch of String(id)) { h ^= ch.charCodeAt(0); h = Math.imul(h, 16777619); }
-  const hue = ((h >>> 0) % 360);
+  h ^= h >>> 15; h = Math.imul(h, 2246822519); h ^= h >>> 13;
+  return (h >>> 0) % 360;
+}
+
+function oklchToHex(L, C, H) {
+  const toRgb = (c) => {
+    const hr = (H * Math.PI) / 180;
+    const a = c * Math.cos(hr), b = c * Math.sin(hr);
+    const l_ = L + 0.3963377774 * a + 0.2158037573 * b;
+    const m_ = L - 0.1055613458 * a - 0.0638541728 * b;
+    const s_ = L - 0.0894841775 * a - 1.291485548 * b;
+    const l = l_ ** 3, m = m_ ** 3, s = s_ ** 3;
+    const lin = [4.0767416621 * l - 3.3077115913 * m + 0.2309699292 * s,
+      -1.2684380046 * l + 2.6097574011 * m - 0.3413193965 * s,
+      -0.0041960863 * l - 0.7034186147 * m + 1.707614701 * s];
+    return lin.map((x) => (x <= 0.0031308 ? 12.92 * x : 1.055 * x ** (1 / 2.4) - 0.055));
+  };
+  let c = C, rgb = toRgb(c);
+  while (c > 0 && rgb.some((x) => x < 0 || x > 1)) { c -= 0.005; rgb = toRgb(c); }  // into the sRGB gamut
+  return `#${rgb.map((x) => Math.round(Math.min(1, Math.max(0, x)) * 255).toString(16).padStart(2, "0")).join("")}`;
+}
+
+function hueColor(hue) {
   const dark = matchMedia("(prefers-color-scheme: dark)").matches;
-  return `hsl(${hue} ${dark ? 70 : 65}% ${dark ? 62 : 45}%)`;
+  return dark ? oklchToHex(0.76, 0.15, hue) : oklchToHex(0.6, 0.17, hue);
+}
+
+/** One colour per run, from its full id (never the prefix a URL holds): the same on every page. */
+export function runColor(id) { return hueColor(hashHue(id)); }
+
+/**
+ * Colours of runs shown together: each run's own hue, moved apart where two are close, so that the runs
+ * of one page are always told apart. Deterministic for the same set of ids. Returns {id: colour}.
+ */
+export function runColors(ids) {
+  const uniq = [...new Set(ids.map(String))];
+  const n = uniq.length;
+  const items = uniq.map((id) => ({ id, h: hashHue(id) })).sort((a, b) => a.h - b.h || (a.id < b.id ? -1 : 1));
+  if (n > 1) {
+    // Two hues closer than `want`: spread every run evenly round the circle, in the order of their own
+    // hues, turned so that on average each stays nearest its own hue.
+    const want = Math.min(40, (360 / n) * 0.6);
+    const gap = (i) => ((((items[(i + 1) % n].h - items[i].h) % 360) + 360) % 360) || (n === 1 ? 360 : 0);
+    if (items.some((_, i) => gap(i) < want)) {
+      const stepDeg = 360 / n;
+      let sx = 0, sy = 0;
+      items.forEach((it, i) => { const d = ((it.h - i * stepDeg) * Math.PI) / 180; sx += Math.cos(d); sy += Math.sin(d); });
+      const offset = (Math.atan2(sy, sx) * 180) / Math.PI;
+      items.forEach((it, i) => { it.h = (((offset + i * stepDeg) % 360) + 360) % 360; });
+    }
+  }
+  return Object.fromEntries(items.map((it) => [it.id, hueColor(it.h)]));
 }
 
 const PALETTE = ["#3b82f6", "#ef4444", "#10b981", "#f59e0b", "#8b5cf6", "#ec4899", "#14b8a6", "#f97316",
@@ -167,7 +312,7 @@ export function flatten(obj, prefix = "", out = {}) {
 
 /** Exponential moving average with bias correction (TensorBoard's smoothing); gaps stay gaps. */
 export function smooth(ys, weight) {
-  if (!weight) return ys;
+  if (!weight) return ys.slice();
   const out = new Array(ys.length);
   let last = 0, n = 0;
   for (let i = 0; i < ys.length; i++) {
