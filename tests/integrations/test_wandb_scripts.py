@@ -374,3 +374,13 @@ def test_the_embedded_api_never_imports_the_wandb_layer() -> None:
         elif isinstance(node, ast.Import):
             imported.update(a.name for a in node.names)
     assert not {m for m in imported if m in (".wandb", "tracker.wandb") or m.startswith((".wandb.", "tracker.wandb."))}
+
+
+def test_tracker_table_takes_wandbs_arguments_in_a_fresh_interpreter(tmp_path: Path) -> None:
+    proc = run_script("""
+        import tracker as wandb
+        t = wandb.Table(columns=["a"], data=[[1]])
+        print(type(t).__module__, t.columns, t.data)
+    """, tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["tracker.integrations.wandb.media", "['a']", "[[1]]"]
