@@ -217,3 +217,13 @@ def test_lightning_cli_with_default_arguments(tmp_store: Path, tmp_path: Path) -
     assert (tmp_path / "config.yaml").is_file()  # LightningCLI's config callback found a log_dir
     checkpoints = list((tmp_path / "cli" / run.id / "checkpoints").glob("*.ckpt"))
     assert checkpoints, sorted(str(p) for p in tmp_path.rglob("*"))
+
+
+def test_save_hyperparameters_with_omegaconf_values_through_a_fit(tmp_store: Path, tmp_path: Path) -> None:
+    omegaconf = pytest.importorskip("omegaconf")
+    cfg = omegaconf.OmegaConf.create({"optim": {"lr": 0.1, "betas": [0.9, 0.99]}, "sizes": [32, 32]})
+    logger = TrackerLogger(project="omega")
+    trainer = pl.Trainer(max_steps=1, logger=logger, limit_val_batches=0, default_root_dir=tmp_path, **QUIET)
+    trainer.fit(CliModel(hidden=4, sizes=cfg.sizes))
+    config = tracker.open_store().run(logger.version).info.config
+    assert config["sizes"] == [32, 32] and config["hidden"] == 4  # not the string '[32, 32]'

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import math
+import os
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -167,7 +168,9 @@ def test_save_logs_a_checkpoint_as_an_artifact(store: Path, tmp_path: Path) -> N
     assert wandb.save(str(ckpt)) == [str(ckpt)]
     wandb.save(str(tmp_path / "later-*.txt"))  # nothing yet: logged at finish when it exists
     (tmp_path / "later-1.txt").write_text("written after save()")
-    wandb.finish()
+    os.mkfifo(tmp_path / "later-2.txt")
+    with pytest.warns(tracker.TrackerWarning, match="later-2.txt is a FIFO, not a file; not logged"):
+        wandb.finish()
     view = tracker.open_store(store).run(run.id)
     arts = {a.name: a for a in view.artifacts()}
     assert set(arts) == {"model.pt", "later-1.txt"}
