@@ -387,3 +387,12 @@ def test_tracker_table_takes_wandbs_arguments_in_a_fresh_interpreter(tmp_path: P
     """, tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.split() == ["tracker.integrations.wandb.media", "['a']", "[[1]]"]
+
+
+def test_a_bad_image_is_refused_where_it_is_made(store: Path) -> None:
+    run = wandb.init(project="p")
+    with pytest.raises(tracker.SchemaError, match="image"):
+        wandb.Image(np.full((4, 4), np.nan))
+    wandb.log({"ok": 1.0})
+    wandb.finish()
+    assert [r.data for r in tracker.open_store(store).run(run.id).records()] == [{"ok": 1.0}]
