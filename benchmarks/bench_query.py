@@ -1,24 +1,26 @@
-"""Query at scale: the "10 lowest-loss runs with their lr" question, four ways, on generated stores.
+"""Query at scale: the "10 lowest-loss runs" question and ``tracker index`` on generated stores.
 
 Not part of CI and not in run_all.py: the large store is about 25 GB. For each
-size (runs x records of 4 floats) it measures, wall clock, one round each:
+size (runs x records of 4 floats) it measures, wall clock, process start included:
 
 - generating the store (segments written directly in the documented line
-  format, valid CRCs, one finished writer per run);
-- ``tracker runs --format json`` (listing reads each segment's two ends);
-- the baseline: the Python reading API, ``RunView.metrics()`` per run, min of loss;
-- ``tracker query`` on the JSONL (``--no-index``: CRC check in Python, then DuckDB);
-- ``tracker index`` (Parquet, zstd) and ``tracker query`` on the index;
-- bytes on disk per record, JSONL and Parquet;
-- ``tracker sync`` into PostgreSQL (records per second; a server is started in
-  a temporary folder when ``--pg-url`` is not given and server binaries exist).
+  format with the store's own encoders, valid CRCs, one finished writer per run);
+  kept under ``--root`` and reused by the next call;
+- ``tracker index`` from nothing (every segment's derived columns and the run
+  catalog, ``--procs`` worker processes), against two floors: the records per
+  second of the old Parquet index (510.5 s for 100M records, RESULTS.md of
+  2026-11-23; target: at least twice that), and ``orjson.loads`` of every
+  line in one process (measured here on a sample of runs, scaled);
+- the question on the catalog's figures (``metric_stats``, median of 3;
+  target: within 3 s), against ``tracker query "SELECT 1"`` (process start,
+  DuckDB) as its floor;
+- the question on the long ``metrics`` view over the derived columns (median of 3);
+- ``tracker runs --format json`` once the catalog exists (median of 3);
+- with ``--check-jsonl``, the question over the JSONL (``--no-index``), which
+  must give the same ten runs (the other two always must agree).
 
-The three answers are checked to be the same ten runs. With ``--api-runs N``
-the baseline reads only N runs and its time is scaled to all runs (said so in
-the output); ``--sync-runs N`` does the same for the sync.
-
-    python benchmarks/bench_query.py --size 2000x1000
-    python benchmarks/bench_query.py --size 10000x10000 --api-runs 500 --sync-runs 100 --root /big/disk
+    python benchmarks/bench_query.py --size 1000x10000 --root /tmp/tracker-bench-query --keep
+    python benchmarks/bench_query.py --size 10000x10000 --root /big/disk --keep --skip-metrics-view
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ import json
 import multiprocessing
 import os
 import random
+import resource
 import shutil
 import subprocess
 import sys
@@ -39,15 +42,15 @@ from pathlib import Path
 import orjson
 
 ROOT = Path(__file__).resolve().parent.parent
-QUERY = ("SELECT m.run_id, min(m.value) AS best, r.lr FROM metrics m JOIN runs r ON r.id = m.run_id "
-         "WHERE m.name = 'loss' GROUP BY m.run_id, r.lr ORDER BY best, m.run_id LIMIT 10")
 
 
 # --- generating -----------------------------------------------------------------------------------
 
 def _line(env: dict) -> bytes:
-    head = orjson.dumps(env)[:-1]
-    return b'%b,"crc":"%08x"}\n' % (head, zlib.crc32(head))
+    from tracker.format import encode_line, event
+
+    return encode_line(event(env["kind"], env["schema"], env["step"], env["time"], env["w"], env["seq"],
+                             env["data"]))
 
 
 def make_run(runs_dir: Path, i: int, n: int) -> int:
@@ -98,6 +101,14 @@ def generate(store: Path, runs: int, n: int, procs: int) -> float:
 
 # --- measuring --------------------------------------------------------------------------------------
 
+QUERY = ("SELECT m.run_id, min(m.value) AS best, r.lr FROM metrics m JOIN runs r ON r.id = m.run_id "
+         "WHERE m.name = 'loss' GROUP BY m.run_id, r.lr ORDER BY best, m.run_id LIMIT 10")
+STATS_QUERY = ("SELECT s.run_id, s.min AS best, r.lr FROM metric_stats s JOIN runs r ON r.id = s.run_id "
+               "WHERE s.name = 'loss' ORDER BY best, s.run_id LIMIT 10")
+#: The old Parquet index built 100M records in 510.5 s (RESULTS.md, 2026-11-23, this machine).
+OLD_INDEX_RECORDS_PER_S = 100_000_000 / 510.5
+
+
 def tracker_cmd(*args: str, env: dict | None = None) -> tuple[float, subprocess.CompletedProcess]:
     t0 = time.perf_counter()
     proc = subprocess.run([sys.executable, "-m", "tracker", *args], capture_output=True, text=True,
@@ -108,105 +119,89 @@ def tracker_cmd(*args: str, env: dict | None = None) -> tuple[float, subprocess.
     return took, proc
 
 
-def api_top10(store: Path, limit: int | None) -> tuple[float, int, list]:
-    """The baseline: RunView.metrics() per run; returns (seconds, runs read, top 10)."""
-    import numpy as np
+def median_cmd(rounds: int, *args: str, env: dict | None = None) -> tuple[float, subprocess.CompletedProcess]:
+    times, proc = [], None
+    for _ in range(rounds):
+        took, proc = tracker_cmd(*args, env=env)
+        times.append(took)
+    return sorted(times)[len(times) // 2], proc  # type: ignore[return-value]
 
-    import tracker
 
+def parse_floor(store: Path, sample: int) -> tuple[float, int]:
+    """Seconds and lines of ``orjson.loads`` of every line of ``sample`` runs' segments, in one process."""
+    runs = sorted(os.listdir(store / "runs"))[:sample]
+    lines = 0
     t0 = time.perf_counter()
-    st = tracker.open_store(store)
-    infos = st.runs()
-    if limit:
-        infos = infos[:limit]
-    best = []
-    for info in infos:
-        loss = tracker.RunView(st.path, info.id).metrics()["loss"]
-        best.append((float(np.nanmin(loss)), info.id, info.config.get("lr")))
-    best.sort()
-    return time.perf_counter() - t0, len(infos), [(rid, b, lr) for b, rid, lr in best[:10]]
+    loads = orjson.loads
+    for rid in runs:
+        for seg in (store / "runs" / rid).glob("*.jsonl"):
+            with open(seg, "rb") as f:
+                for line in f:
+                    loads(line)
+                    lines += 1
+    return time.perf_counter() - t0, lines
 
 
-def du(path: Path, suffix: str) -> int:
-    return sum(p.stat().st_size for p in path.rglob(f"*{suffix}") if p.is_file())
+def du(path: Path) -> int:
+    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
 
 
-def start_pg() -> tuple[object | None, str | None]:
-    sys.path.insert(0, str(ROOT))
-    try:
-        from tests.query.pg import Server, bindir
-    except ImportError:
-        return None, None
-    bins = bindir()
-    if bins is None:
-        return None, None
-    server = Server(bins)
-    import psycopg
-
-    with psycopg.connect(server.url(), autocommit=True) as conn:
-        conn.execute("CREATE DATABASE bench")
-    return server, server.url("bench")
+def top(proc: subprocess.CompletedProcess) -> list:
+    return [(r["run_id"], r["best"], r["lr"]) for r in json.loads(proc.stdout)]
 
 
 def measure(size: str, root: Path, args: argparse.Namespace) -> dict:
     runs, n = (int(x) for x in size.lower().split("x"))
     store = root / f"store-{runs}x{n}"
-    out: dict = {"size": size, "runs": runs, "records_per_run": n, "records": runs * n}
+    out: dict = {"size": size, "runs": runs, "records_per_run": n, "records": runs * n, "procs": args.procs}
     if not (store / "runs").exists() or args.regenerate:
         shutil.rmtree(store, ignore_errors=True)
         out["generate_s"] = generate(store, runs, n, args.procs)
         print(f"[{size}] generated in {out['generate_s']:.1f}s", flush=True)
     if args.generate_only:
         return out
-    shutil.rmtree(store / "index", ignore_errors=True)
     env = {"TRACKER_STORE": str(store), "NO_COLOR": "1"}
-    jsonl = du(store / "runs", ".jsonl")
-    out["jsonl_bytes"] = jsonl
-    out["jsonl_bytes_per_record"] = jsonl / (runs * n)
-    out["tracker_runs_s"], _ = tracker_cmd("runs", "--format", "json", env=env)
-    print(f"[{size}] tracker runs {out['tracker_runs_s']:.2f}s", flush=True)
-    t, done, api = api_top10(store, args.api_runs)
-    out["api_s"] = t * runs / done
-    out["api_runs_read"] = done
-    print(f"[{size}] API {t:.1f}s for {done} runs -> {out['api_s']:.1f}s for all", flush=True)
-    out["query_jsonl_s"], proc = tracker_cmd("query", QUERY, "--no-index", "--format", "json", env=env)
-    jsonl_top = [(r["run_id"], r["best"], r["lr"]) for r in json.loads(proc.stdout)]
-    print(f"[{size}] query on JSONL {out['query_jsonl_s']:.1f}s", flush=True)
-    out["index_s"], proc = tracker_cmd("index", "--format", "json", env=env)
+    out["jsonl_bytes"] = du(store / "runs")
+    tracker_cmd("index", "--drop", env=env)
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    out["index_s"], proc = tracker_cmd("index", "--jobs", str(args.procs), "--format", "json", env=env)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    # CPU seconds of tracker index and its workers: what the build costs whatever else the machine runs.
+    out["index_cpu_s"] = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    out["index_records_per_cpu_s"] = runs * n / out["index_cpu_s"]
     rep = json.loads(proc.stdout)
-    out["parquet_bytes"] = rep["parquet_bytes"]
-    out["parquet_bytes_per_record"] = rep["parquet_bytes"] / (runs * n)
-    print(f"[{size}] tracker index {out['index_s']:.1f}s", flush=True)
-    times = []
-    for _ in range(3):
-        took, proc = tracker_cmd("query", QUERY, "--format", "json", env=env)
-        times.append(took)
-    out["query_index_s"] = sorted(times)[1]
-    index_top = [(r["run_id"], r["best"], r["lr"]) for r in json.loads(proc.stdout)]
-    print(f"[{size}] query on index {out['query_index_s']:.2f}s (median of 3)", flush=True)
-    out["index_equals_jsonl"] = jsonl_top == index_top
-    # The baseline reads every run only without --api-runs; then its ten runs must be the same.
-    out["api_equals_sql"] = [r[0] for r in api] == [r[0] for r in jsonl_top] if not args.api_runs else None
-    if not args.skip_sync:
-        server, url = (None, args.pg_url) if args.pg_url else start_pg()
-        if url is not None:
-            try:
-                sub = root / f"sync-{runs}x{n}"
-                shutil.rmtree(sub, ignore_errors=True)
-                (sub / "runs").mkdir(parents=True)
-                ids = sorted(os.listdir(store / "runs"))[: args.sync_runs or None]
-                for rid in ids:
-                    os.symlink(store / "runs" / rid, sub / "runs" / rid)
-                took, proc = tracker_cmd("--store", str(sub), "sync", url)
-                out["sync_runs"] = len(ids)
-                out["sync_s"] = took
-                out["sync_records_per_s"] = len(ids) * (n + 2) / took
-                print(f"[{size}] sync {len(ids)} runs in {took:.1f}s: {out['sync_records_per_s']:.0f} events/s",
-                      flush=True)
-                shutil.rmtree(sub, ignore_errors=True)
-            finally:
-                if server is not None:
-                    server.stop()  # type: ignore[attr-defined]
+    out["index_bytes"] = rep["index_bytes"]
+    out["index_records_per_s"] = runs * n / out["index_s"]
+    out["index_vs_old"] = out["index_records_per_s"] / OLD_INDEX_RECORDS_PER_S
+    print(f"[{size}] tracker index from nothing {out['index_s']:.1f}s "
+          f"({out['index_records_per_s']:,.0f} records/s, {out['index_vs_old']:.2f}x the old index; "
+          f"{out['index_cpu_s']:.1f} CPU s, {out['index_records_per_cpu_s']:,.0f} records per CPU second)", flush=True)
+    sample = min(runs, args.parse_sample)
+    cpu0 = time.process_time()
+    took, lines = parse_floor(store, sample)
+    out["parse_floor_lines_per_s"] = lines / took
+    out["parse_floor_lines_per_cpu_s"] = lines / (time.process_time() - cpu0)
+    out["index_vs_parse_floor"] = out["index_records_per_s"] / out["parse_floor_lines_per_s"]
+    print(f"[{size}] orjson.loads floor {out['parse_floor_lines_per_s']:,.0f} lines/s on one core "
+          f"({sample} runs)", flush=True)
+    out["select1_s"], _ = median_cmd(3, "query", "SELECT 1", "--format", "json", env=env)
+    out["top10_stats_s"], proc = median_cmd(3, "query", STATS_QUERY, "--format", "json", env=env)
+    stats_top = top(proc)
+    out["top10_stats_vs_select1"] = out["top10_stats_s"] / out["select1_s"]
+    print(f"[{size}] top 10 on metric_stats {out['top10_stats_s']:.2f}s (SELECT 1: {out['select1_s']:.2f}s)",
+          flush=True)
+    out["runs_s"], _ = median_cmd(3, "runs", "--format", "json", env=env)
+    print(f"[{size}] tracker runs {out['runs_s']:.2f}s", flush=True)
+    if not args.skip_metrics_view:
+        out["top10_metrics_s"], proc = median_cmd(3, "query", QUERY, "--format", "json", env=env)
+        out["metrics_equals_stats"] = top(proc) == stats_top
+        print(f"[{size}] top 10 on the metrics view {out['top10_metrics_s']:.2f}s", flush=True)
+    if args.check_jsonl:
+        out["top10_jsonl_s"], proc = tracker_cmd("query", QUERY, "--no-index", "--format", "json", env=env)
+        out["jsonl_equals_stats"] = top(proc) == stats_top
+        print(f"[{size}] top 10 on the JSONL {out['top10_jsonl_s']:.1f}s", flush=True)
+    out["target_top10_3s"] = out["top10_stats_s"] <= 3.0
+    out["target_index_2x_old"] = out["index_vs_old"] >= 2.0
     if not args.keep:
         shutil.rmtree(store, ignore_errors=True)
     return out
@@ -214,22 +209,21 @@ def measure(size: str, root: Path, args: argparse.Namespace) -> dict:
 
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--size", action="append", help="RUNSxRECORDS (repeatable; default 2000x1000)")
+    p.add_argument("--size", action="append", help="RUNSxRECORDS (repeatable; default 1000x10000)")
     p.add_argument("--root", type=Path, help="where to write the stores (default: a temporary folder)")
     p.add_argument("--keep", action="store_true", help="keep the stores (and reuse them on the next call)")
     p.add_argument("--regenerate", action="store_true")
     p.add_argument("--generate-only", action="store_true", help="write the stores (kept) and stop")
-    p.add_argument("--api-runs", type=int, default=0, help="baseline on this many runs, scaled (0: all)")
-    p.add_argument("--sync-runs", type=int, default=0, help="sync this many runs (0: all)")
-    p.add_argument("--skip-sync", action="store_true")
-    p.add_argument("--pg-url", help="a database to sync into (default: a temporary server)")
-    p.add_argument("--procs", type=int, default=2, help="processes generating the store")
+    p.add_argument("--skip-metrics-view", action="store_true", help="leave out the question on the metrics view")
+    p.add_argument("--check-jsonl", action="store_true", help="also ask the question over the JSONL (slow)")
+    p.add_argument("--parse-sample", type=int, default=100, help="runs the parsing floor reads")
+    p.add_argument("--procs", type=int, default=2, help="processes generating and indexing the store")
     p.add_argument("--out", type=Path, help="append the JSON results to this file")
     args = p.parse_args()
     root = args.root or Path(tempfile.mkdtemp(prefix="tracker-bench-query-"))
     root.mkdir(parents=True, exist_ok=True)
     results = []
-    for size in args.size or ["2000x1000"]:
+    for size in args.size or ["1000x10000"]:
         res = measure(size, root, args)
         res["load_average"] = os.getloadavg()
         print(json.dumps(res), flush=True)

@@ -49,10 +49,11 @@ from .index import (
     index_enabled,
     load_segment,
     metric_dicts,
+    stream_part,
     warn_once,
 )
 from .records import Problem, Record, RunInfo
-from .segment import Segment, read_run_info, read_segment, segment_paths
+from .segment import Segment, hostname, read_run_info, read_segment, segment_paths
 from .summary import Summary, Table, summarize_run
 
 if TYPE_CHECKING:
@@ -155,6 +156,15 @@ class Store(LazyHost):
     #: The class of the views :meth:`run` returns (:mod:`tracker.store` gives one with the capabilities' methods).
     view_class: type[RunView]
 
+    def dataframe(self, project: str | None = None, status: str | None = None, library: str = "pandas") -> Any:
+        """One row per run: RunInfo fields, ``config.KEY``, ``summary.KEY`` and ``metric.NAME.last|min|max|count``.
+
+        Read from the run catalog; ``library`` as for :meth:`RunView.dataframe`.
+        """
+        from .frames import run_frame
+
+        return run_frame(self, project, status, library)
+
     def _view(self, run_id: str) -> RunView:
         return self.view_class(self.path, run_id, host=self._host, writable=self._writable)
 
@@ -179,7 +189,12 @@ class Store(LazyHost):
             for name, m in ix.meta.items():
                 counts[name] = counts.get(name, 0) + m["n"]
         entry = CatalogEntry(info, combine_stats([ix.stats for ix in ixs]), counts)
-        return entry, {"dir": dir_state, "edits_dir": edits_state, "segs": segs, "edits": edits}
+        # A writer on another host that never finished is judged by a timeout of the reader's
+        # configuration: such a run's status is derived again at each listing, like a running one's.
+        here = hostname()
+        recheck = any(s.finish is None and s.facts().get("host") != here for s in view.segments())
+        return entry, {"dir": dir_state, "edits_dir": edits_state, "segs": segs, "edits": edits,
+                       "recheck": recheck}
 
     def _refresh_running(self, run_id: str, entry: CatalogEntry) -> CatalogEntry:
         # Its files are unchanged, but its writer may have died since: derive the status again.
@@ -437,14 +452,16 @@ class RunView(LazyHost):
         for i in range(part.n):
             yield lines[i], Record(steps[i], times[i], name, datas[i], writers[i], seqs[i])
 
+    def _streamed(self, ix: SegmentIndex, name: str) -> Iterator[tuple[int, Record]]:
+        for window in stream_part(ix, name):
+            yield from self._part_records(window)
+
     def _segment_records_ix(self, ix: SegmentIndex, schema: str | None) -> Iterator[Record]:
-        if schema is not None:
-            part = ix.parts.get(schema)
-            if part is not None:
-                for _, rec in self._part_records(part):
-                    yield rec
+        """One segment's records (of one schema), in file order, streamed from its columns in windows."""
+        names = [schema] if schema is not None else list(ix.meta)
+        gens = [self._streamed(ix, name) for name in names if name in ix.meta]
+        if not gens:
             return
-        gens = [self._part_records(p) for p in ix.parts.values()]
         if len(gens) == 1:
             for _, rec in gens[0]:
                 yield rec
@@ -457,7 +474,7 @@ class RunView(LazyHost):
         if not index_enabled():
             yield from self._jsonl_records(schema)
             return
-        ixs = self._indexes(None if schema is None else {schema})
+        ixs = self._indexes(set())  # headers: the columns are streamed in windows
         gens = [self._segment_records_ix(ix, schema) for ix in ixs]
         if len(gens) == 1:
             yield from gens[0]
@@ -546,6 +563,17 @@ class RunView(LazyHost):
             if part is not None and part.n:
                 parts.append(({"step": part.step, "time": part.time, **part.cols}, part.n))
         return merge_columns(parts)
+
+    def dataframe(self, schema: str = "metrics", library: str = "pandas") -> Any:
+        """The run's records of ``schema`` as a data frame: ``step``, ``time``, then the schema's fields.
+
+        :param library: ``"pandas"``, ``"polars"`` or ``"arrow"`` (each an optional extra; without it a
+            :class:`TrackerError` names the ``pip install`` to run). Numeric columns share the
+            reader's arrays where the library allows.
+        """
+        from .frames import record_frame
+
+        return record_frame(self, schema, library)
 
     def schema_counts(self) -> dict[str, int]:
         """Records per schema, in order of first appearance."""

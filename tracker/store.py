@@ -59,15 +59,17 @@ class Store(reader.Store):
     view_class = RunView
 
     def sql(self, query: str, *, use_index: bool = True) -> duckdb.DuckDBPyRelation:
-        """Run SQL over the views ``runs``, ``metrics``, ``records`` and one per schema (DuckDB).
+        """Run SQL over the views ``runs``, ``metrics``, ``records``, ``metric_stats`` and one per schema (DuckDB).
 
-        :param use_index: read indexed runs from the Parquet index (``tracker index``).
+        :param use_index: read the store's derived columns (``<store>/index/``, kept up to date by
+            every reader); ``False`` parses the JSONL (the same answers, slower).
         :raises QueryError: carrying DuckDB's message.
         :raises TrackerError: when DuckDB is not installed (``pip install "tracker-core[query]"``).
         """
         from .query.sql import query as run_query
 
         return run_query(self, query, use_index=use_index)
+
     # --- changes after the fact: appended events and whole-folder renames -----------
 
     def tag(self, runs: str | Iterable[str], add: Iterable[str] = (), remove: Iterable[str] = ()) -> list[RunInfo]:

@@ -128,12 +128,14 @@ def test_colour_only_on_a_terminal_and_never_with_no_color(one_run, store: Path)
 
 @pytest.mark.parametrize("args", [
     ["runs", "--format", "json"], ["show", "only", "--format", "json"], ["summary", "only", "--format", "json"],
-    ["compare", "only", "only", "--format", "json"], ["plugins", "--format", "json"],
+    ["compare", "only", "second", "--format", "json"], ["plugins", "--format", "json"],
     ["schemas", "--format", "json"], ["verify", "--format", "json"],
 ])
 def test_python_m_tracker_prints_one_json_document(one_run, store, args):
     import json
 
+    if "second" in args:  # compare needs two different runs
+        write_run(store, "second", [(0, {"loss": 0.3})], name="second")
     proc = run_tracker("--store", str(store), *args)
     assert proc.returncode == 0, proc.stderr
     json.loads(proc.stdout)  # exactly one document: anything else on stdout would fail here

@@ -6,12 +6,14 @@ import csv
 import io
 import json
 import math
+import sys
 import tracemalloc
 
 import pytest
 
 import tracker
 import tracker.format
+import tracker.index.segments as index_segments
 from tests.cli.support import run_on_terminal, run_tracker, write_run
 
 
@@ -102,15 +104,19 @@ def _peak_export(cli, store, run_id: str, out) -> int:
 
 
 def test_constant_memory(cli, store, tmp_path, monkeypatch):
-    # Segments are read in fixed chunks: with small chunks, small runs already show
+    # Columns are read in fixed windows: with small windows, small runs already show
     # the whole cost, and a run eight times longer must not cost more.
     monkeypatch.setattr(tracker.format, "READ_CHUNK", 16 * 1024)
+    monkeypatch.setattr(index_segments, "WINDOW_ROWS", 256)
     for run_id, n in (("small", 1_000), ("large", 8_000)):
         write_run(store, run_id, [(s, {"loss": 1.0 / (s + 1), "acc": 0.5}) for s in range(n // 2)],
                   writer="h-1-aaaaaa")
         write_run(store, run_id, [(s, {"loss": 2.0 / (s + 1)}) for s in range(n // 2)], writer="h-2-bbbbbb",
                   start_kind="writer_started")
+    # The first read of a run builds its derived columns (8 bytes a value, held while built);
+    # from then on an export streams them in windows, whatever the run's length.
     _peak_export(cli, store, "small", tmp_path / "warm.csv")
+    _peak_export(cli, store, "large", tmp_path / "warm-large.csv")
     small = _peak_export(cli, store, "small", tmp_path / "small.csv")
     large = _peak_export(cli, store, "large", tmp_path / "large.csv")
     with open(tmp_path / "large.csv") as f:
@@ -125,3 +131,61 @@ def test_progress_bar_on_a_terminal_only_when_the_output_is_not_there(store, tmp
     assert "exporting metrics" in on_tty and "100%" in on_tty
     piped = run_tracker(*to_file)
     assert piped.returncode == 0 and "exporting" not in piped.stderr and "%" not in piped.stderr
+
+
+def test_parquet_from_the_suffix(cli, run, tmp_path):
+    pq = pytest.importorskip("pyarrow.parquet")
+    out = tmp_path / "m.parquet"
+    result = cli("export", run.id, "-o", str(out))
+    assert result.exit_code == 0, result.output
+    table = pq.read_table(out).to_pydict()
+    assert list(table) == ["step", "time", "loss", "acc", "grad"]
+    assert table["step"] == [0, 1, 1, 3] and table["acc"] == [0.5, None, 0.75, None]
+    assert table["loss"][0] == 1.0 and math.isnan(table["loss"][1]) and table["loss"][2] == math.inf
+    typed = tmp_path / "t.PARQUET"
+    assert cli("export", run.id, "--schema", "fft.loss_point", "-o", str(typed)).exit_code == 0
+    assert pq.read_table(typed).to_pydict()["model_id"] == ["m"]
+
+
+def test_parquet_without_pyarrow_is_one_line_naming_its_install(cli, run, tmp_path, monkeypatch):
+    tmp_path = tmp_path / "out"
+    tmp_path.mkdir()
+    monkeypatch.setitem(sys.modules, "pyarrow", None)  # what an environment without it sees
+    out = tmp_path / "m.parquet"
+    result = cli("export", run.id, "-o", str(out))
+    assert result.exit_code == 1 and result.stdout == ""
+    assert result.stderr.count("\n") == 1 and "pip install pyarrow" in result.stderr
+    assert not list(tmp_path.iterdir())
+
+
+@pytest.mark.parametrize("name", ["m.txt", "m.json", "metrics"])
+def test_unknown_suffix_is_one_line_and_writes_nothing(cli, run, tmp_path, name):
+    tmp_path = tmp_path / "out"
+    tmp_path.mkdir()
+    result = cli("export", run.id, "-o", str(tmp_path / name))
+    assert result.exit_code == 2 and result.stdout == ""
+    assert result.stderr.count("\n") == 1 and "cannot tell the format" in result.stderr
+    assert ".csv, .jsonl, .ndjson, .parquet" in result.stderr
+    assert not list(tmp_path.iterdir())
+    # --format says it for a name without a known suffix.
+    assert cli("export", run.id, "-o", str(tmp_path / name), "--format", "jsonl").exit_code == 0
+    assert (tmp_path / name).read_text().count("\n") == 4
+
+
+def test_format_and_suffix_that_disagree(cli, run, tmp_path):
+    result = cli("export", run.id, "-o", str(tmp_path / "m.csv"), "--format", "jsonl")
+    assert result.exit_code == 2 and result.stderr.count("\n") == 1 and "says csv" in result.stderr
+    assert cli("export", run.id, "--format", "parquet").exit_code == 2
+
+
+def test_a_schema_the_run_does_not_hold_is_an_error_and_writes_nothing(cli, run, tmp_path):
+    tmp_path = tmp_path / "out"
+    tmp_path.mkdir()
+    for args in ([], ["-o", str(tmp_path / "p.csv")]):
+        result = cli("export", run.id, "--schema", "fft.params", *args)
+        assert result.exit_code == 1 and result.stdout == ""
+        assert result.stderr.count("\n") == 1
+        assert f"run {run.id} has no fft.params records (it holds: metrics, fft.loss_point)" in result.stderr
+    assert not list(tmp_path.iterdir())
+    unknown = cli("export", run.id, "--schema", "no.such")
+    assert unknown.exit_code == 1 and "unknown schema 'no.such'" in unknown.stderr

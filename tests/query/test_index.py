@@ -194,3 +194,18 @@ def test_kill_9_of_index_at_random_points(tmp_path: Path) -> None:
     assert res.returncode == 0, res.stderr
     assert not [p for p in (store / "index").rglob("*.tmp")]  # what the killed ones left is gone
     assert answers(store) == ref
+
+
+def test_many_metric_names_take_the_long_table(store_copy: Path, monkeypatch) -> None:  # noqa: ANN001
+    """Past WIDE_MAX names the views are built another way (a long table, JSON text): the same answers."""
+    import tracker.query.columnar as columnar
+
+    ref = answers(store_copy, use_index=False)
+    monkeypatch.setattr(columnar, "WIDE_MAX", 1)
+    assert answers(store_copy) == ref
+    with tracker.start_run(store=store_copy, run_id="wide") as run:
+        for s in range(3):
+            run.log({f"layer{i}/grad": float(i * s) if i % 5 else float("nan") for i in range(40)}, step=s)
+            run.log({"n": s, "ok": s % 2 == 0}, step=s)
+    monkeypatch.setattr(columnar, "WIDE_MAX", 32)
+    assert answers(store_copy) == answers(store_copy, use_index=False)

@@ -1,13 +1,12 @@
 """The dashboard in a real headless Chromium, driven through Selenium.
 
-Skipped only when Debian's chromium or chromium-driver is missing (.ci/run
-installs both).
+Skipped only when Debian's chromium or chromium-driver is missing (tests/sysdeps.py
+decides; .ci/run installs both and fails on such a skip).
 """
 
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 import textwrap
@@ -17,13 +16,10 @@ import pytest
 
 import tracker.ui
 
+from ..sysdeps import chrome, chromium_paths, require_chromium
 from .support import XSS, Server
 
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-CHROMEDRIVER = shutil.which("chromedriver")
-pytestmark = pytest.mark.skipif(not (CHROMIUM and CHROMEDRIVER),
-                                reason="needs Debian's chromium and chromium-driver (apt-get install chromium "
-                                       "chromium-driver)")
+CHROMIUM, CHROMEDRIVER = chromium_paths()  # None when missing: the driver fixture skips, naming the package
 
 # Colored pixels of a canvas: saturated ones (grid lines and text are grey).
 COLORED_PIXELS = """
@@ -51,17 +47,7 @@ return n;
 
 @pytest.fixture(scope="module")
 def driver():
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    opts = webdriver.ChromeOptions()
-    opts.binary_location = CHROMIUM
-    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run",
-                "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                "--window-size=1440,900"):
-        opts.add_argument(arg)
-    opts.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    drv = webdriver.Chrome(options=opts, service=Service(CHROMEDRIVER))
+    drv = chrome(*require_chromium(), size="1440,900", logs=True)
     drv.set_page_load_timeout(30)
     yield drv
     drv.quit()

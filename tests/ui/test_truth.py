@@ -11,12 +11,9 @@ import pytest
 import tracker
 import tracker.ui
 
+from ..sysdeps import chrome, require_chromium
 from .support import NAN_FROM, NAN_TO, SPIKE_AT, Server
-from .test_browser import CHROMEDRIVER, CHROMIUM, COLORED_PIXELS, PIXELS_NEAR, css, driver, server, wait  # noqa: F401
-
-pytestmark = pytest.mark.skipif(not (CHROMIUM and CHROMEDRIVER),
-                                reason="needs Debian's chromium and chromium-driver (apt-get install chromium "
-                                       "chromium-driver)")
+from .test_browser import COLORED_PIXELS, PIXELS_NEAR, css, driver, server, wait  # noqa: F401 - skips without Chromium
 
 # Saturated pixels of the plot area (uPlot's bbox, in device pixels) between fractions of its width and height.
 PLOT_PIXELS = """
@@ -69,16 +66,7 @@ def sweep(tmp_path_factory):
 
 
 def new_driver():
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    opts = webdriver.ChromeOptions()
-    opts.binary_location = CHROMIUM
-    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run",
-                "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                "--window-size=1440,900"):
-        opts.add_argument(arg)
-    return webdriver.Chrome(options=opts, service=Service(CHROMEDRIVER))
+    return chrome(*require_chromium(), size="1440,900")
 
 
 def test_a_one_step_spike_in_a_million_steps_shows_and_nan_is_a_gap(driver, big_server, big_store):

@@ -197,8 +197,6 @@ class TrackerGroup(click.Group):
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         """The commands with the first sentence of their help, without importing a command not loaded."""
-        from click.utils import make_default_short_help
-
         names = self.list_commands(ctx)
         plugins = self.plugin_help(ctx)
         limit = formatter.width - 6 - max(len(n) for n in names)
@@ -210,7 +208,8 @@ class TrackerGroup(click.Group):
                     rows.append((name, cmd.get_short_help_str(limit)))
                 continue
             sentence = CORE_COMMANDS[name][2] if name in CORE_COMMANDS else plugins.get(name, "")
-            rows.append((name, make_default_short_help(sentence, limit)))
+            # A bare command with that help: click shortens it as it would the real command's.
+            rows.append((name, click.Command(name, help=sentence).get_short_help_str(limit)))
         with formatter.section("Commands"):
             formatter.write_dl(rows)
 

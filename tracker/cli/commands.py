@@ -42,7 +42,7 @@ CORE_COMMANDS: dict[str, tuple[str, str, str]] = {
     "query": ("query", "query_cmd",
               "Run SQL over the store: views runs, metrics, records and one per schema (needs DuckDB)."),
     "index": ("index", "index_cmd",
-              "Index finished, failed and crashed runs into Parquet files (zstd) for fast queries."),
+              "Build every run's derived columns and the run catalog ahead of time, with a progress bar."),
     "sync": ("sync", "sync_cmd",
              "Copy every run of the store into a PostgreSQL database (idempotent; needs psycopg)."),
     "tag": ("tag", "tag_cmd", "Add or remove tags of runs; without --add or --remove, print their tags."),

@@ -20,7 +20,7 @@ from typing import Any
 import click
 
 from . import CliContext
-from .options import format_option, handle_errors
+from .options import fail, format_option, handle_errors
 from .render import csv_text, dumps, table_text
 from .terminal import style, use_color
 from .text import duration, flatten, run_duration, when
@@ -219,6 +219,12 @@ def compare_cmd(obj: CliContext, runs: tuple[str, ...], fmt: str) -> None:
     if len(runs) < 2:
         raise click.UsageError("compare needs at least two runs")
     views = [obj.store.run(r) for r in runs]
+    first: dict[str, str] = {}
+    for given, view in zip(runs, views, strict=True):
+        if view.id in first:
+            same = f"{first[view.id]!r} and {given!r} are" if first[view.id] != given else f"{given!r} is given twice:"
+            fail(f"{same} the same run {view.id}; compare needs different runs", 2)
+        first[view.id] = given
     doc = compare_runs(views)
     if fmt == "json":
         click.echo(dumps(doc))

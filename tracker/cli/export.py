@@ -1,4 +1,4 @@
-"""``tracker export``: one schema's records of a run as CSV or JSON Lines, streamed."""
+"""``tracker export``: one schema's records of a run as CSV or JSON Lines (streamed), or Parquet."""
 
 from __future__ import annotations
 
@@ -15,12 +15,83 @@ import click
 from ..bus import TrackerWarning
 from ..format import METRICS, schema_mark
 from . import CliContext
-from .options import handle_errors, require_schema, schema_option
+from .options import fail, handle_errors, require_schema, schema_option
 from .render import csv_value, dumps_line
 from .terminal import PROGRESS_MIN_BYTES, is_terminal, progress
 
-EXPORT_FORMATS = ("csv", "jsonl")
+EXPORT_FORMATS = ("csv", "jsonl", "parquet")
+#: ``-o``'s suffix -> the format written.
+SUFFIXES = {".csv": "csv", ".jsonl": "jsonl", ".ndjson": "jsonl", ".parquet": "parquet"}
+PYARROW_INSTALL = 'pip install pyarrow (or pip install "tracker-core[query]")'
 _CHUNK = 1 << 20
+
+
+def export_format(fmt: str | None, output: Path | None) -> str:
+    """The format to write: ``--format``, else ``-o``'s suffix, else CSV (on stdout).
+
+    An unknown suffix, or one that says another format than ``--format``, is one line on stderr (exit 2).
+    """
+    if output is None:
+        if fmt == "parquet":
+            fail("--format parquet writes a file: give it with -o FILE.parquet", 2)
+        return fmt or "csv"
+    by_suffix = SUFFIXES.get(output.suffix.lower())
+    if by_suffix is None and fmt is None:
+        known = ", ".join(SUFFIXES)
+        fail(f"cannot tell the format of -o {output.name}: its suffix {output.suffix or '(none)'} is not one of "
+             f"{known} (or give --format)", 2)
+    if by_suffix is not None and fmt is not None and fmt != by_suffix:
+        fail(f"--format {fmt}, but -o {output.name} says {by_suffix}: give one or make them agree", 2)
+    return fmt or by_suffix  # type: ignore[return-value]
+
+
+def _pyarrow() -> Any:
+    try:
+        import pyarrow
+        import pyarrow.parquet  # noqa: F401 - the writer lives there
+    except ImportError:
+        fail(f"writing Parquet needs pyarrow, which is not installed: {PYARROW_INSTALL}")
+    return pyarrow
+
+
+def _column(pa: Any, values: list[Any]) -> Any:
+    """One Parquet column: the values' own type, else (mixed types) their JSON text."""
+    try:
+        return pa.array(values)
+    except (pa.ArrowInvalid, pa.ArrowTypeError):
+        return pa.array([None if v is None else dumps_line(v) for v in values], pa.string())
+
+
+def _write_parquet(path: Path, view: Any, schema: str, fields: list[str], bar: Any) -> int:
+    """The records as one Parquet table (held in memory while written: columnar files are)."""
+    pa = _pyarrow()
+    columns: dict[str, list[Any]] = {"step": [], "time": []}
+    seen: dict[str, None] = dict.fromkeys(fields)
+    n = 0
+    for rec in view.records(schema):
+        for k in rec.data:
+            if k not in seen:
+                seen[k] = None
+        for name in seen:
+            columns.setdefault(name, [None] * n)
+        columns["step"].append(rec.step)
+        columns["time"].append(rec.time)
+        for name in seen:
+            columns[name].append(rec.data.get(name))
+        n += 1
+        if n % 4096 == 0:
+            bar.update(4096)
+    table = pa.table({name: _column(pa, values) for name, values in columns.items()})
+    partial = path.with_name(path.name + ".partial")
+    try:
+        pa.parquet.write_table(table, partial)
+        os.replace(partial, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            partial.unlink()
+        raise
+    bar.update(n % 4096)
+    return n
 
 
 def _count_marked(paths: list[Path], mark: bytes) -> int:
@@ -73,7 +144,7 @@ def _output(path: Path | None) -> Iterator[IO[str]]:
 @click.argument("run")
 @schema_option("The schema to export (default: metrics).")
 @click.option("--format", "fmt", type=click.Choice(EXPORT_FORMATS),
-              help="csv or jsonl (default: from the suffix of -o, else csv).")
+              help="csv, jsonl or parquet (default: from the suffix of -o: .csv, .jsonl, .parquet; else csv).")
 @click.option("-o", "--output", type=click.Path(dir_okay=False, writable=True, path_type=Path),
               help="Write to this file instead of stdout.")
 @click.pass_obj
@@ -81,35 +152,48 @@ def _output(path: Path | None) -> Iterator[IO[str]]:
 def export_cmd(obj: CliContext, run: str, schema: str | None, fmt: str | None, output: Path | None) -> None:
     """Export one schema's records of a run, one row per record: step, time, then the fields.
 
-    Streams the run's segments (merged by time across writers), so memory
-    stays flat whatever the run's size. CSV writes NaN and infinities as
-    NaN, inf and -inf and lists as JSON; JSON Lines writes them as
-    the store does ("NaN", "Infinity", "-Infinity").
+    The format comes from -o's suffix (.csv, .jsonl, .parquet) unless
+    --format says it. CSV and JSON Lines stream the run's segments (merged by
+    time across writers), so memory stays flat whatever the run's size; CSV
+    writes NaN and infinities as NaN, inf and -inf and lists as JSON; JSON
+    Lines writes them as the store does ("NaN", "Infinity", "-Infinity").
+    Parquet (needs pyarrow) keeps numbers as numbers, NaN included.
 
     \b
     Examples:
-      tracker export 3f2a --format csv -o metrics.csv
+      tracker export 3f2a -o metrics.csv
+      tracker export 3f2a -o metrics.parquet
       tracker export 3f2a --schema fft.loss_point --format jsonl | jq .total_loss
     """
-    if fmt is None:
-        fmt = "jsonl" if output is not None and output.suffix.lower() in (".jsonl", ".ndjson", ".json") else "csv"
+    fmt = export_format(fmt, output)
+    if fmt == "parquet":
+        _pyarrow()  # before reading anything: the one line that says how to install it
     view = obj.store.run(run)
     host = obj.host
     schema = schema or METRICS
     compiled = host.schemas.get(schema)
-    if compiled is None and schema not in view.schemas():
-        require_schema(host, schema)
+    held = view.schemas()
+    if schema not in held:
+        if compiled is None:
+            require_schema(host, schema)
+        fail(f"run {view.id} has no {schema} records (it holds: {', '.join(held) or 'no records'}); "
+             "nothing written")
     paths = view.segment_paths()
     size = sum(p.stat().st_size for p in paths)
     to_terminal = output is None and is_terminal()
     count: int | None = None
-    if fmt == "csv" and (compiled is None or compiled.free_form):
+    if fmt in ("csv", "parquet") and (compiled is None or compiled.free_form):
         fields, count = _field_names(view, schema)
     else:
         fields = [name for name, _, _ in compiled.fields] if compiled is not None else []
     if count is None and size >= PROGRESS_MIN_BYTES and is_terminal(click.get_text_stream("stderr")):
         count = _count_marked(paths, schema_mark(schema))
     written = 0
+    if fmt == "parquet":
+        with progress(count or 0, f"exporting {schema}", work_bytes=size) as bar:
+            written = _write_parquet(output, view, schema, fields, bar)  # type: ignore[arg-type]
+        click.echo(f"tracker: wrote {written} {schema} record{'s' if written != 1 else ''} to {output}", err=True)
+        return
     with _output(output) as out, progress(count or 0, f"exporting {schema}", work_bytes=size,
                                         output_on_terminal=to_terminal) as bar:
         if fmt == "csv":
@@ -130,5 +214,3 @@ def export_cmd(obj: CliContext, run: str, schema: str | None, fmt: str | None, o
         bar.update(written % 4096)
     if output is not None:
         click.echo(f"tracker: wrote {written} {schema} record{'s' if written != 1 else ''} to {output}", err=True)
-    elif not written:
-        click.echo(f"tracker: run {view.id} has no {schema} records", err=True)

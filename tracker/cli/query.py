@@ -13,6 +13,7 @@ import orjson
 from . import CliContext
 from .options import format_option, handle_errors
 from .render import csv_text, dumps, table_text
+from .text import human_rows
 
 
 def _plain(value: Any, is_json: bool) -> Any:
@@ -65,21 +66,28 @@ def run_query(store: Any, sql: str, use_index: bool = True) -> tuple[list[str], 
 
 @click.command("query")
 @click.argument("sql", metavar="SQL")
-@click.option("--no-index", is_flag=True, help="Read every run from its JSONL files, not from the Parquet index.")
+@click.option("--no-index", is_flag=True,
+              help="Read every run from its JSONL files (each line checked), not from the derived columns.")
 @format_option()
 @click.pass_obj
 @handle_errors
 def query_cmd(obj: CliContext, sql: str, no_index: bool, fmt: str) -> None:
-    """Run SQL over the store: views runs, metrics, records and one per schema (needs DuckDB).
+    """Run SQL over the store: views runs, metrics, records, metric_stats and one per schema (needs DuckDB).
 
     Views: runs (id, name, project, status, created_at, ended_at, tags,
     config, one column per config key), metrics (run_id, step, time, name,
-    value), records (run_id, schema, step, time, writer, seq, data), and
-    one per schema with typed columns, e.g. "fft.loss_point".
+    value), records (run_id, schema, step, time, writer, seq, data),
+    metric_stats (run_id, name, count, first, last, min, max and the steps
+    of each: the run catalog's figures, the fast way to compare runs), and
+    one per schema with typed columns, e.g. "fft.loss_point". They read the
+    derived columns under the store's index/ folder plus the lines appended
+    since, with the same answers as the JSONL.
 
     \b
     Examples:
       tracker query "SELECT status, count(*) FROM runs GROUP BY status"
+      tracker query "SELECT run_id, min FROM metric_stats WHERE name = 'loss'
+                     ORDER BY min LIMIT 10"
       tracker query "SELECT r.name, min(m.value) AS best, r.lr FROM metrics m
                      JOIN runs r ON r.id = m.run_id WHERE m.name = 'loss'
                      GROUP BY ALL ORDER BY best LIMIT 10"
@@ -91,7 +99,8 @@ def query_cmd(obj: CliContext, sql: str, no_index: bool, fmt: str) -> None:
     elif fmt == "csv":
         click.echo(csv_text(columns, rows), nl=False)
     elif columns:
-        click.echo(table_text(columns, rows))
+        # A table for people: Unix times as dates, bytes as KiB/MiB/GiB (JSON and CSV keep the numbers).
+        click.echo(table_text(columns, human_rows(columns, rows)))
         if not rows:
             click.echo("(no rows)", err=True)
 

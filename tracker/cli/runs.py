@@ -10,8 +10,8 @@ import click
 from . import CliContext
 from .options import format_option, handle_errors
 from .render import csv_text, dumps, table_text
-from .terminal import STATUS_COLORS, use_color
-from .text import duration, run_duration, when
+from .terminal import STATUS_COLORS, is_terminal, use_color
+from .text import duration, human_bytes, human_cell, run_duration, when
 
 #: ``tracker runs --system``: column name and key of ``RunInfo.system`` (see tracker.capture.system).
 SYSTEM_COLUMNS = [("cpu% mean", "cpu_percent_mean"), ("cpu% peak", "cpu_percent_peak"),
@@ -20,6 +20,8 @@ SYSTEM_COLUMNS = [("cpu% mean", "cpu_percent_mean"), ("cpu% peak", "cpu_percent_
 #: How many metrics the table shows when ``--metric`` is not given.
 KEY_METRICS = 3
 STATUSES = ("running", "finished", "failed", "crashed")
+#: A table on a terminal shows this many runs (the newest) unless --all or -n says otherwise.
+TERMINAL_ROWS = 50
 
 
 def key_metrics(infos: list[Any], limit: int = KEY_METRICS) -> list[str]:
@@ -64,7 +66,9 @@ def column_value(info: Any, spec: str) -> Any:
               help="Show the last value of this metric (repeatable; default: the most common ones).")
 @click.option("-c", "--columns", "columns_opt", metavar="COLS", multiple=True,
               help="Extra columns, comma-separated: summary.KEY, config.KEY, tags, notes, or a metric name.")
-@click.option("-n", "--limit", type=click.IntRange(min=1), help="Show at most this many runs.")
+@click.option("-n", "--limit", type=click.IntRange(min=1),
+              help=f"Show at most this many runs (a table on a terminal: {TERMINAL_ROWS} unless --all).")
+@click.option("--all", "show_all", is_flag=True, help="Show every run, also in a table on a terminal.")
 @click.option("--system", "system", is_flag=True,
               help="Show system figures: mean and peak CPU, peak process memory, GPU utilization, memory, energy.")
 @click.option("--trash", is_flag=True, help="List the runs in the trash instead (tracker rm, tracker restore).")
@@ -73,12 +77,14 @@ def column_value(info: Any, spec: str) -> Any:
 @handle_errors
 def runs_cmd(obj: CliContext, project: str | None, status: str | None, tags: tuple[str, ...],
              metrics: tuple[str, ...], columns_opt: tuple[str, ...], limit: int | None, trash: bool,
-             fmt: str, system: bool = False) -> None:
+             fmt: str, system: bool = False, show_all: bool = False) -> None:
     """List runs, newest first: id, name, project, status, start, duration, last step, records, key metrics.
 
     Reads only the first line and the last few KiB of each run's segments, so
     it stays fast on a store of thousands of long runs. "step" is the
-    largest step logged; the metrics are their last logged values.
+    largest step logged; the metrics are their last logged values. A table on
+    a terminal shows the newest 50 runs and says how many more there are;
+    piped, or as JSON or CSV, every run.
 
     \b
     Examples:
@@ -102,6 +108,9 @@ def runs_cmd(obj: CliContext, project: str | None, status: str | None, tags: tup
     infos = store.runs(project=project, status=status, tag=tags[0] if tags else None)
     if len(tags) > 1:
         infos = [i for i in infos if all(t in i.tags for t in tags)]
+    total = len(infos)
+    if limit is None and not show_all and fmt == "table" and is_terminal():
+        limit = TERMINAL_ROWS
     if limit is not None:
         infos = infos[:limit]
     if fmt == "json":
@@ -140,8 +149,13 @@ def runs_cmd(obj: CliContext, project: str | None, status: str | None, tags: tup
         return
     for row in rows:
         row["duration"] = duration(row["duration"])
+        row.update({c: human_cell(c.rsplit(".", 1)[-1], row[c]) for c in extra})
         for c, k in sys_cols:
             if k.endswith("_bytes") and row[c] is not None:
-                row[c] = f"{row[c] / 2**30:.2f} GiB"
+                row[c] = human_bytes(row[c])
     click.echo(table_text(columns, rows, color=use_color(),
                           styles=lambda i, c, v: {"fg": STATUS_COLORS.get(v)} if c == "status" else None))
+    if total > len(rows):
+        more = total - len(rows)
+        click.echo(f"... {more} more run{'s' if more != 1 else ''} ({len(rows)} of {total} shown, newest first): "
+                   "tracker runs --all shows every one, -n N the newest N")

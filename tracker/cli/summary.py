@@ -10,6 +10,7 @@ from . import CliContext
 from .options import format_option, handle_errors, require_schema, schema_option
 from .render import csv_text, dumps, table_text
 from .terminal import style, use_color
+from .text import human_rows
 
 
 def summaries_csv(summaries: list[Any]) -> str:
@@ -43,7 +44,8 @@ def print_summaries(fmt: str, summaries: list[Any], meta: dict[str, Any]) -> Non
             click.echo()
         click.echo(style(s.title, bold=True) + style(f"  ({s.summarizer})", dim=True) if s.summarizer
                    else style(s.title, bold=True))
-        click.echo(table_text(s.column_names(), s.rows, color=color) if s.rows else "(no rows)")
+        cols = s.column_names()
+        click.echo(table_text(cols, human_rows(cols, s.rows), color=color) if s.rows else "(no rows)")
         for note in s.notes:
             click.echo(f"  {note}")
 

@@ -31,6 +31,60 @@ def clock(ts: float | None) -> str:
         return f"{ts:.6g} s"
 
 
+def human_bytes(n: float | None) -> str:
+    """A size in bytes as ``512 B``, ``1.5 KiB``, ``3.2 MiB``, ``1.04 GiB`` (``-`` for none)."""
+    if n is None:
+        return "-"
+    size = float(n)
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if abs(size) < 1024 or unit == "TiB":
+            break
+        size /= 1024
+    if unit == "B":
+        return f"{int(size)} B"
+    return f"{size:.2f} {unit}" if abs(size) < 10 else f"{size:.1f} {unit}"
+
+
+#: Table columns whose numbers are Unix times (by their names).
+_TIME_NAMES = ("created_at", "ended_at", "started_at", "finished_at", "updated_at", "time", "timestamp")
+
+
+def is_size_column(name: str) -> bool:
+    """Whether a column of that name holds sizes in bytes: ``size``, or ``bytes`` as a word (``total_bytes``).
+
+    ``batch_size`` is no size in bytes: only the word ``bytes`` or the bare name ``size`` count.
+    """
+    low = name.lower()
+    return low == "size" or "bytes" in low.replace(" ", "_").split("_")
+
+
+def is_time_column(name: str) -> bool:
+    """Whether a column of that name holds Unix times (``created_at``, ``time``, ``*_at``...)."""
+    low = name.lower()
+    return low in _TIME_NAMES or low.endswith(("_at", "_time"))
+
+
+def human_cell(column: str, value: Any) -> Any:
+    """A table cell as people read it: Unix times in time columns as dates, byte counts as KiB, MiB, GiB.
+
+    Other values (and values of other types) are returned unchanged; JSON and
+    CSV output never goes through this.
+    """
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return value
+    if is_time_column(column) and 1e8 <= value <= 1e11:  # 1973..5138: a Unix time, not a duration
+        return when(value)
+    if is_size_column(column) and value >= 0 and value == int(value):
+        return human_bytes(value)
+    return value
+
+
+def human_rows(columns: Iterable[str], rows: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    """:func:`human_cell` over every cell of ``rows``."""
+    cols = list(columns)
+    return [{**row, **{c: human_cell(c, row.get(c)) for c in cols if c in row}} for row in rows]
+
+
 def duration(seconds: float | None) -> str:
     """Seconds as ``32ms``, ``4.2s``, ``3m05s``, ``1h02m`` or ``2d07h``."""
     if seconds is None:

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import errno
 import ipaddress
 import os
+import socket
 import sys
 import threading
 
@@ -23,6 +25,32 @@ def is_loopback(host: str) -> bool:
         return ipaddress.ip_address(host.strip("[]")).is_loopback
     except ValueError:
         return False
+
+
+def listen(host: str, port: int) -> socket.socket:
+    """A socket bound to ``host:port`` and listening, for uvicorn to serve on.
+
+    Bound here, before uvicorn starts, so that a port in use is one clear line
+    naming it (uvicorn would log its own ``[Errno 98]`` and exit with 3).
+    """
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(host.strip("[]"), port, type=socket.SOCK_STREAM,
+                                                             flags=socket.AI_PASSIVE)[0]
+    except socket.gaierror as exc:
+        fail(f"cannot listen on {host}: {exc.strerror or exc}", 2)
+    sock = socket.socket(family, kind, proto)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # what uvicorn does: restarts reuse the port
+    try:
+        sock.bind(address)
+        sock.listen(2048)
+    except OSError as exc:
+        sock.close()
+        if exc.errno == errno.EADDRINUSE:
+            fail(f"port {port} on {host} is in use (another tracker ui?): choose another with --port, "
+                 f"e.g. tracker ui --port {port + 1 if port < 65535 else 5170}", 2)
+        fail(f"cannot listen on {host}:{port}: {exc.strerror or exc}", 2)
+    sock.set_inheritable(True)
+    return sock
 
 
 def can_open_browser() -> bool:
@@ -65,6 +93,7 @@ def ui_cmd(obj: CliContext, host: str, port: int, no_open: bool) -> None:
     if not is_loopback(host):
         click.echo(f"tracker: warning: listening on {host}: the store {store.path} becomes readable by anyone "
                    "who can reach this machine on the network", err=True)
+    sock = listen(host, port)
     config = uvicorn.Config(app, host=host, port=port, log_level="warning", access_log=False)
     server = uvicorn.Server(config)
 
@@ -85,9 +114,11 @@ def ui_cmd(obj: CliContext, host: str, port: int, no_open: bool) -> None:
 
     threading.Thread(target=announce, name="tracker-ui-announce", daemon=True).start()
     try:
-        server.run()
+        server.run(sockets=[sock])
     except KeyboardInterrupt:
         pass
+    finally:
+        sock.close()
     if not server.started:
         fail(f"cannot listen on {host}:{port} (is the port in use? choose another with --port)")
     click.echo("tracker ui: stopped")

@@ -157,7 +157,7 @@ def entries(store: Path, run_ids: list[str], derive: Callable[[str], tuple[Catal
                 continue
             data = encode_entry(entry, state)
             changed = True
-        elif entry.info.status == "running":
+        elif entry.info.status == "running" or data.get("recheck"):
             newer = refresh_running(rid, entry)
             if newer.info != entry.info:
                 entry = newer

@@ -132,6 +132,40 @@ class Reader:
             raise Damaged(f"array {key!r} checksum mismatch")
         return buf
 
+    def verify(self, key: str, chunk: int = 1 << 20) -> None:
+        """Check array ``key`` against its CRC-32, reading it in chunks (memory stays flat).
+
+        :raises Damaged: a missing array or a CRC mismatch.
+        """
+        entry = self.arrays.get(key)
+        if entry is None:
+            raise Damaged(f"no array {key!r}")
+        offset, nbytes, crc = entry
+        got = 0
+        pos = 0
+        while pos < nbytes:
+            data = os.pread(self.fd, min(chunk, nbytes - pos), self.base + offset + pos)
+            if not data:
+                raise Damaged(f"array {key!r} is cut short")
+            got = zlib.crc32(data, got)
+            pos += len(data)
+        if got != crc:
+            raise Damaged(f"array {key!r} checksum mismatch")
+
+    def read_range(self, key: str, start: int, nbytes: int) -> bytearray:
+        """``nbytes`` bytes of array ``key`` from byte ``start`` (checked by :meth:`verify` beforehand)."""
+        offset, total, _ = self.arrays[key]
+        nbytes = max(0, min(nbytes, total - start))
+        buf = bytearray(nbytes)
+        view = memoryview(buf)
+        got = 0
+        while got < nbytes:
+            n = os.preadv(self.fd, [view[got:]], self.base + offset + start + got)
+            if n <= 0:
+                raise Damaged(f"array {key!r} is cut short")
+            got += n
+        return buf
+
     def close(self) -> None:
         if self.fd >= 0:
             os.close(self.fd)

@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 import warnings
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -194,6 +194,8 @@ class SegmentIndex:
         self.meta = meta
         #: Bytes past the covered offset without a newline: a torn write, or one in progress.
         self.rest = rest
+        #: The index file that holds exactly this (``None``: only in memory), for streaming its columns.
+        self.source: Path | None = None
 
     def schema_names(self) -> list[str]:
         """The schemas present, in order of first appearance in the segment."""
@@ -267,6 +269,84 @@ def _load_part(reader: container.Reader, name: str, info: dict[str, Any]) -> Sch
     return part
 
 
+#: Records per window when columns are streamed (:func:`stream_part`).
+WINDOW_ROWS = 1 << 16
+
+
+def stream_part(ix: SegmentIndex, name: str, rows: int | None = None) -> Iterator[SchemaCols]:
+    """The records of schema ``name`` in windows of at most ``rows``, read from the index file in slices.
+
+    Memory stays flat whatever the segment's length: each ``metrics`` column
+    is first checked against its CRC in chunks, then read a window at a time.
+    Other schemas, and an index only in memory, are given whole. A file that
+    no longer holds what ``ix`` was read from (another reader rewrote it for
+    a grown segment) is read whole from ``ix`` as loaded.
+    """
+    part = ix.parts.get(name)
+    info = ix.meta.get(name)
+    if part is not None or info is None or name != "metrics" or ix.source is None:
+        if part is None and info is not None:
+            part = _load_one(ix, name)
+        if part is not None:
+            yield part
+        return
+    try:
+        with container.Reader(ix.source) as reader:
+            h = reader.header
+            _check_header(h)
+            if (h["ino"], h["offset"], h["last_crc"]) != (ix.ino, ix.offset, ix.last_crc):
+                raise container.Damaged("rewritten since")
+            entry = h["schemas"][name]
+            keys = [f"{name}\x00{c}" for c in ("step", "time", "seq", "line")]
+            keys += [f"{name}\x00m\x00{k}" for k in entry["metrics"]]
+            keys += [f"{name}\x00k\x00{k}" for k in entry["kinds"]]
+            for key in keys:
+                reader.verify(key)
+            yield from _windows(reader, name, entry, rows or WINDOW_ROWS)
+    except (OSError, container.Damaged, KeyError, TypeError, ValueError):
+        whole = _load_one(ix, name)
+        if whole is not None:
+            yield whole
+
+
+def _load_one(ix: SegmentIndex, name: str) -> SchemaCols | None:
+    """Schema ``name``'s columns of ``ix``, read whole from its file (``None`` when that fails)."""
+    if ix.source is None:
+        return None
+    try:
+        with container.Reader(ix.source) as reader:
+            h = reader.header
+            _check_header(h)
+            if (h["ino"], h["offset"], h["last_crc"]) != (ix.ino, ix.offset, ix.last_crc):
+                return None
+            return _load_part(reader, name, h["schemas"][name])
+    except (OSError, container.Damaged, KeyError, TypeError, ValueError):
+        return None
+
+
+def _windows(reader: container.Reader, name: str, entry: dict[str, Any], rows: int) -> Iterator[SchemaCols]:
+    import numpy as np
+
+    n = entry["n"]
+    writers = [list(w) for w in entry["writers"]]
+    for a in range(0, n, rows):
+        b = min(n, a + rows)
+
+        def arr(key: str, dtype: Any, a: int = a, b: int = b) -> Any:
+            size = np.dtype(dtype).itemsize
+            return np.frombuffer(reader.read_range(key, a * size, (b - a) * size), dtype=dtype)
+
+        ws = [[max(0, i - a), w] for j, (i, w) in enumerate(writers)
+              if i < b and (j + 1 == len(writers) or writers[j + 1][0] > a)]
+        part = SchemaCols(name, b - a, arr(f"{name}\x00step", np.int64), arr(f"{name}\x00time", np.float64),
+                          arr(f"{name}\x00seq", np.int64), arr(f"{name}\x00line", np.int64), ws)
+        for k in entry["metrics"]:
+            part.cols[k] = arr(f"{name}\x00m\x00{k}", np.float64)
+        for k in entry["kinds"]:
+            part.kinds[k] = arr(f"{name}\x00k\x00{k}", np.uint8)
+        yield part
+
+
 def _check_header(h: dict[str, Any]) -> None:
     ints = ("dev", "ino", "offset", "lines", "last_start", "last_crc")
     if h.get("layout") != LAYOUT or not all(type(h.get(k)) is int for k in ints) \
@@ -337,6 +417,7 @@ def load(store: Path, run_id: str, segment: Path, schemas: set[str] | None, writ
                     old = SegmentIndex(segment, st.st_dev, st.st_ino, h["offset"], h["lines"], h["last_start"],
                                        h["last_crc"], parts, h["problems"], _decode_stats(h["stats"]), meta,
                                        size=st.st_size)
+                    old.source = target
     except FileNotFoundError:
         pass
     except (container.Damaged, KeyError, TypeError, ValueError) as exc:
@@ -351,8 +432,12 @@ def load(store: Path, run_id: str, segment: Path, schemas: set[str] | None, writ
         return old
     ix = _extend(old, segment, st)
     if ix.offset != (old.offset if old is not None else -1):
+        ix.source = None
         writable.attempt(lambda: _save(ix, target))
-    if schemas is not None:
+        if writable.ok:
+            ix.source = target
+    if schemas is not None and ix.source is not None:
+        # What was not asked for can be read from the file later; only in memory, it is kept.
         ix.parts = {k: v for k, v in ix.parts.items() if k in schemas}
     return ix
 

@@ -1,4 +1,4 @@
-"""SQL over a store (DuckDB), its Parquet index, and the team store on PostgreSQL.
+"""SQL over a store (DuckDB), ``tracker index``, and the team store on PostgreSQL.
 
 DuckDB and psycopg are optional extras (``tracker-core[query]``,
 ``tracker-core[team]``), imported only when a function here needs them.

@@ -14,6 +14,12 @@ are registered with DuckDB, which scans only the columns a query touches:
   SQL (NaN and infinities as the store's strings, ints and bools as logged),
   and the records of the other schemas with their data as stored.
 
+DuckDB plans a ``UNION ALL`` in time that grows with the square of its
+branches (a second for a hundred, minutes for a thousand), so past
+:data:`WIDE_MAX` metric names the long format is built here instead, as one
+Arrow table of (run, step, time, name, value) rows, and the data of
+``metrics`` records as JSON text.
+
 Needs pyarrow (the ``query`` extra installs it); without it the views read the
 JSONL as before (:func:`tracker.query.sql.folder_sources`).
 """
@@ -33,6 +39,8 @@ from ..segment import segment_paths
 from ..summary import _MISSING_BITS
 
 METRICS = "metrics"
+#: Up to this many metric names, ``metrics`` is a UNION ALL over the wide table; past it, a long table.
+WIDE_MAX = 32
 #: Views that need records (the others need only the catalog).
 _CATALOG_VIEWS = frozenset({"runs", "metric_stats"})
 
@@ -134,7 +142,9 @@ class ColumnSources:
                 try:
                     ix = load_segment(store.path, rid, path, schemas, writable, warn)
                 except (StoreError, OSError) as exc:
-                    warnings.warn(f"tracker: run {rid} read in part: {exc}", stacklevel=3)
+                    from ..bus import TrackerWarning
+
+                    warnings.warn(f"tracker: run {rid} read in part: {exc}", TrackerWarning, stacklevel=3)
                     continue
                 for line, kind, message in ix.problems:
                     self.problems.append(Problem(str(path), line, kind, message))
@@ -160,12 +170,49 @@ class ColumnSources:
         pa = self.pa
         return pa.DictionaryArray.from_arrays(pa.array(codes), values)
 
-    def metrics_table(self) -> Any:
-        """``_metrics_wide``: one row per ``metrics`` record, one column per metric name (``m0``, ``m1``...)."""
+    @property
+    def wide(self) -> bool:
+        """Whether ``metrics`` is a UNION ALL over ``_metrics_wide`` (few names) rather than a long table."""
+        return len(self.metric_names) <= WIDE_MAX
+
+    def long_table(self) -> Any:
+        """``_metrics_long``: one row per metric value a record holds (run_id, step, time, name, value)."""
         import numpy as np
 
         pa = self.pa
-        names = list(self.metric_names)
+        codes = self.metric_names
+        cols: dict[str, list[Any]] = {k: [] for k in ("run_id", "step", "time", "name", "value")}
+        for code, part, _ in self._mw_batches:
+            for name, col in part.cols.items():
+                present = col.view(np.uint64) != _MISSING_BITS
+                idx = slice(None) if present.all() else np.flatnonzero(present)
+                values = col[idx]
+                k = len(values)
+                cols["run_id"].append(np.full(k, code, np.int32))
+                cols["name"].append(np.full(k, codes[name], np.int32))
+                cols["step"].append(part.step[idx])
+                cols["time"].append(part.time[idx])
+                cols["value"].append(values)
+
+        def cat(key: str, dtype: Any) -> Any:
+            return np.concatenate(cols[key]) if cols[key] else np.zeros(0, dtype)
+
+        return pa.table({
+            "run_id": self._dict(cat("run_id", np.int32), self.runs.values(pa)),
+            "step": pa.array(cat("step", np.int64)), "time": pa.array(cat("time", np.float64)),
+            "name": self._dict(cat("name", np.int32), pa.array(list(codes), pa.string())),
+            "value": pa.array(cat("value", np.float64)),
+        })
+
+    def metrics_table(self) -> Any:
+        """``_metrics_wide``: one row per ``metrics`` record, one column per metric name (``m0``, ``m1``...).
+
+        With more than :data:`WIDE_MAX` names, no value columns but ``data``: each record's JSON text.
+        """
+        import numpy as np
+
+        pa = self.pa
+        names = list(self.metric_names) if self.wide else []
         kinds = [n for n in names if n in self.kind_names]
         run_values = self.runs.values(pa)
         writer_values = self.writers.values(pa)
@@ -174,6 +221,8 @@ class ColumnSources:
             fields += [("writer", pa.dictionary(pa.int32(), pa.string())), ("seq", pa.int64())]
         fields += [(f"m{i}", pa.float64()) for i in range(len(names))]
         fields += [(f"k{self.metric_names[n]}", pa.uint8()) for n in kinds]
+        if not self.wide and self.want_records:
+            fields.append(("data", pa.string()))
         schema = pa.schema(fields)
         batches = []
         for code, part, wcodes in self._mw_batches:
@@ -187,6 +236,8 @@ class ColumnSources:
             for name in kinds:
                 k = part.kinds.get(name)
                 arrays.append(pa.array(k) if k is not None else pa.nulls(n, pa.uint8()))
+            if not self.wide and self.want_records:
+                arrays.append(pa.array(_json_texts(part), pa.string()))
             batches.append(pa.RecordBatch.from_arrays(arrays, schema=schema))
         return pa.Table.from_batches(batches, schema=schema)
 
@@ -224,11 +275,15 @@ class ColumnSources:
 
     def prepare(self, con: Any) -> None:
         """Register the tables and create the ``metrics`` and ``records`` views on ``con``."""
-        con.register("_metrics_wide", self.metrics_table())
-        names = list(self.metric_names)
+        if self.wide or self.want_records:
+            con.register("_metrics_wide", self.metrics_table())
+        names = list(self.metric_names) if self.wide else []
         parts = [f"SELECT run_id::VARCHAR AS run_id, step, time, {literal(n)} AS name, m{i} AS value "
                  f"FROM _metrics_wide WHERE m{i} IS NOT NULL" for i, n in enumerate(names)]
-        if not parts:
+        if not self.wide:
+            con.register("_metrics_long", self.long_table())
+            parts = ["SELECT run_id::VARCHAR AS run_id, step, time, name::VARCHAR AS name, value FROM _metrics_long"]
+        elif not parts:
             parts = ["SELECT NULL::VARCHAR AS run_id, NULL::BIGINT AS step, NULL::DOUBLE AS time, "
                      "NULL::VARCHAR AS name, NULL::DOUBLE AS value WHERE false"]
         con.execute("CREATE TEMP VIEW metrics AS " + " UNION ALL ".join(parts))
@@ -238,12 +293,29 @@ class ColumnSources:
         pieces = [f"CASE WHEN m{i} IS NULL THEN NULL ELSE {literal(orjson.dumps(n).decode() + ':')} || "
                   f"{_json_value(i, n in self.kind_names)} END" for i, n in enumerate(names)]
         data = f"('{{' || concat_ws(',', {', '.join(pieces)}) || '}}')" if pieces else "'{}'"
+        if not self.wide:
+            data = "data"
         con.execute(
             "CREATE TEMP VIEW records AS "
             f"SELECT run_id::VARCHAR AS run_id, 'metrics' AS schema, step, time, writer::VARCHAR AS writer, seq, "
             f"CAST({data} AS JSON) AS data FROM _metrics_wide UNION ALL "
             "SELECT run_id::VARCHAR AS run_id, schema::VARCHAR AS schema, step, time, writer::VARCHAR AS writer, "
             "seq, CAST(data AS JSON) AS data FROM _records_other")
+
+
+def _json_texts(part: SchemaCols) -> list[str]:
+    """The data of each ``metrics`` record of a part as the store's JSON (non-finite values as strings)."""
+    from ..format import encode_nonfinite
+    from ..index import metric_dicts
+
+    dumps = orjson.dumps
+    out = []
+    for d in metric_dicts(part):
+        text = dumps(d)
+        if b"null" in text:  # orjson writes NaN and infinities as null
+            text = dumps(encode_nonfinite(d))
+        out.append(text.decode())
+    return out
 
 
 def _json_value(i: int, has_kinds: bool) -> str:

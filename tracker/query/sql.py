@@ -51,6 +51,8 @@ EVENT_COLUMNS = ("{kind: 'VARCHAR', schema: 'VARCHAR', step: 'BIGINT', time: 'DO
 #: DuckDB refuses longer lines by default (16 MiB); a heatmap record may be long.
 MAX_LINE = 1 << 30
 BASE_RUN_COLUMNS = ("id", "name", "project", "status", "created_at", "ended_at", "tags", "config")
+#: The views that are not one per schema (a schema of one of these names gets no typed view).
+VIEW_NAMES = frozenset({"runs", "metrics", "records", "metric_stats"})
 STATS_COLUMNS = (("run_id", "VARCHAR"), ("name", "VARCHAR"), ("count", "BIGINT"), ("first", "DOUBLE"),
                  ("last", "DOUBLE"), ("min", "DOUBLE"), ("max", "DOUBLE"), ("first_step", "BIGINT"),
                  ("last_step", "BIGINT"), ("min_step", "BIGINT"), ("max_step", "BIGINT"))
@@ -407,8 +409,7 @@ class Catalog:
             self._stats_view()
         if self.host is not None:
             for name, compiled in self.host.schemas.items():
-                if name in ("metrics", "records", "runs", "metric_stats") or \
-                        (needed is not None and name not in needed):
+                if name in VIEW_NAMES or (needed is not None and name not in needed):
                     continue
                 columns = schema_columns(compiled)
                 if columns is not None:
