@@ -139,8 +139,6 @@ class WandbExtras:
 
     def _write(self, numbers: dict[str, Any], media: dict[str, Any], step: int | None) -> None:
         run = self.run
-        if not numbers and not media:
-            return
         if media:
             records = []
             for name, value in media.items():
