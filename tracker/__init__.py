@@ -84,6 +84,8 @@ del _module, _names
 
 def __getattr__(name: str) -> object:
     module = _LAZY.get(name)
+    if name == "Table":  # tracker.wandb teaches it W&B's form, Table(columns=..., data=...)
+        importlib.import_module(f"{__name__}.wandb")
     if module is not None:
         value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
         globals()[name] = value  # once loaded, a plain attribute

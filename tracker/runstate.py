@@ -50,6 +50,7 @@ UNSUPPORTED: dict[str, str] = {
     "agent": "run your own sweep loop; each trial calls tracker.init(config=...)",
     "controller": "run your own sweep loop; each trial calls tracker.init(config=...)",
     "log_code": "the run records its git commit and command line in its env",
+    "dir": "write files where you like and log them with tracker.save(path) or run.log_artifact(path)",
     "mark_preempting": "resume a run with tracker.init(id=ID, resume='allow')",
     "use_run": "read a run with tracker.open_store().run(ID)",
 }
@@ -215,6 +216,26 @@ class WandbRunMethods:
     """The W&B methods of :class:`tracker.Run` (``define_metric``, ``save``, ``watch``), kept apart from api.py."""
 
     _wb: WandbExtras | None
+    _steps: list[int]
+
+    @property
+    def step(self) -> int:
+        """W&B's ``run.step``: the step the next ``log`` without a step takes."""
+        return self._steps[0]
+
+    @property
+    def url(self) -> None:
+        """W&B's ``run.url``: ``None``, as for W&B's offline runs (the run is local; see ``run.path``)."""
+        return None
+
+    def get_url(self) -> None:
+        """W&B's ``run.get_url()``: ``None`` (see :attr:`url`)."""
+        return None
+
+    @property
+    def entity(self) -> None:
+        """W&B's ``run.entity``: ``None`` (a local store has no entity)."""
+        return None
 
     def _wandb(self) -> WandbExtras:
         """The W&B extras of this run (pending step, defined metrics, watched models), made on first use."""

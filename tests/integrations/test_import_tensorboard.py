@@ -31,6 +31,8 @@ def logdir(tmp_path: Path) -> Path:
         w.add_scalar("train/loss", 0.39, 7)  # a repeated step
         w.add_scalar("eval/acc", 0.7, 4)
         w.add_histogram("weights", np.arange(10.0), 4)
+        w.add_image("sample", np.full((3, 4, 6), 0.25), 2)
+        w.add_text("notes", "not a record the tracker has", 1)
         w.add_hparams({"lr": 0.1, "batch_size": 32, "optimizer": "adam", "nesterov": True}, {"hparam/acc": 0.9},
                       run_name="hp")
     with SummaryWriter(log_dir=str(root / "nested" / "run_b")) as w:
@@ -63,7 +65,14 @@ def test_import_keeps_names_steps_times_hparams_and_adds_nothing_twice(logdir: P
     assert math.isnan(loss[3][1]) and [v for i, (_, v) in enumerate(loss) if i != 3] == expected[:3] + expected[4:]
     assert [(r.step, r.data["eval/acc"]) for r in records if "eval/acc" in r.data] == [(4, pytest.approx(0.7))]
     assert any("hparam/acc" in r.data for r in records)  # add_hparams' metric, from its subfolder
-    assert any(r["skipped"] for r in out["runs"])  # the histogram is named, not imported
+    [hist] = a.records("histogram")
+    assert (hist.step, hist.data["name"], hist.data["count"]) == (4, "weights", 10)
+    assert (hist.data["min"], hist.data["max"]) == (0.0, 9.0) and sum(hist.data["counts"]) == 10
+    [image] = a.records("image")
+    assert (image.step, image.data["name"], image.data["width"], image.data["height"]) == (2, "sample", 6, 4)
+    assert image.time < imported_at  # the event's wall time
+    [run_a] = [r for r in out["runs"] if r["name"] == "run_a"]
+    assert run_a["skipped"] == {"text": 1}  # what has no home is named, not dropped silently
     # Wall times come from the events: the run's times are the writer's, not the import's.
     times = [r.time for r in records]
     assert a.info.created_at <= min(times) and a.info.ended_at == pytest.approx(max(times))

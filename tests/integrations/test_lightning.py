@@ -98,7 +98,7 @@ def test_fit_logs_config_steps_and_values(tmp_store: Path, tmp_path: Path) -> No
     # name, version, log_dir as Lightning expects them.
     assert logger.name == "lit" and logger.version == view.id
     assert Path(logger.log_dir) == tmp_store.absolute() / "runs" / view.id
-    assert logger.save_dir is None
+    assert logger.save_dir == str(Path.cwd())  # as WandbLogger's ".": never None (LightningCLI needs one)
 
     # Every log_metrics call of Lightning, at its step, with its values.
     m = view.metrics()
@@ -144,7 +144,8 @@ def test_resumed_fit_continues_the_run(tmp_store: Path, tmp_path: Path) -> None:
     t1 = trainer([first], tmp_path, max_epochs=1)
     t1.fit(Tiny(), loader())
     ckpt = t1.checkpoint_callback.best_model_path
-    assert Path(ckpt).is_file() and Path(ckpt).is_relative_to(tmp_path / "lit" / "resumable")
+    # save_dir defaults to the current folder, as W&B's logger's "."
+    assert Path(ckpt).is_file() and Path(ckpt).is_relative_to(Path.cwd() / "lit" / "resumable")
 
     second = TrackerLogger(project="lit", run_id="resumable")
     rec = Recorder()

@@ -154,3 +154,14 @@ def test_checkpoint_folders_logged_only_when_asked(tmp_store: Path, tmp_path: Pa
             rel: hashlib.sha256(p.read_bytes()).hexdigest() for rel, p in files.items()}
         restored = view.copy_artifact(a.name, tmp_path / "restored" / a.name)
         assert (restored / "model.safetensors").read_bytes() == files["model.safetensors"].read_bytes()
+
+
+def test_report_to_tracker_makes_the_callback(tmp_store: Path, tmp_path: Path) -> None:
+    """A W&B script's ``report_to="wandb"`` becomes ``report_to="tracker"`` (docs/wandb.md)."""
+    args = arguments(tmp_path / "out", report_to="tracker", run_name="from-report-to", eval_strategy="no")
+    trainer = transformers.Trainer(model=tiny_bert(), args=args, train_dataset=Tokens(16, 1))
+    [cb] = [c for c in trainer.callback_handler.callbacks if isinstance(c, TrackerCallback)]
+    trainer.train()
+    [run] = tracker.open_store().runs()
+    assert (run.name, run.status, run.id) == ("from-report-to", "finished", cb.run.id)
+    assert tracker.open_store().run(run.id).metrics()["step"].tolist() == [2, 4, 6, 6]

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import math
+import os
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -167,7 +168,9 @@ def test_save_logs_a_checkpoint_as_an_artifact(store: Path, tmp_path: Path) -> N
     assert wandb.save(str(ckpt)) == [str(ckpt)]
     wandb.save(str(tmp_path / "later-*.txt"))  # nothing yet: logged at finish when it exists
     (tmp_path / "later-1.txt").write_text("written after save()")
-    wandb.finish()
+    os.mkfifo(tmp_path / "later-2.txt")
+    with pytest.warns(tracker.TrackerWarning, match="later-2.txt is a FIFO, not a file; not logged"):
+        wandb.finish()
     view = tracker.open_store(store).run(run.id)
     arts = {a.name: a for a in view.artifacts()}
     assert set(arts) == {"model.pt", "later-1.txt"}
@@ -206,6 +209,7 @@ def test_sync_tensorboard_records_what_summarywriter_logs(store: Path, tmp_path:
     for global_step in range(0, 400, 100):
         writer.add_scalar("charts/episodic_return", global_step / 10, global_step)
         writer.add_scalar("losses/value_loss", 1.0 / (global_step + 1), global_step)
+    writer.add_scalars("returns", {"mean": 1.0, "max": 2.0}, 300)
     writer.add_histogram("weights", np.arange(50.0), 300)
     writer.add_image("frame", np.full((3, 4, 6), 0.5), 300)
     writer.close()
@@ -216,6 +220,8 @@ def test_sync_tensorboard_records_what_summarywriter_logs(store: Path, tmp_path:
     assert steps == [0, 100, 200, 300]
     returns = {int(s): v for s, v in zip(m["step"], m["charts/episodic_return"], strict=True) if not math.isnan(v)}
     assert returns == {0: 0.0, 100: 10.0, 200: 20.0, 300: 30.0}
+    pairs = {k: v[~np.isnan(v)].tolist() for k, v in m.items() if k.startswith("returns/")}
+    assert pairs == {"returns/mean": [1.0], "returns/max": [2.0]}  # add_scalars' subfolders, named as W&B does
     (hist,) = view.records(schema="histogram")
     assert hist.step == 300 and hist.data["name"] == "weights" and hist.data["count"] == 50
     assert hist.data["min"] == 0.0 and hist.data["max"] == 49.0
@@ -359,3 +365,54 @@ def test_no_tracker_thread_outlives_the_last_run(store: Path, tmp_path: Path) ->
     assert "tracker-heartbeat" in tracker_threads()
     third.finish()
     assert tracker_threads() == []
+
+
+def test_the_embedded_api_never_imports_the_wandb_layer() -> None:
+    import ast
+
+    import tracker.api
+
+    source = Path(tracker.api.__file__).read_text(encoding="utf-8")
+    imported = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.ImportFrom):
+            imported.add(("." * node.level) + (node.module or ""))
+        elif isinstance(node, ast.Import):
+            imported.update(a.name for a in node.names)
+    assert not {m for m in imported if m in (".wandb", "tracker.wandb") or m.startswith((".wandb.", "tracker.wandb."))}
+
+
+def test_tracker_table_takes_wandbs_arguments_in_a_fresh_interpreter(tmp_path: Path) -> None:
+    proc = run_script("""
+        import tracker as wandb
+        t = wandb.Table(columns=["a"], data=[[1]])
+        print(type(t).__module__, t.columns, t.data)
+    """, tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["tracker.integrations.wandb.media", "['a']", "[[1]]"]
+
+
+def test_a_bad_image_is_refused_where_it_is_made(store: Path) -> None:
+    run = wandb.init(project="p")
+    with pytest.raises(tracker.SchemaError, match="image"):
+        wandb.Image(np.full((4, 4), np.nan))
+    wandb.log({"ok": 1.0})
+    wandb.finish()
+    assert [r.data for r in tracker.open_store(store).run(run.id).records()] == [{"ok": 1.0}]
+
+
+def test_sync_tensorboard_records_tensorboardx_too(store: Path, tmp_path: Path) -> None:
+    tbx = pytest.importorskip("tensorboardX")
+    run = wandb.init(project="p", sync_tensorboard=True)
+    with tbx.SummaryWriter(str(tmp_path / "tbx")) as writer:
+        for step in range(3):
+            writer.add_scalar("loss", 1.0 / (step + 1), step)
+        writer.add_scalars("pair", {"a": 1.0, "b": 2.0}, 3)
+        writer.add_histogram("w", np.arange(20.0), 3)
+    wandb.finish()
+    view = tracker.open_store(store).run(run.id)
+    rows = [(r.step, r.data) for r in view.records(schema="metrics")]
+    assert rows[:3] == [(0, {"loss": 1.0}), (1, {"loss": 0.5}), (2, {"loss": pytest.approx(1 / 3)})]
+    assert sorted((s, k) for s, d in rows[3:] for k in d) == [(3, "pair/a"), (3, "pair/b")]
+    [hist] = view.records(schema="histogram")
+    assert (hist.step, hist.data["name"], hist.data["count"]) == (3, "w", 20)

@@ -172,7 +172,7 @@ def test_config_and_summary_access(store: Path) -> None:
 
 @pytest.mark.parametrize("name", sorted(UNSUPPORTED))
 def test_unsupported_wandb_calls_say_what_to_use(store: Path, name: str) -> None:
-    if name not in tracker.__all__:  # tracker.Table is tracker's own column table (docs/wandb.md)
+    if name not in tracker.__all__:  # tracker.Artifact is tracker's own class (docs/wandb.md)
         with pytest.raises(UnsupportedError) as exc:
             getattr(tracker, name)
         assert f"tracker.{name}()" in str(exc.value) and UNSUPPORTED[name] in str(exc.value)

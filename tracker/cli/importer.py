@@ -49,21 +49,24 @@ def tensorboard_cmd(obj: CliContext, logdir: str, project: str | None, fmt: str)
 
 
 @import_group.command("mlflow")
-@click.argument("mlruns", type=click.Path(file_okay=False, path_type=str))
+@click.argument("mlruns", type=click.Path(path_type=str))
 @click.option("--experiment", default=None, help="Only the runs of this experiment (by name).")
 @click.option("--project", default=None, help="Project of the imported runs (default: the experiment's name).")
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
 @click.pass_obj
 @handle_errors
 def mlflow_cmd(obj: CliContext, mlruns: str, experiment: str | None, project: str | None, fmt: str) -> None:
-    """Import every run of an MLflow file store (an mlruns folder).
+    """Import every run of an MLflow store: an mlruns folder, or MLflow's SQLite database.
 
-    Metrics with their steps and timestamps, params as config, tags as tags,
-    the run's name, status, start and end times. MLRUNS is only read.
+    MLRUNS is a file store's folder, an mlflow.db file (MLflow 3's default
+    backend) or a sqlite:/// tracking URI. Metrics with their steps and
+    timestamps, params as config, tags as tags, the run's name, status,
+    start and end times, local artifacts as artifacts. MLRUNS is only read.
 
     \b
-    Example:
+    Examples:
       tracker import mlflow mlruns/ --experiment baseline
+      tracker import mlflow mlflow.db
     """
     from ..integrations.importers.mlflow import mlflow_runs
 
@@ -108,7 +111,7 @@ def _table(results: list[Any]) -> Iterator[str]:
         what = {"imported": f"imported  {r.records} records", "skipped": "already imported, nothing added",
                 "failed": "not imported"}[r.outcome]
         if r.skipped:
-            what += " (not imported, not scalars: " + ", ".join(f"{n} {k}" for k, n in sorted(r.skipped.items())) + ")"
+            what += " (not imported: " + ", ".join(f"{n} {k}" for k, n in sorted(r.skipped.items())) + ")"
         yield f"{r.run_id}  {r.name or ''}  {what}"
     yield (f"{done['imported']} imported, {done['skipped']} already there"
            + (f", {done['failed']} not imported" if done["failed"] else ""))

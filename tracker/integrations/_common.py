@@ -14,7 +14,7 @@ import numbers
 import os
 import secrets
 from argparse import Namespace
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import PurePath
 from types import ModuleType
 from typing import Any
@@ -25,6 +25,7 @@ MAX_INT = 2**53
 # Metric names the store reserves (the record's own fields).
 RESERVED = frozenset({"step", "time"})
 _INSTALL = {"lightning": "Lightning", "transformers": "Hugging Face Transformers", "keras": "Keras 3",
+            "accelerate": "Hugging Face Accelerate",
             "tensorboard": "TensorBoard", "mlflow": "PyYAML (to read MLflow's meta.yaml files)"}
 # Config values deeper than this, or arrays larger than this, are kept as their repr.
 _MAX_DEPTH = 32
@@ -85,6 +86,8 @@ def plain(value: Any, _depth: int = 0) -> Any:
     if isinstance(value, (list, tuple, set, frozenset)):
         items = sorted(value, key=repr) if isinstance(value, (set, frozenset)) else value
         return [plain(v, d) for v in items]
+    if isinstance(value, Sequence) and not isinstance(value, (str, bytes, bytearray)):
+        return [plain(v, d) for v in value]  # OmegaConf's ListConfig and other sequences
     if isinstance(value, str):
         return str.__str__(value)
     if isinstance(value, PurePath):

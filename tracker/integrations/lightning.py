@@ -27,8 +27,10 @@ from ._common import RunArgs, check_flags, new_run_id, plain, require, scalars
 
 require("lightning.pytorch", "lightning", "tracker.integrations.lightning")
 
-from lightning.fabric.utilities.rank_zero import rank_zero_only  # noqa: E402 - after the clear ImportError
+from lightning.fabric.utilities.logger import _add_prefix  # noqa: E402 - after the clear ImportError
+from lightning.fabric.utilities.rank_zero import rank_zero_only  # noqa: E402
 from lightning.pytorch.loggers import Logger  # noqa: E402
+from lightning.pytorch.loggers.logger import DummyExperiment  # noqa: E402
 
 from ..api import Run  # noqa: E402
 from ..bus import TrackerWarning  # noqa: E402
@@ -58,9 +60,12 @@ class TrackerLogger(Logger):
     :param all_ranks: under DDP every rank logs into the run (its own segment),
         instead of global rank zero only.
     :param save_dir: where Lightning puts checkpoints and other files
-        (``save_dir/name/version/checkpoints``); ``None``: the Trainer's
-        ``default_root_dir``. The store holds records only, unless
-        ``log_checkpoints`` is set.
+        (``save_dir/name/version/checkpoints``, and LightningCLI's
+        ``config.yaml``); ``None``: the current folder when asked, as the
+        Trainer's default ``default_root_dir``. The store holds records only,
+        unless ``log_checkpoints`` is set.
+    :param prefix: put at the start of every metric name, joined with ``-``
+        (``prefix="fold1"``: ``fold1-train/loss``), as Lightning's own loggers do.
     :param log_checkpoints: log the checkpoints a ``ModelCheckpoint`` saves
         (its best and last ones) as artifacts of kind ``checkpoint``, at the
         global step; a file logged before and unchanged since is not logged again.
@@ -73,8 +78,10 @@ class TrackerLogger(Logger):
                  store: str | os.PathLike[str] | None = None, run_id: str | None = None,
                  resume: bool | None = None, all_ranks: bool = False,
                  save_dir: str | os.PathLike[str] | None = None, log_checkpoints: bool = False,
-                 checkpoint_copy: bool = True) -> None:
+                 checkpoint_copy: bool = True, prefix: str = "") -> None:
         super().__init__()
+        if type(prefix) is not str:
+            raise TypeError(f"TrackerLogger: prefix expects a str, given {type(prefix).__name__} {prefix!r}")
         check_flags("TrackerLogger", log_checkpoints=log_checkpoints, checkpoint_copy=checkpoint_copy)
         env_id = os.environ.get("TRACKER_RUN_ID")
         if run_id is None and env_id:
@@ -86,6 +93,7 @@ class TrackerLogger(Logger):
             self._args.run_id = new_run_id()
         self._all_ranks = bool(all_ranks)
         self._save_dir = None if save_dir is None else os.fspath(save_dir)
+        self._prefix = prefix
         self._hparams: dict[str, Any] = {}
         self._run: Run | None = None
         self._started = False
@@ -107,10 +115,17 @@ class TrackerLogger(Logger):
         """The run id."""
         return str(self._args.run_id)
 
+    #: Lightning's loggers join ``prefix`` and a metric name with this.
+    LOGGER_JOIN_CHAR = "-"
+
     @property
-    def save_dir(self) -> str | None:
-        """Where Lightning saves checkpoints (``None``: the Trainer's ``default_root_dir``)."""
-        return self._save_dir
+    def save_dir(self) -> str:
+        """Where Lightning saves checkpoints and LightningCLI its ``config.yaml`` (default: the current folder).
+
+        Never ``None``: ``trainer.log_dir`` is this folder, and LightningCLI's
+        config callback needs one.
+        """
+        return self._save_dir if self._save_dir is not None else os.getcwd()
 
     @property
     def root_dir(self) -> str:
@@ -130,6 +145,8 @@ class TrackerLogger(Logger):
         ``all_ranks=True`` and no ``run_id`` given, rank zero's run id is then
         broadcast, so that every rank logs into the same run.
         """
+        if not self._logs_here():
+            return DummyExperiment()  # as Lightning's own loggers on ranks other than zero
         if self._all_ranks and not self._agreed:
             self._agree_on_run_id()
         return _RunHandle(self)
@@ -171,7 +188,7 @@ class TrackerLogger(Logger):
         """Log metrics at ``step`` (tensors, numpy scalars and numbers; other values are left out)."""
         if not self._logs_here():
             return
-        values = scalars(metrics)
+        values = scalars(_add_prefix(dict(metrics), self._prefix, self.LOGGER_JOIN_CHAR))
         if values:
             self._ensure_run().log(values, step=None if step is None else int(step))
 
@@ -231,7 +248,7 @@ class TrackerLogger(Logger):
         if self._run is not None:
             return self._run.store
         from ..config import resolve_store_path
-        from ..pluginmanager import get_host
+        from ..host import get_host
 
         return resolve_store_path(self._args.store, get_host().config).absolute()
 

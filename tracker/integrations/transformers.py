@@ -202,3 +202,17 @@ def _find_trainer() -> Any:
             return candidate
         frame = frame.f_back
     return None
+
+
+def _register_report_to() -> None:
+    """``TrainingArguments(report_to="tracker")``: the Trainer then makes a ``TrackerCallback()`` itself."""
+    try:
+        from transformers.integrations import integration_utils
+    except ImportError:  # an older layout: report_to="tracker" is not offered, callbacks=[...] still works
+        return
+    table = getattr(integration_utils, "INTEGRATION_TO_CALLBACK", None)
+    if isinstance(table, dict):
+        table.setdefault("tracker", TrackerCallback)
+
+
+_register_report_to()

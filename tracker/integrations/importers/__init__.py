@@ -12,10 +12,14 @@ with its path and skipped; the rest is imported.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import math
 import os
 import re
+import secrets
+import shutil
+import stat
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -26,8 +30,10 @@ from ...errors import TrackerError
 
 __all__ = ["ImportResult", "SourceError", "SourceRun", "import_runs", "source_run_id"]
 
-#: The error type of a run whose import stopped half way.
+#: The error type of a run whose import stopped half way (imports before staging could leave one).
 INTERRUPTED = "ImportInterrupted"
+#: Name prefix of the staging stores imports write into, in the store's folder (hidden from readers).
+STAGING = ".import-"
 _ID_OK = re.compile(r"[A-Za-z0-9_-]{1,50}\Z")
 
 
@@ -37,8 +43,10 @@ class SourceRun:
 
     :ivar run_id: the tracker run id it is imported under (stable for the source run).
     :ivar records: ``records(problem, progress)`` gives ``(time, step, {name: number})``
+        (metrics) or ``(time, step, data, schema)`` (``histogram``, ``image``)
         in order, one at a time; it calls ``problem(message)`` for what it
         skips and ``progress(n)`` for each ``n`` source bytes read.
+    :ivar artifacts: ``artifacts()`` gives ``(path, name)`` of the files to log as artifacts.
     :ivar size: bytes the records come from, for the progress bar.
     """
 
@@ -51,11 +59,12 @@ class SourceRun:
     ended_at: float | None
     status: str
     error: dict[str, Any] | None
-    records: Callable[[Callable[[str], None], Callable[[int], None]], Iterator[tuple[float, int, dict[str, float]]]]
+    records: Callable[[Callable[[str], None], Callable[[int], None]], Iterator[tuple]]
     size: int = 0
     source: str = ""
-    #: What the records left out, by kind (e.g. ``{"histograms": 12}``), filled while they are read.
+    #: What the records left out, by kind (e.g. ``{"audio clips": 12}``), filled while they are read.
     skipped: dict[str, int] = attrs.field(factory=dict)
+    artifacts: Callable[[], Iterator[tuple[Path, str]]] = lambda: iter(())
 
 
 @attrs.define
@@ -99,7 +108,6 @@ def import_runs(runs: Iterator[SourceRun], *, store: str | os.PathLike[str] | No
 
 def _import_one(source: SourceRun, store: Any, store_cls: Any, progress: Callable[[int], None] | None,
                 report: Callable[[str], None] | None) -> ImportResult:
-    from ...api import start_run
     from ...config import resolve_store_path
     from ...host import get_host
 
@@ -122,16 +130,49 @@ def _import_one(source: SourceRun, store: Any, store_cls: Any, progress: Callabl
         if progress is not None and source.size:
             progress(source.size)
         return result
-    run = start_run(source.project, source.name, config=source.config, tags=source.tags, store=root,
+    # The run is written into a staging store beside the runs and moved in whole once finished: an
+    # import stopped half-way (an exception, Ctrl-C, a kill) leaves no half-imported run behind.
+    _clean_stale_staging(root)
+    staging = root / f"{STAGING}{os.getpid()}.{_host()}.{secrets.token_hex(4)}"
+    try:
+        count = _write_run(source, staging, problem, progress or _ignore)
+        if not _move_in(staging, root, source.run_id):
+            result.outcome = "skipped"  # another import brought the same run meanwhile
+            count = 0
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    result.records = count
+    result.skipped = dict(source.skipped)
+    return result
+
+
+def _write_run(source: SourceRun, staging: Path, problem: Callable[[str], None],
+               progress: Callable[[int], None]) -> int:
+    """Import ``source`` as a finished run of the store at ``staging``; the records written."""
+    from ...api import start_run
+    from ...errors import SchemaError
+
+    run = start_run(source.project, source.name, config=source.config, tags=source.tags, store=staging,
                     run_id=source.run_id, created_at=source.created_at, system_metrics=False)
     last = source.created_at
     count = 0
     try:
-        for time, step, values in source.records(problem, progress or _ignore):
-            run.log_at(time, values, step)
+        for item in source.records(problem, progress):
+            time, step = item[0], item[1]
+            try:
+                _write_item(run, item)
+            except SchemaError as exc:  # one bad record: named, skipped, the rest imported
+                problem(f"{source.source}: a record at step {step} cannot be stored ({exc}); skipped")
+                continue
             count += 1
             if time is not None and (last is None or time > last):
                 last = time
+        for path, name in source.artifacts():
+            try:
+                run.log_artifact(path, name)
+                count += 1
+            except TrackerError as exc:
+                problem(f"{path}: artifact {name!r} not imported ({exc})")
     except BaseException as exc:
         run.finish("failed", {"type": INTERRUPTED, "message": f"the import of {source.source} stopped after "
                                                             f"{count} records: {type(exc).__name__}: {exc}"},
@@ -141,9 +182,101 @@ def _import_one(source: SourceRun, store: Any, store_cls: Any, progress: Callabl
     if end is not None and last is not None and end < last:
         end = last
     run.finish(source.status, source.error, time=end)
-    result.records = count
-    result.skipped = dict(source.skipped)
-    return result
+    return count
+
+
+def _write_item(run: Any, item: tuple) -> None:
+    """One record of a source: ``(time, step, {name: number})`` or ``(time, step, data, schema)``."""
+    time, step, data = item[0], item[1], item[2]
+    schema = item[3] if len(item) > 3 else "metrics"
+    if schema == "metrics":
+        run.log_at(time, data, step)
+        return
+    if schema == "image":  # data: {"name", "image" (a PIL image or array), "caption"}
+        from ...capture.blobs import BlobStore
+        from ...capture.media import image_record
+
+        data = image_record(data["name"], data["image"], data.get("caption", ""), BlobStore(run.store))
+    from ...api import check_time, resolve_step
+
+    compiled = run._host.schemas.get(schema) or run._host.schema(schema)
+    run._write(compiled.name, compiled.validate(data), resolve_step(step, schema), check_time(time))
+
+
+def _move_in(staging: Path, root: Path, run_id: str) -> bool:
+    """Blobs first, then the run's folder in one rename; ``False`` if the store has the run already."""
+    blobs = staging / "blobs"
+    if blobs.is_dir():
+        for path in sorted(blobs.rglob("*")):
+            if not path.is_file():
+                continue
+            target = root / path.relative_to(staging)
+            if target.exists():
+                continue
+            target.parent.mkdir(parents=True, exist_ok=True)
+            os.replace(path, target)
+    (root / "runs").mkdir(parents=True, exist_ok=True)
+    try:
+        os.rename(staging / "runs" / run_id, root / "runs" / run_id)
+    except OSError as exc:
+        if exc.errno in (errno.EEXIST, errno.ENOTEMPTY):
+            return False
+        raise TrackerError(f"cannot move the imported run {run_id} into {root / 'runs'}: {exc.strerror}") from None
+    return True
+
+
+def _clean_stale_staging(root: Path) -> None:
+    """Remove staging stores of imports whose process is gone (a kill -9 mid-import)."""
+    try:
+        entries = list(root.iterdir()) if root.is_dir() else []
+    except OSError:
+        return
+    for entry in entries:
+        if not entry.name.startswith(STAGING):
+            continue
+        pid, _, rest = entry.name[len(STAGING):].partition(".")
+        host = rest.rpartition(".")[0]
+        # Only this host's: a pid says nothing about a process of another machine sharing the store.
+        if pid.isdigit() and host == _host() and not _alive(int(pid)):
+            shutil.rmtree(entry, ignore_errors=True)
+
+
+def _host() -> str:
+    from ...segment import hostname
+
+    return re.sub(r"[^A-Za-z0-9-]", "-", hostname())[:32] or "host"
+
+
+def _alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def not_a_file(path: Path) -> str | None:
+    """What ``path`` is when it is not a regular file (``"a FIFO"``, ``"a folder"``...), else ``None``.
+
+    Checked before a source file is opened: opening a FIFO would block forever.
+    """
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        return "missing (a broken symlink?)"
+    except OSError as exc:
+        return f"unreadable ({exc.strerror})"
+    if stat.S_ISREG(mode):
+        return None
+    for test, what in ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a character device"),
+                       (stat.S_ISBLK, "a block device"), (stat.S_ISDIR, "a folder")):
+        if test(mode):
+            return what
+    return "not a regular file"
 
 
 def _ignore(n: int) -> None:

@@ -1,4 +1,5 @@
-"""Read an MLflow file store (an ``mlruns`` folder) through its documented layout.
+"""Read an MLflow store: a file store (an ``mlruns`` folder) through its documented layout, or the
+SQLite backend (``mlflow.db``, MLflow 3's default; see :mod:`.mlflow_sqlite`).
 
 MLflow's own ``FileStore`` is not used: it creates a ``.trash`` folder in the
 source when it is missing, refuses to open without ``MLFLOW_ALLOW_FILE_STORE``
@@ -12,7 +13,11 @@ Each active run becomes a run: metrics with their steps and timestamps
 (points of several metrics with the same timestamp and step make one
 record), params as config (``"32"`` as 32, ``"0.1"`` as 0.1), user tags as
 tags (``key=value``), MLflow's own ``mlflow.*`` tags in the config under
-``imported_from``, the run's name, status, start and end times.
+``imported_from``, the run's name, status, start and end times, and the
+files of its local artifact folder as artifacts. What cannot be read is
+reported with its file (and line) and skipped: a metric line with a step
+beyond ±2**53, a symlinked folder (``mlruns/1/loop -> .``), a FIFO or
+device where a file should be.
 """
 
 from __future__ import annotations
@@ -24,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from .._common import require
-from . import SourceError, SourceRun, file_size, number, source_run_id
+from . import SourceError, SourceRun, file_size, not_a_file, number, source_run_id
 
 __all__ = ["mlflow_runs"]
 
@@ -32,6 +37,7 @@ __all__ = ["mlflow_runs"]
 _STATUS = {1: "RUNNING", 2: "SCHEDULED", 3: "FINISHED", 4: "FAILED", 5: "KILLED"}
 # Metric files open at once while merging a run's metrics by time.
 _OPEN_FILES = 128
+MAX_INT = 2**53
 
 
 def mlflow_runs(mlruns: str | os.PathLike[str], experiment: str | None = None, project: str | None = None,
@@ -44,13 +50,26 @@ def mlflow_runs(mlruns: str | os.PathLike[str], experiment: str | None = None, p
     :param problem: called with one line per run or file that cannot be read (and is skipped).
     :raises SourceError: the folder is not an MLflow file store, or has no such experiment.
     """
-    yaml = require("yaml", "mlflow", "tracker import mlflow")
     report = problem or (lambda message: None)
-    root = Path(mlruns)
+    text = os.fspath(mlruns)
+    root = Path(text)
+    if text.startswith("sqlite:") or root.is_file() or (root.is_dir() and (root / "mlflow.db").is_file()
+                                                         and not _has_experiments(root)):
+        from .mlflow_sqlite import sqlite_runs
+
+        db = root / "mlflow.db" if root.is_dir() else root
+        yield from sqlite_runs(text if text.startswith("sqlite:") else db, experiment, project, report)
+        return
+    yaml = require("yaml", "mlflow", "tracker import mlflow")
     if not root.is_dir():
-        raise SourceError(f"{root}: no such folder (expected an MLflow mlruns folder)")
+        what = not_a_file(root) if root.exists() else None
+        raise SourceError(f"{root}: {'no such folder' if what is None else what + ', not a file'} (expected an "
+                          "MLflow mlruns folder, an mlflow.db file or a sqlite:/// tracking URI)")
     experiments = []
     for folder in sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith(".")):
+        if folder.is_symlink():
+            report(f"{folder}: a symlink to a folder; not followed, skipped")
+            continue
         meta = _meta(yaml, folder / "meta.yaml", report)
         if meta is None or "experiment_id" not in meta:
             continue
@@ -58,7 +77,8 @@ def mlflow_runs(mlruns: str | os.PathLike[str], experiment: str | None = None, p
             continue
         experiments.append((folder, meta))
     if not experiments:
-        raise SourceError(f"{root}: no MLflow experiment in it (expected <experiment id>/meta.yaml folders)")
+        raise SourceError(f"{root}: no MLflow experiment in it: no <experiment id>/meta.yaml folder, and no "
+                          "mlflow.db (for MLflow's SQLite backend give the .db file or its sqlite:/// URI)")
     if experiment is not None:
         names = [str(m.get("name")) for _, m in experiments]
         experiments = [(f, m) for f, m in experiments if m.get("name") == experiment]
@@ -66,13 +86,27 @@ def mlflow_runs(mlruns: str | os.PathLike[str], experiment: str | None = None, p
             raise SourceError(f"{root}: no experiment named {experiment!r} (experiments: {', '.join(names)})")
     for folder, meta in experiments:
         for run_dir in sorted(p for p in folder.iterdir() if p.is_dir() and (p / "meta.yaml").exists()):
+            if run_dir.is_symlink():
+                report(f"{run_dir}: a symlink to a folder; not followed, skipped")
+                continue
             run_meta = _meta(yaml, run_dir / "meta.yaml", report)
             if run_meta is None or run_meta.get("lifecycle_stage") == "deleted":
+                continue
+            if not (run_meta.get("run_id") or run_meta.get("run_uuid")):
+                report(f"{run_dir / 'meta.yaml'}: not a run's meta.yaml (no run_id); skipped")
                 continue
             yield _source_run(root, run_dir, run_meta, meta, project, report)
 
 
+def _has_experiments(root: Path) -> bool:
+    return any((p / "meta.yaml").is_file() for p in root.iterdir() if p.is_dir() and not p.is_symlink())
+
+
 def _meta(yaml: Any, path: Path, report: Callable[[str], None]) -> dict[str, Any] | None:
+    what = not_a_file(path) if path.exists() or path.is_symlink() else None
+    if what is not None:
+        report(f"{path}: {what}, not a file; skipped")
+        return None
     try:
         with open(path, encoding="utf-8") as f:
             data = yaml.safe_load(f)
@@ -91,6 +125,10 @@ def _values(folder: Path, report: Callable[[str], None]) -> dict[str, str]:
     """``key: text`` of every file under ``folder`` (params or tags; keys with ``/`` are subfolders)."""
     out: dict[str, str] = {}
     for path in _files(folder):
+        what = not_a_file(path)
+        if what is not None:
+            report(f"{path}: {what}, not a file; skipped")
+            continue
         try:
             out[path.relative_to(folder).as_posix()] = path.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as exc:
@@ -120,14 +158,14 @@ def _source_run(root: Path, run_dir: Path, meta: dict[str, Any], exp: dict[str, 
         "experiment": exp.get("name"), "run_id": uuid, "status": status, "user": meta.get("user_id"),
         "mlflow_tags": {k: v for k, v in tags.items() if k.startswith("mlflow.")},
     }
-    if status == "FINISHED":
-        ours, error = "finished", None
-    elif status in ("FAILED", "KILLED"):
-        ours, error = "failed", {"type": f"MLflow{status.title()}", "message": f"the MLflow run's status is {status}"}
-    else:
-        ours, error = "crashed", {"type": "MLflowUnfinished",
-                                  "message": f"the MLflow run's status was {status} when it was imported"}
-    metrics = _files(run_dir / "metrics")
+    ours, error = _run_status(status)
+    metrics = []
+    for path in _files(run_dir / "metrics"):
+        what = not_a_file(path)
+        if what is not None:
+            report(f"{path}: {what}, not a file; skipped")
+        else:
+            metrics.append(path)
     start, end = meta.get("start_time"), meta.get("end_time")
 
     def records(problem: Callable[[str], None], progress: Callable[[int], None]) -> Iterator[tuple]:
@@ -141,7 +179,64 @@ def _source_run(root: Path, run_dir: Path, meta: dict[str, Any], exp: dict[str, 
                      project=project if project is not None else exp.get("name"), config=config,
                      tags=user_tags, created_at=start / 1000 if isinstance(start, (int, float)) else None,
                      ended_at=end / 1000 if isinstance(end, (int, float)) else None, status=ours, error=error,
-                     records=records, size=sum(file_size(p) for p in metrics), source=str(run_dir))
+                     records=records, size=sum(file_size(p) for p in metrics), source=str(run_dir),
+                     artifacts=lambda: artifact_files(_artifact_dir(meta.get("artifact_uri"), run_dir), report))
+
+
+def _artifact_dir(uri: Any, run_dir: Path) -> Path | str | None:
+    """The run's local artifact folder: its ``artifact_uri`` when that is a local path, else ``<run>/artifacts``."""
+    if isinstance(uri, str) and uri:
+        local = local_path(uri, run_dir)
+        if local is None:
+            return uri
+        if local.is_dir():
+            return local
+    default = run_dir / "artifacts"
+    return default if default.is_dir() else None
+
+
+def local_path(uri: str, base: Path) -> Path | None:
+    """The local path of an artifact URI (``file:`` or a plain path, relative to ``base``), else ``None``."""
+    from urllib.parse import unquote, urlparse
+
+    parsed = urlparse(uri)
+    if parsed.scheme == "file":
+        return Path(unquote(parsed.path))
+    if parsed.scheme == "" or (len(parsed.scheme) == 1 and uri[1:3] in (":\\", ":/")):  # a path (or C:\...)
+        path = Path(uri)
+        return path if path.is_absolute() else base / path
+    return None
+
+
+def artifact_files(folder: Path | str | None, report: Callable[[str], None]) -> Iterator[tuple[Path, str]]:
+    """``(path, name)`` of each regular file under a run's artifact folder; what cannot be logged is reported."""
+    if folder is None:
+        return
+    if isinstance(folder, str):
+        report(f"artifacts at {folder}: not a local folder; not imported (copy them with mlflow artifacts download)")
+        return
+    for dirpath, dirnames, filenames in os.walk(folder):
+        dirnames.sort()
+        for d in [d for d in dirnames if (Path(dirpath) / d).is_symlink()]:
+            report(f"{Path(dirpath) / d}: a symlink to a folder in the artifacts; not followed, skipped")
+            dirnames.remove(d)
+        for f in sorted(filenames):
+            path = Path(dirpath) / f
+            what = not_a_file(path)
+            if what is not None:
+                report(f"{path}: {what} in the artifacts, not a file; skipped")
+                continue
+            yield path, path.relative_to(folder).as_posix()
+
+
+def _run_status(status: str) -> tuple[str, dict[str, str] | None]:
+    """An MLflow run status as the run's status and error."""
+    if status == "FINISHED":
+        return "finished", None
+    if status in ("FAILED", "KILLED"):
+        return "failed", {"type": f"MLflow{status.title()}", "message": f"the MLflow run's status is {status}"}
+    return "crashed", {"type": "MLflowUnfinished", "message": f"the MLflow run's status was {status} when it was "
+                                                              "imported"}
 
 
 def _points(path: Path, key: str, problem: Callable[[str], None],
@@ -169,7 +264,20 @@ def _points(path: Path, key: str, problem: Callable[[str], None],
                 shown = line[:80].decode("utf-8", "replace").rstrip()
                 problem(f"{path}:{lineno}: expected 'timestamp value step', given {shown!r}; skipped")
                 continue
+            bad = check_point(ts, step)
+            if bad:
+                problem(f"{path}:{lineno}: {bad}; skipped")
+                continue
             yield ts, step, key, value
+
+
+def check_point(ts: int, step: int) -> str | None:
+    """Why a metric point cannot be stored as it is (the store keeps ints within ±2**53 exactly), else ``None``."""
+    if not -MAX_INT <= step <= MAX_INT:
+        return f"step {step} is beyond ±2**53, which the store keeps exactly"
+    if not 0 <= ts <= MAX_INT:
+        return f"timestamp {ts} is not a time in milliseconds since the epoch"
+    return None
 
 
 def _grouped(points: Iterator[tuple[int, int, str, float]]) -> Iterator[tuple[float, int, dict[str, float]]]:

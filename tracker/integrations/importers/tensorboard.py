@@ -3,11 +3,14 @@
 The files are read with TensorBoard's own record reader
 (``RawEventFileLoader``) and its ``Event`` protobuf. Scalars (``simple_value``
 summaries, and tensors of the ``scalars`` plugin) become metrics named as the
-tags are written (``train/loss``), at the event's step and wall time; hparams
-(``add_hparams``, or an hparams summary in the run's own files) become the
-config. PyTorch's ``SummaryWriter.add_hparams`` writes its hparams into a
-subfolder of the run: such a subfolder is read as part of its parent run.
-The run's name is its folder's path under LOGDIR.
+tags are written (``train/loss``), at the event's step and wall time;
+histograms become ``histogram`` records and images ``image`` records (at
+their step and wall time); hparams (``add_hparams``, or an hparams summary in
+the run's own files) become the config; what else an event holds (audio,
+text...) is counted and reported as not imported. A FIFO, socket or device
+named like an event file is reported and skipped, never opened. PyTorch's
+``SummaryWriter.add_hparams`` writes its hparams into a subfolder of the
+run: such a subfolder is read as part of its parent run. The run's name is its folder's path under LOGDIR.
 """
 
 from __future__ import annotations
@@ -19,11 +22,11 @@ from pathlib import Path
 from typing import Any
 
 from .._common import require
-from . import SourceError, SourceRun, file_size, source_run_id
+from ..tbevents import decode_image, hparams, summary_values
+from . import SourceError, SourceRun, file_size, not_a_file, source_run_id
 
 __all__ = ["tensorboard_runs"]
 
-_KINDS = {"histo": "histograms", "image": "images", "audio": "audio clips", "tensor": "tensors"}
 # TFRecord framing around each event: length (8 bytes), its CRC (4), the data's CRC (4).
 _FRAMING = 16
 
@@ -41,7 +44,7 @@ def tensorboard_runs(logdir: str | os.PathLike[str], project: str | None = None,
     root = Path(logdir)
     if not root.is_dir():
         raise SourceError(f"{root}: no such folder (expected a TensorBoard log folder)")
-    folders = _run_folders(root)
+    folders = _run_folders(root, problem or _ignore)
     if not folders:
         raise SourceError(f"{root}: no TensorBoard event files (events.out.tfevents.*) in it or below it")
     project = project if project is not None else root.resolve().name
@@ -51,12 +54,21 @@ def tensorboard_runs(logdir: str | os.PathLike[str], project: str | None = None,
             yield source
 
 
-def _run_folders(root: Path) -> dict[Path, list[Path]]:
-    """Folders with event files, each with its files in name order (oldest first); hparams subfolders merged."""
+def _run_folders(root: Path, problem: Callable[[str], None]) -> dict[Path, list[Path]]:
+    """Folders with event files, each with its files in name order (oldest first); hparams subfolders merged.
+
+    A FIFO, socket or device named like an event file is reported and left out: opening one could block.
+    """
     folders: dict[Path, list[Path]] = {}
     for dirpath, dirnames, filenames in os.walk(root):
         dirnames.sort()
-        files = sorted(f for f in filenames if "tfevents" in f)
+        files = []
+        for f in sorted(f for f in filenames if "tfevents" in f):
+            what = not_a_file(Path(dirpath) / f)
+            if what is None:
+                files.append(f)
+            else:
+                problem(f"{Path(dirpath) / f}: {what}, not an event file; skipped")
         if files:
             folders[Path(dirpath)] = [Path(dirpath) / f for f in files]
     for folder in list(folders):
@@ -82,12 +94,12 @@ def _source_run(root: Path, folder: Path, files: list[Path], project: str | None
                 problem: Callable[[str], None]) -> SourceRun | None:
     rel = folder.relative_to(root).as_posix()
     name = root.resolve().name if rel == "." else rel
-    hparams: dict[str, Any] = {}
+    config_values: dict[str, Any] = {}
     created = None
     for path in files:
         if _mentions_hparams(path):
             for event in _events(path, _ignore, _ignore):
-                hparams.update(_hparams(event))
+                config_values.update(hparams(event))
     for path in files:
         for event in _events(path, _ignore, _ignore):
             created = event.wall_time or None
@@ -101,8 +113,8 @@ def _source_run(root: Path, folder: Path, files: list[Path], project: str | None
                 pass
         problem(f"{folder}: no event could be read from its event files; not imported")
         return None
-    config = {**hparams, "imported_from": {"format": "tensorboard", "logdir": str(root.resolve()), "folder": rel,
-                                           "first_event_file": files[0].name}}
+    config = {**config_values, "imported_from": {"format": "tensorboard", "logdir": str(root.resolve()),
+                                                 "folder": rel, "first_event_file": files[0].name}}
 
     skipped: dict[str, int] = {}
 
@@ -110,9 +122,7 @@ def _source_run(root: Path, folder: Path, files: list[Path], project: str | None
         for path in files:
             plugins: dict[str, str] = {}
             for event in _events(path, problem, progress):
-                values = _scalars(event, plugins, skipped)
-                if values:
-                    yield event.wall_time, int(event.step), values
+                yield from _items(event, plugins, skipped, problem, path)
 
     return SourceRun(run_id=source_run_id("tb", files[0].name), name=name, project=project, config=config,
                      tags=[], created_at=created, ended_at=None, status="finished", error=None,
@@ -155,57 +165,27 @@ def _events(path: Path, problem: Callable[[str], None], progress: Callable[[int]
         progress(size - done)
 
 
-def _scalars(event: Any, plugins: dict[str, str], skipped: dict[str, int]) -> dict[str, float]:
-    """The scalar values of one event, by tag; counts what else it holds in ``skipped``."""
-    if event.WhichOneof("what") != "summary":
-        return {}
-    out: dict[str, float] = {}
-    for value in event.summary.value:
-        kind = value.WhichOneof("value")
-        plugin = value.metadata.plugin_data.plugin_name
-        if plugin:
-            plugins[value.tag] = plugin  # TensorBoard writes a tag's metadata with its first value only
-        else:
-            plugin = plugins.get(value.tag, "")
-        if kind == "simple_value":
-            out[value.tag] = float(value.simple_value)
-        elif kind == "tensor" and plugin == "scalars":
-            from tensorboard.util import tensor_util
-
-            array = tensor_util.make_ndarray(value.tensor)
-            if array.size == 1:
-                out[value.tag] = float(array.reshape(-1)[0])
-            else:
-                skipped["non-scalar tensors"] = skipped.get("non-scalar tensors", 0) + 1
-        elif plugin != "hparams":
-            label = plugin or _KINDS.get(kind or "", kind or "empty values")
-            skipped[label] = skipped.get(label, 0) + 1
-    return out
-
-
-def _hparams(event: Any) -> dict[str, Any]:
-    """The hparams of a session-start summary in ``event``, as config values."""
-    if event.WhichOneof("what") != "summary":
-        return {}
-    from tensorboard.plugins.hparams import plugin_data_pb2
-
-    out: dict[str, Any] = {}
-    for value in event.summary.value:
-        if value.metadata.plugin_data.plugin_name != "hparams":
-            continue
-        data = plugin_data_pb2.HParamsPluginData.FromString(value.metadata.plugin_data.content)
-        if data.WhichOneof("data") != "session_start_info":
-            continue
-        for key, v in data.session_start_info.hparams.items():
-            which = v.WhichOneof("kind")
-            if which == "number_value":
-                x = v.number_value
-                out[key] = int(x) if x.is_integer() and abs(x) <= 2**53 else x
-            elif which == "string_value":
-                out[key] = v.string_value
-            elif which == "bool_value":
-                out[key] = v.bool_value
-            else:
-                out[key] = None
-    return out
-
+def _items(event: Any, plugins: dict[str, str], skipped: dict[str, int], problem: Callable[[str], None],
+           path: Path) -> Iterator[tuple]:
+    """The records of one event: one of its scalars, then each histogram and image; counts the rest in ``skipped``."""
+    values: dict[str, float] = {}
+    others: list[tuple] = []
+    time, step = event.wall_time, int(event.step)
+    for kind, tag, payload in summary_values(event, plugins):
+        if kind == "scalar":
+            values[tag] = payload
+        elif kind == "histogram":
+            others.append((time, step, {**payload, "name": tag}, "histogram"))
+        elif kind == "image":
+            try:
+                image = decode_image(payload)
+            except Exception as exc:  # noqa: BLE001 - Pillow missing or a damaged image: named, skipped
+                problem(f"{path}: image {tag!r} at step {step} cannot be decoded ({type(exc).__name__}: {exc}); "
+                        "skipped")
+                continue
+            others.append((time, step, {"name": tag, "image": image}, "image"))
+        elif kind == "skipped":
+            skipped[payload] = skipped.get(payload, 0) + 1
+    if values:
+        yield time, step, values
+    yield from others

@@ -29,6 +29,7 @@ from typing import Any
 from ...errors import SchemaError
 from ...format import METRICS
 from ...values import check_metrics, given
+from ..importers import not_a_file
 from .media import Histogram, Media
 
 _AGGREGATES = ("min", "max", "mean", "last", "first", "best", "none", "copy")
@@ -138,8 +139,6 @@ class WandbExtras:
 
     def _write(self, numbers: dict[str, Any], media: dict[str, Any], step: int | None) -> None:
         run = self.run
-        if not numbers and not media:
-            return
         if media:
             records = []
             for name, value in media.items():
@@ -240,7 +239,15 @@ class WandbExtras:
         done = []
         for path in paths:
             p = Path(path)
-            if not p.is_file():
+            what = not_a_file(p)
+            if what == "a folder":
+                continue  # a glob's folders: their files match patterns of their own
+            if what is not None:
+                import warnings
+
+                from ...bus import TrackerWarning
+
+                warnings.warn(f"tracker.save: {p} is {what}, not a file; not logged", TrackerWarning, stacklevel=4)
                 continue
             st = p.stat()
             key = str(p.resolve())

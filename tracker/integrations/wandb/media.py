@@ -61,20 +61,25 @@ class Image(Media):
                                                      f"or the data as a tracker.Table, given {given(value)}")])
         if caption is not None and type(caption) is not str:
             raise SchemaError("image", [("caption", f"expected a str, given {given(caption)}")])
+        from ...capture.media import encode_image
+
         self.caption = caption or ""
         self.mode = mode
         if isinstance(data_or_path, (str, os.PathLike)):
-            self._image: Any = os.fspath(data_or_path)
+            image: Any = os.fspath(data_or_path)
         elif type(data_or_path).__module__.startswith("PIL"):
-            self._image = data_or_path if mode is None else data_or_path.convert(mode)
+            image = data_or_path if mode is None else data_or_path.convert(mode)
         else:
-            self._image = _to_uint8(_numpy(data_or_path), normalize)
+            image = _to_uint8(_numpy(data_or_path), normalize)
+        # Encoded now: a bad image is refused where it is made, and a tensor may change before the step is written.
+        self._png, self.width, self.height, self._mode = encode_image(image)
 
     def record(self, run: Any, name: str) -> dict[str, Any]:
         from ...capture.blobs import BlobStore
-        from ...capture.media import image_record
 
-        return image_record(name, self._image, self.caption, BlobStore(run.store, fsync=run._host.config.fsync))
+        sha, _ = BlobStore(run.store, fsync=run._host.config.fsync).put_bytes(self._png)
+        return {"name": name, "sha256": sha, "width": self.width, "height": self.height, "mode": self._mode,
+                "caption": self.caption}
 
     def __repr__(self) -> str:
         return f"<tracker.Image caption={self.caption!r}>"

@@ -55,11 +55,11 @@ class TensorBoardSync:
         run = self.run
         if run.status != "running" or event.WhichOneof("what") != "summary":
             return
-        prefix = self._prefix(logdir)
+        sub = self._subfolder(logdir)
         step = int(event.step)
         scalars: dict[str, float] = {}
         for kind, tag, payload in summary_values(event, self._plugins):
-            name = prefix + tag
+            name = _name(sub, tag)
             if kind == "scalar":
                 scalars[name] = payload
             elif kind == "histogram":
@@ -73,8 +73,8 @@ class TensorBoardSync:
         if scalars:
             run.log(scalars, step=step)
 
-    def _prefix(self, logdir: str | None) -> str:
-        """``add_scalars`` writes into subfolders ``<logdir>/<tag>_<name>``: their scalars keep the subfolder's name."""
+    def _subfolder(self, logdir: str | None) -> str:
+        """The writer's folder under the first one seen (``add_scalars`` writes into subfolders), or ``""``."""
         if not logdir:
             return ""
         logdir = os.path.abspath(logdir)
@@ -82,9 +82,20 @@ class TensorBoardSync:
             if logdir == root:
                 return ""
             if logdir.startswith(root + os.sep):
-                return os.path.relpath(logdir, root).replace(os.sep, "/") + "/"
+                return os.path.relpath(logdir, root).replace(os.sep, "/")
         self._roots.append(logdir)
         return ""
+
+
+def _name(sub: str, tag: str) -> str:
+    """``add_scalars("pair", {"a": ...})`` writes tag ``pair`` into ``pair_a`` (torch) or ``pair/a``
+    (tensorboardX): both are the metric ``pair/a``; any other subfolder prefixes the tag."""
+    if not sub:
+        return tag
+    for sep in ("_", "/"):
+        if sub.startswith(tag + sep) and len(sub) > len(tag) + 1:
+            return f"{tag}/{sub[len(tag) + 1:]}"
+    return f"{sub}/{tag}"
 
 
 def _patch() -> None:
