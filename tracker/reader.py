@@ -52,6 +52,7 @@ from .index import (
     stream_part,
     warn_once,
 )
+from .index import segments as index_segments
 from .records import Problem, Record, RunInfo
 from .segment import Segment, hostname, read_run_info, read_segment, segment_paths
 from .summary import Summary, Table, summarize_run
@@ -452,14 +453,14 @@ class RunView(LazyHost):
         for i in range(part.n):
             yield lines[i], Record(steps[i], times[i], name, datas[i], writers[i], seqs[i])
 
-    def _streamed(self, ix: SegmentIndex, name: str) -> Iterator[tuple[int, Record]]:
-        for window in stream_part(ix, name):
+    def _streamed(self, ix: SegmentIndex, name: str, rows: int | None) -> Iterator[tuple[int, Record]]:
+        for window in stream_part(ix, name, rows):
             yield from self._part_records(window)
 
-    def _segment_records_ix(self, ix: SegmentIndex, schema: str | None) -> Iterator[Record]:
+    def _segment_records_ix(self, ix: SegmentIndex, schema: str | None, rows: int | None = None) -> Iterator[Record]:
         """One segment's records (of one schema), in file order, streamed from its columns in windows."""
         names = [schema] if schema is not None else list(ix.meta)
-        gens = [self._streamed(ix, name) for name in names if name in ix.meta]
+        gens = [self._streamed(ix, name, rows) for name in names if name in ix.meta]
         if not gens:
             return
         if len(gens) == 1:
@@ -475,7 +476,10 @@ class RunView(LazyHost):
             yield from self._jsonl_records(schema)
             return
         ixs = self._indexes(set())  # headers: the columns are streamed in windows
-        gens = [self._segment_records_ix(ix, schema) for ix in ixs]
+        # A merge holds one window of each segment: smaller windows for many segments, so that
+        # memory stays bounded whatever their number (as merge_chunk does for lines).
+        rows = max(256, index_segments.WINDOW_ROWS * 16 // max(16, len(ixs)))
+        gens = [self._segment_records_ix(ix, schema, rows) for ix in ixs]
         if len(gens) == 1:
             yield from gens[0]
         else:

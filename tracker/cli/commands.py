@@ -40,7 +40,7 @@ CORE_COMMANDS: dict[str, tuple[str, str, str]] = {
     "import": ("importer", "import_group",
                "Import runs from TensorBoard logs or an MLflow mlruns folder (again: adds nothing)."),
     "query": ("query", "query_cmd",
-              "Run SQL over the store: views runs, metrics, records and one per schema (needs DuckDB)."),
+              "Run SQL over the store: views runs, metrics, records, metric_stats and one per schema (needs DuckDB)."),
     "index": ("index", "index_cmd",
               "Build every run's derived columns and the run catalog ahead of time, with a progress bar."),
     "sync": ("sync", "sync_cmd",

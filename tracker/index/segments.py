@@ -277,74 +277,117 @@ def stream_part(ix: SegmentIndex, name: str, rows: int | None = None) -> Iterato
     """The records of schema ``name`` in windows of at most ``rows``, read from the index file in slices.
 
     Memory stays flat whatever the segment's length: each ``metrics`` column
-    is first checked against its CRC in chunks, then read a window at a time.
-    Other schemas, and an index only in memory, are given whole. A file that
-    no longer holds what ``ix`` was read from (another reader rewrote it for
-    a grown segment) is read whole from ``ix`` as loaded.
+    is first checked against its CRC in chunks, then read a window at a time,
+    the file open only while a window is read (a merge of any number of
+    segments stays within the open-file limit). Other schemas, and an index
+    only in memory, are given whole. When the file no longer holds what
+    ``ix`` was read from (another reader rewrote it for a grown segment) or
+    cannot be opened, the records ``ix`` covers are parsed from the segment.
     """
     part = ix.parts.get(name)
     info = ix.meta.get(name)
-    if part is not None or info is None or name != "metrics" or ix.source is None:
-        if part is None and info is not None:
-            part = _load_one(ix, name)
+    if part is not None or info is None:
         if part is not None:
             yield part
         return
+    rows = rows or WINDOW_ROWS
     try:
-        with container.Reader(ix.source) as reader:
+        if name != "metrics" or ix.source is None:
+            raise container.Damaged("not streamed")
+        with _same_file(ix) as reader:
+            entry = reader.header["schemas"][name]
+            for key in _keys(name, entry):
+                reader.verify(key)
+        n = entry["n"]
+        for a in range(0, n, rows):
+            with _same_file(ix) as reader:
+                window = _window(reader, name, entry, a, min(n, a + rows))
+            yield window
+        return
+    except (OSError, container.Damaged, KeyError, TypeError, ValueError):
+        pass
+    whole = _load_one(ix, name)
+    if whole is None:
+        whole = _reparse(ix).get(name)
+    if whole is not None:
+        yield whole
+
+
+class _same_file:
+    """The index file of ``ix`` opened, if it still holds what ``ix`` was read from (else ``Damaged``)."""
+
+    def __init__(self, ix: SegmentIndex) -> None:
+        self.ix = ix
+        self.reader: container.Reader | None = None
+
+    def __enter__(self) -> container.Reader:
+        if self.ix.source is None:
+            raise container.Damaged("only in memory")
+        reader = container.Reader(self.ix.source)
+        try:
             h = reader.header
             _check_header(h)
-            if (h["ino"], h["offset"], h["last_crc"]) != (ix.ino, ix.offset, ix.last_crc):
+            if (h["ino"], h["offset"], h["last_crc"]) != (self.ix.ino, self.ix.offset, self.ix.last_crc):
                 raise container.Damaged("rewritten since")
-            entry = h["schemas"][name]
-            keys = [f"{name}\x00{c}" for c in ("step", "time", "seq", "line")]
-            keys += [f"{name}\x00m\x00{k}" for k in entry["metrics"]]
-            keys += [f"{name}\x00k\x00{k}" for k in entry["kinds"]]
-            for key in keys:
-                reader.verify(key)
-            yield from _windows(reader, name, entry, rows or WINDOW_ROWS)
-    except (OSError, container.Damaged, KeyError, TypeError, ValueError):
-        whole = _load_one(ix, name)
-        if whole is not None:
-            yield whole
+        except BaseException:
+            reader.close()
+            raise
+        self.reader = reader
+        return reader
+
+    def __exit__(self, *exc: object) -> None:
+        if self.reader is not None:
+            self.reader.close()
+
+
+def _keys(name: str, entry: dict[str, Any]) -> list[str]:
+    keys = [f"{name}\x00{c}" for c in ("step", "time", "seq", "line")]
+    keys += [f"{name}\x00m\x00{k}" for k in entry["metrics"]]
+    return keys + [f"{name}\x00k\x00{k}" for k in entry["kinds"]]
 
 
 def _load_one(ix: SegmentIndex, name: str) -> SchemaCols | None:
     """Schema ``name``'s columns of ``ix``, read whole from its file (``None`` when that fails)."""
-    if ix.source is None:
-        return None
     try:
-        with container.Reader(ix.source) as reader:
-            h = reader.header
-            _check_header(h)
-            if (h["ino"], h["offset"], h["last_crc"]) != (ix.ino, ix.offset, ix.last_crc):
-                return None
-            return _load_part(reader, name, h["schemas"][name])
+        with _same_file(ix) as reader:
+            return _load_part(reader, name, reader.header["schemas"][name])
     except (OSError, container.Damaged, KeyError, TypeError, ValueError):
         return None
 
 
-def _windows(reader: container.Reader, name: str, entry: dict[str, Any], rows: int) -> Iterator[SchemaCols]:
+def _reparse(ix: SegmentIndex) -> dict[str, SchemaCols]:
+    """The parts of the lines ``ix`` covers, parsed again from the segment (its first ``ix.lines`` lines)."""
+    builder = Builder(str(ix.path))
+    left = ix.lines
+    for lines in LineChunks(ix.path, 0):
+        if left <= 0:
+            break
+        builder.feed(lines[:left])
+        left -= len(lines)
+    return {name: SchemaCols.from_part(p) for name, p in builder.parts.items()}
+
+
+def _window(reader: container.Reader, name: str, entry: dict[str, Any], a: int, b: int) -> SchemaCols:
+    """Rows ``[a, b)`` of schema ``name`` from the file (its arrays verified beforehand)."""
     import numpy as np
 
-    n = entry["n"]
+    def arr(key: str, dtype: Any) -> Any:
+        size = np.dtype(dtype).itemsize
+        return np.frombuffer(reader.read_range(key, a * size, (b - a) * size), dtype=dtype)
+
     writers = [list(w) for w in entry["writers"]]
-    for a in range(0, n, rows):
-        b = min(n, a + rows)
-
-        def arr(key: str, dtype: Any, a: int = a, b: int = b) -> Any:
-            size = np.dtype(dtype).itemsize
-            return np.frombuffer(reader.read_range(key, a * size, (b - a) * size), dtype=dtype)
-
-        ws = [[max(0, i - a), w] for j, (i, w) in enumerate(writers)
-              if i < b and (j + 1 == len(writers) or writers[j + 1][0] > a)]
-        part = SchemaCols(name, b - a, arr(f"{name}\x00step", np.int64), arr(f"{name}\x00time", np.float64),
-                          arr(f"{name}\x00seq", np.int64), arr(f"{name}\x00line", np.int64), ws)
-        for k in entry["metrics"]:
-            part.cols[k] = arr(f"{name}\x00m\x00{k}", np.float64)
-        for k in entry["kinds"]:
-            part.kinds[k] = arr(f"{name}\x00k\x00{k}", np.uint8)
-        yield part
+    ws = [[max(0, i - a), w] for j, (i, w) in enumerate(writers)
+          if i < b and (j + 1 == len(writers) or writers[j + 1][0] > a)]
+    part = SchemaCols(name, b - a, arr(f"{name}\x00step", np.int64), arr(f"{name}\x00time", np.float64),
+                      arr(f"{name}\x00seq", np.int64), arr(f"{name}\x00line", np.int64), ws)
+    for k in entry["metrics"]:
+        part.cols[k] = arr(f"{name}\x00m\x00{k}", np.float64)
+    for k in entry["kinds"]:
+        part.kinds[k] = arr(f"{name}\x00k\x00{k}", np.uint8)
+    for col in (part.step, *part.cols.values()):
+        if col.size != b - a:
+            raise container.Damaged(f"schema {name!r}: a window of {col.size} rows, expected {b - a}")
+    return part
 
 
 def _check_header(h: dict[str, Any]) -> None:
