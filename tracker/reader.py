@@ -17,8 +17,6 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import attrs
-
 from .bus import TrackerWarning
 from .edits import edit_paths
 from .errors import RunNotFound, StoreError, TrackerError
@@ -199,7 +197,7 @@ class Store(LazyHost):
 
     def _refresh_running(self, run_id: str, entry: CatalogEntry) -> CatalogEntry:
         # Its files are unchanged, but its writer may have died since: derive the status again.
-        return attrs.evolve(entry, info=self._view(run_id).info)
+        return CatalogEntry(self._view(run_id).info, entry.metrics, entry.schemas)
 
     def run(self, ref: str) -> RunView:
         """The run whose id is ``ref`` or starts with it (like git), else whose name is ``ref``.

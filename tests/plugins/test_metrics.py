@@ -6,6 +6,8 @@ import math
 from pathlib import Path
 
 import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import tracker
 
@@ -50,3 +52,14 @@ def test_rows_yield_metrics_instances_with_logged_nan(tmp_store: Path) -> None:
     rows = list(table.rows())
     assert math.isnan(rows[0].values["a"]) and rows[1].values == {"b": 1.0}
     assert table.present("a").tolist() == [True, False]
+
+
+@settings(max_examples=200, deadline=None)
+@given(steps=st.lists(st.integers(-(2**53), 2**53), max_size=60), ordered=st.booleans())
+def test_distinct_steps_equals_a_sort(steps, ordered):
+    import numpy as np
+
+    from tracker.builtin.metrics import distinct
+
+    arr = np.array(sorted(steps) if ordered else steps, dtype=np.int64)
+    assert distinct(arr) == np.unique(arr).size

@@ -7,9 +7,14 @@ time from the first to the last record.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import attrs
 
 from tracker import Schema, Summarizer, Summary, Table, hookimpl
+
+if TYPE_CHECKING:
+    import numpy as np
 
 
 @attrs.frozen
@@ -58,13 +63,24 @@ def summarize_scalars(table: Table) -> Summary:
                                              "min_step", "mean", "max", "max_step"])
 
 
+def distinct(steps: np.ndarray) -> int:
+    """How many different steps: one pass when they never go back (a training loop), else a sort."""
+    import numpy as np
+
+    if steps.size < 2:
+        return int(steps.size)
+    changes = np.diff(steps)
+    if (changes >= 0).all():
+        return 1 + int(np.count_nonzero(changes))
+    return int(np.unique(steps).size)
+
+
 def summarize_run(table: Table) -> Summary:
     """Steps (distinct, first, last) and wall time from the first to the last record."""
-    import numpy as np
 
     steps, times = table["step"], table["time"]
     wall = float(times.max() - times.min()) if len(table) else 0.0
-    rows = [{"records": len(table), "distinct_steps": int(np.unique(steps).size),
+    rows = [{"records": len(table), "distinct_steps": distinct(steps),
              "first_step": int(steps.min()), "last_step": int(steps.max()), "wall_time_s": wall}]
     return Summary("Run", rows)
 

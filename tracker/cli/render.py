@@ -36,9 +36,24 @@ def dumps_line(doc: Any) -> str:
     return orjson.dumps(encode_nonfinite_deep(doc), option=option).decode()
 
 
+_PLAIN = frozenset((str, int, bool, type(None)))
+
+
 def encode_nonfinite_deep(obj: Any) -> Any:
     """Like the store's encoding, through nested dicts, lists and numpy values."""
-    if isinstance(obj, float):  # numpy's float64 too
+    t = type(obj)
+    if t in _PLAIN:
+        return obj
+    if t is float:
+        return obj if obj - obj == 0.0 else encode_nonfinite(obj)
+    if t is dict:
+        # Plain values are taken as they are: one type test each, no call (listings hold many).
+        plain = _PLAIN
+        return {k: v if type(v) in plain else encode_nonfinite_deep(v) for k, v in obj.items()}
+    if t is list or t is tuple:
+        plain = _PLAIN
+        return [v if type(v) in plain else encode_nonfinite_deep(v) for v in obj]
+    if isinstance(obj, float):  # numpy's float64, a float subclass
         return obj if math.isfinite(obj) else encode_nonfinite(float(obj))
     if isinstance(obj, dict):
         return {k: encode_nonfinite_deep(v) for k, v in obj.items()}

@@ -116,7 +116,7 @@ def runs_cmd(obj: CliContext, project: str | None, status: str | None, tags: tup
     if fmt == "json":
         docs = []
         for info in infos:
-            doc = info.to_dict()
+            doc = info.to_dict(copy=False)  # encoded into a new document by dumps()
             doc["short_id"] = short.get(info.id, info.id)
             doc["duration"] = run_duration(info)
             doc.update({c: column_value(info, c) for c in extra})

@@ -19,30 +19,51 @@ from pathlib import Path
 from typing import Any
 
 import attrs
+import orjson
 
 from ..format import encode_nonfinite, nonfinite_paths, restore_nonfinite
 from ..records import RunInfo
 from . import container
 from .segments import INDEX_DIR, Writable, _last_line_crc
 
-LAYOUT = 2
+LAYOUT = 3
 CATALOG = "catalog.idx"
 _INFO_FIELDS = tuple(f.name for f in attrs.fields(RunInfo))
 
 
-@attrs.frozen
 class CatalogEntry:
     """What the catalog knows of one run.
 
     :ivar info: the run's :class:`~tracker.RunInfo`.
     :ivar metrics: per metric ``count``, ``first``, ``first_step``, ``last``, ``last_step``,
-        ``min``, ``min_step``, ``max``, ``max_step`` (see :meth:`tracker.RunView.metric_stats`).
+        ``min``, ``min_step``, ``max``, ``max_step`` (see :meth:`tracker.RunView.metric_stats`);
+        parsed on first access, since a listing of runs never needs them.
     :ivar schemas: records per schema.
     """
 
-    info: RunInfo
-    metrics: dict[str, dict[str, Any]]
-    schemas: dict[str, int]
+    __slots__ = ("info", "_metrics", "_raw", "schemas")
+
+    def __init__(self, info: RunInfo, metrics: dict[str, dict[str, Any]] | None, schemas: dict[str, int],
+                 raw: str | None = None) -> None:
+        self.info = info
+        self._metrics = metrics
+        self._raw = raw
+        self.schemas = schemas
+
+    @property
+    def metrics(self) -> dict[str, dict[str, Any]]:
+        if self._metrics is None:
+            from ..format import decode_nonfinite
+
+            self._metrics = decode_nonfinite(orjson.loads(self._raw)) if self._raw else {}
+        return self._metrics
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, CatalogEntry) and (self.info, self.metrics, self.schemas) == \
+            (other.info, other.metrics, other.schemas)
+
+    def __repr__(self) -> str:
+        return f"CatalogEntry(info={self.info!r}, metrics={self.metrics!r}, schemas={self.schemas!r})"
 
 
 def catalog_file(store: Path) -> Path:
@@ -64,29 +85,33 @@ def folder_state(run_dir: Path | str) -> tuple[list[int], list[int] | None]:
 
 
 def encode_entry(entry: CatalogEntry, state: dict[str, Any]) -> dict[str, Any]:
-    """A catalog entry as JSON-ready data, with the facts it was derived from (``state``)."""
+    """A catalog entry as JSON-ready data, with the facts it was derived from (``state``).
+
+    The per-metric figures are kept as one JSON text, parsed only when asked for.
+    """
     info = {k: getattr(entry.info, k) for k in _INFO_FIELDS}
-    special = any(type(v) is float and v - v != 0.0 for m in entry.metrics.values() for v in m.values())
     return {**state, "info": encode_nonfinite(info), "nf": nonfinite_paths(info),
-            "metrics": encode_nonfinite(entry.metrics) if special else entry.metrics, "mnf": special,
-            "schemas": entry.schemas}
+            "metrics": orjson.dumps(encode_nonfinite(entry.metrics)).decode(), "schemas": entry.schemas}
 
 
 def decode_entry(data: dict[str, Any]) -> CatalogEntry:
     """The entry back (raises on anything malformed: the caller derives it again)."""
-    from ..format import decode_nonfinite
-
     # restore_nonfinite works in place: on a copy, so that the raw entry can be written back as it was.
     info = restore_nonfinite(copy.deepcopy(data["info"]), data["nf"]) if data["nf"] else dict(data["info"])
-    metrics = data["metrics"]
-    return CatalogEntry(RunInfo(**info), decode_nonfinite(metrics) if data["mnf"] else metrics, data["schemas"])
+    raw = data["metrics"]
+    if type(raw) is not str:
+        raise TypeError("metrics: expected JSON text")
+    return CatalogEntry(RunInfo(**info), None, data["schemas"], raw=raw)
 
 
 def still_holds(run_dir: str, data: dict[str, Any]) -> bool:
     """Whether the run's files are as they were when ``data`` was derived."""
     try:
-        dir_state, edits_state = folder_state(run_dir)
-        if dir_state != data["dir"] or edits_state != data["edits_dir"]:
+        st = os.stat(run_dir)
+        if [st.st_ino, st.st_mtime_ns] != data["dir"]:
+            return False
+        # An edits folder created since changed the run folder's time; one that was there is checked.
+        if data["edits_dir"] is not None and _stat_key(os.stat(f"{run_dir}/edits")) != data["edits_dir"]:
             return False
         for name, (ino, size, offset, last_start, last_crc) in data["segs"].items():
             path = f"{run_dir}/{name}"

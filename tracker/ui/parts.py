@@ -164,6 +164,10 @@ def _summaries(view: Any, api: Any) -> list[dict[str, Any]]:
 
 
 def _metric_names(view: Any, api: Any) -> list[str]:
+    figures = getattr(view, "metric_stats", None)
+    if figures is not None:
+        # From the segments' derived figures: the page's first request reads no column.
+        return list(figures())
     cols, _, _ = api.cache.read(view.path)
     from .series import present
 
