@@ -49,10 +49,12 @@ def encode_nonfinite_deep(obj: Any) -> Any:
     if t is dict:
         # Plain values are taken as they are: one type test each, no call (listings hold many).
         plain = _PLAIN
-        return {k: v if type(v) in plain else encode_nonfinite_deep(v) for k, v in obj.items()}
+        return {k: v if type(v) in plain or (type(v) is float and v - v == 0.0) else encode_nonfinite_deep(v)
+                for k, v in obj.items()}
     if t is list or t is tuple:
         plain = _PLAIN
-        return [v if type(v) in plain else encode_nonfinite_deep(v) for v in obj]
+        return [v if type(v) in plain or (type(v) is float and v - v == 0.0) else encode_nonfinite_deep(v)
+                for v in obj]
     if isinstance(obj, float):  # numpy's float64, a float subclass
         return obj if math.isfinite(obj) else encode_nonfinite(float(obj))
     if isinstance(obj, dict):

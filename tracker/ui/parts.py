@@ -30,17 +30,32 @@ def is_run_id(ref: str) -> bool:
     return isinstance(ref, str) and bool(RUN_ID_RE.match(ref))
 
 
+_PLAIN = frozenset((str, int, bool, type(None)))
+
+
 def strict(value: Any) -> Any:
     """``value`` with numpy numbers as Python ones and NaN/infinities as the store writes them."""
+    t = type(value)
+    if t in _PLAIN:
+        return value
+    if t is dict:
+        # Plain values (most of a listing) are taken with one type test, without a call.
+        plain = _PLAIN
+        return {k if type(k) is str else str(k):
+                v if type(v) in plain or (type(v) is float and v - v == 0.0) else strict(v)
+                for k, v in value.items()}
+    if t is list:
+        plain = _PLAIN
+        return [v if type(v) in plain or (type(v) is float and v - v == 0.0) else strict(v) for v in value]
     if isinstance(value, float):
         if math.isfinite(value):
-            return value
-        return "NaN" if math.isnan(value) else _NONFINITE[value]
+            return float(value)
+        return "NaN" if math.isnan(value) else _NONFINITE[float(value)]
     if isinstance(value, dict):
         return {str(k): strict(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return [strict(v) for v in value]
-    if isinstance(value, (str, int, bool)) or value is None:
+    if isinstance(value, (str, int, bool)):
         return value
     if type(value).__module__ == "numpy":
         if getattr(value, "ndim", None) == 0:
@@ -54,7 +69,7 @@ def info_json(info: Any) -> dict[str, Any]:
     """A RunInfo as plain data, with ``duration`` (until now for a running run)."""
     import time
 
-    out = info.to_dict()
+    out = info.to_dict(copy=False)  # the caller encodes it (strict) into a new document
     if info.status == "running" and info.created_at is not None:
         out["duration"] = time.time() - info.created_at
     return out
