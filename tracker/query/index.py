@@ -28,6 +28,7 @@ from typing import Any
 import attrs
 
 from ..errors import StoreError, TrackerError
+from ..segment import pid_alive
 
 INDEX_DIR = "index"
 LOCK = ".lock"
@@ -86,13 +87,6 @@ def index_lock(store_path: Path, on_wait: Callable[[], None] | None = None) -> I
         os.close(fd)  # closing releases the lock
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
     return True
 
 
@@ -118,7 +112,7 @@ def clean_leftovers(store_path: Path) -> int:
                 pid = int(parts[-3])
             except (IndexError, ValueError):
                 pid = -1
-            if pid > 0 and pid != os.getpid() and _alive(pid):
+            if pid > 0 and pid != os.getpid() and pid_alive(pid, None):
                 continue
             with contextlib.suppress(OSError):
                 os.unlink(os.path.join(root, name))

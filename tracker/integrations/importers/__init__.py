@@ -27,6 +27,7 @@ from typing import Any
 import attrs
 
 from ...errors import TrackerError
+from ...segment import pid_alive
 
 __all__ = ["ImportResult", "SourceError", "SourceRun", "import_runs", "source_run_id"]
 
@@ -237,7 +238,7 @@ def _clean_stale_staging(root: Path) -> None:
         pid, _, rest = entry.name[len(STAGING):].partition(".")
         host = rest.rpartition(".")[0]
         # Only this host's: a pid says nothing about a process of another machine sharing the store.
-        if pid.isdigit() and host == _host() and not _alive(int(pid)):
+        if pid.isdigit() and host == _host() and not pid_alive(int(pid), None):
             shutil.rmtree(entry, ignore_errors=True)
 
 
@@ -247,15 +248,6 @@ def _host() -> str:
     return re.sub(r"[^A-Za-z0-9-]", "-", hostname())[:32] or "host"
 
 
-def _alive(pid: int) -> bool:
-    if pid == os.getpid():
-        return True
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
     return True
 
 

@@ -98,7 +98,8 @@ function viridis(t) {
   return `rgb(${c[0]},${c[1]},${c[2]})`;
 }
 
-function hidpi(canvas, w, h) {
+/** A 2D context drawing in CSS pixels on a canvas sized for the screen's pixel ratio. */
+export function hidpi(canvas, w, h) {
   const dpr = window.devicePixelRatio || 1;
   canvas.width = Math.round(w * dpr);
   canvas.height = Math.round(h * dpr);

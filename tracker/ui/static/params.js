@@ -4,6 +4,7 @@
 // run, a click opens it. Canvas only, so thousands of runs stay smooth.
 
 import { FONT, alpha, textWidth, theme } from "./chart.js";
+import { hidpi } from "./figures.js";
 import { el, fmtNum, fmtTick, fmtValue, niceTicks, num, runColor, runColors } from "./util.js";
 
 const HEIGHT = 340;
@@ -56,17 +57,6 @@ function scaleOf(values) {
   const cats = [...new Set(present.map((v) => fmtValue(v)))].sort((a, b) => a.localeCompare(b, undefined, { numeric: true }));
   const at = new Map(cats.map((c, i) => [c, cats.length === 1 ? 0.5 : i / (cats.length - 1)]));
   return { pos: (v) => at.get(fmtValue(v)), ticks: cats, text: String, has: (v) => v !== null && v !== undefined && at.has(fmtValue(v)), cats: true };
-}
-
-function hidpi(canvas, w, h) {
-  const dpr = window.devicePixelRatio || 1;
-  canvas.width = Math.round(w * dpr);
-  canvas.height = Math.round(h * dpr);
-  canvas.style.width = `${w}px`;
-  canvas.style.height = `${h}px`;
-  const ctx = canvas.getContext("2d");
-  ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
-  return ctx;
 }
 
 function distToSegment(px, py, x0, y0, x1, y1) {
