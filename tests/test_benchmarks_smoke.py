@@ -21,7 +21,8 @@ def test_run_all_quick_prints_a_json_line_per_measurement(tmp_path: Path) -> Non
                           capture_output=True, text=True, cwd=tmp_path, env=env, timeout=600)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     rows = [json.loads(line) for line in proc.stdout.splitlines() if line.strip()]
-    assert {r["benchmark"] for r in rows} == {"log", "records", "read", "list", "cli_start", "concurrency", "ui"}
+    assert {r["benchmark"] for r in rows} == {"log", "records", "read", "index", "list", "cli_start", "concurrency",
+                                             "ui"}
     for r in rows:
         assert r["name"] != "error", r
         assert isinstance(r["value"], (int, float)) and r["value"] > 0, r
