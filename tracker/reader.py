@@ -85,10 +85,12 @@ class Store(LazyHost):
     :param host: the plugin host for schemas and summarizers, or a function
         that builds it when first needed (listing runs never needs it, so
         ``tracker runs`` loads no plugin); default: the process's host.
+    :param write_derived: keep derived data under ``<store>/index/`` (``False``:
+        read the same way, writing nothing).
     """
 
     def __init__(self, path: str | os.PathLike[str] | None = None,
-                 host: Host | Callable[[], Host] | None = None) -> None:
+                 host: Host | Callable[[], Host] | None = None, *, write_derived: bool = True) -> None:
         self._host = host
         if path is None:
             from .config import resolve_store_path
@@ -98,7 +100,7 @@ class Store(LazyHost):
         if self.path.exists() and not self.path.is_dir():
             raise StoreError(f"{self.path} is not a store folder")
         self.runs_dir = self.path / "runs"
-        self._writable = Writable()
+        self._writable = Writable(write_derived)
 
     def run_ids(self) -> list[str]:
         """Every run id in the store (folder names that are valid ids)."""

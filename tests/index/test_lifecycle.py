@@ -24,3 +24,14 @@ def test_gc_removes_the_derived_columns_of_runs_removed_for_good(tmp_path: Path)
     assert {p.name for p in (store / "index" / "segments").iterdir()} == {"keep"}
     assert [i.id for i in tracker.open_store(store).runs()] == ["keep"]
     assert_same_answers(store)
+
+
+def test_listing_the_trash_writes_no_derived_data_there(tmp_path: Path):
+    store = tmp_path / "s"
+    with tracker.start_run(store=store, run_id="gone", system_metrics=False) as run:
+        run.log({"loss": 1.0})
+    st = tracker.open_store(store)
+    st.remove("gone")
+    assert [i.id for i in st.trashed()] == ["gone"]
+    # The trash is emptied folder by folder: derived data kept there would outlive its runs.
+    assert not (store / "trash" / "index").exists()

@@ -46,10 +46,13 @@ def trash_path(store: Store) -> Path:
 
 
 def trash_store(store: Store) -> Store:
-    """The trash opened as a store (its runs are the removed ones)."""
+    """The trash opened as a store (its runs are the removed ones), read without derived data written.
+
+    The trash is emptied by ``gc`` folder by folder: derived data kept there would outlive its runs.
+    """
     from ..reader import Store
 
-    return Store(trash_path(store), host=store._host)
+    return Store(trash_path(store), host=store._host, write_derived=False)
 
 
 def parse_age(text: str) -> float:
