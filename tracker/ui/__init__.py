@@ -11,11 +11,13 @@ from typing import Any
 __all__ = ["create_app"]
 
 
-def create_app(store: Any = None) -> Any:
+def create_app(store: Any = None, *, hosts: tuple[str, ...] = (), frame_ancestors: bytes = b"'none'") -> Any:
     """The dashboard as a Starlette (ASGI) app over ``store``.
 
     :param store: a :class:`tracker.Store`, a store folder, or ``None`` for
         the store of ``TRACKER_STORE`` / tracker.toml / ``./.tracker``.
+    :param hosts: names the ``Host`` header may give besides the loopback ones.
+    :param frame_ancestors: who may frame the pages (a CSP source list; default: nobody).
     :raises tracker.TrackerError: when Starlette is not installed, naming
         ``pip install "tracker-core[ui]"``.
     """
@@ -27,4 +29,4 @@ def create_app(store: Any = None) -> Any:
         raise TrackerError('the dashboard needs the ui extra: pip install "tracker-core[ui]"') from None
     from .app import create_app as _create_app
 
-    return _create_app(store)
+    return _create_app(store, hosts=hosts, frame_ancestors=frame_ancestors)

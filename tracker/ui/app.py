@@ -39,15 +39,23 @@ from .series import (
 
 STATIC = Path(__file__).resolve().parent / "static"
 
-#: Sent with every response: scripts only from the app itself, nothing inline, no framing.
-SECURITY_HEADERS = [
-    (b"content-security-policy",
-     b"default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data: blob:; "
-     b"connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"),
-    (b"x-content-type-options", b"nosniff"),
-    (b"referrer-policy", b"no-referrer"),
-    (b"x-frame-options", b"DENY"),
-]
+_CSP = (b"default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data: blob:; "
+        b"connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'none'; frame-ancestors ")
+
+
+def security_headers(frame_ancestors: bytes = b"'none'") -> list[tuple[bytes, bytes]]:
+    """The headers of every response: scripts only from the app itself, nothing inline, framing as given.
+
+    :param frame_ancestors: the CSP source list of who may frame the pages (``'none'``: nobody,
+        and ``X-Frame-Options: DENY`` for older browsers).
+    """
+    headers = [(b"content-security-policy", _CSP + frame_ancestors), (b"x-content-type-options", b"nosniff"),
+               (b"referrer-policy", b"no-referrer")]
+    return headers + [(b"x-frame-options", b"DENY")] if frame_ancestors == b"'none'" else headers
+
+
+#: Sent with every response of ``tracker ui``: no framing at all.
+SECURITY_HEADERS = security_headers()
 
 
 class BadRequest(Exception):
@@ -66,10 +74,11 @@ def error(status: int, message: str, **extra: Any) -> Response:
 
 
 class SecurityHeaders:
-    """ASGI middleware adding :data:`SECURITY_HEADERS` to every HTTP response."""
+    """ASGI middleware adding the security headers (default :data:`SECURITY_HEADERS`) to every HTTP response."""
 
-    def __init__(self, app: Any) -> None:
+    def __init__(self, app: Any, headers: list[tuple[bytes, bytes]] = SECURITY_HEADERS) -> None:
         self.app = app
+        self.headers = headers
 
     async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
         if scope["type"] != "http":
@@ -80,7 +89,7 @@ class SecurityHeaders:
             if message["type"] == "http.response.start":
                 names = {k.lower() for k, _ in message.get("headers", [])}
                 message.setdefault("headers", [])
-                message["headers"] = list(message["headers"]) + [h for h in SECURITY_HEADERS if h[0] not in names]
+                message["headers"] = list(message["headers"]) + [h for h in self.headers if h[0] not in names]
             await send(message)
 
         await self.app(scope, receive, send_with_headers)
@@ -290,13 +299,15 @@ def _blob(api: Api, request: Request) -> Response:
                                  "x-content-type-options": "nosniff"})
 
 
-def create_app(store: Any = None, *, hosts: tuple[str, ...] = ()) -> Starlette:
+def create_app(store: Any = None, *, hosts: tuple[str, ...] = (), frame_ancestors: bytes = b"'none'") -> Starlette:
     """The dashboard as an ASGI app over ``store``.
 
     :param store: a :class:`tracker.Store`, a store folder, or ``None`` for the
         store of ``TRACKER_STORE`` / tracker.toml / ``./.tracker``. A folder
         that does not exist yet is served as an empty store.
     :param hosts: names the ``Host`` header may give besides the loopback ones (see :mod:`.hosts`).
+    :param frame_ancestors: who may frame the pages (CSP source list; ``tracker.show`` lets local
+        notebook pages do it, ``tracker ui`` nobody).
     """
     from .. import Store, open_store
 
@@ -344,5 +355,5 @@ def create_app(store: Any = None, *, hosts: tuple[str, ...] = ()) -> Starlette:
     app = Starlette(routes=routes)
     app.state.api = api
     app.add_middleware(HostCheck, hosts=hosts)
-    app.add_middleware(SecurityHeaders)
+    app.add_middleware(SecurityHeaders, headers=security_headers(frame_ancestors))
     return app

@@ -25,38 +25,11 @@ from urllib.parse import quote
 __all__ = ["Dashboard", "show", "stop_all"]
 
 #: Who may frame the notebook's dashboard: pages of this machine (Jupyter, JupyterLab) and VS Code's webviews.
-FRAME_ANCESTORS = (b"frame-ancestors 'self' http://localhost:* http://127.0.0.1:* https://localhost:* "
+FRAME_ANCESTORS = (b"'self' http://localhost:* http://127.0.0.1:* https://localhost:* "
                    b"https://127.0.0.1:* vscode-webview:")
 
 _servers: dict[str, Any] = {}
 _lock = threading.Lock()
-
-
-class _Framable:
-    """ASGI middleware: the app's security headers, except that local notebook pages may frame it."""
-
-    def __init__(self, app: Any) -> None:
-        self.app = app
-
-    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-
-        async def send_framable(message: dict) -> None:
-            if message["type"] == "http.response.start":
-                headers = []
-                for k, v in message.get("headers", []):
-                    if k.lower() == b"x-frame-options":
-                        continue
-                    if k.lower() == b"content-security-policy":
-                        parts = [p.strip() for p in v.split(b";") if not p.strip().startswith(b"frame-ancestors")]
-                        v = b"; ".join([*parts, FRAME_ANCESTORS])
-                    headers.append((k, v))
-                message["headers"] = headers
-            await send(message)
-
-        await self.app(scope, receive, send_framable)
 
 
 class _Server:
@@ -72,7 +45,7 @@ class _Server:
         with socket.socket() as s:
             s.bind(("127.0.0.1", 0))
             self.port = s.getsockname()[1]
-        app = _Framable(create_app(store))
+        app = create_app(store, frame_ancestors=FRAME_ANCESTORS)
         self.server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="warning",
                                                     access_log=False))
         # uvicorn must not take over the notebook kernel's signal handlers.
