@@ -193,7 +193,7 @@ class Store(LazyHost):
         # A writer on another host that never finished is judged by a timeout of the reader's
         # configuration: such a run's status is derived again at each listing, like a running one's.
         here = hostname()
-        recheck = any(s.finish is None and s.facts().get("host") != here for s in view.segments())
+        recheck = any(s.finish is None and s.facts().get("host") != here for s in view._ends)
         return entry, {"dir": dir_state, "edits_dir": edits_state, "segs": segs, "edits": edits,
                        "recheck": recheck}
 
@@ -299,6 +299,7 @@ class RunView(LazyHost):
         self.problems: list[Problem] = []
         self._unknown_kinds: set[Any] = set()
         self._said: set[tuple[str, int | None, str]] = set()
+        self._ends: list[Segment] = []
         self._writable = writable if writable is not None else Writable()
         self._warn_index = warn_once(set())
 
@@ -334,7 +335,9 @@ class RunView(LazyHost):
         return self.host.config.heartbeat_timeout
 
     def _read_info(self) -> RunInfo:
-        return read_run_info(self.path, self.id, self.segments(), self._timeout, self._warn)
+        # The segments' ends are kept: the catalog asks them about writers on other hosts.
+        self._ends = self.segments()
+        return read_run_info(self.path, self.id, self._ends, self._timeout, self._warn)
 
     def max_step(self) -> int | None:
         """The largest step of the run, exact (from the derived data of segments whose writer never finished)."""

@@ -18,7 +18,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import attrs
 import orjson
 
 from ..format import encode_nonfinite, nonfinite_paths, restore_nonfinite
@@ -28,7 +27,6 @@ from .segments import INDEX_DIR, Writable, _last_line_crc
 
 LAYOUT = 3
 CATALOG = "catalog.idx"
-_INFO_FIELDS = tuple(f.name for f in attrs.fields(RunInfo))
 
 
 class CatalogEntry:
@@ -89,7 +87,8 @@ def encode_entry(entry: CatalogEntry, state: dict[str, Any]) -> dict[str, Any]:
 
     The per-metric figures are kept as one JSON text, parsed only when asked for.
     """
-    info = {k: getattr(entry.info, k) for k in _INFO_FIELDS}
+    info = entry.info.to_dict(copy=False)
+    del info["duration"]  # derived from the times, not a field
     return {**state, "info": encode_nonfinite(info), "nf": nonfinite_paths(info),
             "metrics": orjson.dumps(encode_nonfinite(entry.metrics)).decode(), "schemas": entry.schemas}
 
