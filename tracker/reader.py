@@ -12,6 +12,7 @@ from __future__ import annotations
 import heapq
 import math
 import os
+import time
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
@@ -177,14 +178,15 @@ class Store(LazyHost):
     def _derive_entry(self, run_id: str) -> tuple[CatalogEntry, dict[str, Any]]:
         view = self._view(run_id)
         # The folders' state first: a change made while deriving makes the entry stale, never wrong.
+        derived_ns = time.time_ns()
         dir_state, edits_state = folder_state(view.path)
         ixs = view._indexes(set())
         info = view.info
-        segs = {ix.path.name: [ix.ino, ix.size, ix.offset, ix.last_start, ix.last_crc] for ix in ixs}
+        segs = {ix.path.name: [ix.ino, ix.size, ix.mtime_ns, ix.offset, ix.last_start, ix.last_crc] for ix in ixs}
         edits = {}
         for p in edit_paths(view.path):
             st = os.stat(p)
-            edits[p.name] = [st.st_ino, st.st_size]
+            edits[p.name] = [st.st_ino, st.st_size, st.st_mtime_ns]
         counts: dict[str, int] = {}
         for ix in ixs:
             for name, m in ix.meta.items():
@@ -195,7 +197,7 @@ class Store(LazyHost):
         here = hostname()
         recheck = any(s.finish is None and s.facts().get("host") != here for s in view._ends)
         return entry, {"dir": dir_state, "edits_dir": edits_state, "segs": segs, "edits": edits,
-                       "recheck": recheck}
+                       "recheck": recheck, "derived_ns": derived_ns}
 
     def _refresh_running(self, run_id: str, entry: CatalogEntry) -> CatalogEntry:
         # Its files are unchanged, but its writer may have died since: derive the status again.

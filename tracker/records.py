@@ -127,6 +127,28 @@ class Problem:
 
 
 _RUNINFO_FIELDS = tuple(f.name for f in attrs.fields(RunInfo))
+#: RunInfo's field names in declaration order: what :func:`run_info_values` gives and
+#: :func:`run_info_from_values` takes.
+RUNINFO_FIELDS = _RUNINFO_FIELDS
+_set = object.__setattr__
+
+
+def run_info_values(info: RunInfo) -> list[Any]:
+    """The info's field values in the order of :data:`RUNINFO_FIELDS` (nested values shared)."""
+    return [getattr(info, name) for name in _RUNINFO_FIELDS]
+
+
+def run_info_from_values(values: list[Any]) -> RunInfo:
+    """The RunInfo of :func:`run_info_values`, built without the keyword call (a listing builds thousands).
+
+    :raises ValueError: when ``values`` does not hold one value per field.
+    """
+    if type(values) is not list or len(values) != len(_RUNINFO_FIELDS):
+        raise ValueError(f"expected {len(_RUNINFO_FIELDS)} RunInfo field values")
+    info = object.__new__(RunInfo)
+    for name, value in zip(_RUNINFO_FIELDS, values, strict=True):
+        _set(info, name, value)
+    return info
 
 
 def _copied(value: Any) -> Any:

@@ -20,13 +20,16 @@ FORMATS = ("table", "json", "csv")
 MIN_COLUMN = 10
 
 
-def dumps(doc: Any) -> str:
+def dumps(doc: Any, *, encoded: bool = False) -> str:
     """One strict JSON document; NaN and infinities as the store writes them.
 
     NaN, +Inf and -Inf become the strings ``"NaN"``, ``"Infinity"`` and
     ``"-Infinity"``; numpy scalars become Python numbers.
+
+    :param encoded: the caller has already encoded the document's non-finite numbers
+        (a listing of thousands of runs, most of which hold none, skips the walk).
     """
-    return orjson.dumps(encode_nonfinite_deep(doc),
+    return orjson.dumps(doc if encoded else encode_nonfinite_deep(doc),
                         option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS | orjson.OPT_SERIALIZE_NUMPY).decode()
 
 

@@ -122,15 +122,13 @@ def short_ids(ids: Iterable[str], min_len: int = SHORT_ID_LEN) -> dict[str, str]
             n += 1
         return n
 
-    out = {}
-    for i, rid in enumerate(ordered):
-        need = 0
-        if i > 0:
-            need = common(rid, ordered[i - 1]) + 1
-        if i + 1 < len(ordered):
-            need = max(need, common(rid, ordered[i + 1]) + 1)
-        out[rid] = rid[:max(min_len, need)]
-    return out
+    if not ordered:
+        return {}
+    # What each id shares with the next one; an id needs one character past what it shares with either neighbour.
+    shared = [common(a, b) for a, b in zip(ordered, ordered[1:], strict=False)]
+    before = [-1, *shared]
+    after = [*shared, -1]
+    return {rid: rid[:max(min_len, b + 1, a + 1)] for rid, b, a in zip(ordered, before, after, strict=True)}
 
 
 def flatten(d: dict[str, Any], prefix: str = "") -> list[tuple[str, Any]]:

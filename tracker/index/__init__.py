@@ -16,7 +16,7 @@ import os
 import shutil
 from pathlib import Path
 
-from .catalog import CatalogEntry, folder_state
+from .catalog import CatalogEntry, folder_state, gc_paused
 from .catalog import entries as catalog_entries
 from .segments import INDEX_DIR, WINDOW_ROWS, SchemaCols, SegmentIndex, Writable, index_file, stream_part, warn_once
 from .segments import load as load_segment
@@ -24,8 +24,8 @@ from .stats import combine_stats, metric_dicts
 
 __all__ = [
     "INDEX_DIR", "WINDOW_ROWS", "CatalogEntry", "SchemaCols", "SegmentIndex", "Writable", "catalog_entries",
-    "combine_stats", "folder_state", "index_enabled", "index_file", "load_segment", "metric_dicts", "prune",
-    "stream_part", "warn_once",
+    "combine_stats", "folder_state", "gc_paused", "index_enabled", "index_file", "load_segment", "metric_dicts",
+    "prune", "stream_part", "warn_once",
 ]
 
 

@@ -26,7 +26,7 @@ from ..summary import _MISSING_BITS, MISSING
 from . import container
 from .build import Builder, MetricsPart, SchemaPart
 
-LAYOUT = 1
+LAYOUT = 2
 INDEX_DIR = "index"
 SEGMENTS_DIR = "segments"
 
@@ -184,7 +184,10 @@ class SegmentIndex:
         self.path = path
         #: The segment's size when it was read (at least ``offset``).
         self.size = max(size, offset)
+        self._stat_size = size
         self.dev, self.ino = dev, ino
+        #: The segment's modification time when it was read (paired with ``size``).
+        self.mtime_ns = 0
         self.offset, self.lines = offset, lines
         self.last_start, self.last_crc = last_start, last_crc
         self.parts = parts
@@ -217,7 +220,11 @@ def _header(ix: SegmentIndex) -> dict[str, Any]:
     for name, p in ix.parts.items():
         schemas[name] = {**ix.meta[name], "writers": p.writers, "metrics": list(p.cols), "kinds": list(p.kinds),
                          "other": name != "metrics"}
-    return {"layout": LAYOUT, "segment": ix.path.name, "dev": ix.dev, "ino": ix.ino, "offset": ix.offset,
+    # The time is kept only when the segment ended where the columns do (else it grew while read, or
+    # has a torn tail): a reader then knows a segment of that size with another time was rewritten.
+    covered_time = ix.mtime_ns if ix._stat_size == ix.offset else 0
+    return {"layout": LAYOUT, "segment": ix.path.name, "dev": ix.dev, "ino": ix.ino, "mtime": covered_time,
+            "offset": ix.offset,
             "lines": ix.lines, "last_start": ix.last_start, "last_crc": ix.last_crc, "problems": ix.problems,
             "schemas": schemas, "stats": _encode_stats(ix.stats)}
 
@@ -390,9 +397,15 @@ def _window(reader: container.Reader, name: str, entry: dict[str, Any], a: int, 
     return part
 
 
+class Outdated(container.Damaged):
+    """An index file of another layout (written by another version): rebuilt without a warning."""
+
+
 def _check_header(h: dict[str, Any]) -> None:
-    ints = ("dev", "ino", "offset", "lines", "last_start", "last_crc")
-    if h.get("layout") != LAYOUT or not all(type(h.get(k)) is int for k in ints) \
+    if h.get("layout") != LAYOUT:
+        raise Outdated(f"layout {h.get('layout')!r}, expected {LAYOUT}")
+    ints = ("dev", "ino", "mtime", "offset", "lines", "last_start", "last_crc")
+    if not all(type(h.get(k)) is int for k in ints) \
             or type(h.get("schemas")) is not dict or type(h.get("problems")) is not list \
             or type(h.get("stats")) is not dict or not 0 <= h["last_start"] <= h["offset"]:
         raise container.Damaged("not an index of this layout")
@@ -433,6 +446,7 @@ def load(store: Path, run_id: str, segment: Path, schemas: set[str] | None, writ
     old: SegmentIndex | None = None
     if not derived:
         ix = _extend(None, segment, st)
+        ix.mtime_ns = st.st_mtime_ns
         if schemas is not None:
             ix.parts = {k: v for k, v in ix.parts.items() if k in schemas}
         return ix
@@ -440,8 +454,10 @@ def load(store: Path, run_id: str, segment: Path, schemas: set[str] | None, writ
         with container.Reader(target) as reader:
             h = reader.header
             _check_header(h)
+            # A segment no longer than the covered part whose time moved was rewritten in place.
             if h["dev"] == st.st_dev and h["ino"] == st.st_ino and h["offset"] <= st.st_size \
-                    and h["segment"] == segment.name:
+                    and h["segment"] == segment.name \
+                    and not (h["offset"] == st.st_size and h["mtime"] and h["mtime"] != st.st_mtime_ns):
                 try:
                     fd = os.open(segment, os.O_RDONLY)
                 except OSError as exc:
@@ -461,7 +477,7 @@ def load(store: Path, run_id: str, segment: Path, schemas: set[str] | None, writ
                                        h["last_crc"], parts, h["problems"], _decode_stats(h["stats"]), meta,
                                        size=st.st_size)
                     old.source = target
-    except FileNotFoundError:
+    except (FileNotFoundError, Outdated):
         pass
     except (container.Damaged, KeyError, TypeError, ValueError) as exc:
         if warn_index is not None:
@@ -472,8 +488,10 @@ def load(store: Path, run_id: str, segment: Path, schemas: set[str] | None, writ
             warn_index(f"{target}: {exc.strerror or exc}; rebuilt from the segment")
         old = None
     if old is not None and st.st_size == old.offset:
+        old.mtime_ns = st.st_mtime_ns
         return old
     ix = _extend(old, segment, st)
+    ix.mtime_ns = st.st_mtime_ns
     if ix.offset != (old.offset if old is not None else -1):
         ix.source = None
         writable.attempt(lambda: _save(ix, target))
@@ -500,7 +518,7 @@ def _extend(old: SegmentIndex | None, segment: Path, st: os.stat_result) -> Segm
         last_start = pos - len(last_line) - 1
     if old is not None and last_line is None:
         old.rest = chunks.rest
-        old.size = st.st_size
+        old.size = old._stat_size = st.st_size
         return old
     parts = {name: SchemaCols.from_part(p) for name, p in builder.parts.items()}
     if old is not None:

@@ -24,6 +24,7 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from ..errors import RunNotFound, StoreError, TrackerError
+from ..index import gc_paused
 from . import parts
 from .hosts import HostCheck
 from .live import MetricsCache, read_since
@@ -170,6 +171,11 @@ class Api:
 
     def runs(self, request: Request) -> Response:
         """``GET /api/runs?project=&status=&tag=&q=&stats=a,b``."""
+        # Thousands of rows and no cycles: the collector's passes over them would cost a sixth of the time.
+        with gc_paused():
+            return self._runs(request)
+
+    def _runs(self, request: Request) -> Response:
         q = request.query_params
         tags = [t for t in q.getlist("tag") if t]
         stats = _names_param(request, "stats") or []
@@ -184,16 +190,23 @@ class Api:
         infos = [e.info for e in entries] if entries is not None else self.store.runs()
         out = parts.runs_listing(infos, project=q.get("project") or None, status=status, tags=tags,
                                  text=q.get("q") or None)
+        # Rows are made strict one by one: the catalog says which infos hold no NaN or infinity,
+        # and those (most) are taken as they are.
+        plain = {e.info.id for e in entries if e.finite} if entries is not None else set()
+        out["runs"] = [row if row["id"] in plain else parts.strict(row) for row in out["runs"]]
         if stats:
-            figures = {e.info.id: e.metrics for e in entries} if entries is not None else None
+            by_id = {e.info.id: e for e in entries} if entries is not None else None
             for row in out["runs"]:
-                if figures is not None:
-                    row["stats"] = parts.catalog_stats(figures.get(row["id"], {}), stats)
+                if by_id is not None:
+                    entry = by_id.get(row["id"])
+                    figures = parts.catalog_stats(entry.metrics if entry is not None else {}, stats)
                 else:
-                    row["stats"] = self.stats.get(self.store, row["id"], stats)
+                    figures = self.stats.get(self.store, row["id"], stats)
+                row["stats"] = parts.strict(figures)
         out["store"] = str(self.store.path)
         out["now"] = time.time()
-        return json_response(parts.strict(out))
+        rows = out.pop("runs")
+        return json_response({"runs": rows, **parts.strict(out)})
 
     def run(self, request: Request) -> Response:
         """``GET /api/runs/{id}[?parts=a,b]``: the parts of the run page (see :mod:`tracker.ui.parts`)."""
