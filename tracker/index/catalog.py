@@ -36,10 +36,16 @@ from typing import Any
 
 import orjson
 
-from ..edits import EDITS_FOLDER, edit_paths
-from ..format import NONFINITE_MARKS, decode_nonfinite, encode_nonfinite, nonfinite_paths, restore_nonfinite
+from ..edits import EDITS_FOLDER, EDITS_PREFIX
+from ..format import (
+    NONFINITE_MARKS,
+    SEGMENT_SUFFIX,
+    decode_nonfinite,
+    encode_nonfinite,
+    nonfinite_paths,
+    restore_nonfinite,
+)
 from ..records import RUNINFO_FIELDS, RunInfo, run_info_from_values, run_info_values
-from ..segment import segment_paths
 from . import container
 from .segments import INDEX_DIR, Writable, _last_line_crc
 
@@ -230,9 +236,17 @@ class Table:
             if rc[5][i] & _SETTLED:
                 return HOLDS
             # Within a clock tick of being read: what a change may have left the times as they were.
-            folder = Path(run_dir)
-            if [p.name for p in segment_paths(folder)] != seg_names or \
-                    [p.name for p in edit_paths(folder)] != edit_names:
+            # (Names are compared as segment_paths and edit_paths would list them; a file of such a
+            # name that is not a regular file makes the entry stale, and deriving it again decides.)
+            names = os.listdir(run_dir)
+            if sorted(n for n in names if n.endswith(SEGMENT_SUFFIX) and n[0] != ".") != seg_names:
+                return 0
+            if rc[2][i]:
+                edits = os.listdir(f"{run_dir}/{EDITS_FOLDER}")
+                if sorted(n for n in edits if n.startswith(EDITS_PREFIX) and n.endswith(SEGMENT_SUFFIX)) \
+                        != edit_names:
+                    return 0
+            elif EDITS_FOLDER in names:
                 return 0
             j = self.seg_at[i]
             for name in seg_names:
