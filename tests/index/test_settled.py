@@ -17,8 +17,9 @@ from pathlib import Path
 
 import tracker
 from tests.cli.support import run_tracker
+from tests.index.conftest import start_live
 from tests.index.support import assert_same_answers
-from tracker.index import catalog
+from tracker.index import catalog, segments
 from tracker.reader import Store
 
 
@@ -72,7 +73,7 @@ def test_a_settled_catalog_gives_the_same_answers_without_deriving_again(rich_st
 def test_changes_to_a_settled_run_are_seen(tmp_path: Path):
     store = tmp_path / "s"
     seg = make(store, "r")
-    make(store, "other")
+    finished = make(store, "other")
     age(store)
     assert_same_answers(store)
     assert flags(store)["r"] & catalog._SETTLED
@@ -86,13 +87,13 @@ def test_changes_to_a_settled_run_are_seen(tmp_path: Path):
         assert {e.info.id: e.schemas for e in tracker.open_store(store).catalog()}["r"]["metrics"] == 101
         assert_same_answers(store)
 
-    # Rewritten in place to the same size: the time moves.
+    # A finished segment rewritten in place to the same size: the time moves.
     age(store)
     assert_same_answers(store)
-    data = bytearray(seg.read_bytes())
+    data = bytearray(finished.read_bytes())
     i = data.index(b'"loss":') + len(b'"loss":')
     data[i] = ord("2") if data[i] != ord("2") else ord("3")
-    with open(seg, "r+b") as f:
+    with open(finished, "r+b") as f:
         f.write(data)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the changed line fails its checksum
@@ -175,3 +176,44 @@ def test_runs_as_json_keeps_nan_and_infinities_of_catalog_entries(rich_store: Pa
     assert table is not None
     assert not table.rc[5][table.at["values"]] & catalog._FINITE
     assert table.rc[5][table.at["resumed"]] & catalog._FINITE
+
+
+def test_a_heartbeat_on_a_running_segment_keeps_its_columns(tmp_path: Path, monkeypatch):
+    store = tmp_path / "s"
+    proc = start_live(store, "live", 50)
+    try:
+        assert len(tracker.open_store(store).run("live").metrics()["step"]) == 50
+        (seg,) = (store / "runs" / "live").glob("*.jsonl")
+        os.utime(seg)  # what a running writer's heartbeat does to its segment
+        parsed_from_start = []
+        real = segments._extend
+
+        def spy(old, segment, st):  # noqa: ANN001, ANN202
+            parsed_from_start.append(old is None)
+            return real(old, segment, st)
+
+        monkeypatch.setattr(segments, "_extend", spy)
+        assert len(tracker.open_store(store).run("live").metrics()["step"]) == 50
+        assert not any(parsed_from_start)
+        assert_same_answers(store)
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def test_a_finished_segment_rewritten_in_place_is_parsed_again(tmp_path: Path):
+    store = tmp_path / "s"
+    seg = make(store, "r")
+    age(store)
+    tracker.open_store(store).run("r").metrics()
+    data = bytearray(seg.read_bytes())
+    i = data.index(b'"loss":') + len(b'"loss":')
+    data[i] = ord("2") if data[i] != ord("2") else ord("3")
+    with open(seg, "r+b") as f:  # the same inode and size, a new time; the last line as it was
+        f.write(data)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        view = tracker.open_store(store).run("r")
+        view.metrics()
+    assert any(p.kind == "checksum" and p.line == 2 for p in view.problems)
+    assert any("checksum" in str(w.message) for w in caught)

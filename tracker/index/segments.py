@@ -21,7 +21,7 @@ from typing import Any
 import orjson
 
 from ..errors import StoreError
-from ..format import LineChunks, decode_nonfinite, encode_nonfinite
+from ..format import RUN_FINISHED, LineChunks, decode_nonfinite, encode_nonfinite
 from ..summary import _MISSING_BITS, MISSING
 from . import container
 from .build import Builder, MetricsPart, SchemaPart
@@ -185,6 +185,8 @@ class SegmentIndex:
         #: The segment's size when it was read (at least ``offset``).
         self.size = max(size, offset)
         self._stat_size = size
+        #: Whether the last covered line is the writer's finish event (no writer touches the segment again).
+        self.closed = False
         self.dev, self.ino = dev, ino
         #: The segment's modification time when it was read (paired with ``size``).
         self.mtime_ns = 0
@@ -220,9 +222,10 @@ def _header(ix: SegmentIndex) -> dict[str, Any]:
     for name, p in ix.parts.items():
         schemas[name] = {**ix.meta[name], "writers": p.writers, "metrics": list(p.cols), "kinds": list(p.kinds),
                          "other": name != "metrics"}
-    # The time is kept only when the segment ended where the columns do (else it grew while read, or
-    # has a torn tail): a reader then knows a segment of that size with another time was rewritten.
-    covered_time = ix.mtime_ns if ix._stat_size == ix.offset else 0
+    # The time is kept only for a finished segment that ended where the columns do (a running writer
+    # refreshes its segment's time as a heartbeat; a segment that grew while read has a newer one): a
+    # reader then knows that a segment of that size with another time was rewritten.
+    covered_time = ix.mtime_ns if ix.closed and ix._stat_size == ix.offset else 0
     return {"layout": LAYOUT, "segment": ix.path.name, "dev": ix.dev, "ino": ix.ino, "mtime": covered_time,
             "offset": ix.offset,
             "lines": ix.lines, "last_start": ix.last_start, "last_crc": ix.last_crc, "problems": ix.problems,
@@ -537,6 +540,12 @@ def _extend(old: SegmentIndex | None, segment: Path, st: os.stat_result) -> Segm
     stats = metric_stats(metrics) if metrics is not None else {}
     ix = SegmentIndex(segment, st.st_dev, st.st_ino, pos, lines_total, last_start, last_crc, parts, problems,
                       stats, _meta_of(parts), chunks.rest, size=st.st_size)
+    if last_line is not None:
+        try:
+            event = orjson.loads(last_line)
+            ix.closed = type(event) is dict and event.get("kind") == RUN_FINISHED
+        except orjson.JSONDecodeError:
+            ix.closed = False
     return ix
 
 
