@@ -98,7 +98,7 @@ class CatalogEntry:
     @property
     def finite(self) -> bool:
         if self._finite is None:
-            self._finite = not nonfinite_paths(self.info.to_dict(copy=False))
+            self._finite = not nonfinite_paths(run_info_values(self.info))
         return self._finite
 
     def __eq__(self, other: object) -> bool:
