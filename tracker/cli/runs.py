@@ -97,7 +97,7 @@ def runs_cmd(obj: CliContext, project: str | None, status: str | None, tags: tup
     """
     from ..index import gc_paused
 
-    # Thousands of runs and no cycles: the collector's passes over them would cost a sixth of the time.
+    # Thousands of runs and no cycles: the collector's passes over them are time lost (see gc_paused).
     with gc_paused():
         _list_runs(obj, project, status, tags, metrics, columns_opt, limit, trash, fmt, system, show_all)
 
@@ -117,22 +117,21 @@ def _list_runs(obj: CliContext, project: str | None, status: str | None, tags: t
         short = obj.short_ids()
     # A local store's catalog also says which infos hold NaN or infinities (a team store's listing does not).
     catalog = getattr(store, "catalog", None)
-    listed = catalog(project=project, status=status, tag=tags[0] if tags else None) if catalog is not None \
-        else store.runs(project=project, status=status, tag=tags[0] if tags else None)
-    infos = [e.info for e in listed] if catalog is not None else listed
-    finite = [e.finite for e in listed] if catalog is not None else [False] * len(infos)
+    tag = tags[0] if tags else None
+    # (info, whether it holds no NaN or infinity) per run.
+    listed = [(e.info, e.finite) for e in catalog(project=project, status=status, tag=tag)] \
+        if catalog is not None else [(i, False) for i in store.runs(project=project, status=status, tag=tag)]
     if len(tags) > 1:
-        keep = [all(t in i.tags for t in tags) for i in infos]
-        infos = [i for i, k in zip(infos, keep, strict=True) if k]
-        finite = [f for f, k in zip(finite, keep, strict=True) if k]
-    total = len(infos)
+        listed = [(i, f) for i, f in listed if all(t in i.tags for t in tags)]
+    total = len(listed)
     if limit is None and not show_all and fmt == "table" and is_terminal():
         limit = TERMINAL_ROWS
     if limit is not None:
-        infos, finite = infos[:limit], finite[:limit]
+        listed = listed[:limit]
+    infos = [i for i, _ in listed]
     if fmt == "json":
         docs = []
-        for info, plain in zip(infos, finite, strict=True):
+        for info, plain in listed:
             doc = info.to_dict(copy=False)
             doc["short_id"] = short.get(info.id, info.id)
             doc["duration"] = run_duration(info)

@@ -219,20 +219,9 @@ class Table:
                 st = os.stat(f"{run_dir}/{EDITS_FOLDER}")
                 if st.st_ino != rc[2][i] or st.st_mtime_ns != rc[3][i]:
                     return 0
-            j = self.seg_at[i]
-            for name in seg_names:
-                st = os.stat(f"{run_dir}/{name}")
-                if st.st_ino != sc[0][j] or st.st_size != sc[1][j] or st.st_mtime_ns != sc[2][j]:
-                    return 0
-                j += 1
-            if edit_names:
-                ec = self.ec
-                j = self.edit_at[i]
-                for name in edit_names:
-                    st = os.stat(f"{run_dir}/{EDITS_FOLDER}/{name}")
-                    if st.st_ino != ec[0][j] or st.st_size != ec[1][j] or st.st_mtime_ns != ec[2][j]:
-                        return 0
-                    j += 1
+            if not _files_hold(run_dir, seg_names, sc, self.seg_at[i]) or \
+                    not _files_hold(f"{run_dir}/{EDITS_FOLDER}", edit_names, self.ec, self.edit_at[i]):
+                return 0
             if rc[5][i] & _SETTLED:
                 return HOLDS
             # Within a clock tick of being read: what a change may have left the times as they were.
@@ -275,6 +264,20 @@ class Table:
         at, mat = self.info_at, self.metrics_at
         return Kept(rid, seg_names, edit_names, [c[i] for c in self.rc], segs, edits,
                     self.info[at[i]:at[i + 1]], self.metrics[mat[i]:mat[i + 1]])
+
+
+def _files_hold(folder: str, names: list[str], cols: list[list[int]], start: int) -> bool:
+    """Whether the files ``names`` of ``folder`` have the inode, size and time of rows ``start...``
+    of ``cols`` (whose first three columns are those).
+
+    :raises OSError: a file that is gone or cannot be read.
+    """
+    ino, size, mtime = cols[0], cols[1], cols[2]
+    for j, name in enumerate(names, start):
+        st = os.stat(f"{folder}/{name}")
+        if st.st_ino != ino[j] or st.st_size != size[j] or st.st_mtime_ns != mtime[j]:
+            return False
+    return True
 
 
 def _ints(reader: container.Reader, key: str, code: str) -> list[int]:
@@ -330,7 +333,8 @@ def save(store: Path, kept: list[Kept], writable: Writable) -> None:
 @contextmanager
 def gc_paused() -> Iterator[None]:
     """The cyclic garbage collector held off: a listing makes many objects and no cycles, and the
-    collections those objects would set off cost a third of its time."""
+    collections those objects set off cost about a quarter of reading the catalog (26 against 19 µs
+    per run at 10,000 runs)."""
     was = gc.isenabled()
     gc.disable()
     try:

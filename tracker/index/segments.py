@@ -180,7 +180,7 @@ class SegmentIndex:
 
     def __init__(self, path: Path, dev: int, ino: int, offset: int, lines: int, last_start: int, last_crc: int,
                  parts: dict[str, SchemaCols], problems: list[list[Any]], stats: dict[str, Any],
-                 meta: dict[str, dict[str, Any]], rest: bytes = b"", size: int = 0) -> None:
+                 meta: dict[str, dict[str, Any]], rest: bytes = b"", size: int = 0, mtime_ns: int = 0) -> None:
         self.path = path
         #: The segment's size when it was read (at least ``offset``).
         self.size = max(size, offset)
@@ -189,7 +189,7 @@ class SegmentIndex:
         self.closed = False
         self.dev, self.ino = dev, ino
         #: The segment's modification time when it was read (paired with ``size``).
-        self.mtime_ns = 0
+        self.mtime_ns = mtime_ns
         self.offset, self.lines = offset, lines
         self.last_start, self.last_crc = last_start, last_crc
         self.parts = parts
@@ -449,7 +449,6 @@ def load(store: Path, run_id: str, segment: Path, schemas: set[str] | None, writ
     old: SegmentIndex | None = None
     if not derived:
         ix = _extend(None, segment, st)
-        ix.mtime_ns = st.st_mtime_ns
         if schemas is not None:
             ix.parts = {k: v for k, v in ix.parts.items() if k in schemas}
         return ix
@@ -478,7 +477,7 @@ def load(store: Path, run_id: str, segment: Path, schemas: set[str] | None, writ
                             for name, i in h["schemas"].items()}
                     old = SegmentIndex(segment, st.st_dev, st.st_ino, h["offset"], h["lines"], h["last_start"],
                                        h["last_crc"], parts, h["problems"], _decode_stats(h["stats"]), meta,
-                                       size=st.st_size)
+                                       size=st.st_size, mtime_ns=st.st_mtime_ns)
                     old.source = target
     except (FileNotFoundError, Outdated):
         pass
@@ -491,10 +490,8 @@ def load(store: Path, run_id: str, segment: Path, schemas: set[str] | None, writ
             warn_index(f"{target}: {exc.strerror or exc}; rebuilt from the segment")
         old = None
     if old is not None and st.st_size == old.offset:
-        old.mtime_ns = st.st_mtime_ns
         return old
     ix = _extend(old, segment, st)
-    ix.mtime_ns = st.st_mtime_ns
     if ix.offset != (old.offset if old is not None else -1):
         ix.source = None
         writable.attempt(lambda: _save(ix, target))
@@ -522,6 +519,7 @@ def _extend(old: SegmentIndex | None, segment: Path, st: os.stat_result) -> Segm
     if old is not None and last_line is None:
         old.rest = chunks.rest
         old.size = old._stat_size = st.st_size
+        old.mtime_ns = st.st_mtime_ns
         return old
     parts = {name: SchemaCols.from_part(p) for name, p in builder.parts.items()}
     if old is not None:
@@ -539,7 +537,7 @@ def _extend(old: SegmentIndex | None, segment: Path, st: os.stat_result) -> Segm
     metrics = parts.get("metrics")
     stats = metric_stats(metrics) if metrics is not None else {}
     ix = SegmentIndex(segment, st.st_dev, st.st_ino, pos, lines_total, last_start, last_crc, parts, problems,
-                      stats, _meta_of(parts), chunks.rest, size=st.st_size)
+                      stats, _meta_of(parts), chunks.rest, size=st.st_size, mtime_ns=st.st_mtime_ns)
     if last_line is not None:
         try:
             event = orjson.loads(last_line)

@@ -171,7 +171,7 @@ class Api:
 
     def runs(self, request: Request) -> Response:
         """``GET /api/runs?project=&status=&tag=&q=&stats=a,b``."""
-        # Thousands of rows and no cycles: the collector's passes over them would cost a sixth of the time.
+        # Thousands of rows and no cycles: the collector's passes over them cost a sixth of the request.
         with gc_paused():
             return self._runs(request)
 
