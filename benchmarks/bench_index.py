@@ -32,7 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import FOUR_FLOATS, emit, main_guard, parse_args, per_call, scratch, side_by_side  # noqa: E402
 
 import tracker  # noqa: E402
-from tracker.index import catalog  # noqa: E402
+from tracker.read.index import catalog  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 

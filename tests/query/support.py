@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import tracker
-from tracker.format import encode_nonfinite
+from tracker.core.format import encode_nonfinite
 
 NAN, INF = float("nan"), float("inf")
 

@@ -42,9 +42,8 @@ from typing import IO, Any
 
 import attrs
 
-from ..errors import StoreError, TrackerError
-from ..files import NotAFileError, kind_of, open_regular
-from ..writer import fsync_folder
+from tracker.core.errors import StoreError, TrackerError
+from tracker.core.files import NotAFileError, fsync_folder, kind_of, open_regular
 
 #: Bytes per read while copying and hashing.
 CHUNK = 1 << 22

@@ -18,16 +18,16 @@ from typing import Any
 
 import click
 
-from ..bus import TrackerWarning
-from ..format import RECORD, LineError, decode_nonfinite, iter_lines, merge_chunk, parse_line
-from ..index import index_enabled
-from ..reader import merge_log_order
-from ..records import Problem, Record
-from . import CliContext
-from .options import format_option, handle_errors, require_schema, schema_option
-from .render import cell, dumps_line
-from .terminal import style
-from .text import clock
+from tracker.cli import CliContext
+from tracker.cli.options import format_option, handle_errors, require_schema, schema_option
+from tracker.cli.render import cell, dumps_line
+from tracker.cli.terminal import style
+from tracker.core.format import RECORD, LineError, decode_nonfinite, iter_lines, merge_chunk, parse_line
+from tracker.core.records import Problem, Record
+from tracker.core.text import clock
+from tracker.host.bus import TrackerWarning
+from tracker.read.index import index_enabled
+from tracker.read.reader import merge_log_order
 
 #: Seconds between two looks at the run's files while following.
 POLL_INTERVAL = 0.2

@@ -4,7 +4,7 @@ Each segment is read from a byte offset to the end of its last complete line
 (a line still being written is left for the next read). :class:`MetricsCache`
 keeps, per run and per segment, the columns read so far and the offset they
 end at: a request after ten new records decodes ten lines. The lines go
-through the core's own columnar decoder (:func:`tracker.columns.segment_columns`,
+through the core's own columnar decoder (:func:`tracker.read.columns.segment_columns`,
 checksums included); a damaged line is reported as a problem and skipped, the
 rest is read.
 
@@ -22,12 +22,12 @@ from typing import Any
 
 import numpy as np
 
-from .. import MISSING
-from ..columns import merge_columns, segment_columns
-from ..format import METRICS
-from ..index import Writable, index_enabled, load_segment
-from ..records import Problem
-from ..segment import segment_paths as _segment_paths
+from tracker.core.format import METRICS
+from tracker.core.records import Problem
+from tracker.core.summary import MISSING
+from tracker.read.columns import merge_columns, segment_columns
+from tracker.read.index import Writable, index_enabled, load_segment
+from tracker.read.segment import segment_paths as _segment_paths
 
 _CHUNK = 1 << 20
 #: Whether this server may write derived data into the store (off after the first refusal).
@@ -144,7 +144,7 @@ class SegmentColumns:
 
 
 def merge(parts: list[dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
-    """Columns of several segments as one, in log order (as :func:`tracker.columns.merge_columns`)."""
+    """Columns of several segments as one, in log order (as :func:`tracker.read.columns.merge_columns`)."""
     cols, _ = merge_columns([(p, int(p["step"].size)) for p in parts if p["step"].size])
     return cols
 

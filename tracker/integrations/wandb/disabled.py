@@ -66,7 +66,7 @@ class _Values:
 
     def update(self, values: Any = None, *args: Any, **more: Any) -> None:
         """Set several keys."""
-        from ...runstate import _as_mapping
+        from tracker.write.runstate import _as_mapping
 
         self._values.update({**_as_mapping(values, "update"), **more})
 
@@ -105,7 +105,7 @@ class DisabledRun:
 
     def finish(self, *args: Any, **kwargs: Any) -> None:
         """End the run: it stops being the active one."""
-        from ... import api
+        from tracker.write import api
 
         self.status = "finished"
         with api._lock:
@@ -133,7 +133,7 @@ def _nothing(*args: Any, **kwargs: Any) -> None:
 
 def start_disabled(project: str | None, name: str | None, config: Mapping[str, Any]) -> DisabledRun:
     """A disabled run, made the active one (``tracker.log``, ``tracker.config`` reach it)."""
-    from ... import api
+    from tracker.write import api
 
     run = DisabledRun(project, name, config)
     with api._lock:

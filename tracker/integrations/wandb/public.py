@@ -15,7 +15,7 @@ import os
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from ...errors import RunNotFound
+from tracker.core.errors import RunNotFound
 
 
 class Api:
@@ -27,7 +27,7 @@ class Api:
 
     def __init__(self, overrides: Mapping[str, Any] | None = None, timeout: Any = None, api_key: str | None = None,
                  *, store: str | os.PathLike[str] | None = None) -> None:
-        from ...store import open_store
+        from tracker.store import open_store
 
         if store is None and overrides:
             store = overrides.get("store")
