@@ -21,6 +21,7 @@ from tracker.read import reader
 if TYPE_CHECKING:
     import duckdb
 
+    from tracker.capture.blobs import BlobStore
     from tracker.team.postgres import TeamStore
 
 
@@ -57,6 +58,13 @@ class Store(reader.Store):
     """A store folder opened for reading (see :class:`tracker.read.reader.Store`), with SQL and editing."""
 
     view_class = RunView
+
+    @property
+    def blobs(self) -> BlobStore:
+        """The store's blobs by SHA-256 (``<store>/blobs/sha256/``), read checked (the reading protocol)."""
+        from tracker.capture.blobs import BlobStore
+
+        return BlobStore(self.path)
 
     def sql(self, query: str, *, use_index: bool = True) -> duckdb.DuckDBPyRelation:
         """Run SQL over the views ``runs``, ``metrics``, ``records``, ``metric_stats`` and one per schema (DuckDB).

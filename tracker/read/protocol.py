@@ -1,17 +1,19 @@
-"""Two readers, one interface: what the CLI, the dashboard and ``summarize`` ask of a store.
+"""The reading protocol: what the CLI, the dashboard, ``Api()``, summaries and panels ask of a store.
 
-The folder reader (:class:`tracker.Store`, :class:`tracker.RunView`) and the
-PostgreSQL reader (:class:`tracker.team.postgres.TeamStore`) both satisfy
-:class:`StoreReader` and :class:`RunReader`, so a feature written against
-these protocols works on both. :class:`RecordsRunMixin` builds tables,
-metrics and summaries from ``records()`` alone, for readers that have no
-faster columnar path of their own.
+The folder store (:class:`tracker.Store`, :class:`tracker.RunView`) and the
+team store on PostgreSQL (:class:`tracker.team.postgres.TeamStore`) both
+satisfy :class:`StoreReader` and :class:`RunReader`: runs, run, records,
+table, metrics, summarize, sql and blobs. A feature written against these
+protocols works on both, and a capability that needs a store takes one of
+these, never a concrete class, so no import points back up.
+:class:`RecordsRunMixin` builds tables, metrics and summaries from
+``records()`` alone, for readers that have no faster columnar path of their own.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import IO, TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from tracker.core.records import Record, RunInfo
 from tracker.core.summary import Summary, Table
@@ -45,6 +47,23 @@ class RunReader(Protocol):
     def summarize(self, schema: str | None = None) -> list[Summary]:
         """Every summary of every schema present (or of one)."""
 
+    def metric_stats(self) -> dict[str, dict[str, Any]]:
+        """Per metric name: count, first, last, min, max and the steps of each (what list views show)."""
+
+
+@runtime_checkable
+class BlobReader(Protocol):
+    """The bytes that artifacts and images name, by SHA-256: a store's blob folder or a bucket."""
+
+    def exists(self, sha256: str) -> bool:
+        """Whether the blob is stored."""
+
+    def open(self, sha256: str) -> IO[bytes]:
+        """A binary file over the blob's bytes.
+
+        :raises StoreError: the blob is missing, or its bytes do not match its name (the error names it).
+        """
+
 
 @runtime_checkable
 class StoreReader(Protocol):
@@ -61,6 +80,13 @@ class StoreReader(Protocol):
 
     def run(self, ref: str) -> RunReader:
         """The run whose id is ``ref`` or a unique prefix of it, else whose name is ``ref``."""
+
+    def sql(self, query: str) -> Any:
+        """A DuckDB relation of ``query`` over the views ``runs``, ``metrics``, ``records``, one per schema."""
+
+    @property
+    def blobs(self) -> BlobReader:
+        """Where this store's blobs are read from."""
 
 
 class RecordsRunMixin:
@@ -105,4 +131,4 @@ class RecordsRunMixin:
         return summarize_run(self, schema)
 
 
-__all__ = ["RecordsRunMixin", "RunReader", "StoreReader"]
+__all__ = ["BlobReader", "RecordsRunMixin", "RunReader", "StoreReader"]
