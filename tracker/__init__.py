@@ -109,6 +109,7 @@ MOVED: dict[str, str] = {
     "tracker.lifecycle.edits": "tracker.write.edits",
     "tracker.capture.web": "tracker.ui.capture",
     "tracker.wandb": "tracker.integrations.wandb.init",
+    **{f"tracker.integrations.wandb.{m}": f"tracker.write.wandb.{m}" for m in ("logging", "media", "watch")},
 }
 
 

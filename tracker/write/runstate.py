@@ -67,11 +67,24 @@ def unsupported(name: str, owner: str = "tracker") -> UnsupportedError:
 # --- run.config, run.summary --------------------------------------------------------------------
 
 class _ReadsAsDict:
-    """Dict reads (``[k]``, ``in``, iteration, ``len``, ``get``, ``keys``, ``values``, ``items``,
+    """Dict reads (``[k]``, ``.k``, ``in``, iteration, ``len``, ``get``, ``keys``, ``values``, ``items``,
     ``as_dict``) over the dict that ``_mapping()`` gives."""
+
+    #: What the values are, in the error for a missing attribute (``run config has no key 'x'``).
+    _what = "mapping"
 
     def _mapping(self) -> dict[str, Any]:
         raise NotImplementedError
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__") or name in ("_values", "_run"):  # not set yet: no key lookup
+            raise AttributeError(name)
+        values = self._mapping()
+        try:
+            return values[name]
+        except KeyError:
+            raise AttributeError(f"{self._what} has no key {name!r} (keys: "
+                                 f"{', '.join(sorted(values)) or 'none'})") from None
 
     def __getitem__(self, key: str) -> Any:
         return self._mapping()[key]
@@ -113,6 +126,8 @@ class RunConfig(_ReadsAsDict):
     ``run.config.bs = 64``. Values are JSON values (nested dicts and lists).
     """
 
+    _what = "run config"
+
     def __init__(self, run: Run, values: Mapping[str, Any]) -> None:
         object.__setattr__(self, "_run", run)
         object.__setattr__(self, "_values", dict(values))
@@ -136,15 +151,6 @@ class RunConfig(_ReadsAsDict):
         """Set the keys of ``values`` that the config does not have yet."""
         self._write({k: v for k, v in _as_mapping(values, "config.setdefaults").items() if k not in self._values})
 
-    def __getattr__(self, name: str) -> Any:
-        if name.startswith("__"):
-            raise AttributeError(name)
-        try:
-            return self._values[name]
-        except KeyError:
-            raise AttributeError(f"run config has no key {name!r} (keys: "
-                                 f"{', '.join(sorted(self._values)) or 'none'})") from None
-
     def __setattr__(self, name: str, value: Any) -> None:
         self._write({name: value})
 
@@ -165,6 +171,8 @@ class RunSummary(_ReadsAsDict):
     metric, as in W&B. ``RunInfo.summary`` holds the values that were set.
     """
 
+    _what = "run summary"
+
     def __init__(self, run: Run, values: Mapping[str, Any]) -> None:
         object.__setattr__(self, "_run", run)
         object.__setattr__(self, "_values", dict(values))
@@ -184,14 +192,6 @@ class RunSummary(_ReadsAsDict):
 
     def __setitem__(self, key: str, value: Any) -> None:
         self.update({key: value})
-
-    def __getattr__(self, name: str) -> Any:
-        if name.startswith("__"):
-            raise AttributeError(name)
-        try:
-            return self._mapping()[name]
-        except KeyError:
-            raise AttributeError(f"run summary has no key {name!r}") from None
 
     def __setattr__(self, name: str, value: Any) -> None:
         self.update({name: value})
