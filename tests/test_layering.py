@@ -162,7 +162,8 @@ def test_the_walk_sees_every_kind_of_import(where, tmp_path):
     (fake / "write" / "api.py").write_text("from ..read import reader\n")
     body = {"module level": "from ..write.api import x\n",
             "inside a function": "def f():\n    from tracker.write import api\n",
-            "under TYPE_CHECKING": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import tracker.write.api\n"}
+            "under TYPE_CHECKING": ("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
+                                    "    import tracker.write.api\n")}
     (fake / "read" / "reader.py").write_text(body[where])
     assert {b.split(":")[0] for b in upward(fake)} == {"tracker.read.reader"}
     assert circles(fake) == [["tracker.read.reader", "tracker.write.api"]]

@@ -379,7 +379,7 @@ def test_the_embedded_api_never_imports_the_wandb_layer() -> None:
             imported.add(("." * node.level) + (node.module or ""))
         elif isinstance(node, ast.Import):
             imported.update(a.name for a in node.names)
-    assert not {m for m in imported if m in (".wandb", "tracker.integrations.wandb.init") or m.startswith((".wandb.", "tracker.integrations.wandb.init."))}
+    assert not {m for m in imported if m.startswith(("tracker.integrations", ".wandb", "..integrations"))}
 
 
 def test_tracker_table_takes_wandbs_arguments_in_a_fresh_interpreter(tmp_path: Path) -> None:

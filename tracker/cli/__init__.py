@@ -29,6 +29,7 @@ from tracker.core.errors import StoreError, TrackerError
 
 if TYPE_CHECKING:
     from tracker.core.config import Config
+    from tracker.read.protocol import StoreReader
 
 
 class CliContext:
@@ -84,8 +85,8 @@ class CliContext:
         return resolve_store_path(self._store_path, self.config)
 
     @property
-    def store(self) -> Any:
-        """The opened :class:`tracker.Store`.
+    def store(self) -> StoreReader:
+        """The opened store: a folder (:class:`tracker.Store`) or the team database, through the reading protocol.
 
         :raises StoreError: when the folder does not exist or is not a store.
         """
