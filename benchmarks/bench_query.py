@@ -47,7 +47,7 @@ ROOT = Path(__file__).resolve().parent.parent
 # --- generating -----------------------------------------------------------------------------------
 
 def _line(env: dict) -> bytes:
-    from tracker.format import encode_line, event
+    from tracker.core.format import encode_line, event
 
     return encode_line(event(env["kind"], env["schema"], env["step"], env["time"], env["w"], env["seq"],
                              env["data"]))

@@ -26,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import emit, main_guard, parse_args, scratch  # noqa: E402
 
 import tracker  # noqa: E402
-from tracker.format import encode_line  # noqa: E402
+from tracker.core.format import encode_line  # noqa: E402
 
 
 def cpu(fn) -> float:  # noqa: ANN001

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 import tracker
-from tracker.host import set_host
-from tracker.pluginmanager import get_plugin_manager
+from tracker.host.host import set_host
+from tracker.host.pluginmanager import get_plugin_manager
 
 from .sysdeps import packages_of
 

@@ -9,7 +9,7 @@ import pluggy
 import pytest
 
 import tracker
-from tracker.records import Event
+from tracker.core.records import Event
 
 
 def _event(kind: str = "record", schema: str | None = "metrics") -> Event:

@@ -5,9 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from tracker.config import find_config, load_config, resolve_store_path
 
 import tracker
-from tracker.config import find_config, load_config, resolve_store_path
 
 
 def _write(path: Path, text: str) -> Path:

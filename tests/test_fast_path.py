@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 import tracker
-from tracker.schema import CompiledSchema, Schema, make_converter
+from tracker.core.schema import CompiledSchema, Schema, make_converter
 
 
 def _lines(run: tracker.Run) -> list[dict]:

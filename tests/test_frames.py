@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import tracker
-from tracker.frames import record_frame
+from tracker.read.frames import record_frame
 
 LIBRARIES = ["pandas", "polars", "arrow"]
 MODULES = {"pandas": "pandas", "polars": "polars", "arrow": "pyarrow"}

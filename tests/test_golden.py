@@ -11,8 +11,8 @@ import shutil
 from pathlib import Path
 
 import tracker
-from tracker.format import encode_line, parse_line
-from tracker.verify import verify_store
+from tracker.core.format import encode_line, parse_line
+from tracker.read.verify import verify_store
 
 GOLDEN = Path(__file__).parent / "data" / "v1"
 

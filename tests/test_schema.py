@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 import tracker
 from tests.conftest import strict_lines
-from tracker.schema import CompiledSchema, make_converter
+from tracker.core.schema import CompiledSchema, make_converter
 
 
 def _positive(inst: object, attribute: attrs.Attribute, value: float) -> None:

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 import tracker
-from tracker.format import LineError, encode_line, parse_line
+from tracker.core.format import LineError, encode_line, parse_line
 
 
 def _segment(run: tracker.Run) -> Path:

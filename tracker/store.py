@@ -1,7 +1,7 @@
 """``Store`` and ``RunView`` as users get them: the read core's reader plus the capabilities' methods.
 
-The read core (:mod:`tracker.reader`, :mod:`tracker.index`, :mod:`tracker.segment`,
-:mod:`tracker.format`) imports no capability folder. The methods users call on a
+The read core (:mod:`tracker.read.reader`, :mod:`tracker.read.index`, :mod:`tracker.read.segment`,
+:mod:`tracker.core.format`) imports no capability folder. The methods users call on a
 store that belong to a capability (editing and the trash in ``lifecycle``, SQL in
 ``query``, artifacts in ``capture``) are added here, each importing its
 capability only when called, so that the arrows run one way: capabilities
@@ -15,21 +15,22 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from . import reader
-from .records import RunInfo
+from tracker.core.records import RunInfo
+from tracker.read import reader
 
 if TYPE_CHECKING:
     import duckdb
 
-    from .query.team import TeamStore
+    from tracker.capture.blobs import BlobStore
+    from tracker.team.postgres import TeamStore
 
 
 class RunView(reader.RunView):
-    """One run of a store, read-only (see :class:`tracker.reader.RunView`), with its artifacts."""
+    """One run of a store, read-only (see :class:`tracker.read.reader.RunView`), with its artifacts."""
 
     def artifacts(self) -> list[Any]:
         """Every :class:`tracker.Artifact` of the run, in log order."""
-        from .capture.artifacts import artifacts
+        from tracker.capture.artifacts import artifacts
 
         return artifacts(self)
 
@@ -38,7 +39,7 @@ class RunView(reader.RunView):
 
         :raises TrackerError: no such artifact, or a folder; :class:`StoreError`: its bytes are missing.
         """
-        from .capture.artifacts import open_artifact
+        from tracker.capture.artifacts import open_artifact
 
         return open_artifact(self, name)
 
@@ -47,16 +48,23 @@ class RunView(reader.RunView):
 
         :raises StoreError: a missing or damaged blob or referenced file (nothing is left at ``dest``).
         """
-        from .capture.artifacts import copy_artifact
+        from tracker.capture.artifacts import copy_artifact
 
         return copy_artifact(self, name, dest)
 
 
 
 class Store(reader.Store):
-    """A store folder opened for reading (see :class:`tracker.reader.Store`), with SQL and editing."""
+    """A store folder opened for reading (see :class:`tracker.read.reader.Store`), with SQL and editing."""
 
     view_class = RunView
+
+    @property
+    def blobs(self) -> BlobStore:
+        """The store's blobs by SHA-256 (``<store>/blobs/sha256/``), read checked (the reading protocol)."""
+        from tracker.capture.blobs import BlobStore
+
+        return BlobStore(self.path)
 
     def sql(self, query: str, *, use_index: bool = True) -> duckdb.DuckDBPyRelation:
         """Run SQL over the views ``runs``, ``metrics``, ``records``, ``metric_stats`` and one per schema (DuckDB).
@@ -66,7 +74,7 @@ class Store(reader.Store):
         :raises QueryError: carrying DuckDB's message.
         :raises TrackerError: when DuckDB is not installed (``pip install "tracker-core[query]"``).
         """
-        from .query.sql import query as run_query
+        from tracker.query.sql import query as run_query
 
         return run_query(self, query, use_index=use_index)
 
@@ -77,31 +85,31 @@ class Store(reader.Store):
 
         :raises RunNotFound: an unknown run; :raises TrackerError: a bad tag (nothing changes).
         """
-        from .lifecycle import tag_runs
+        from tracker.lifecycle import tag_runs
 
         return tag_runs(self, runs, add, remove)
 
     def rename(self, run: str, name: str) -> RunInfo:
         """Give a run a new name (one line, not blank)."""
-        from .lifecycle import rename_run
+        from tracker.lifecycle import rename_run
 
         return rename_run(self, run, name)
 
     def note(self, run: str, text: str, *, append: bool = False) -> RunInfo:
         """Set a run's notes, or with ``append`` add ``text`` as a line after them."""
-        from .lifecycle import note_run
+        from tracker.lifecycle import note_run
 
         return note_run(self, run, text, append=append)
 
     def update_config(self, run: str, values: dict[str, Any]) -> RunInfo:
         """Set top-level config keys of a run (appended; the start config is kept)."""
-        from .lifecycle import update_config
+        from tracker.lifecycle import update_config
 
         return update_config(self, run, values)
 
     def update_summary(self, run: str, values: dict[str, Any]) -> RunInfo:
         """Set summary values of a run (appended; last write wins)."""
-        from .lifecycle import update_summary
+        from tracker.lifecycle import update_summary
 
         return update_summary(self, run, values)
 
@@ -113,7 +121,7 @@ class Store(reader.Store):
         A named run whose writer is alive is refused unless ``force``; a
         selection skips such runs. ``older_than``: seconds, or text like ``"7d"``.
         """
-        from .lifecycle import parse_age, plan_removal, remove_runs
+        from tracker.lifecycle import parse_age, plan_removal, remove_runs
 
         age = parse_age(older_than) if isinstance(older_than, str) else older_than
         plan = plan_removal(self, runs, project=project, status=status, older_than=age, tags=tags, force=force)
@@ -124,25 +132,25 @@ class Store(reader.Store):
 
     def restore(self, runs: str | Iterable[str]) -> list[RunInfo]:
         """Move runs back from the trash; an id that exists again is refused (nothing moves)."""
-        from .lifecycle import restore_runs
+        from tracker.lifecycle import restore_runs
 
         return restore_runs(self, runs)
 
     def trashed(self) -> list[RunInfo]:
         """The runs in the trash, newest first (``tracker runs --trash``)."""
-        from .lifecycle import trash_store
+        from tracker.lifecycle import trash_store
 
         return trash_store(self).runs()
 
     def gc(self, *, dry_run: bool = False) -> Any:
         """Empty the trash and remove blobs no run references (never one younger than an hour)."""
-        from .lifecycle import collect_garbage
+        from tracker.lifecycle import collect_garbage
 
         return collect_garbage(self, dry_run=dry_run)
 
     def du(self) -> dict[str, Any]:
         """Bytes per run and per project, largest first, and the total (see ``tracker du``)."""
-        from .lifecycle import disk_usage
+        from tracker.lifecycle import disk_usage
 
         return disk_usage(self)
 
@@ -154,7 +162,7 @@ def open_store(path: str | os.PathLike[str] | None = None) -> Store | TeamStore:
     """
     target = path if path is not None else os.environ.get("TRACKER_STORE")
     if isinstance(target, str) and target.startswith(("postgresql://", "postgres://")):
-        from .query.team import open_team_store
+        from tracker.team.postgres import open_team_store
 
         return open_team_store(target)
     return Store(path)

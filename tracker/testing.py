@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from .config import Config
-from .host import Host, set_host
-from .pluginmanager import get_plugin_manager
+from tracker.core.config import Config
+from tracker.host.host import Host, set_host
+from tracker.host.pluginmanager import get_plugin_manager
 
 
 def make_host(*plugins: object, config: Config | None = None, names: list[str] | None = None) -> Host:
@@ -27,7 +27,7 @@ def make_host(*plugins: object, config: Config | None = None, names: list[str] |
 
     :param names: the plugins' names (default: each module's or class's name).
     """
-    from .builtin import metrics
+    from tracker.builtin import metrics
 
     pm = get_plugin_manager(autoload=False)
     pm.add_plugin(metrics, "metrics", distribution="tracker-core", builtin=True)

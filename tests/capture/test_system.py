@@ -88,8 +88,9 @@ def test_sampler_thread_stops_at_finish(tmp_store: Path) -> None:
 
 def test_config_turns_sampling_off_and_sets_the_interval(tmp_store: Path, tmp_path: Path,
                                                          monkeypatch: pytest.MonkeyPatch) -> None:
-    from tracker.capture.system import resolve_interval
     from tracker.config import load_config
+
+    from tracker.capture.system import resolve_interval
 
     toml = tmp_path / "tracker.toml"
     toml.write_text("[system]\nenabled = false\ninterval = 2.5\n")

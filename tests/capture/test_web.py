@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import tracker
-from tracker.capture.web import artifacts_json, checked_blob, images_json, system_json
+from tracker.ui.capture import artifacts_json, checked_blob, images_json, system_json
 
 
 def test_checked_blob_serves_only_named_whole_blobs(tmp_store: Path, tmp_path: Path) -> None:

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from tracker.format import FORMAT_VERSION, encode_line
+from tracker.core.format import FORMAT_VERSION, encode_line
 
 
 def run_tracker(*args: str, env: dict[str, str] | None = None, cwd: Path | None = None,

@@ -9,7 +9,7 @@ import json
 import pytest
 
 import tracker
-from tracker.cli.compare import best_of, better
+from tracker.read.compare import best_of, better
 
 
 @pytest.fixture
@@ -114,7 +114,7 @@ def test_best_of():
 def test_numpy_values_and_rows_matched_by_labels():
     import numpy as np
 
-    from tracker.cli.compare import compare_summaries
+    from tracker.read.compare import compare_summaries
 
     a = tracker.Summary("Layers", [{"layer": "fc1", "bits": 8, "mse": np.float64(0.5)},
                                    {"layer": "fc2", "bits": 8, "mse": np.float64(0.1)}])

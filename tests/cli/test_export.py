@@ -12,8 +12,8 @@ import tracemalloc
 import pytest
 
 import tracker
-import tracker.format
-import tracker.index.segments as index_segments
+import tracker.core.format
+import tracker.read.index.segments as index_segments
 from tests.cli.support import run_on_terminal, run_tracker, write_run
 
 
@@ -106,7 +106,7 @@ def _peak_export(cli, store, run_id: str, out) -> int:
 def test_constant_memory(cli, store, tmp_path, monkeypatch):
     # Columns are read in fixed windows: with small windows, small runs already show
     # the whole cost, and a run eight times longer must not cost more.
-    monkeypatch.setattr(tracker.format, "READ_CHUNK", 16 * 1024)
+    monkeypatch.setattr(tracker.core.format, "READ_CHUNK", 16 * 1024)
     monkeypatch.setattr(index_segments, "WINDOW_ROWS", 256)
     for run_id, n in (("small", 1_000), ("large", 8_000)):
         write_run(store, run_id, [(s, {"loss": 1.0 / (s + 1), "acc": 0.5}) for s in range(n // 2)],

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 import tracker
 from tests.cli.support import run_on_terminal, run_tracker, write_run
-from tracker.cli.text import human_bytes, human_cell, is_size_column, is_time_column
+from tracker.core.text import human_bytes, human_cell, is_size_column, is_time_column
 
 CREATED = 1.795e9  # 2026-11-18: what `query` printed as 1.795e+09
 

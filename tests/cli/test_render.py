@@ -9,7 +9,7 @@ import numpy as np
 
 from tracker.cli.options import one_line
 from tracker.cli.render import cell, csv_text, dumps, table_text
-from tracker.cli.text import duration, short_ids
+from tracker.core.text import duration, short_ids
 
 
 def test_dumps_is_strict_json_with_the_store_encoding():

@@ -13,7 +13,7 @@ import pytest
 
 import tracker
 from tests.cli.support import run_tracker, write_run
-from tracker.segment import hostname
+from tracker.read.segment import hostname
 
 
 def _dead_pid() -> int:

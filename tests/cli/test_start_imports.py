@@ -106,7 +106,7 @@ def test_import_tracker_loads_nothing_until_a_name_is_used() -> None:
         names = {n: type(getattr(tracker, n)).__name__ for n in tracker.__all__}
         import tracker.config, tracker.summary
         print(loaded, type(tracker.config).__name__, type(tracker.summary).__name__,
-              tracker.config.load_config.__name__, sorted(set(tracker.__all__) - set(dir(tracker))))
+              tracker.core.config.load_config.__name__, sorted(set(tracker.__all__) - set(dir(tracker))))
     """)
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr

@@ -11,7 +11,7 @@ import pytest
 
 import tracker
 from tests.cli.support import run_on_terminal, run_tracker, write_run
-from tracker.segment import hostname
+from tracker.read.segment import hostname
 
 N = 20  # records; the segment's lines: 1 start, 2..21 records, 22 finish
 

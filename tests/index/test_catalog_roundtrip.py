@@ -9,9 +9,9 @@ import orjson
 from hypothesis import given, settings
 
 from tests.index.support import norm
-from tracker.format import encode_nonfinite
-from tracker.index import catalog
-from tracker.records import RunInfo, run_info_values
+from tracker.core.format import encode_nonfinite
+from tracker.core.records import RunInfo, run_info_values
+from tracker.read.index import catalog
 
 # What a line of the store can hold: orjson writes 64-bit integers.
 int64 = hs.integers(-(2**63), 2**63 - 1)

@@ -21,7 +21,7 @@ import tracker
 from tests.index.support import answers
 # Everything imported first (a read that writes nothing: the JSONL parsed), then the child reads as
 # another user, whatever the permissions of the checkout and of the Python installation.
-import tracker.index.segments, tracker.index.catalog, tracker.index.build, tracker.index.stats
+import tracker.read.index.segments, tracker.read.index.catalog, tracker.read.index.build, tracker.read.index.stats
 answers({store!r}, "off")
 os.setgid(65534)
 os.setuid(65534)

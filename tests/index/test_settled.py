@@ -3,7 +3,7 @@
 File systems stamp modification times from a coarse clock, so a file written
 again within a tick keeps its time. An entry derived long after its files last
 changed (settled) is checked by inode, size and time alone; one derived within
-:data:`~tracker.index.catalog.SETTLE_NS` of a change is also checked by the
+:data:`~tracker.read.index.catalog.SETTLE_NS` of a change is also checked by the
 folder's file names and each segment's last covered line.
 """
 
@@ -19,8 +19,8 @@ import tracker
 from tests.cli.support import run_tracker
 from tests.index.conftest import start_live
 from tests.index.support import assert_same_answers
-from tracker.index import catalog, segments
-from tracker.reader import Store
+from tracker.read.index import catalog, segments
+from tracker.read.reader import Store
 
 
 def age(store: Path, seconds: float = 3600) -> None:

@@ -161,7 +161,7 @@ def test_a_summary_of_one_schema_reads_only_that_schemas_columns(tmp_path: Path)
                        theoretical_max_error=0.3)
     view = tracker.open_store(store).run("r")
     view.summarize()  # builds the index
-    from tracker.index import container
+    from tracker.read.index import container
 
     read: list[str] = []
     original = container.Reader.read

@@ -14,7 +14,7 @@ import pytest
 
 import tracker
 from tracker.lifecycle import EDITS_FOLDER, edit_paths
-from tracker.verify import verify_store
+from tracker.read.verify import verify_store
 
 from .support import make_runs, spawn, tracker_cmd, tree_hashes, wait_ready
 
@@ -162,7 +162,7 @@ def test_damaged_and_unknown_edit_lines_are_reported_and_skipped(store: Path) ->
     (rid,) = make_runs(store, 1)
     assert tracker_cmd(store, "tag", rid, "--add", "kept").returncode == 0  # an editor that is gone
     (path,) = edit_paths(store / "runs" / rid)
-    from tracker.format import encode_line
+    from tracker.core.format import encode_line
 
     with open(path, "ab") as f:
         f.write(encode_line({"v": 1, "kind": "future_kind", "schema": None, "step": None, "time": 2e9,

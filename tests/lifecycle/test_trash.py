@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import tracker
-from tracker.verify import verify_store
+from tracker.read.verify import verify_store
 
 from .support import child_env, make_runs, spawn, tracker_cmd, tree_hashes, wait_ready
 

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 import tracker
-from tracker.wandb import UNSUPPORTED, UnsupportedError
+from tracker.integrations.wandb.init import UNSUPPORTED, UnsupportedError
 
 from .support import python
 
@@ -167,7 +167,7 @@ def test_config_and_summary_access(store: Path) -> None:
     with pytest.raises(tracker.TrackerError, match="no active run"):
         tracker.config.lr  # noqa: B018
     # The modules of the same names still answer for their own contents.
-    assert tracker.config.load_config is tracker.load_config and tracker.summary.Summary is tracker.Summary
+    assert tracker.core.config.load_config is tracker.load_config and tracker.core.summary.Summary is tracker.Summary
 
 
 @pytest.mark.parametrize("name", sorted(UNSUPPORTED))

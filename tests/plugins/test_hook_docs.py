@@ -1,4 +1,4 @@
-"""docs/plugins.md documents every hook of tracker/hookspecs.py, with its arguments.
+"""docs/plugins.md documents every hook of tracker/host/hookspecs.py, with its arguments.
 
 The hooks are read from hookspecs.py with ``ast``: every function decorated
 ``@hookspec`` (or ``@hookspec(...)``). The documentation is the hook table of
@@ -15,7 +15,7 @@ from pathlib import Path
 import tracker
 
 ROOT = Path(__file__).resolve().parents[2]
-HOOKSPECS = Path(tracker.__file__).parent / "hookspecs.py"
+HOOKSPECS = Path(tracker.__file__).parent / "host" / "hookspecs.py"
 DOC = ROOT / "docs" / "plugins.md"
 ROW = re.compile(r"^\|\s*`(tracker_\w+)\(([^)]*)\)`\s*\|")
 
@@ -57,7 +57,7 @@ def missing_docs(hooks: dict[str, list[str]], rows: dict[str, list[str]]) -> lis
             out.append(f"hook {name} takes ({', '.join(args)}) but docs/plugins.md shows "
                        f"({', '.join(rows[name])}): write {signature} in its row")
     for name in rows.keys() - hooks.keys():
-        out.append(f"docs/plugins.md documents {name}, which tracker/hookspecs.py does not "
+        out.append(f"docs/plugins.md documents {name}, which tracker/host/hookspecs.py does not "
                    f"define: remove its row or add the hookspec")
     return out
 
@@ -99,6 +99,6 @@ def test_a_new_hook_says_what_to_add() -> None:
         "hook tracker_panels is not documented: add a row '| `tracker_panels(run, limit)` | "
         "when it is called | what the host does with it |' to the hook table of "
         "docs/plugins.md (section '2. The hooks')",
-        "docs/plugins.md documents tracker_gone, which tracker/hookspecs.py does not define: "
+        "docs/plugins.md documents tracker_gone, which tracker/host/hookspecs.py does not define: "
         "remove its row or add the hookspec",
     ]

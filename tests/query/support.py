@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import tracker
-from tracker.format import encode_nonfinite
+from tracker.core.format import encode_nonfinite
 
 NAN, INF = float("nan"), float("inf")
 
@@ -23,7 +23,7 @@ def child(store: Path, code: str, env: dict[str, str] | None = None, wait: bool 
     """Run ``code`` in a fresh Python process with ``store`` as its store."""
     full = dict(os.environ, TRACKER_STORE=str(store), **(env or {}))
     full.pop("TRACKER_RUN_ID", None) if not env or "TRACKER_RUN_ID" not in env else None
-    proc = subprocess.Popen([sys.executable, "-c", textwrap.dedent(code)], env=full,
+    proc = subprocess.Popen([sys.executable, "-c", textwrap.dedent(code)], env=full, stdin=subprocess.PIPE,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     if wait:
         out, err = proc.communicate(timeout=60)
@@ -96,7 +96,7 @@ def build_store(store: Path) -> subprocess.Popen:
         run = tracker.start_run("p1", "live", run_id="live", config={"lr": 0.2})
         run.log({"loss": 0.9}, step=0)
         print("ready", flush=True)
-        time.sleep(120)
+        sys.stdin.read()  # running until the tests are done (killed) or the test process is gone
     """, wait=False)
     assert live.stdout.readline().strip() == "ready"
     return live

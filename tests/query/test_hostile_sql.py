@@ -12,8 +12,8 @@ import orjson
 import pytest
 
 import tracker
-from tracker.errors import QueryError
-from tracker.format import encode_line
+from tracker.core.errors import QueryError
+from tracker.core.format import encode_line
 
 pytest.importorskip("duckdb", reason="the query extra (duckdb) is not installed")
 

@@ -29,7 +29,7 @@ import json, os, warnings
 warnings.simplefilter("ignore")
 import tracker
 from tracker.query import query
-import tracker.query.columnar, tracker.index.segments, tracker.index.catalog, tracker.index.build
+import tracker.query.columnar, tracker.read.index.segments, tracker.read.index.catalog, tracker.read.index.build
 import duckdb, pyarrow
 QUERIES = {queries!r}
 # Everything imported and DuckDB's JSON reader loaded first (a query that writes nothing), then the

@@ -15,7 +15,7 @@ import psycopg
 import pytest
 
 import tracker
-from tracker.query.team import TeamStore, mask_url, sync
+from tracker.team.postgres import TeamStore, mask_url, sync
 
 from .support import child, norm, reader_metrics, reader_records, run_tracker, wait_for
 
@@ -27,7 +27,7 @@ def db_count(url: str, sql: str = "SELECT count(*) FROM tracker_events") -> int:
 
 def local_events(store: Path) -> int:
     """Sound lines of every segment: what a full sync must hold."""
-    from tracker.format import LineError, parse_line
+    from tracker.core.format import LineError, parse_line
 
     n = 0
     for seg in store.glob("runs/*/*.jsonl"):
@@ -101,7 +101,7 @@ def test_two_stores_sync_concurrently(tmp_path: Path, pg_url: str) -> None:
 
 
 def test_kill_9_then_resume_loses_and_doubles_nothing(tmp_path: Path, pg_url: str) -> None:
-    from tracker.format import FORMAT_VERSION, encode_line
+    from tracker.core.format import FORMAT_VERSION, encode_line
 
     store = tmp_path / "big"
     for r in range(4):

@@ -184,9 +184,9 @@ def _from_files(names: set[str]) -> list[str]:
 
 def mode_heartbeat(args: argparse.Namespace) -> None:
     import tracker
-    import tracker.writer
+    import tracker.write.writer
 
-    tracker.writer.hostname = lambda: "other-host.example"  # as if this writer ran elsewhere
+    tracker.write.writer.hostname = lambda: "other-host.example"  # as if this writer ran elsewhere
     run = tracker.start_run(store=args.store, run_id=args.run_id)
     run.log({"k": 0})
     ack("ready", run.writer_id)

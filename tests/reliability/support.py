@@ -16,8 +16,9 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-import tracker
 from tracker.config import Config
+
+import tracker
 from tracker.testing import make_host
 
 CHILD = Path(__file__).with_name("child.py")

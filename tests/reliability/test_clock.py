@@ -18,8 +18,8 @@ from hypothesis import strategies as st
 
 import tracker
 from tests.reliability.support import ack_lines, child_env, cli, event, event_line, read_run, spawn, verify
-from tracker.columns import metric_columns
-from tracker.reader import merge_log_order
+from tracker.read.columns import metric_columns
+from tracker.read.reader import merge_log_order
 
 
 def write_stepping_run(work: Path, store: Path) -> list[float]:

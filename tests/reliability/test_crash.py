@@ -22,8 +22,8 @@ import pytest
 
 import tracker
 from tests.reliability.support import child_env, cli, read_run, spawn, wait_for_line
-from tracker.format import FORMAT_VERSION, encode_line
-from tracker.segment import hostname, process_start
+from tracker.core.format import FORMAT_VERSION, encode_line
+from tracker.read.segment import hostname, process_start
 
 
 def write_segment(run_dir: Path, host: str, pid: int, proc_start: str | None, records: int,

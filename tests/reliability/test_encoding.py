@@ -27,8 +27,8 @@ from hypothesis import strategies as st
 
 import tracker
 from tests.reliability.support import child_env, cli, read_run, same, strict_json_lines
-from tracker.format import encode_line, nonfinite_paths, parse_line, restore_nonfinite
-from tracker.format import event as fmt_event
+from tracker.core.format import encode_line, nonfinite_paths, parse_line, restore_nonfinite
+from tracker.core.format import event as fmt_event
 
 SCRIPT = r'''
 import json, os, sys

@@ -103,7 +103,7 @@ def test_log_image_of_a_fifo_path(work):
 
 
 def test_open_regular_refuses_a_swap_and_names_the_kind(work):
-    from tracker.files import NotAFileError, check_regular, open_regular
+    from tracker.core.files import NotAFileError, check_regular, open_regular
 
     for path, kind in ((work / "pipe", "a FIFO (named pipe)"), ("/dev/null", "a character device"),
                        (work, "a folder")):

@@ -20,7 +20,7 @@ from click.testing import CliRunner
 import tracker
 from tests.reliability.support import child_env, cli, local_host, read_run, same, snapshot
 from tracker.cli import make_cli
-from tracker.rules import MAX_LABEL
+from tracker.core.rules import MAX_LABEL
 
 HOSTILE = [
     "..", ".", "...", "....", "../escape", "../../etc/passwd", "a/b", "a\\b", "..\\..\\escape", "a\x00b", "\x00",

@@ -17,7 +17,7 @@ import pytest
 
 import tracker
 from tests.reliability.support import ack_lines, child_env, cli, install, read_run, spawn
-from tracker.bus import MAX_FAILURES
+from tracker.host.bus import MAX_FAILURES
 
 RECORDS = 20
 SLOW_SECONDS = 0.6  # each of the slow handler's calls: over the bus's limit for one event

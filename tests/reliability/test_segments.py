@@ -178,7 +178,7 @@ def test_an_unreadable_segment_hides_no_other_run(locked_store: tuple[Path, Path
     out = json.loads(res.stdout)
     assert out.get("runs") == ["open1", "open2"], out
     assert any(str(seg) in w and "Permission denied" in w for w in out["warnings"]), out["warnings"]
-    assert out["info_error"].startswith("tracker.errors.StoreError: cannot read "), out
+    assert out["info_error"].startswith("tracker.core.errors.StoreError: cannot read "), out
     assert str(seg) in out["info_error"] and "Permission denied" in out["info_error"]
     assert out["open"] == [1.0]
 

@@ -14,8 +14,8 @@ import attrs
 import pytest
 
 import tracker
-import tracker.route
-import tracker.writer
+import tracker.write.route
+import tracker.write.writer
 from tests.reliability.support import child_env, local_host, verify
 
 # A training loop that a Ctrl-C stops: the run is recorded as failed with KeyboardInterrupt.
@@ -65,7 +65,7 @@ def test_ctrl_c_or_interrupt_right_after_the_write_counts_the_line(tmp_path: Pat
     """Item 4, injected: KeyboardInterrupt raised the moment os.write returns, on both write paths."""
     host = local_host()
     old = tracker.set_host(host)
-    real_write = tracker.writer._write
+    real_write = tracker.write.writer._write
     interrupts = {"left": 0}
 
     def write_then_interrupt(fd: int, data: bytes) -> int:
@@ -75,8 +75,8 @@ def test_ctrl_c_or_interrupt_right_after_the_write_counts_the_line(tmp_path: Pat
             raise KeyboardInterrupt
         return n
 
-    monkeypatch.setattr(tracker.writer, "_write", write_then_interrupt)  # lifecycle events and the bus
-    monkeypatch.setattr(tracker.route, "_write", write_then_interrupt)  # a route's one write
+    monkeypatch.setattr(tracker.write.writer, "_write", write_then_interrupt)  # lifecycle events and the bus
+    monkeypatch.setattr(tracker.write.route, "_write", write_then_interrupt)  # a route's one write
     try:
         run = tracker.start_run(store=tmp_path / "store", run_id="injected")
         run.log({"x": 0.0})  # makes the route: the next ones take the fast path

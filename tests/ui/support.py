@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import tracker
-from tracker.format import encode_line
+from tracker.core.format import encode_line
 
 XSS = "<img src=x onerror=alert(1)>"
 BIG_N = 1_000_000

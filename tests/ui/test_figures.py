@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import tracker
-from tracker.figures import FigureError, figures_json
+from tracker.core.figures import FigureError, figures_json
 
 
 def test_line_chart_with_series_and_bands():
@@ -66,7 +66,7 @@ def test_figures_import_no_web_framework():
 def test_new_figure_options_and_their_errors():
     import pytest
 
-    from tracker.figures import FigureError
+    from tracker.core.figures import FigureError
 
     line = tracker.LineChart("cpu", [tracker.Series("cpu", [1, 2], x=[10.0, 20.0])], x_time=True, x_range=(5, 25),
                              wide=True).to_json()

@@ -9,7 +9,7 @@ import urllib.request
 import pytest
 
 import tracker
-from tracker.errors import TrackerError
+from tracker.core.errors import TrackerError
 
 from .support import XSS
 

@@ -1,4 +1,6 @@
 """Capture: artifacts stored once by content, images, histograms and system metrics.
+Imports core, host and read; the write path (tracker.write) calls it, never the reverse.
+
 
 The ``Run`` methods (``log_artifact``, ``log_image``, ``log_histogram``) and
 the ``RunView`` readers (``artifacts``, ``open_artifact``, ``copy_artifact``)
@@ -16,7 +18,7 @@ import os
 from collections.abc import Callable
 from typing import Any
 
-from .artifacts import Artifact
+from tracker.capture.artifacts import Artifact
 
 
 def latest_step(run: Any) -> int:
@@ -42,15 +44,15 @@ def side_writer(run: Any) -> Callable[[str, dict[str, Any], int | None], tuple[i
 def log_artifact(run: Any, path: str | os.PathLike[str], name: str | None = None, *, kind: str = "file",
                  copy: bool = True, step: int | None = None) -> Artifact:
     """``Run.log_artifact``: see :func:`tracker.capture.artifacts.log_artifact`."""
-    from .artifacts import log_artifact as _log
+    from tracker.capture.artifacts import log_artifact as _log
 
     return _log(side_writer(run), run.store, path, name, kind=kind, copy=copy, step=step, fsync=run._host.config.fsync)
 
 
 def log_image(run: Any, name: str, image: Any, step: int | None = None, *, caption: str = "") -> str:
     """``Run.log_image``: store the image as a PNG blob, then its ``image`` record; returns the sha256."""
-    from .blobs import BlobStore
-    from .media import image_record
+    from tracker.capture.blobs import BlobStore
+    from tracker.capture.media import image_record
 
     data = image_record(name, image, caption, BlobStore(run.store, fsync=run._host.config.fsync))
     side_writer(run)("image", data, step)
@@ -59,7 +61,7 @@ def log_image(run: Any, name: str, image: Any, step: int | None = None, *, capti
 
 def log_histogram(run: Any, name: str, values: Any, step: int | None = None, *, bins: Any = 64) -> dict[str, Any]:
     """``Run.log_histogram``: the ``histogram`` record of ``values``; returns its fields."""
-    from .media import histogram_record
+    from tracker.capture.media import histogram_record
 
     data = histogram_record(name, values, bins)
     side_writer(run)("histogram", data, step)
@@ -68,7 +70,7 @@ def log_histogram(run: Any, name: str, values: Any, step: int | None = None, *, 
 
 def start_sampler(run: Any, system_metrics: Any) -> Any:
     """Start the system sampler of ``run`` (``None`` when it is off or nothing can be sampled)."""
-    from .system import Sampler, resolve_interval
+    from tracker.capture.system import Sampler, resolve_interval
 
     interval = resolve_interval(system_metrics, run._host.config)
     if interval is None:

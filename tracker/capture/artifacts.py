@@ -16,8 +16,8 @@ from typing import IO, Any
 
 import attrs
 
-from ..errors import SchemaError, StoreError, TrackerError
-from ..files import NotAFileError, check_regular, open_regular
+from tracker.core.errors import SchemaError, StoreError, TrackerError
+from tracker.core.files import NotAFileError, check_regular, open_regular
 
 # The blob machinery (hashlib, threads) loads on first use: `import tracker` imports Artifact only.
 
@@ -83,7 +83,7 @@ def log_artifact(write: Callable[[str, dict[str, Any], int | None], None], store
         raise TrackerError(f"log_artifact: no such file or folder: {src}") from None
     except OSError as exc:
         raise TrackerError(f"log_artifact: cannot read {src}: {exc.strerror}") from None
-    from .blobs import BlobStore, hash_file
+    from tracker.capture.blobs import BlobStore, hash_file
 
     blobs = BlobStore(store, fsync=fsync)
     source = str(src.absolute())
@@ -105,7 +105,7 @@ def log_artifact(write: Callable[[str, dict[str, Any], int | None], None], store
 
 
 def _artifact(store: Path, data: dict[str, Any], step: int, t: float) -> Artifact:
-    from .blobs import blob_path
+    from tracker.capture.blobs import blob_path
 
     ref = data.get("reference")
     sha = data["sha256"]
@@ -177,7 +177,7 @@ def copy_artifact(view: Any, name: str, dest: str | os.PathLike[str]) -> Path:
     """
     import shutil
 
-    from .blobs import BlobStore, Manifest, copy_blob_out, copy_checked
+    from tracker.capture.blobs import BlobStore, Manifest, copy_blob_out, copy_checked
 
     a = find_artifact(view, name)
     out = Path(dest)

@@ -42,9 +42,8 @@ from typing import IO, Any
 
 import attrs
 
-from ..errors import StoreError, TrackerError
-from ..files import NotAFileError, kind_of, open_regular
-from ..writer import fsync_folder
+from tracker.core.errors import StoreError, TrackerError
+from tracker.core.files import NotAFileError, fsync_folder, kind_of, open_regular
 
 #: Bytes per read while copying and hashing.
 CHUNK = 1 << 22
@@ -158,6 +157,51 @@ def copy_hashing(src: IO[bytes], dst_fd: int | None, size_hint: int = 0) -> tupl
     return sha, total
 
 
+class CheckedReader(IO[bytes]):
+    """A read-only binary file that hashes what is read and raises at the end when the hash is not ``sha``."""
+
+    def __init__(self, raw: IO[bytes], sha: str, what: str) -> None:
+        self._raw, self._sha, self._what = raw, sha, what
+        self._hash: Any = hashlib.sha256()
+        self._checked = False
+
+    def read(self, n: int = -1) -> bytes:
+        data = self._raw.read(n)
+        if self._hash is not None:
+            self._hash.update(data)
+            if not data or n is None or n < 0:
+                self._finish()
+        return data
+
+    def _finish(self) -> None:
+        digest, self._hash = self._hash.hexdigest(), None
+        if digest != self._sha:
+            raise StoreError(f"{self._what}: its bytes hash to {digest}, not {self._sha} (damaged; not served)")
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return False
+
+    def close(self) -> None:
+        self._raw.close()
+
+    @property
+    def closed(self) -> bool:
+        return self._raw.closed
+
+    def __enter__(self) -> CheckedReader:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __iter__(self) -> Iterator[bytes]:
+        while chunk := self.read(1 << 20):
+            yield chunk
+
+
 class _NoKernelCopy(Exception):
     """``copy_file_range`` is not available between these two files (nothing was copied)."""
 
@@ -243,6 +287,25 @@ class BlobStore:
     def path(self, sha: str) -> Path:
         """The blob of ``sha`` (whether or not it exists)."""
         return blob_path(self.store, sha)
+
+    def exists(self, sha256: str) -> bool:
+        """Whether the blob of ``sha256`` is stored (the reading protocol's :class:`BlobReader`)."""
+        return self.path(sha256).is_file()
+
+    def open(self, sha256: str) -> IO[bytes]:
+        """A binary file over the blob's bytes, hashed as they are read (the reading protocol's ``BlobReader``).
+
+        :raises StoreError: the blob is missing or not a file; reading to the end raises it when the
+            bytes do not match the name, so damaged bytes are never passed on as complete.
+        """
+        path = self.path(sha256)
+        try:
+            f = open_regular(path, buffering=-1)
+        except NotAFileError as exc:
+            raise StoreError(f"blob {sha256}: {exc}") from None
+        except FileNotFoundError:
+            raise StoreError(f"blob {sha256} is missing ({path})") from None
+        return CheckedReader(f, sha256, f"blob {path}")
 
     def _tmp(self) -> tuple[int, Path]:
         tmp_dir = self.root / "tmp"

@@ -15,10 +15,10 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from ..errors import StoreError, TrackerError
-from ..files import NotAFileError
-from ..records import Problem
-from .blobs import BlobStore, hash_file
+from tracker.capture.blobs import BlobStore, hash_file
+from tracker.core.errors import StoreError, TrackerError
+from tracker.core.files import NotAFileError
+from tracker.core.records import Problem
 
 _SCHEMAS = ("artifact", "image")
 

@@ -14,8 +14,8 @@ import os
 from pathlib import Path
 from typing import Any
 
-from ..errors import SchemaError, StoreError, TrackerError
-from ..files import NotAFileError, open_regular
+from tracker.core.errors import SchemaError, StoreError, TrackerError
+from tracker.core.files import NotAFileError, open_regular
 
 IMAGE = "image"
 HISTOGRAM = "histogram"
@@ -139,7 +139,7 @@ def read_image(store: Any, sha: str) -> Any:
     """The stored image of ``sha`` as a numpy array (Pillow needed)."""
     import numpy as np
 
-    from .blobs import blob_path
+    from tracker.capture.blobs import blob_path
 
     Image = _pil()
     path = blob_path(store, sha)

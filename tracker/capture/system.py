@@ -23,7 +23,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from ..segment import combine_totals  # noqa: F401 - where the capture package looked for it
+from tracker.read.segment import combine_totals  # noqa: F401 - where the capture package looked for it
 
 log = logging.getLogger("tracker.system")
 

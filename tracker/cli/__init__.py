@@ -1,9 +1,11 @@
 """The ``tracker`` command line: ``make_cli()`` builds the click group.
+The top floor below the package face: imports anything below it (ui, integrations, store, ...).
+
 
 Core commands are flat verbs (``tracker runs``), one module per command,
 named after it, sharing :mod:`tracker.cli.options` (options and error
 handling), :mod:`tracker.cli.render` (tables, JSON, CSV),
-:mod:`tracker.cli.terminal` and :mod:`tracker.cli.text`. Plugins add their own groups
+:mod:`tracker.cli.terminal` and :mod:`tracker.core.text`. Plugins add their own groups
 through the ``tracker_commands`` hook, called last.
 
 A command's module is imported only when that command runs, and plugins only
@@ -22,11 +24,12 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from ..errors import StoreError, TrackerError
-from .commands import CORE_COMMANDS, load_command
+from tracker.cli.commands import CORE_COMMANDS, load_command
+from tracker.core.errors import StoreError, TrackerError
 
 if TYPE_CHECKING:
-    from ..config import Config
+    from tracker.core.config import Config
+    from tracker.read.protocol import StoreReader
 
 
 class CliContext:
@@ -49,7 +52,7 @@ class CliContext:
     def config(self) -> Config:
         """The loaded tracker.toml."""
         if self._config is None:
-            from ..config import load_config
+            from tracker.core.config import load_config
 
             self._config = self._host.config if self._host is not None and self._config_path is None \
                 else load_config(self._config_path)
@@ -59,9 +62,9 @@ class CliContext:
     def host(self) -> Any:
         """The plugin host (built on first use)."""
         if self._host is None:
-            from ..bus import TrackerWarning
-            from ..host import Host, get_host, set_host
-            from .options import show_warning
+            from tracker.cli.options import show_warning
+            from tracker.host.bus import TrackerWarning
+            from tracker.host.host import Host, get_host, set_host
 
             # Warnings raised while plugins load (before a command runs) get the one-line form.
             warnings.simplefilter("always", TrackerWarning)
@@ -77,13 +80,13 @@ class CliContext:
     @property
     def store_path(self) -> Path:
         """The store folder the command reads."""
-        from ..config import resolve_store_path
+        from tracker.core.config import resolve_store_path
 
         return resolve_store_path(self._store_path, self.config)
 
     @property
-    def store(self) -> Any:
-        """The opened :class:`tracker.Store`.
+    def store(self) -> StoreReader:
+        """The opened store: a folder (:class:`tracker.Store`) or the team database, through the reading protocol.
 
         :raises StoreError: when the folder does not exist or is not a store.
         """
@@ -91,12 +94,12 @@ class CliContext:
             raw = self._store_path if self._store_path is not None else os.environ.get("TRACKER_STORE")
             if raw is not None and str(raw).startswith(("postgresql://", "postgres://")):
                 # The team database: the same reading API over PostgreSQL.
-                from ..query.team import open_team_store
+                from tracker.team.postgres import open_team_store
 
                 self._store = open_team_store(str(raw), host=self._host if self._host is not None
                                               else (lambda: self.host))
                 return self._store
-            from ..store import Store
+            from tracker.store import Store
 
             path = self.store_path
             if not path.exists():
@@ -109,7 +112,7 @@ class CliContext:
     def short_ids(self) -> dict[str, str]:
         """Every run id of the store mapped to its shortest unique prefix (at least 8 characters)."""
         if self._short is None:
-            from .text import short_ids
+            from tracker.core.text import short_ids
 
             self._short = short_ids(self.store.run_ids())
         return self._short
@@ -152,14 +155,14 @@ class TrackerGroup(click.Group):
                  if name not in CORE_COMMANDS and not self.commands[name].hidden}
         self._plugin_help = added
         if self.host is None:  # the environment's plugins, not a host a caller built
-            from .lazy import environment_key, remember_commands
+            from tracker.cli.lazy import environment_key, remember_commands
 
             remember_commands(environment_key(config), added)
 
     def _ensure_plugins(self, ctx: click.Context, strict: bool) -> None:
         if self.plugins_added:
             return
-        from .options import fail, one_line
+        from tracker.cli.options import fail, one_line
 
         try:
             self.add_plugin_commands(self.context_obj(ctx).host, ctx.params.get("config"))
@@ -173,7 +176,7 @@ class TrackerGroup(click.Group):
     def plugin_help(self, ctx: click.Context) -> dict[str, str]:
         """The plugins' commands and their first help sentence: from the cache, else by loading them."""
         if self._plugin_help is None and not self.plugins_added:
-            from .lazy import cached_commands, environment_key
+            from tracker.cli.lazy import cached_commands, environment_key
 
             self._plugin_help = cached_commands(environment_key(ctx.params.get("config")))
         if self._plugin_help is None:

@@ -17,7 +17,7 @@ from typing import Any
 
 import click
 
-from .options import format_option
+from tracker.cli.options import format_option
 
 try:
     import orjson
@@ -88,17 +88,19 @@ def run_bench(seconds: float) -> dict[str, Any]:
     import tempfile
     from pathlib import Path
 
-    import tracker
+    from tracker.host.host import get_host
+    from tracker.store import open_store
+    from tracker.write.api import start_run
 
     measurements = []
     with tempfile.TemporaryDirectory(prefix="tracker-bench-") as tmp:
         folder = Path(tmp)
         fd = os.open(folder / "floor.jsonl", os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         write = os.write
-        has_fft = "fft.loss_point" in tracker.get_host().schemas
+        has_fft = "fft.loss_point" in get_host().schemas
         share = seconds / (3 + has_fft)
         values = dict(VALUES)
-        with tracker.start_run(project="tracker-bench", name="bench", store=folder / "store") as run:
+        with start_run(project="tracker-bench", name="bench", store=folder / "store") as run:
             run.log(values)
             res = _side_by_side(lambda: run.log(values), lambda: write(fd, _dumps(values) + b"\n"), share)
             measurements.append({"name": "run.log, 4 floats", "unit": "us/call", **res})
@@ -109,11 +111,11 @@ def run_bench(seconds: float) -> dict[str, Any]:
                 res = _side_by_side(lambda: run.log_record("fft.loss_point", **FFT_POINT),
                                     lambda: write(fd, _dumps(point) + b"\n"), share)
                 measurements.append({"name": "run.log_record, fft.loss_point", "unit": "us/call", **res})
-            with tracker.start_run(project="tracker-bench", name="read", store=folder / "store") as read_run:
+            with start_run(project="tracker-bench", name="read", store=folder / "store") as read_run:
                 for i in range(READ_RECORDS):
                     read_run.log(values, step=i)
         os.close(fd)
-        view = tracker.open_store(folder / "store").run(read_run.id)
+        view = open_store(folder / "store").run(read_run.id)
         (segment,) = view.segment_paths()
         count = len(view.metrics()["step"])
 
@@ -142,7 +144,7 @@ def bench_cmd(seconds: float, fmt: str) -> None:
       tracker bench
       tracker bench --seconds 10 --format json
     """
-    from .render import dumps, table_text
+    from tracker.cli.render import dumps, table_text
 
     doc = run_bench(seconds)
     if fmt == "json":

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import click
 
-from . import CliContext
-from .options import format_option, handle_errors
-from .render import dumps, table_text
+from tracker.cli import CliContext
+from tracker.cli.options import format_option, handle_errors
+from tracker.cli.render import dumps, table_text
 
 
 @click.command("du")
@@ -26,7 +26,7 @@ def du_cmd(obj: CliContext, limit: int | None, fmt: str) -> None:
       tracker du
       tracker du -n 20 --format json
     """
-    from ..lifecycle import disk_usage, human_bytes
+    from tracker.lifecycle import disk_usage, human_bytes
 
     usage = disk_usage(obj.store)
     runs = usage["runs"][:limit] if limit else usage["runs"]

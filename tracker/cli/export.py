@@ -12,12 +12,12 @@ from typing import IO, Any
 
 import click
 
-from ..bus import TrackerWarning
-from ..format import METRICS, schema_mark
-from . import CliContext
-from .options import fail, handle_errors, require_schema, schema_option
-from .render import csv_value, dumps_line
-from .terminal import PROGRESS_MIN_BYTES, is_terminal, progress
+from tracker.cli import CliContext
+from tracker.cli.options import fail, handle_errors, require_schema, schema_option
+from tracker.cli.render import csv_value, dumps_line
+from tracker.cli.terminal import PROGRESS_MIN_BYTES, is_terminal, progress
+from tracker.core.format import METRICS, schema_mark
+from tracker.host.bus import TrackerWarning
 
 EXPORT_FORMATS = ("csv", "jsonl", "parquet")
 #: ``-o``'s suffix -> the format written.

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import click
 
-from . import CliContext
-from .options import format_option, handle_errors
-from .render import dumps
+from tracker.cli import CliContext
+from tracker.cli.options import format_option, handle_errors
+from tracker.cli.render import dumps
 
 
 @click.command("gc")
@@ -28,7 +28,7 @@ def gc_cmd(obj: CliContext, dry_run: bool, fmt: str) -> None:
     """
     import attrs
 
-    from ..lifecycle import collect_garbage, human_bytes
+    from tracker.lifecycle import collect_garbage, human_bytes
 
     report = collect_garbage(obj.store, dry_run=dry_run)
     if fmt == "json":

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import click
 
-from ..errors import TrackerError
-from . import CliContext
-from .options import handle_errors
+from tracker.cli import CliContext
+from tracker.cli.options import handle_errors
+from tracker.core.errors import TrackerError
 
 
 def _default_dest(name: str) -> Path:

@@ -8,9 +8,9 @@ from typing import Any
 
 import click
 
-from . import CliContext
-from .options import fail, handle_errors, one_line
-from .terminal import progress
+from tracker.cli import CliContext
+from tracker.cli.options import fail, handle_errors, one_line
+from tracker.cli.terminal import progress
 
 FORMATS = ("table", "json")
 
@@ -43,7 +43,7 @@ def tensorboard_cmd(obj: CliContext, logdir: str, project: str | None, fmt: str)
     Example:
       tracker import tensorboard runs/ --project resnet
     """
-    from ..integrations.importers.tensorboard import tensorboard_runs
+    from tracker.integrations.importers.tensorboard import tensorboard_runs
 
     _run_import(obj, lambda report: tensorboard_runs(logdir, project=project, problem=report), fmt)
 
@@ -68,14 +68,14 @@ def mlflow_cmd(obj: CliContext, mlruns: str, experiment: str | None, project: st
       tracker import mlflow mlruns/ --experiment baseline
       tracker import mlflow mlflow.db
     """
-    from ..integrations.importers.mlflow import mlflow_runs
+    from tracker.integrations.importers.mlflow import mlflow_runs
 
     _run_import(obj, lambda report: mlflow_runs(mlruns, experiment=experiment, project=project, problem=report),
                 fmt)
 
 
 def _run_import(obj: CliContext, sources: Any, fmt: str) -> None:
-    from ..integrations.importers import import_runs
+    from tracker.integrations.importers import import_runs
 
     problems: list[str] = []
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import click
 
-from . import CliContext
-from .options import format_option, handle_errors
-from .render import dumps
+from tracker.cli import CliContext
+from tracker.cli.options import format_option, handle_errors
+from tracker.cli.render import dumps
 
 
 def _mib(n: int) -> str:
@@ -38,9 +38,9 @@ def index_cmd(obj: CliContext, drop: bool, rebuild: bool, jobs: int | None, fmt:
       tracker query "SELECT run_id, min FROM metric_stats WHERE name = 'loss' ORDER BY min LIMIT 10"
     """
 
-    from ..query.index import drop as drop_index
-    from ..query.index import warm
-    from .terminal import progress
+    from tracker.cli.terminal import progress
+    from tracker.query.index import drop as drop_index
+    from tracker.query.index import warm
 
     store = obj.store
 
@@ -56,7 +56,7 @@ def index_cmd(obj: CliContext, drop: bool, rebuild: bool, jobs: int | None, fmt:
             else:
                 click.echo(f"dropped the derived data ({_mib(freed)}); readers build it again when they need it")
             return
-    from ..query.index import plan_work
+    from tracker.query.index import plan_work
 
     _, total = plan_work(store)
     with progress(total, "indexing", output_on_terminal=False) as bar:

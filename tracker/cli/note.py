@@ -6,9 +6,9 @@ import sys
 
 import click
 
-from . import CliContext
-from .options import format_option, handle_errors
-from .render import dumps
+from tracker.cli import CliContext
+from tracker.cli.options import format_option, handle_errors
+from tracker.cli.render import dumps
 
 
 @click.command("note")
@@ -30,7 +30,7 @@ def note_cmd(obj: CliContext, run: str, text: str, append: bool, fmt: str) -> No
       tracker note 3f2a --append "rerun: 9c1e"
       git log -1 --format=%B | tracker note 3f2a -
     """
-    from ..lifecycle import note_run
+    from tracker.lifecycle import note_run
 
     if text == "-":
         text = sys.stdin.read().rstrip("\n")

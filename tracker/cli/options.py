@@ -12,9 +12,9 @@ from typing import Any, NoReturn, TextIO
 
 import click
 
-from ..bus import TrackerWarning
-from ..errors import TrackerError
-from .render import FORMATS
+from tracker.cli.render import FORMATS
+from tracker.core.errors import TrackerError
+from tracker.host.bus import TrackerWarning
 
 
 def format_option(choices: tuple[str, ...] = FORMATS, default: str = "table") -> Any:

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import click
 
-from . import CliContext
-from .options import format_option, handle_errors
-from .render import csv_text, dumps, table_text
-from .terminal import use_color
+from tracker.cli import CliContext
+from tracker.cli.options import format_option, handle_errors
+from tracker.cli.render import csv_text, dumps, table_text
+from tracker.cli.terminal import use_color
 
 _PLUGIN_STATUS_COLORS = {"ok": "green", "broken": "red", "disabled": "yellow"}
 

@@ -10,10 +10,10 @@ from typing import Any
 import click
 import orjson
 
-from . import CliContext
-from .options import format_option, handle_errors
-from .render import csv_text, dumps, table_text
-from .text import human_rows
+from tracker.cli import CliContext
+from tracker.cli.options import format_option, handle_errors
+from tracker.cli.render import csv_text, dumps, table_text
+from tracker.core.text import human_rows
 
 
 def _plain(value: Any, is_json: bool) -> Any:
@@ -47,8 +47,8 @@ def run_query(store: Any, sql: str, use_index: bool = True) -> tuple[list[str], 
 
     :raises QueryError: carrying DuckDB's message, also for errors met while fetching.
     """
-    from ..errors import QueryError
-    from ..query.sql import duckdb_module, query
+    from tracker.core.errors import QueryError
+    from tracker.query.sql import duckdb_module, query
 
     duckdb = duckdb_module()
     rel = query(store, sql, use_index=use_index)

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import click
 
-from . import CliContext
-from .options import format_option, handle_errors
-from .render import dumps, table_text
+from tracker.cli import CliContext
+from tracker.cli.options import format_option, handle_errors
+from tracker.cli.render import dumps, table_text
 
 
 @click.command("rename")
@@ -25,7 +25,7 @@ def rename_cmd(obj: CliContext, run: str, name: str, fmt: str) -> None:
     Examples:
       tracker rename 3f2a "baseline, lr 3e-4"
     """
-    from ..lifecycle import rename_run
+    from tracker.lifecycle import rename_run
 
     store = obj.store
     before = store.run(run).info.name

@@ -13,7 +13,7 @@ from typing import Any
 import click
 import orjson
 
-from ..format import encode_nonfinite
+from tracker.core.format import encode_nonfinite
 
 FORMATS = ("table", "json", "csv")
 #: A column is never squeezed below this many characters to fit the terminal.

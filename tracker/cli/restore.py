@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import click
 
-from . import CliContext
-from .options import format_option, handle_errors
-from .render import dumps, table_text
-from .rm import run_docs, run_rows
+from tracker.cli import CliContext
+from tracker.cli.options import format_option, handle_errors
+from tracker.cli.render import dumps, table_text
+from tracker.cli.rm import run_docs, run_rows
 
 
 @click.command("restore")
@@ -26,7 +26,7 @@ def restore_cmd(obj: CliContext, runs: tuple[str, ...], fmt: str) -> None:
     Examples:
       tracker restore 3f2a
     """
-    from ..lifecycle import restore_runs
+    from tracker.lifecycle import restore_runs
 
     infos = restore_runs(obj.store, runs)
     if fmt == "json":

@@ -6,18 +6,18 @@ import sys
 
 import click
 
-from . import CliContext
-from .options import fail, format_option, handle_errors
-from .render import dumps, table_text
-from .terminal import is_terminal
-from .text import when
+from tracker.cli import CliContext
+from tracker.cli.options import fail, format_option, handle_errors
+from tracker.cli.render import dumps, table_text
+from tracker.cli.terminal import is_terminal
+from tracker.core.text import when
 
 STATUSES = ("running", "finished", "failed", "crashed")
 
 
 def run_rows(obj: CliContext, infos: list, sizes: dict[str, int] | None = None) -> list[dict]:
     """Table rows of runs: id, name, project, status, start (and size)."""
-    from ..lifecycle import human_bytes
+    from tracker.lifecycle import human_bytes
 
     rows = []
     for i in infos:
@@ -70,7 +70,7 @@ def rm_cmd(obj: CliContext, runs: tuple[str, ...], project: str | None, status: 
       tracker rm --project scratch --status crashed --older-than 7d --dry-run
       tracker rm --tag draft --yes
     """
-    from ..lifecycle import human_bytes, parse_age, plan_removal, remove_runs
+    from tracker.lifecycle import human_bytes, parse_age, plan_removal, remove_runs
 
     age = parse_age(older_than) if older_than is not None else None
     store = obj.store

@@ -7,11 +7,11 @@ from typing import Any
 
 import click
 
-from . import CliContext
-from .options import format_option, handle_errors
-from .render import csv_text, dumps, encode_nonfinite_deep, table_text
-from .terminal import STATUS_COLORS, is_terminal, use_color
-from .text import duration, human_bytes, human_cell, run_duration, when
+from tracker.cli import CliContext
+from tracker.cli.options import format_option, handle_errors
+from tracker.cli.render import csv_text, dumps, encode_nonfinite_deep, table_text
+from tracker.cli.terminal import STATUS_COLORS, is_terminal, use_color
+from tracker.core.text import duration, human_bytes, human_cell, run_duration, when
 
 #: ``tracker runs --system``: column name and key of ``RunInfo.system`` (see tracker.capture.system).
 SYSTEM_COLUMNS = [("cpu% mean", "cpu_percent_mean"), ("cpu% peak", "cpu_percent_peak"),
@@ -95,7 +95,7 @@ def runs_cmd(obj: CliContext, project: str | None, status: str | None, tags: tup
       tracker runs --system
       tracker runs --format json
     """
-    from ..index import gc_paused
+    from tracker.read.index import gc_paused
 
     # Thousands of runs and no cycles: the collector's passes over them are time lost (see gc_paused).
     with gc_paused():
@@ -108,8 +108,8 @@ def _list_runs(obj: CliContext, project: str | None, status: str | None, tags: t
     extra = [c.strip() for spec in columns_opt for c in spec.split(",") if c.strip()]
     store = obj.store
     if trash:
-        from ..lifecycle import trash_store
-        from .text import short_ids
+        from tracker.core.text import short_ids
+        from tracker.lifecycle import trash_store
 
         store = trash_store(store)
         short = short_ids(store.run_ids())

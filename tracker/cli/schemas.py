@@ -12,10 +12,10 @@ from typing import Any
 import attrs
 import click
 
-from . import CliContext
-from .options import format_option, handle_errors, require_schema
-from .render import csv_text, dumps, table_text, terminal_width
-from .terminal import style, use_color
+from tracker.cli import CliContext
+from tracker.cli.options import format_option, handle_errors, require_schema
+from tracker.cli.render import csv_text, dumps, table_text, terminal_width
+from tracker.cli.terminal import style, use_color
 
 #: What holds for every field of every schema (the store's value encoding).
 VALUE_RULES = ("ints are kept exactly within ±2**53; NaN and infinities are data in float fields; "

@@ -6,12 +6,12 @@ from typing import Any
 
 import click
 
-from . import CliContext
-from .options import format_option, handle_errors
-from .render import csv_text, dumps
-from .summary import print_summaries
-from .terminal import status_text, style
-from .text import duration, flatten, human_cell, run_duration, when
+from tracker.cli import CliContext
+from tracker.cli.options import format_option, handle_errors
+from tracker.cli.render import csv_text, dumps
+from tracker.cli.summary import print_summaries
+from tracker.cli.terminal import status_text, style
+from tracker.core.text import duration, flatten, human_cell, run_duration, when
 
 #: How many of the last lines of a failed run's traceback ``show`` prints.
 TRACEBACK_LINES = 6

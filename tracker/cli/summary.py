@@ -6,11 +6,11 @@ from typing import Any
 
 import click
 
-from . import CliContext
-from .options import format_option, handle_errors, require_schema, schema_option
-from .render import csv_text, dumps, table_text
-from .terminal import style, use_color
-from .text import human_rows
+from tracker.cli import CliContext
+from tracker.cli.options import format_option, handle_errors, require_schema, schema_option
+from tracker.cli.render import csv_text, dumps, table_text
+from tracker.cli.terminal import style, use_color
+from tracker.core.text import human_rows
 
 
 def summaries_csv(summaries: list[Any]) -> str:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import click
 
-from . import CliContext
-from .options import fail, handle_errors
+from tracker.cli import CliContext
+from tracker.cli.options import fail, handle_errors
 
 
 @click.command("sync")
@@ -33,7 +33,7 @@ def sync_cmd(obj: CliContext, url: str, follow: bool, interval: float, batch_siz
       tracker sync postgresql://db.lab/experiments --follow
       tracker --store postgresql://db.lab/experiments runs
     """
-    from ..query.team import is_team_url, mask_url, sync
+    from tracker.team.postgres import is_team_url, mask_url, sync
 
     if not is_team_url(url):
         fail(f"expected a database URL starting with postgresql://, given {url!r}", code=2)

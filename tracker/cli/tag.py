@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import click
 
-from . import CliContext
-from .options import format_option, handle_errors
-from .render import dumps, table_text
+from tracker.cli import CliContext
+from tracker.cli.options import format_option, handle_errors
+from tracker.cli.render import dumps, table_text
 
 
 @click.command("tag")
@@ -31,7 +31,7 @@ def tag_cmd(obj: CliContext, runs: tuple[str, ...], add: tuple[str, ...], remove
       tracker tag 3f2a 9c1e --remove draft
       tracker tag 3f2a
     """
-    from ..lifecycle.edits import named_views, tag_runs
+    from tracker.write.edits import named_views, tag_runs
 
     store = obj.store
     infos = tag_runs(store, runs, add, remove) if add or remove else [v.info for v in named_views(store, runs)]

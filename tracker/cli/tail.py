@@ -1,93 +1,26 @@
 """``tracker tail``: a run's records in order, and with ``-f`` the ones still to come.
 
-:class:`Follower` reads every segment of a run from where it last stopped,
-so new writers (data-parallel ranks, resumes) are picked up as they appear,
+:class:`tracker.read.tail.Follower` reads every segment of a run from where it last
+stopped, so new writers (data-parallel ranks, resumes) are picked up as they appear,
 and a line still being written is read only once it is complete.
 """
 
 from __future__ import annotations
 
-import math
 import sys
 import time
-import warnings
 from collections import deque
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import click
 
-from ..bus import TrackerWarning
-from ..format import RECORD, LineError, decode_nonfinite, iter_lines, merge_chunk, parse_line
-from ..index import index_enabled
-from ..reader import merge_log_order
-from ..records import Problem, Record
-from . import CliContext
-from .options import format_option, handle_errors, require_schema, schema_option
-from .render import cell, dumps_line
-from .terminal import style
-from .text import clock
-
-#: Seconds between two looks at the run's files while following.
-POLL_INTERVAL = 0.2
-
-
-class Follower:
-    """Reads a run's records incrementally, from every writer's segment.
-
-    :param view: the run.
-    :param schema: only records of this schema (``None``: all).
-    :param host: the plugin host whose schemas restore NaN and infinities.
-    """
-
-    def __init__(self, view: Any, schema: str | None = None, host: Any = None) -> None:
-        self.view = view
-        self.schema = schema
-        self.host = host
-        self.offsets: dict[Path, int] = {}
-        self.lines: dict[Path, int] = {}
-        self.tops: dict[Path, float] = {}  # each segment's largest time so far (merge_log_order)
-
-    def _segment(self, path: Path, chunk: int) -> Iterator[Record]:
-        for end, line in iter_lines(path, self.offsets.get(path, 0), chunk):
-            lineno = self.lines.get(path, 0) + 1
-            self.offsets[path], self.lines[path] = end, lineno
-            try:
-                ev = parse_line(line)
-            except LineError as exc:
-                warnings.warn(f"tracker: {Problem(str(path), lineno, exc.kind, str(exc))}", TrackerWarning,
-                              stacklevel=2)
-                continue
-            if ev.get("kind") != RECORD or (self.schema is not None and ev.get("schema") != self.schema):
-                continue
-            data = ev.get("data")
-            if not isinstance(data, dict):
-                continue
-            compiled = self.host.schemas.get(ev.get("schema")) if self.host is not None else None
-            data = compiled.decode(data) if compiled is not None else decode_nonfinite(data)
-            yield Record(ev.get("step"), ev.get("time"), ev.get("schema"), data, ev.get("w", ""), ev.get("seq", 0))
-
-    def read(self) -> Iterator[Record]:
-        """Every record appended since the last call, in log order across writers (streaming).
-
-        The first call reads what the store's derived columns cover (every
-        complete line, without parsing them again); later calls parse only
-        the lines appended since, from each segment's offset.
-        """
-        if not self.offsets and index_enabled():
-            records, ends = self.view.covered_records(self.schema)
-            for path, (offset, lines, top) in ends.items():
-                self.offsets[path], self.lines[path], self.tops[path] = offset, lines, top
-            return records
-        paths = self.view.segment_paths()
-        gens = [self._segment(p, merge_chunk(len(paths))) for p in paths]
-        tops = [self.tops.get(p, -math.inf) for p in paths]
-        return self._remember(paths, tops, merge_log_order(gens, tops))
-
-    def _remember(self, paths: list[Path], tops: list[float], records: Iterator[Record]) -> Iterator[Record]:
-        yield from records
-        self.tops.update(zip(paths, tops, strict=True))
+from tracker.cli import CliContext
+from tracker.cli.options import format_option, handle_errors, require_schema, schema_option
+from tracker.cli.render import cell, dumps_line
+from tracker.cli.terminal import style
+from tracker.core.records import Record
+from tracker.core.text import clock
+from tracker.read.tail import POLL_INTERVAL, Follower  # noqa: F401 - Follower lived here until 0.4
 
 
 def format_record(rec: Record, fmt: str, show_schema: bool) -> str:

@@ -11,8 +11,8 @@ import threading
 
 import click
 
-from . import CliContext
-from .options import fail, handle_errors
+from tracker.cli import CliContext
+from tracker.cli.options import fail, handle_errors
 
 INSTALL_HINT = 'tracker ui needs the dashboard extra: pip install "tracker-core[ui]"'
 
@@ -83,8 +83,8 @@ def ui_cmd(obj: CliContext, host: str, port: int, no_open: bool) -> None:
         import uvicorn
     except ImportError:
         fail(INSTALL_HINT)
-    from ..store import Store
-    from ..ui.app import create_app
+    from tracker.store import Store
+    from tracker.ui.app import create_app
 
     store = Store(obj.store_path, host=lambda: obj.host)
     app = create_app(store, hosts=(host,))

@@ -6,11 +6,11 @@ import sys
 
 import click
 
-from ..verify import store_size, verify_store
-from . import CliContext
-from .options import format_option, handle_errors
-from .render import csv_text, dumps
-from .terminal import progress, style
+from tracker.cli import CliContext
+from tracker.cli.options import format_option, handle_errors
+from tracker.cli.render import csv_text, dumps
+from tracker.cli.terminal import progress, style
+from tracker.read.verify import store_size, verify_store
 
 
 @click.command("verify")
@@ -34,7 +34,7 @@ def verify_cmd(obj: CliContext, runs: tuple[str, ...], fmt: str) -> None:
     timeout = obj.host.config.heartbeat_timeout
     with progress(store_size(store.path, ids), "verifying") as bar:
         report = verify_store(store.path, ids, timeout=timeout, progress=bar.update)
-    from ..capture.check import check_blobs
+    from tracker.capture.check import check_blobs
 
     files, blob_problems = check_blobs(store.path, ids, open_run=store.run)
     report.problems.extend(blob_problems)

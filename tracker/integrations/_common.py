@@ -19,7 +19,7 @@ from pathlib import PurePath
 from types import ModuleType
 from typing import Any
 
-from ..api import Run, start_run
+from tracker.write.api import Run, start_run
 
 MAX_INT = 2**53
 # Metric names the store reserves (the record's own fields).

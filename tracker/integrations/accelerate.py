@@ -19,13 +19,13 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
-from ._common import RunArgs, close_run, plain, require, scalars
+from tracker.integrations._common import RunArgs, close_run, plain, require, scalars
 
 require("accelerate", "accelerate", "tracker.integrations.accelerate")
 
 from accelerate.tracking import GeneralTracker, on_main_process  # noqa: E402 - after the clear ImportError
 
-from ..api import Run  # noqa: E402
+from tracker.write.api import Run  # noqa: E402
 
 __all__ = ["TrackerTracker"]
 

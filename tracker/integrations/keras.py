@@ -19,11 +19,11 @@ import os
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from ._common import RunArgs, close_run, on_exception, plain, require, scalars
+from tracker.integrations._common import RunArgs, close_run, on_exception, plain, require, scalars
 
 keras = require("keras", "keras", "tracker.integrations.keras")
 
-from ..api import Run  # noqa: E402 - after the clear ImportError
+from tracker.write.api import Run  # noqa: E402 - after the clear ImportError
 
 __all__ = ["TrackerCallback"]
 

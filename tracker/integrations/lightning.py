@@ -23,7 +23,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ._common import RunArgs, check_flags, new_run_id, plain, require, scalars
+from tracker.integrations._common import RunArgs, check_flags, new_run_id, plain, require, scalars
 
 require("lightning.pytorch", "lightning", "tracker.integrations.lightning")
 
@@ -32,8 +32,8 @@ from lightning.fabric.utilities.rank_zero import rank_zero_only  # noqa: E402
 from lightning.pytorch.loggers import Logger  # noqa: E402
 from lightning.pytorch.loggers.logger import DummyExperiment  # noqa: E402
 
-from ..api import Run  # noqa: E402
-from ..bus import TrackerWarning  # noqa: E402
+from tracker.host.bus import TrackerWarning  # noqa: E402
+from tracker.write.api import Run  # noqa: E402
 
 __all__ = ["TrackerLogger"]
 
@@ -247,8 +247,8 @@ class TrackerLogger(Logger):
     def _store_path(self) -> Path:
         if self._run is not None:
             return self._run.store
-        from ..config import resolve_store_path
-        from ..host import get_host
+        from tracker.core.config import resolve_store_path
+        from tracker.host.host import get_host
 
         return resolve_store_path(self._args.store, get_host().config).absolute()
 

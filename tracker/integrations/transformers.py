@@ -20,11 +20,11 @@ import sys
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from ._common import RunArgs, check_flags, close_run, on_exception, plain, require, scalars
+from tracker.integrations._common import RunArgs, check_flags, close_run, on_exception, plain, require, scalars
 
 transformers = require("transformers", "transformers", "tracker.integrations.transformers")
 
-from ..api import Run  # noqa: E402 - after the clear ImportError
+from tracker.write.api import Run  # noqa: E402 - after the clear ImportError
 
 __all__ = ["TrackerCallback"]
 

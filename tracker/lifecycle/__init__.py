@@ -1,4 +1,6 @@
 """A run's life after the fact: edits (tags, name, notes, config, summary), trash, gc, du.
+A capability: imports core, host, read, capture and write, and only the reading protocol's stores.
+
 
 - :mod:`.edits`: ``edit`` events appended to a segment of each editing
   process (``<run>/edits/edits-*.jsonl``), applied by readers over the start event;
@@ -13,7 +15,28 @@ The store's editing API (``Store.tag``, ``rename``, ``note``, ``remove``,
 
 from __future__ import annotations
 
-from .edits import (
+from tracker.lifecycle.space import (
+    BLOB_MIN_AGE,
+    GcReport,
+    blob_root,
+    collect_garbage,
+    default_references,
+    disk_usage,
+    iter_blobs,
+)
+from tracker.lifecycle.trash import (
+    TRASH,
+    RemovalPlan,
+    folder_bytes,
+    human_bytes,
+    parse_age,
+    plan_removal,
+    remove_runs,
+    restore_runs,
+    trash_path,
+    trash_store,
+)
+from tracker.write.edits import (
     EDIT,
     EDITS_FOLDER,
     EDITS_PREFIX,
@@ -32,19 +55,6 @@ from .edits import (
     update_config,
     update_summary,
     write_edit,
-)
-from .space import BLOB_MIN_AGE, GcReport, blob_root, collect_garbage, default_references, disk_usage, iter_blobs
-from .trash import (
-    TRASH,
-    RemovalPlan,
-    folder_bytes,
-    human_bytes,
-    parse_age,
-    plan_removal,
-    remove_runs,
-    restore_runs,
-    trash_path,
-    trash_store,
 )
 
 __all__ = [

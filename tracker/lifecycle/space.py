@@ -18,14 +18,14 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from ..errors import RunNotFound
-from ..format import RUN_ID_RE
-from ..index import prune
-from .edits import edit_paths
-from .trash import folder_bytes, trash_path
+from tracker.core.errors import RunNotFound
+from tracker.core.format import RUN_ID_RE
+from tracker.lifecycle.trash import folder_bytes, trash_path
+from tracker.read.index import prune
+from tracker.write.edits import edit_paths
 
 if TYPE_CHECKING:
-    from ..reader import RunView, Store
+    from tracker.read.reader import RunView, Store
 
 #: Blobs younger than this many seconds are never removed by gc.
 BLOB_MIN_AGE = 3600.0
@@ -64,7 +64,7 @@ References = Callable[["RunView"], Iterable[str]]
 def default_references() -> References | None:
     """The capture plugin's ``references(view)``, or ``None`` when this version has no blobs."""
     try:
-        from ..capture.blobs import references
+        from tracker.capture.blobs import references
     except ImportError:
         return None
     return references
@@ -83,14 +83,12 @@ def _run_fingerprint(view: RunView) -> tuple[int, int]:
 
 def _all_references(store: Store, refs_of: References) -> tuple[set[str], dict[str, tuple[int, int]], set[str]]:
     """Every blob referenced by the runs of the store, each run's fingerprint, the running runs."""
-    from ..store import RunView
-
     refs: set[str] = set()
     prints = {}
     running = set()
     for rid in store.run_ids():
         try:
-            view = RunView(store.path, rid, host=store._host)
+            view = store.view_class(store.path, rid, host=store._host)
             prints[rid] = _run_fingerprint(view)
             if view.info.status == "running":
                 running.add(rid)
@@ -171,18 +169,16 @@ def collect_garbage(store: Store, *, dry_run: bool = False, references: Referenc
     candidates = [(sha, p, st) for sha, p, st in blobs if sha not in refs and now - st.st_mtime >= min_age]
     if candidates:
         # Runs that appeared, changed or were running meanwhile: read their references again.
-        from ..store import RunView
-
         for rid in store.run_ids():
             if rid in prints and rid not in running:
                 try:
-                    view = RunView(store.path, rid, host=store._host)
+                    view = store.view_class(store.path, rid, host=store._host)
                     if _run_fingerprint(view) == prints[rid]:
                         continue
                 except RunNotFound:
                     continue
             try:
-                refs.update(refs_of(RunView(store.path, rid, host=store._host)))
+                refs.update(refs_of(store.view_class(store.path, rid, host=store._host)))
             except RunNotFound:
                 continue
         candidates = [c for c in candidates if c[0] not in refs]
@@ -270,8 +266,6 @@ def disk_usage(store: Store, *, references: References | None = None) -> dict[st
     the total. The total is every byte of the store: runs, blobs (referenced
     or not), index, trash.
     """
-    from ..store import RunView
-
     refs_of = references if references is not None else default_references()
     blob_sizes = {sha: st.st_size for sha, _, st in iter_blobs(store)}
     ids = store.run_ids()
@@ -281,7 +275,7 @@ def disk_usage(store: Store, *, references: References | None = None) -> dict[st
     referenced: set[str] = set()
     for rid in ids:
         try:
-            view = RunView(store.path, rid, host=store._host)
+            view = store.view_class(store.path, rid, host=store._host)
             info = view.info
             refs = {r for r in refs_of(view) if r in blob_sizes} if refs_of is not None else set()
         except RunNotFound:

@@ -16,13 +16,13 @@ from typing import TYPE_CHECKING
 
 import attrs
 
-from ..errors import StoreError, TrackerError
-from ..writer import fsync_folder
-from .edits import fsync_wanted, named_views
+from tracker.core.errors import StoreError, TrackerError
+from tracker.write.edits import fsync_wanted, named_views
+from tracker.write.writer import fsync_folder
 
 if TYPE_CHECKING:
-    from ..reader import Store
-    from ..records import RunInfo
+    from tracker.core.records import RunInfo
+    from tracker.read.reader import Store
 
 #: The trash: a store-shaped folder, ``<store>/trash/runs/<run_id>/``.
 TRASH = "trash"
@@ -50,7 +50,7 @@ def trash_store(store: Store) -> Store:
 
     The trash is emptied by ``gc`` folder by folder: derived data kept there would outlive its runs.
     """
-    from ..reader import Store
+    from tracker.read.reader import Store
 
     return Store(trash_path(store), host=store._host, write_derived=False)
 

@@ -1,4 +1,6 @@
-"""SQL over a store (DuckDB), ``tracker index``, and the team store on PostgreSQL.
+"""SQL over a store (DuckDB) and ``tracker index``.
+A capability: imports core, host, read, capture and write; DuckDB only when used.
+
 
 DuckDB and psycopg are optional extras (``tracker-core[query]``,
 ``tracker-core[team]``), imported only when a function here needs them.
@@ -6,6 +8,6 @@ DuckDB and psycopg are optional extras (``tracker-core[query]``,
 
 from __future__ import annotations
 
-from .sql import query
+from tracker.query.sql import query
 
 __all__ = ["query"]

@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ..format import LineChunks, LineError, parse_line
-from ..segment import read_segment, run_status
+from tracker.core.format import LineChunks, LineError, parse_line
+from tracker.read.segment import read_segment, run_status
 
 
 def segment_finish(path: Path) -> dict[str, Any] | None:

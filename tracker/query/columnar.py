@@ -1,6 +1,6 @@
 """The SQL views over the derived columns (``<store>/index/``) instead of the JSONL text.
 
-Each segment's derived data (:mod:`tracker.index`) is loaded, and extended
+Each segment's derived data (:mod:`tracker.read.index`) is loaded, and extended
 by the lines appended since it was built, so a query sees every record the
 Python readers see. Its numpy columns become Arrow arrays without copies and
 are registered with DuckDB, which scans only the columns a query touches:
@@ -32,11 +32,11 @@ from typing import Any
 
 import orjson
 
-from ..errors import StoreError
-from ..index import CatalogEntry, SchemaCols, Writable, load_segment, warn_once
-from ..records import Problem
-from ..segment import segment_paths
-from ..summary import _MISSING_BITS
+from tracker.core.errors import StoreError
+from tracker.core.records import Problem
+from tracker.core.summary import _MISSING_BITS
+from tracker.read.index import CatalogEntry, SchemaCols, Writable, load_segment, warn_once
+from tracker.read.segment import segment_paths
 
 METRICS = "metrics"
 #: Up to this many metric names, ``metrics`` is a UNION ALL over the wide table; past it, a long table.
@@ -142,7 +142,7 @@ class ColumnSources:
                 try:
                     ix = load_segment(store.path, rid, path, schemas, writable, warn)
                 except (StoreError, OSError) as exc:
-                    from ..bus import TrackerWarning
+                    from tracker.host.bus import TrackerWarning
 
                     warnings.warn(f"tracker: run {rid} read in part: {exc}", TrackerWarning, stacklevel=3)
                     continue
@@ -305,8 +305,8 @@ class ColumnSources:
 
 def _json_texts(part: SchemaCols) -> list[str]:
     """The data of each ``metrics`` record of a part as the store's JSON (non-finite values as strings)."""
-    from ..format import encode_nonfinite
-    from ..index import metric_dicts
+    from tracker.core.format import encode_nonfinite
+    from tracker.read.index import metric_dicts
 
     dumps = orjson.dumps
     out = []

@@ -1,7 +1,7 @@
 """``tracker index``: derive every run's columns and the run catalog ahead of time, or drop them.
 
 The derived data itself (``<store>/index/segments/...`` and ``catalog.idx``)
-is built by whichever reader needs it first (:mod:`tracker.index`); warming
+is built by whichever reader needs it first (:mod:`tracker.read.index`); warming
 does the same work for the whole store at once, in several processes, so that
 the first look at any run is already fast. Each process builds the columns of
 a share of the runs' segments (each file written under a temporary name and
@@ -27,8 +27,8 @@ from typing import Any
 
 import attrs
 
-from ..errors import StoreError, TrackerError
-from ..segment import pid_alive
+from tracker.core.errors import StoreError, TrackerError
+from tracker.read.liveness import pid_alive
 
 INDEX_DIR = "index"
 LOCK = ".lock"
@@ -137,7 +137,7 @@ def _orphans(store_path: Path, run_ids: set[str]) -> None:
 
 def _warm_chunk(args: tuple[str, list[tuple[str, list[str]]]]) -> tuple[int, int, list[str]]:
     """Build the columns of some runs' segments; returns (segments, bytes, messages)."""
-    from ..index import Writable, load_segment
+    from tracker.read.index import Writable, load_segment
 
     store, runs = args
     store_path = Path(store)
@@ -161,7 +161,7 @@ def _warm_chunk(args: tuple[str, list[tuple[str, list[str]]]]) -> tuple[int, int
 
 def plan_work(store: Any) -> tuple[list[tuple[str, list[str], int]], int]:
     """Every run's ``(id, segment paths, bytes)``, and the bytes of all segments (the progress bar's total)."""
-    from ..segment import segment_paths
+    from tracker.read.segment import segment_paths
 
     runs = []
     total = 0
@@ -202,7 +202,7 @@ def _index_bytes(folder: Path) -> int:
 
 def _unbuilt(store_path: Path, runs: list[tuple[str, list[str], int]]) -> int:
     """Segments with no derived file yet, or one covering less than the segment (before warming)."""
-    from ..index import index_file
+    from tracker.read.index import index_file
 
     n = 0
     for rid, paths, _ in runs:

@@ -37,9 +37,9 @@ from typing import TYPE_CHECKING, Any
 import attrs
 import orjson
 
-from ..errors import QueryError, TrackerError
-from ..records import Problem, RunInfo
-from ._core import LineChunks, LineError, parse_line, segment_finish
+from tracker.core.errors import QueryError, TrackerError
+from tracker.core.records import Problem, RunInfo
+from tracker.query._core import LineChunks, LineError, parse_line, segment_finish
 
 if TYPE_CHECKING:
     import duckdb
@@ -192,7 +192,7 @@ def _sound_lines(path: Path) -> list[bytes]:
 
 def report(problems: Iterable[Problem]) -> None:
     """Warn about each problem as the readers do (``tracker: <file>:<line>: <kind>: ...``)."""
-    from ..bus import TrackerWarning
+    from tracker.host.bus import TrackerWarning
 
     for p in problems:
         warnings.warn(f"tracker: {p}", TrackerWarning, stacklevel=3)
@@ -337,7 +337,7 @@ def _write_runs(path: Path, infos: Sequence[RunInfo], cols: list[tuple[str, str,
 
 
 def _encode_row(row: dict[str, Any]) -> bytes:
-    from ..format import encode_nonfinite
+    from tracker.core.format import encode_nonfinite
 
     try:
         return orjson.dumps(row) + b"\n" if _finite(row) else orjson.dumps(encode_nonfinite(row)) + b"\n"
@@ -612,8 +612,8 @@ def folder_sources(store: Any, needed: set[str] | None = None, use_index: bool =
     The derived columns are used unless ``use_index`` is false, ``TRACKER_INDEX=off``
     or pyarrow is missing; both ways give the same answers.
     """
-    from ..index import index_enabled
-    from .columnar import ColumnSources, arrow_module, stats_rows
+    from tracker.query.columnar import ColumnSources, arrow_module, stats_rows
+    from tracker.read.index import index_enabled
 
     wants_stats = needed is None or "metric_stats" in needed
     if use_index and index_enabled() and arrow_module() is not None:
@@ -629,7 +629,7 @@ def folder_sources(store: Any, needed: set[str] | None = None, use_index: bool =
 
 def jsonl_sources(store: Any, needed: set[str] | None = None) -> Sources:
     """The sources of a folder store read from its JSONL segments, every line checked here."""
-    from ..store import RunView
+    from tracker.read.reader import RunView
 
     infos: list[RunInfo] = []
     host = getattr(store, "_host", None)

@@ -1,4 +1,6 @@
 """The dashboard: ``tracker ui`` serves :func:`create_app` over a store (optional extra ``tracker-core[ui]``).
+Imports the store, integrations and everything below; Starlette only when create_app is called.
+
 
 Nothing here imports Starlette until :func:`create_app` is called, so
 ``import tracker.ui`` stays cheap and works without the extra.
@@ -24,9 +26,9 @@ def create_app(store: Any = None, *, hosts: tuple[str, ...] = (), frame_ancestor
     try:
         import starlette  # noqa: F401 - only to tell a missing extra apart
     except ImportError:
-        from ..errors import TrackerError
+        from tracker.core.errors import TrackerError
 
         raise TrackerError('the dashboard needs the ui extra: pip install "tracker-core[ui]"') from None
-    from .app import create_app as _create_app
+    from tracker.ui.app import create_app as _create_app
 
     return _create_app(store, hosts=hosts, frame_ancestors=frame_ancestors)

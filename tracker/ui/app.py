@@ -23,12 +23,12 @@ from starlette.responses import FileResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from ..errors import RunNotFound, StoreError, TrackerError
-from ..index import gc_paused
-from . import parts
-from .hosts import HostCheck
-from .live import MetricsCache, read_since
-from .series import (
+from tracker.core.errors import RunNotFound, StoreError, TrackerError
+from tracker.read.index import gc_paused
+from tracker.ui import parts
+from tracker.ui.hosts import HostCheck
+from tracker.ui.live import MetricsCache, read_since
+from tracker.ui.series import (
     DEFAULT_MAX_POINTS,
     MAX_POINTS_LIMIT,
     CursorError,
@@ -293,7 +293,7 @@ def _blob(api: Api, request: Request) -> Response:
     equal to that name: an unknown hash is a 404, a damaged or
     missing blob a 500 naming it. ``download=1`` asks the browser to save it.
     """
-    from ..capture.web import checked_blob
+    from tracker.ui.capture import checked_blob
 
     sha = request.path_params["sha"]
     if len(sha) != 64 or any(c not in "0123456789abcdef" for c in sha):
@@ -322,7 +322,7 @@ def create_app(store: Any = None, *, hosts: tuple[str, ...] = (), frame_ancestor
     :param frame_ancestors: who may frame the pages (CSP source list; ``tracker.show`` lets local
         notebook pages do it, ``tracker ui`` nobody).
     """
-    from .. import Store, open_store
+    from tracker.store import Store, open_store
 
     if store is None:
         store = open_store()

@@ -1,177 +1,21 @@
-"""Reading a run's metrics from byte offsets, so a growing run costs only its new lines.
+"""The dashboard's live charts: recently viewed runs' metrics kept in memory, read on through the read path.
 
-Each segment is read from a byte offset to the end of its last complete line
-(a line still being written is left for the next read). :class:`MetricsCache`
-keeps, per run and per segment, the columns read so far and the offset they
-end at: a request after ten new records decodes ten lines. The lines go
-through the core's own columnar decoder (:func:`tracker.columns.segment_columns`,
-checksums included); a damaged line is reported as a problem and skipped, the
-rest is read.
-
-Nothing is written anywhere: the cache lives in the server's memory only.
+:class:`MetricsCache` keeps, per run and per segment, a
+:class:`tracker.read.tail.SegmentColumns` (seeded from the derived columns,
+extended by the complete lines after its offset): a request after ten new
+records decodes ten lines. Nothing is written anywhere but the derived data
+the read path keeps; the cache lives in the server's memory only.
 """
 
 from __future__ import annotations
 
-import os
 import threading
 from collections import OrderedDict
-from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
-from .. import MISSING
-from ..columns import merge_columns, segment_columns
-from ..format import METRICS
-from ..index import Writable, index_enabled, load_segment
-from ..records import Problem
-from ..segment import segment_paths as _segment_paths
-
-_CHUNK = 1 << 20
-#: Whether this server may write derived data into the store (off after the first refusal).
-_WRITABLE = Writable()
-
-
-class SegmentColumns:
-    """The metrics records of one segment read so far: steps, times and one column per name."""
-
-    def __init__(self, name: str) -> None:
-        self.name = name
-        self.offset = 0
-        self.ino: int | None = None
-        self.lines = 0
-        self.parts: list[tuple[dict[str, np.ndarray], int]] = []
-        self.n = 0
-        self.problems: list[dict[str, Any]] = []
-        #: Whether ``lines`` counts from the file's start (line numbers in problems are exact).
-        self.from_start = True
-
-    def _chunks(self, fd: int, end: int) -> Iterator[list[bytes]]:
-        """Lists of complete lines from ``self.offset`` up to ``end``, advancing the offset past each."""
-        rest = b""
-        pos = self.offset
-        while pos < end:
-            chunk = os.pread(fd, min(_CHUNK, end - pos), pos)
-            if not chunk:
-                break
-            pos += len(chunk)
-            data = rest + chunk if rest else chunk
-            cut = data.rfind(b"\n")
-            if cut < 0:
-                rest = data
-                continue
-            rest = data[cut + 1:]
-            lines = data[:cut].split(b"\n")
-            self.offset = pos - len(rest)
-            yield lines
-
-    def seed(self, path: Path) -> None:
-        """Start from the segment's derived columns (``<store>/index/``) instead of its first line.
-
-        The store's index covers the segment up to a byte offset (and is
-        extended to its last complete line on the way), so the first request
-        for a long run costs its columns, not a parse of every line; reading
-        then goes on from that offset as from any other.
-        """
-        if self.offset or self.ino is not None or not index_enabled():
-            return
-        try:
-            ix = load_segment(path.parents[2], path.parent.name, path, {METRICS}, _WRITABLE)
-        except Exception:  # noqa: BLE001 - derived data is an optimisation: read the lines instead
-            return
-        part = ix.parts.get(METRICS)
-        self.offset, self.lines, self.ino = ix.offset, ix.lines, ix.ino
-        if part is not None and part.n:
-            self.parts = [({"step": part.step, "time": part.time, **part.cols}, part.n)]
-            self.n = part.n
-        for line, kind, message in ix.problems[:100]:
-            self.problems.append({"segment": self.name, "line": line, "kind": kind, "message": message})
-
-    def read(self, path: Path) -> int:
-        """Read the complete lines after ``self.offset``; returns how many metrics records were new."""
-        self.seed(path)
-        try:
-            fd = os.open(path, os.O_RDONLY)
-        except OSError as exc:
-            self.problems.append({"segment": self.name, "line": None, "kind": "unreadable",
-                                  "message": f"cannot read {path.name}: {exc.strerror}"})
-            return 0
-        try:
-            st = os.fstat(fd)
-            if self.ino is not None and (st.st_ino != self.ino or st.st_size < self.offset):
-                self.__init__(self.name)  # the file was replaced: read it again from the start
-            self.ino = st.st_ino
-            if st.st_size <= self.offset:
-                return 0
-            base = self.lines
-            counted = self._counted(self._chunks(fd, st.st_size))
-            cols, n = segment_columns(self.name, counted, lambda p: self._problem(p, base))
-        finally:
-            os.close(fd)
-        if n:
-            self.parts.append((cols, n))
-            self.n += n
-            if len(self.parts) > 1:
-                self.parts = [(self._joined(), self.n)]
-        return n
-
-    def _counted(self, chunks: Iterator[list[bytes]]) -> Iterator[list[bytes]]:
-        for lines in chunks:
-            self.lines += len(lines)
-            yield lines
-
-    def _problem(self, problem: Problem, base: int) -> None:
-        if len(self.problems) < 100:
-            line = base + problem.line if self.from_start and problem.line is not None else None
-            self.problems.append({"segment": self.name, "line": line, "kind": problem.kind,
-                                  "message": problem.message})
-
-    def _joined(self) -> dict[str, np.ndarray]:
-        names = list(dict.fromkeys(k for cols, _ in self.parts for k in cols))
-        out = {}
-        for k in names:
-            dtype = np.int64 if k == "step" else np.float64
-            out[k] = np.concatenate([c[k] if k in c else np.full(n, MISSING, dtype) for c, n in self.parts])
-        return out
-
-    def columns(self) -> dict[str, np.ndarray]:
-        """The columns read so far (``step``, ``time`` and every metric)."""
-        if not self.parts:
-            return {"step": np.zeros(0, np.int64), "time": np.zeros(0)}
-        return self.parts[0][0]
-
-
-def merge(parts: list[dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
-    """Columns of several segments as one, in log order (as :func:`tracker.columns.merge_columns`)."""
-    cols, _ = merge_columns([(p, int(p["step"].size)) for p in parts if p["step"].size])
-    return cols
-
-
-def segment_paths(run_dir: Path) -> list[Path]:
-    """The run's segment files (what readers merge), sorted by name; none when the folder is gone."""
-    try:
-        return _segment_paths(run_dir)
-    except Exception:  # noqa: BLE001 - a run removed while the page looks at it has no segments
-        return []
-
-
-def read_since(run_dir: Path, offsets: dict[str, int]) -> tuple[dict[str, np.ndarray], dict[str, int], list]:
-    """The metrics records after ``offsets`` (per segment name; a new segment from its start).
-
-    :returns: the new records' columns, the offsets to resume from, problems met.
-    """
-    parts, new_offsets, problems = [], {}, []
-    for path in segment_paths(run_dir):
-        seg = SegmentColumns(path.name)
-        seg.offset = offsets.get(path.name, 0)
-        seg.from_start = seg.offset == 0
-        seg.read(path)
-        new_offsets[path.name] = seg.offset
-        parts.append(seg.columns())
-        problems += seg.problems
-    return merge(parts), new_offsets, problems
+from tracker.read.tail import SegmentColumns, merge, read_since, segment_paths  # noqa: F401 - the app's names
 
 
 class MetricsCache:

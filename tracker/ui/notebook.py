@@ -40,7 +40,7 @@ class _Server:
 
         import uvicorn
 
-        from . import create_app
+        from tracker.ui import create_app
 
         with socket.socket() as s:
             s.bind(("127.0.0.1", 0))
@@ -55,7 +55,7 @@ class _Server:
         deadline = time.monotonic() + 20
         while not self.server.started:
             if time.monotonic() > deadline or not self.thread.is_alive():
-                from ..errors import TrackerError
+                from tracker.core.errors import TrackerError
 
                 raise TrackerError(f"the dashboard server for {store} did not start on 127.0.0.1:{self.port}")
             time.sleep(0.02)
@@ -91,8 +91,8 @@ class Dashboard:
 
 def _store_and_path(target: Any) -> tuple[Any, str]:
     """The store to serve and the page's path for ``target`` (see :func:`show`)."""
-    from .. import Store, open_store
-    from ..errors import TrackerError
+    from tracker.core.errors import TrackerError
+    from tracker.store import Store, open_store
 
     if target is None:
         return open_store(), "/"
@@ -123,16 +123,16 @@ def show(target: Any = None, height: int = 600) -> Dashboard:
     :raises tracker.TrackerError: for a target of another kind, runs of several stores, or when the
         ``ui`` extra is not installed.
     """
-    from . import create_app  # noqa: F401 - raises the one-line install hint without the extra
+    from tracker.ui import create_app  # noqa: F401 - raises the one-line install hint without the extra
 
     try:
         import uvicorn  # noqa: F401
     except ImportError:
-        from ..errors import TrackerError
+        from tracker.core.errors import TrackerError
 
         raise TrackerError('tracker.show needs the ui extra: pip install "tracker-core[ui]"') from None
     if isinstance(height, bool) or not isinstance(height, int) or height < 100:
-        from ..errors import TrackerError
+        from tracker.core.errors import TrackerError
 
         raise TrackerError(f"tracker.show: height: expected an int of at least 100 (pixels), given {height!r}")
     store, path = _store_and_path(target)

@@ -17,9 +17,9 @@ import warnings
 from collections.abc import Callable
 from typing import Any
 
-from ..cli.text import flatten
-from ..figures import figures_json
-from ..format import RUN_ID_RE
+from tracker.core.figures import figures_json
+from tracker.core.format import RUN_ID_RE
+from tracker.core.text import flatten
 
 STATUSES = ("running", "finished", "failed", "crashed")
 _NONFINITE = {math.inf: "Infinity", -math.inf: "-Infinity"}
@@ -143,14 +143,14 @@ class StatsCache:
         """``{name: {"min", "max", "last"}}`` of the metrics of ``names`` that the run has."""
         import numpy as np
 
-        from .series import present
+        from tracker.ui.series import present
 
         sig = self._signature(store.runs_dir / run_id)
         with self._lock:
             hit = self._runs.get(run_id)
         if hit is None or hit[0] != sig:
             try:
-                from .. import RunView
+                from tracker.store import RunView
 
                 cols = RunView(store.path, run_id, host=store._host).metrics()
             except Exception:  # noqa: BLE001 - a run that cannot be read shows no stats
@@ -184,7 +184,7 @@ def _metric_names(view: Any, api: Any) -> list[str]:
         # From the segments' derived figures: the page's first request reads no column.
         return list(figures())
     cols, _, _ = api.cache.read(view.path)
-    from .series import present
+    from tracker.ui.series import present
 
     return [k for k, c in cols.items() if k not in ("step", "time") and present(c).any()]
 
@@ -210,7 +210,7 @@ RUN_PARTS: list[tuple[str, Callable[[Any, Any], Any]]] = [
 def _capture(name: str) -> Callable[[Any, Any], Any]:
     # Issue 17: the capture sections' data (tracker/capture/web.py), read only when a run has such records.
     def part(view: Any, api: Any) -> Any:
-        from ..capture import web
+        from tracker.ui import capture as web
 
         return getattr(web, name)(view)
 
@@ -305,7 +305,7 @@ _ABSENT = object()
 
 def compare(views: list[Any]) -> dict[str, Any]:
     """Runs' info, the config keys that differ (dotted), and summaries side by side with the best marked."""
-    from ..cli.compare import compare_runs
+    from tracker.read.compare import compare_runs
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

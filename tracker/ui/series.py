@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from .. import MISSING
+from tracker.core.summary import MISSING
 
 _MISSING_BITS = np.float64(MISSING).view(np.uint64)
 

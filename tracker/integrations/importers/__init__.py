@@ -19,15 +19,15 @@ import os
 import re
 import secrets
 import shutil
-import stat
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import attrs
 
-from ...errors import TrackerError
-from ...segment import pid_alive
+from tracker.core.errors import TrackerError
+from tracker.core.files import not_a_file  # noqa: F401 - the importers check their sources with it
+from tracker.read.liveness import pid_alive
 
 __all__ = ["ImportResult", "SourceError", "SourceRun", "import_runs", "source_run_id"]
 
@@ -98,7 +98,7 @@ def import_runs(runs: Iterator[SourceRun], *, store: str | os.PathLike[str] | No
     :param progress: called with the number of source bytes done since the last call.
     :param report: called with one line per problem (an unreadable file, a skipped value).
     """
-    from ...store import Store
+    from tracker.store import Store
 
     results = []
     for source in runs:
@@ -109,8 +109,8 @@ def import_runs(runs: Iterator[SourceRun], *, store: str | os.PathLike[str] | No
 
 def _import_one(source: SourceRun, store: Any, store_cls: Any, progress: Callable[[int], None] | None,
                 report: Callable[[str], None] | None) -> ImportResult:
-    from ...config import resolve_store_path
-    from ...host import get_host
+    from tracker.core.config import resolve_store_path
+    from tracker.host.host import get_host
 
     root = resolve_store_path(store, get_host().config).absolute()
     result = ImportResult(source.source, source.run_id, source.name, "imported")
@@ -150,8 +150,8 @@ def _import_one(source: SourceRun, store: Any, store_cls: Any, progress: Callabl
 def _write_run(source: SourceRun, staging: Path, problem: Callable[[str], None],
                progress: Callable[[int], None]) -> int:
     """Import ``source`` as a finished run of the store at ``staging``; the records written."""
-    from ...api import start_run
-    from ...errors import SchemaError
+    from tracker.core.errors import SchemaError
+    from tracker.write.api import start_run
 
     run = start_run(source.project, source.name, config=source.config, tags=source.tags, store=staging,
                     run_id=source.run_id, created_at=source.created_at, system_metrics=False)
@@ -194,11 +194,11 @@ def _write_item(run: Any, item: tuple) -> None:
         run.log_at(time, data, step)
         return
     if schema == "image":  # data: {"name", "image" (a PIL image or array), "caption"}
-        from ...capture.blobs import BlobStore
-        from ...capture.media import image_record
+        from tracker.capture.blobs import BlobStore
+        from tracker.capture.media import image_record
 
         data = image_record(data["name"], data["image"], data.get("caption", ""), BlobStore(run.store))
-    from ...api import check_time, resolve_step
+    from tracker.write.api import check_time, resolve_step
 
     compiled = run._host.schemas.get(schema) or run._host.schema(schema)
     run._write(compiled.name, compiled.validate(data), resolve_step(step, schema), check_time(time))
@@ -243,32 +243,12 @@ def _clean_stale_staging(root: Path) -> None:
 
 
 def _host() -> str:
-    from ...segment import hostname
+    from tracker.read.liveness import hostname
 
     return re.sub(r"[^A-Za-z0-9-]", "-", hostname())[:32] or "host"
 
 
     return True
-
-
-def not_a_file(path: Path) -> str | None:
-    """What ``path`` is when it is not a regular file (``"a FIFO"``, ``"a folder"``...), else ``None``.
-
-    Checked before a source file is opened: opening a FIFO would block forever.
-    """
-    try:
-        mode = os.stat(path).st_mode
-    except FileNotFoundError:
-        return "missing (a broken symlink?)"
-    except OSError as exc:
-        return f"unreadable ({exc.strerror})"
-    if stat.S_ISREG(mode):
-        return None
-    for test, what in ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a character device"),
-                       (stat.S_ISBLK, "a block device"), (stat.S_ISDIR, "a folder")):
-        if test(mode):
-            return what
-    return "not a regular file"
 
 
 def _ignore(n: int) -> None:

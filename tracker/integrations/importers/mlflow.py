@@ -28,8 +28,15 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from .._common import require
-from . import SourceError, SourceRun, file_size, not_a_file, number, source_run_id
+from tracker.integrations._common import require
+from tracker.integrations.importers import SourceError, SourceRun, file_size, not_a_file, number, source_run_id
+from tracker.integrations.importers.mlflow_common import (
+    _grouped,
+    _run_status,
+    artifact_files,
+    check_point,
+    local_path,
+)
 
 __all__ = ["mlflow_runs"]
 
@@ -37,7 +44,7 @@ __all__ = ["mlflow_runs"]
 _STATUS = {1: "RUNNING", 2: "SCHEDULED", 3: "FINISHED", 4: "FAILED", 5: "KILLED"}
 # Metric files open at once while merging a run's metrics by time.
 _OPEN_FILES = 128
-MAX_INT = 2**53
+
 
 
 def mlflow_runs(mlruns: str | os.PathLike[str], experiment: str | None = None, project: str | None = None,
@@ -55,7 +62,7 @@ def mlflow_runs(mlruns: str | os.PathLike[str], experiment: str | None = None, p
     root = Path(text)
     if text.startswith("sqlite:") or root.is_file() or (root.is_dir() and (root / "mlflow.db").is_file()
                                                          and not _has_experiments(root)):
-        from .mlflow_sqlite import sqlite_runs
+        from tracker.integrations.importers.mlflow_sqlite import sqlite_runs
 
         db = root / "mlflow.db" if root.is_dir() else root
         yield from sqlite_runs(text if text.startswith("sqlite:") else db, experiment, project, report)
@@ -195,50 +202,6 @@ def _artifact_dir(uri: Any, run_dir: Path) -> Path | str | None:
     return default if default.is_dir() else None
 
 
-def local_path(uri: str, base: Path) -> Path | None:
-    """The local path of an artifact URI (``file:`` or a plain path, relative to ``base``), else ``None``."""
-    from urllib.parse import unquote, urlparse
-
-    parsed = urlparse(uri)
-    if parsed.scheme == "file":
-        return Path(unquote(parsed.path))
-    if parsed.scheme == "" or (len(parsed.scheme) == 1 and uri[1:3] in (":\\", ":/")):  # a path (or C:\...)
-        path = Path(uri)
-        return path if path.is_absolute() else base / path
-    return None
-
-
-def artifact_files(folder: Path | str | None, report: Callable[[str], None]) -> Iterator[tuple[Path, str]]:
-    """``(path, name)`` of each regular file under a run's artifact folder; what cannot be logged is reported."""
-    if folder is None:
-        return
-    if isinstance(folder, str):
-        report(f"artifacts at {folder}: not a local folder; not imported (copy them with mlflow artifacts download)")
-        return
-    for dirpath, dirnames, filenames in os.walk(folder):
-        dirnames.sort()
-        for d in [d for d in dirnames if (Path(dirpath) / d).is_symlink()]:
-            report(f"{Path(dirpath) / d}: a symlink to a folder in the artifacts; not followed, skipped")
-            dirnames.remove(d)
-        for f in sorted(filenames):
-            path = Path(dirpath) / f
-            what = not_a_file(path)
-            if what is not None:
-                report(f"{path}: {what} in the artifacts, not a file; skipped")
-                continue
-            yield path, path.relative_to(folder).as_posix()
-
-
-def _run_status(status: str) -> tuple[str, dict[str, str] | None]:
-    """An MLflow run status as the run's status and error."""
-    if status == "FINISHED":
-        return "finished", None
-    if status in ("FAILED", "KILLED"):
-        return "failed", {"type": f"MLflow{status.title()}", "message": f"the MLflow run's status is {status}"}
-    return "crashed", {"type": "MLflowUnfinished", "message": f"the MLflow run's status was {status} when it was "
-                                                              "imported"}
-
-
 def _points(path: Path, key: str, problem: Callable[[str], None],
             progress: Callable[[int], None]) -> Iterator[tuple[int, int, str, float]]:
     """``(timestamp ms, step, key, value)`` of every line of one metric file, in file order."""
@@ -270,26 +233,4 @@ def _points(path: Path, key: str, problem: Callable[[str], None],
                 continue
             yield ts, step, key, value
 
-
-def check_point(ts: int, step: int) -> str | None:
-    """Why a metric point cannot be stored as it is (the store keeps ints within ±2**53 exactly), else ``None``."""
-    if not -MAX_INT <= step <= MAX_INT:
-        return f"step {step} is beyond ±2**53, which the store keeps exactly"
-    if not 0 <= ts <= MAX_INT:
-        return f"timestamp {ts} is not a time in milliseconds since the epoch"
-    return None
-
-
-def _grouped(points: Iterator[tuple[int, int, str, float]]) -> Iterator[tuple[float, int, dict[str, float]]]:
-    """One record per run of points with the same timestamp and step (and no key twice)."""
-    ts = step = None
-    values: dict[str, float] = {}
-    for t, s, key, value in points:
-        if values and (t != ts or s != step or key in values):
-            yield ts / 1000, step, values
-            values = {}
-        ts, step = t, s
-        values[key] = value
-    if values:
-        yield ts / 1000, step, values
 

@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote, unquote
 
-from . import SourceError, SourceRun, not_a_file, number, source_run_id
-from .mlflow import _grouped, _run_status, artifact_files, check_point, local_path
+from tracker.integrations.importers import SourceError, SourceRun, not_a_file, number, source_run_id
+from tracker.integrations.importers.mlflow_common import _grouped, _run_status, artifact_files, check_point, local_path
 
 __all__ = ["sqlite_runs"]
 

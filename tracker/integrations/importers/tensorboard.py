@@ -21,9 +21,9 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from .._common import require
-from ..tbevents import decode_image, hparams, summary_values
-from . import SourceError, SourceRun, file_size, not_a_file, source_run_id
+from tracker.integrations._common import require
+from tracker.integrations.importers import SourceError, SourceRun, file_size, not_a_file, source_run_id
+from tracker.integrations.tbevents import decode_image, hparams, summary_values
 
 __all__ = ["tensorboard_runs"]
 

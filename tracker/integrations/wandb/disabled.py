@@ -8,66 +8,31 @@ store folder is created.
 from __future__ import annotations
 
 import secrets
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from typing import Any
 
+from tracker.write.runstate import _as_mapping, _ReadsAsDict
 
-class _Values:
+
+class _Values(_ReadsAsDict):
     """``config`` / ``summary`` of a disabled run: a dict with attribute access, kept in memory."""
+
+    _what = "disabled run's values"
 
     def __init__(self, values: Mapping[str, Any] | None = None) -> None:
         object.__setattr__(self, "_values", dict(values or {}))
 
-    def __getattr__(self, name: str) -> Any:
-        if name.startswith("__"):
-            raise AttributeError(name)
-        try:
-            return self._values[name]
-        except KeyError:
-            raise AttributeError(name) from None
+    def _mapping(self) -> dict[str, Any]:
+        return self._values
 
     def __setattr__(self, name: str, value: Any) -> None:
         self._values[name] = value
 
-    def __getitem__(self, key: str) -> Any:
-        return self._values[key]
-
     def __setitem__(self, key: str, value: Any) -> None:
         self._values[key] = value
 
-    def __contains__(self, key: object) -> bool:
-        return key in self._values
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._values)
-
-    def __len__(self) -> int:
-        return len(self._values)
-
-    def get(self, key: str, default: Any = None) -> Any:
-        """The value of ``key``, or ``default``."""
-        return self._values.get(key, default)
-
-    def keys(self) -> Any:
-        """The keys."""
-        return self._values.keys()
-
-    def items(self) -> Any:
-        """The ``(key, value)`` pairs."""
-        return self._values.items()
-
-    def values(self) -> Any:
-        """The values."""
-        return self._values.values()
-
-    def as_dict(self) -> dict[str, Any]:
-        """A copy as a plain dict."""
-        return dict(self._values)
-
     def update(self, values: Any = None, *args: Any, **more: Any) -> None:
         """Set several keys."""
-        from ...runstate import _as_mapping
-
         self._values.update({**_as_mapping(values, "update"), **more})
 
     def setdefaults(self, values: Mapping[str, Any]) -> None:
@@ -105,7 +70,7 @@ class DisabledRun:
 
     def finish(self, *args: Any, **kwargs: Any) -> None:
         """End the run: it stops being the active one."""
-        from ... import api
+        from tracker.write import api
 
         self.status = "finished"
         with api._lock:
@@ -133,7 +98,7 @@ def _nothing(*args: Any, **kwargs: Any) -> None:
 
 def start_disabled(project: str | None, name: str | None, config: Mapping[str, Any]) -> DisabledRun:
     """A disabled run, made the active one (``tracker.log``, ``tracker.config`` reach it)."""
-    from ... import api
+    from tracker.write import api
 
     run = DisabledRun(project, name, config)
     with api._lock:

@@ -13,25 +13,29 @@ from __future__ import annotations
 import datetime
 import os
 from collections.abc import Iterator, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ...errors import RunNotFound
+from tracker.core.errors import RunNotFound
+
+if TYPE_CHECKING:
+    from tracker.read.protocol import StoreReader
 
 
 class Api:
     """W&B's public API over the store.
 
     :param overrides: accepted for W&B scripts; ``{"store": PATH}`` picks the store.
-    :param store: the store folder (default: TRACKER_STORE, tracker.toml, ./.tracker).
+    :param store: the store folder or a ``postgresql://`` URL of the team database (default:
+        TRACKER_STORE, tracker.toml, ./.tracker); read through the reading protocol.
     """
 
     def __init__(self, overrides: Mapping[str, Any] | None = None, timeout: Any = None, api_key: str | None = None,
                  *, store: str | os.PathLike[str] | None = None) -> None:
-        from ...store import open_store
+        from tracker.store import open_store
 
         if store is None and overrides:
             store = overrides.get("store")
-        self._store = open_store(store)
+        self._store: StoreReader = open_store(store)
 
     def runs(self, path: str | None = None, filters: Mapping[str, Any] | None = None, order: str = "-created_at",
              per_page: int = 50, include_sweeps: bool = True) -> list[ApiRun]:

@@ -16,7 +16,7 @@ import threading
 import warnings
 from typing import Any
 
-from ...bus import TrackerWarning
+from tracker.host.bus import TrackerWarning
 
 #: module -> the class whose ``add_event`` every summary passes through
 _WRITERS = {"torch.utils.tensorboard.writer": "FileWriter", "tensorboardX.writer": "FileWriter"}
@@ -50,7 +50,7 @@ class TensorBoardSync:
 
     def event(self, event: Any, logdir: str | None) -> None:
         """Record what one event holds."""
-        from ..tbevents import decode_image, hparams, summary_values
+        from tracker.integrations.tbevents import decode_image, hparams, summary_values
 
         run = self.run
         if run.status != "running" or event.WhichOneof("what") != "summary":

@@ -1,0 +1,210 @@
+"""W&B's media classes, ``wandb.Image``, ``wandb.Histogram`` and ``wandb.Table``, stored as the tracker's records.
+
+``run.log({"samples": tracker.Image(array)})`` stores an ``image`` record (a
+PNG blob), ``tracker.Histogram(values)`` a ``histogram`` record and
+``tracker.Table(columns=..., data=...)`` a ``table`` record, each named by
+its key and at the step of the ``log`` call. The constructors take W&B's
+arguments; what cannot be stored is refused when the object is made, with a
+:class:`tracker.SchemaError` naming it.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from typing import Any
+
+from tracker.core.errors import SchemaError
+from tracker.core.values import BadValue, check_json, given
+
+__all__ = ["Histogram", "Image", "Media", "Table"]
+
+
+class Media:
+    """A value of ``log`` that becomes a record of its own (``image``, ``histogram``, ``table``)."""
+
+    #: ``log`` tells media objects apart by this attribute.
+    _tracker_media = True
+    schema = ""
+
+    def record(self, run: Any, name: str) -> dict[str, Any]:
+        """The record's fields for the key ``name`` (an image's blob is stored here)."""
+        raise NotImplementedError
+
+
+def _numpy(data: Any) -> Any:
+    """``data`` (numpy array, torch tensor, nested lists) as a numpy array."""
+    import numpy as np
+
+    from tracker.capture.media import _as_numpy
+
+    return _as_numpy(data) if not isinstance(data, np.ndarray) else data
+
+
+class Image(Media):
+    """W&B's ``wandb.Image``: a numpy array, a torch tensor, a PIL image or the path of an image file.
+
+    As in W&B, a 3-d array with 1, 3 or 4 leading channels (a tensor in CHW
+    order) is turned to HWC, and floats are scaled to 0-255: values in
+    [0, 1] times 255, values in [-1, 1] from -1..1. ``boxes``, ``masks`` and
+    ``classes`` are not offered (an error says so).
+    """
+
+    schema = "image"
+
+    def __init__(self, data_or_path: Any, mode: str | None = None, caption: str | None = None,
+                 grouping: int | None = None, classes: Any = None, boxes: Any = None, masks: Any = None,
+                 file_type: str | None = None, normalize: bool = True) -> None:
+        for option, value in (("boxes", boxes), ("masks", masks), ("classes", classes)):
+            if value is not None:
+                raise SchemaError("image", [(option, "is not offered: log the overlay as an image of its own, "
+                                                     f"or the data as a tracker.Table, given {given(value)}")])
+        if caption is not None and type(caption) is not str:
+            raise SchemaError("image", [("caption", f"expected a str, given {given(caption)}")])
+        from tracker.capture.media import encode_image
+
+        self.caption = caption or ""
+        self.mode = mode
+        if isinstance(data_or_path, (str, os.PathLike)):
+            image: Any = os.fspath(data_or_path)
+        elif type(data_or_path).__module__.startswith("PIL"):
+            image = data_or_path if mode is None else data_or_path.convert(mode)
+        else:
+            image = _to_uint8(_numpy(data_or_path), normalize)
+        # Encoded now: a bad image is refused where it is made, and a tensor may change before the step is written.
+        self._png, self.width, self.height, self._mode = encode_image(image)
+
+    def record(self, run: Any, name: str) -> dict[str, Any]:
+        from tracker.capture.blobs import BlobStore
+
+        sha, _ = BlobStore(run.store, fsync=run._host.config.fsync).put_bytes(self._png)
+        return {"name": name, "sha256": sha, "width": self.width, "height": self.height, "mode": self._mode,
+                "caption": self.caption}
+
+    def __repr__(self) -> str:
+        return f"<tracker.Image caption={self.caption!r}>"
+
+
+def _to_uint8(a: Any, normalize: bool) -> Any:
+    """W&B's conversion of an image array: CHW to HWC, a single channel dropped, floats to 0-255."""
+    import numpy as np
+
+    if a.ndim == 4 and a.shape[0] == 1:
+        a = a[0]
+    if a.ndim == 3 and a.shape[0] in (1, 3, 4) and a.shape[-1] not in (1, 3, 4):
+        a = np.moveaxis(a, 0, -1)
+    if a.ndim == 3 and a.shape[-1] == 1:
+        a = a[..., 0]
+    if a.dtype.kind == "f" and normalize and a.size and np.isfinite(a).all():
+        if a.min() < 0:
+            a = (a + 1.0) / 2.0
+        if a.max() <= 1.0:
+            a = a * 255.0
+        a = np.clip(a, 0, 255).astype(np.uint8)
+    elif a.dtype.kind in "iu" and a.dtype != np.uint8 and a.size and a.min() >= 0 and a.max() <= 255:
+        a = a.astype(np.uint8)
+    return a
+
+
+class Histogram(Media):
+    """W&B's ``wandb.Histogram(sequence, num_bins=64)`` or ``wandb.Histogram(np_histogram=(counts, edges))``."""
+
+    schema = "histogram"
+
+    def __init__(self, sequence: Any = None, np_histogram: Any = None, num_bins: int = 64) -> None:
+        from tracker.capture.media import histogram_record
+
+        if np_histogram is not None:
+            self._data = _from_np_histogram(np_histogram)
+        elif sequence is None:
+            raise SchemaError("histogram", [("sequence", "expected values or np_histogram=(counts, edges), "
+                                                         "given neither")])
+        else:
+            # Computed now: a tensor given here may change before the step is written.
+            self._data = histogram_record("_", sequence, num_bins)
+
+    def record(self, run: Any, name: str) -> dict[str, Any]:
+        return {**self._data, "name": name}
+
+    def __repr__(self) -> str:
+        return f"<tracker.Histogram count={self._data['count']}>"
+
+
+def _from_np_histogram(pair: Any) -> dict[str, Any]:
+    try:
+        counts, edges = pair
+        counts = [int(c) for c in _numpy(counts).reshape(-1).tolist()]
+        edges = [float(e) for e in _numpy(edges).reshape(-1).tolist()]
+    except (TypeError, ValueError) as exc:
+        raise SchemaError("histogram", [("np_histogram", f"expected (counts, edges) as numpy.histogram gives, "
+                                                         f"given {given(pair)}: {exc}")]) from None
+    if len(edges) != len(counts) + 1 or any(c < 0 for c in counts):
+        raise SchemaError("histogram", [("np_histogram", f"expected len(edges) == len(counts) + 1 and counts >= 0, "
+                                                         f"given {len(counts)} counts and {len(edges)} edges")])
+    used = [i for i, c in enumerate(counts) if c]
+    return {"name": "_", "edges": edges, "counts": counts, "count": sum(counts), "nan_count": 0, "inf_count": 0,
+            # The values themselves are not known: min and max are the edges of the outer non-empty bins.
+            "min": edges[used[0]] if used else None, "max": edges[used[-1] + 1] if used else None}
+
+
+class Table(Media):
+    """W&B's ``wandb.Table(columns=[...], data=[[...], ...])``; also ``dataframe=`` and ``add_data(...)``.
+
+    Cells are JSON values (numbers, strings, None, lists, dicts); numpy
+    scalars and 0-d tensors count as numbers.
+    """
+
+    schema = "table"
+
+    def __init__(self, columns: Sequence[str] | None = None, data: Any = None, rows: Any = None,
+                 dataframe: Any = None, dtype: Any = None, optional: Any = True,
+                 allow_mixed_types: bool = False, log_mode: str | None = None) -> None:
+        if dataframe is not None:
+            columns = [str(c) for c in dataframe.columns]
+            data = dataframe.itertuples(index=False, name=None)
+        data = data if data is not None else rows
+        data = [list(r) for r in data] if data is not None else []
+        if columns is None:
+            width = len(data[0]) if data else 0
+            columns = [f"Column{i + 1}" for i in range(width)]
+        if isinstance(columns, str) or not all(isinstance(c, str) for c in columns):
+            raise SchemaError("table", [("columns", f"expected a list of str, given {given(columns)}")])
+        self.columns: list[str] = list(columns)
+        self.data: list[list[Any]] = []
+        for row in data:
+            self.add_data(*row)
+
+    def add_data(self, *row: Any) -> None:
+        """Append one row: one value per column."""
+        if len(row) != len(self.columns):
+            raise SchemaError("table", [("data", f"expected {len(self.columns)} values per row (columns "
+                                                 f"{self.columns}), given {len(row)}")])
+        checked = []
+        for column, value in zip(self.columns, row, strict=True):
+            try:
+                checked.append(check_json(value))
+            except BadValue as bad:
+                raise SchemaError("table", [(f"data[{len(self.data)}].{column}",
+                                             f"expected {bad.args[0]}, given {given(value)}")]) from None
+        self.data.append(checked)
+
+    def add_column(self, name: str, data: Sequence[Any]) -> None:
+        """Append a column of values, one per row."""
+        if len(data) != len(self.data):
+            raise SchemaError("table", [(name, f"expected {len(self.data)} values, given {len(data)}")])
+        rows = [[*r, v] for r, v in zip(self.data, data, strict=True)]
+        self.columns.append(name)
+        self.data = []
+        for row in rows:
+            self.add_data(*row)
+
+    def get_column(self, name: str, convert_to: str | None = None) -> list[Any]:
+        """The values of column ``name``."""
+        i = self.columns.index(name)
+        return [r[i] for r in self.data]
+
+    def record(self, run: Any, name: str) -> dict[str, Any]:
+        return {"name": name, "columns": list(self.columns), "data": [list(r) for r in self.data]}
+
+    def __repr__(self) -> str:
+        return f"<tracker.Table {len(self.columns)} columns, {len(self.data)} rows>"
