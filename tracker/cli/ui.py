@@ -116,7 +116,8 @@ def _redacted(text: str, raw: str | None) -> str:
 def serve(obj: CliContext, host: str, port: int, no_open: bool, auth: str | None, raw: str | None = None) -> None:
     """``tracker ui``: check the options, then serve until Ctrl-C (see :func:`ui_cmd`)."""
     if not is_loopback(host) and not auth:
-        fail(f"tracker ui --host {host} would serve the store to anyone who can reach this machine: "
+        where = redact_url(raw) if raw and "://" in raw else str(obj.store_path)
+        fail(f"tracker ui --host {host} would serve the store {where} to anyone who can reach this machine: "
              "start it with --auth token (a random token in the URL printed) or --auth users.toml "
              "(users added by `tracker ui passwd USER --file users.toml`); see docs/team.md", 2)
     try:
