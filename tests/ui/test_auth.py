@@ -554,3 +554,94 @@ def test_no_password_in_any_output_of_the_failure_cases(store, users_file, tmp_p
     text = "\n".join(seen)
     for word in (PASSWORD, WRONG, secret):
         assert word not in text, word
+
+
+# --- the login page in a real browser -------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def driver():
+    from ..sysdeps import chrome, require_chromium
+
+    drv = chrome(*require_chromium(), size="1440,900", logs=True)
+    drv.set_page_load_timeout(30)
+    yield drv
+    drv.quit()
+
+
+def wait_for(driver, predicate, what: str, timeout: float = 15.0):
+    from selenium.common.exceptions import StaleElementReferenceException
+
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        try:
+            found = predicate(driver)
+        except StaleElementReferenceException:
+            found = None
+        if found:
+            return found
+        time.sleep(0.1)
+    raise AssertionError(f"timed out waiting for {what}; at {driver.current_url}")
+
+
+def css(driver, selector):
+    from selenium.webdriver.common.by import By
+
+    return driver.find_elements(By.CSS_SELECTOR, selector)
+
+
+def severe(driver) -> list:
+    """The browser's errors, but the 401 that a wrong password or a refused page is answered with."""
+    return [e for e in driver.get_log("browser") if e["level"] == "SEVERE"
+            and "the server responded with a status of 401" not in e["message"]]
+
+
+def test_login_page_in_chromium(driver, store, users_file):
+    from .support import Server
+
+    path, ids, _ = store
+    app = tracker.ui.create_app(path, auth=users_file)
+    with Server(app) as server:
+        driver.delete_all_cookies()
+        driver.get(server.url + f"/runs/{ids['alpha']}")
+        form = wait_for(driver, lambda d: css(d, "form.login"), "the login page")[0]
+        assert driver.current_url.startswith(server.url + "/login?next=")
+        assert css(driver, "header.top .brand")[0].text == "tracker"  # the dashboard's look
+        form.find_element("name", "user").send_keys("ana")
+        form.find_element("name", "password").send_keys(WRONG)
+        form.submit()
+        error = wait_for(driver, lambda d: css(d, "form.login .error"), "the error")[0]
+        assert error.text == "Wrong user name or password." and WRONG not in driver.page_source
+        assert css(driver, "input[name=user]")[0].get_attribute("value") == "ana"
+        form = css(driver, "form.login")[0]
+        form.find_element("name", "password").send_keys(PASSWORD)
+        form.submit()
+        name = wait_for(driver, lambda d: css(d, ".run-name"), "the run page after logging in")[0]
+        assert name.text == "alpha" and driver.current_url == server.url + f"/runs/{ids['alpha']}"
+        cookie = next(c for c in driver.get_cookies() if c["name"].startswith("tracker-session-"))
+        assert cookie["httpOnly"] is True and cookie["sameSite"] == "Strict"
+        assert driver.execute_script("return document.cookie") == ""  # no script can read it
+        out = css(driver, "header.top .logout a")[0]
+        assert "ana" in css(driver, "header.top .logout")[0].text
+        out.click()
+        wait_for(driver, lambda d: "Logged out." in d.page_source, "the logged-out page")
+        assert driver.current_url == server.url + "/login?out=1" and not driver.get_cookies()
+        driver.get(server.url + "/api/runs")
+        assert "not logged in" in driver.page_source and "vision" not in driver.page_source
+        assert severe(driver) == []
+
+
+def test_token_url_in_chromium(driver, store):
+    from .support import Server
+
+    path, ids, _ = store
+    auth = TokenAuth()
+    with Server(tracker.ui.create_app(path, auth=auth)) as server:
+        driver.delete_all_cookies()
+        driver.get(server.url + "/?project=vision&token=" + auth.token)
+        rows = wait_for(driver, lambda d: css(d, "table.runs[data-ready] tbody tr[data-id]"), "run rows")
+        assert {r.get_attribute("data-id") for r in rows} == {ids["alpha"], ids["beta"]}
+        assert auth.token not in driver.current_url and "project=vision" in driver.current_url
+        driver.get(server.url + f"/runs/{ids['beta']}")  # the session carries on from page to page
+        wait_for(driver, lambda d: css(d, ".run-name"), "the run page")
+        assert severe(driver) == []
