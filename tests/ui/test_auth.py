@@ -484,9 +484,9 @@ def test_a_network_address_without_auth_is_refused(tmp_path):
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 2 and out == ""
     assert err.strip().splitlines() == [
-        f"tracker: tracker ui --host 0.0.0.0 would serve the store {tmp_path / 'store'} to anyone who can reach this machine: start "
-        "it with --auth token (a random token in the URL printed) or --auth users.toml (users added by "
-        "`tracker ui passwd USER --file users.toml`); see docs/team.md"]
+        f"tracker: tracker ui --host 0.0.0.0 would serve the store {tmp_path / 'store'} to anyone who can reach "
+        "this machine: start it with --auth token (a random token in the URL printed) or --auth users.toml "
+        "(users added by `tracker ui passwd USER --file users.toml`); see docs/team.md"]
 
 
 def test_token_mode_as_a_user_runs_it(store):

@@ -677,7 +677,9 @@ class AuthMiddleware:
                     return
                 body = b"".join(chunks)
                 who = f'<span class="who">{html.escape(user)}</span> ' if self.auth.mode == "users" else ""
-                link = f'<span class="logout">{who}<a href="/logout" target="_self">log out</a></span></header>'.encode()
+                # target="_self": the page's router leaves the link to the browser
+                link = (f'<span class="logout">{who}<a href="/logout" target="_self">log out</a></span>'
+                        "</header>").encode()
                 if b"</header>" in body and b"</head>" in body:
                     body = body.replace(b"</head>", b'<link rel="stylesheet" href="/static/login.css"></head>', 1)
                     body = body.replace(b"</header>", link, 1)
