@@ -546,7 +546,8 @@ class AuthMiddleware:
         if kind == "http" and path == "/logout":
             cookie, _ = self._session(scope)
             self.auth.sessions.drop(cookie)
-            await self._redirect(send, "/login?out=1", [self._set_cookie(scope, "", 0)])
+            # Only a request that carried the cookie clears it (another site's link to /logout carries none).
+            await self._redirect(send, "/login?out=1", [self._set_cookie(scope, "", 0)] if cookie else [])
             return
         if kind == "http" and path in LOGIN_FILES and scope.get("method") in ("GET", "HEAD"):
             await self.app(scope, receive, send)
@@ -647,11 +648,14 @@ class AuthMiddleware:
         who = await to_thread.run_sync(self.auth.login, form)
         if who is None:
             self.auth.limit.failed(address)
+            # A user name is shown (logged, kept in the form) only when it is one: a password typed
+            # into the user field by mistake is never printed.
             user = form.get("user", "")
-            log.warning("tracker ui: failed login%s from %s",
-                        f" of user {user[:64]!r}" if mode == "users" and USER_NAME.fullmatch(user) else "", address)
+            known = user if isinstance(self.auth, UsersAuth) and user in self.auth.users else ""
+            log.warning("tracker ui: failed login of %s from %s",
+                        "the token" if mode == "token" else f"user {known!r}" if known else "an unknown user", address)
             text = "Wrong token." if mode == "token" else "Wrong user name or password."
-            await self._page(send, 401, login_page(mode, target, text, user=user[:64]))
+            await self._page(send, 401, login_page(mode, target, text, user=known))
             return
         self.auth.limit.succeeded(address)
         cookie = self.auth.sessions.create(*who)
