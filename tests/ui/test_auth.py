@@ -245,6 +245,8 @@ def test_token_exchange_sets_an_httponly_strict_cookie_and_drops_the_token(store
         assert page.status_code == 200 and auth.token not in page.text
         assert 'href="/logout"' in page.text  # the page gains a way out
         assert c.get("/api/runs").status_code == 200
+        again = c.get(f"/?token={auth.token}")  # with a session already: the token still leaves the URL
+        assert again.status_code == 303 and again.headers["location"] == "/"
 
 
 def test_users_login_redirects_back_and_refuses_other_sites(store, users_file):

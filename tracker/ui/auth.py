@@ -552,6 +552,10 @@ class AuthMiddleware:
         if kind == "http" and path in LOGIN_FILES and scope.get("method") in ("GET", "HEAD"):
             await self.app(scope, receive, send)
             return
+        token_in_url = kind == "http" and "token" in dict(parse_qsl(scope.get("query_string", b"").decode("latin-1")))
+        if token_in_url and isinstance(self.auth, TokenAuth):  # even with a session: the token leaves the URL
+            await self._token(scope, receive, send)
+            return
         _, session = self._session(scope)
         if session is not None:
             await self.app(scope, receive, self._with_logout(scope, send, session.user))
@@ -575,9 +579,9 @@ class AuthMiddleware:
         """Handle a Bearer header or a ``?token=``; ``True`` when a response was sent or the app was called."""
         auth = self.auth
         assert isinstance(auth, TokenAuth)
-        bearer = _header(scope, b"authorization")
         query = parse_qsl(scope.get("query_string", b"").decode("latin-1"), keep_blank_values=True)
         given = [v for k, v in query if k == "token"]
+        bearer = "" if given else _header(scope, b"authorization")
         if not bearer and not given:
             return False
         address = self._address(scope)
