@@ -32,7 +32,8 @@ def _serve(store: Path, *args: str) -> tuple[subprocess.Popen, int]:
         line = proc.stdout.readline()
         if "http://" in line:
             url = line.split("at ", 1)[1].split()[0]
-            return proc, int(url.rstrip("/").rsplit(":", 1)[1])
+            proc.url = url  # with ?token= under --auth token
+            return proc, int(url.split("?", 1)[0].rstrip("/").rsplit(":", 1)[1])
         if proc.poll() is not None:
             break
     proc.kill()
@@ -50,12 +51,14 @@ def _stop(proc: subprocess.Popen) -> str:
 
 
 def _get(port: int, path: str, host: str | None, address: str = "127.0.0.1",
-         timeout: float = 10.0) -> tuple[int, dict, bytes]:
+         timeout: float = 10.0, token: str | None = None) -> tuple[int, dict, bytes]:
     conn = http.client.HTTPConnection(address, port, timeout=timeout)
     try:
         conn.putrequest("GET", path, skip_host=True)
         if host is not None:
             conn.putheader("Host", host)
+        if token is not None:
+            conn.putheader("Authorization", f"Bearer {token}")
         conn.endheaders()
         r = conn.getresponse()
         return r.status, {k.lower(): v for k, v in r.getheaders()}, r.read()
@@ -110,19 +113,23 @@ def test_the_host_it_was_started_with_is_allowed_too(store):
     addr = _own_address()
     if addr is None:
         pytest.skip("this machine has no non-loopback address")
-    proc, port = _serve(store, "--host", addr)
+    # A network address needs --auth; the Host check comes first, refusing even the right token.
+    proc, port = _serve(store, "--host", addr, "--auth", "token")
+    token = proc.url.split("?token=", 1)[1]
     try:
-        assert _get(port, "/api/runs", f"{addr}:{port}", address=addr)[0] == 200
-        assert _get(port, "/api/runs", f"evil.example.com:{port}", address=addr)[0] == 403
+        assert _get(port, "/api/runs", f"{addr}:{port}", address=addr, token=token)[0] == 200
+        assert _get(port, "/api/runs", f"{addr}:{port}", address=addr)[0] == 401
+        assert _get(port, "/api/runs", f"evil.example.com:{port}", address=addr, token=token)[0] == 403
     finally:
         _stop(proc)
     # Bound to every address: the address the client dialled is this machine's, a rebound name is not.
-    proc, port = _serve(store, "--host", "0.0.0.0")
+    proc, port = _serve(store, "--host", "0.0.0.0", "--auth", "token")
+    token = proc.url.split("?token=", 1)[1]
     try:
-        assert _get(port, "/api/runs", f"{addr}:{port}", address=addr)[0] == 200
-        assert _get(port, "/api/runs", f"127.0.0.1:{port}")[0] == 200
-        assert _get(port, "/api/runs", f"evil.example.com:{port}", address=addr)[0] == 403
-        assert _get(port, "/api/runs", "0.0.0.0")[0] == 403
+        assert _get(port, "/api/runs", f"{addr}:{port}", address=addr, token=token)[0] == 200
+        assert _get(port, "/api/runs", f"127.0.0.1:{port}", token=token)[0] == 200
+        assert _get(port, "/api/runs", f"evil.example.com:{port}", address=addr, token=token)[0] == 403
+        assert _get(port, "/api/runs", "0.0.0.0", token=token)[0] == 403
     finally:
         _stop(proc)
 

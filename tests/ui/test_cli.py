@@ -49,13 +49,16 @@ def test_serves_the_store_prints_its_url_and_stops_on_ctrl_c(runs_store):
         proc.kill()
 
 
-def test_a_non_loopback_host_warns(tmp_path):
+def test_a_non_loopback_host_needs_auth_and_warns(tmp_path):
     proc = start(tmp_path / "store", "--host", "0.0.0.0", "--no-open")
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 2 and "--auth token" in err  # tests/ui/test_auth.py tests the rest
+    proc = start(tmp_path / "store", "--host", "0.0.0.0", "--no-open", "--auth", "token")
     try:
         read_url(proc)
         proc.send_signal(signal.SIGINT)
         _, err = proc.communicate(timeout=20)
-        assert "readable by anyone" in err and "0.0.0.0" in err
+        assert "anyone who can reach this machine may try to log in" in err and "0.0.0.0" in err
     finally:
         proc.kill()
 

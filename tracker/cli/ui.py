@@ -8,11 +8,15 @@ import os
 import socket
 import sys
 import threading
+from pathlib import Path
+from urllib.parse import urlsplit
 
 import click
 
 from tracker.cli import CliContext
 from tracker.cli.options import fail, handle_errors
+from tracker.core.errors import TrackerError
+from tracker.core.urls import redact_url
 
 INSTALL_HINT = 'tracker ui needs the dashboard extra: pip install "tracker-core[ui]"'
 
@@ -60,24 +64,62 @@ def can_open_browser() -> bool:
     return True
 
 
-@click.command("ui")
+@click.group("ui", invoke_without_command=True)
 @click.option("--host", default="127.0.0.1", show_default=True,
-              help="Address to listen on; anything but a loopback address makes the store readable by the network.")
+              help="Address to listen on; anything but a loopback address needs --auth.")
 @click.option("--port", default=5170, show_default=True, type=click.IntRange(0, 65535), help="Port to listen on.")
 @click.option("--no-open", is_flag=True, help="Do not open a browser.")
-@click.pass_obj
+@click.option("--auth", metavar="token|USERS.toml",
+              help="Who gets in: 'token' (a random token, in the URL printed) or a users file of "
+                   "`tracker ui passwd`; needed on any address but loopback.")
+@click.pass_context
 @handle_errors
-def ui_cmd(obj: CliContext, host: str, port: int, no_open: bool) -> None:
+def ui_cmd(ctx: click.Context, host: str, port: int, no_open: bool, auth: str | None) -> None:
     """Serve the dashboard: runs, charts (live while runs go), comparisons, plugin panels.
 
     Read-only; a store that does not exist yet is shown empty until runs appear.
-    Stop it with Ctrl-C.
+    Stop it with Ctrl-C. On an address other than loopback (a shared server)
+    it needs --auth: `--auth token`, or `--auth users.toml` with users added
+    by `tracker ui passwd USER --file users.toml`.
 
     \b
     Examples:
       tracker ui
       tracker --store runs/.tracker ui --port 8080 --no-open
+      tracker ui --host 0.0.0.0 --auth token
     """
+    if ctx.invoked_subcommand is not None:
+        return
+    raw = _raw_store(ctx)
+    try:
+        serve(ctx.obj, host, port, no_open, auth, raw)
+    except TrackerError as exc:
+        fail(_redacted(str(exc), raw))
+
+
+def _raw_store(ctx: click.Context) -> str | None:
+    """The store as the user named it (``--store`` or ``TRACKER_STORE``), to show it without a password."""
+    raw = ctx.find_root().params.get("store")
+    return str(raw) if raw is not None else os.environ.get("TRACKER_STORE")
+
+
+def _redacted(text: str, raw: str | None) -> str:
+    """``text`` with the password of the store's URL (if it has one) replaced by ``***``."""
+    if raw and "://" in raw:
+        text = text.replace(raw, redact_url(raw))
+        secret = urlsplit(raw).password
+        if secret:
+            text = text.replace(secret, "***")
+    return text
+
+
+def serve(obj: CliContext, host: str, port: int, no_open: bool, auth: str | None, raw: str | None = None) -> None:
+    """``tracker ui``: check the options, then serve until Ctrl-C (see :func:`ui_cmd`)."""
+    if not is_loopback(host) and not auth:
+        where = redact_url(raw) if raw and "://" in raw else str(obj.store_path)
+        fail(f"tracker ui --host {host} would serve the store {where} to anyone who can reach this machine: "
+             "start it with --auth token (a random token in the URL printed) or --auth users.toml "
+             "(users added by `tracker ui passwd USER --file users.toml`); see docs/team.md", 2)
     try:
         import starlette  # noqa: F401
         import uvicorn
@@ -85,14 +127,18 @@ def ui_cmd(obj: CliContext, host: str, port: int, no_open: bool) -> None:
         fail(INSTALL_HINT)
     from tracker.store import Store
     from tracker.ui.app import create_app
+    from tracker.ui.auth import TokenAuth, UsersAuth, make_auth
 
+    gate = make_auth(None if auth is None else "token" if auth == "token" else Path(auth))
     store = Store(obj.store_path, host=lambda: obj.host)
-    app = create_app(store, hosts=(host,))
+    app = create_app(store, hosts=(host,), auth=gate)
+    where = redact_url(raw) if raw and "://" in raw else str(store.path)
     shown = f"[{host}]" if ":" in host and not host.startswith("[") else host
     url = f"http://{shown if host not in ('0.0.0.0', '::') else '127.0.0.1'}:{port}/"
     if not is_loopback(host):
-        click.echo(f"tracker: warning: listening on {host}: the store {store.path} becomes readable by anyone "
-                   "who can reach this machine on the network", err=True)
+        click.echo(f"tracker: warning: listening on {host}: anyone who can reach this machine may try to log in; "
+                   "plain http shows the token or password to the network on the way: keep it on a trusted network, "
+                   "or behind HTTPS or an SSH tunnel", err=True)
     sock = listen(host, port)
     config = uvicorn.Config(app, host=host, port=port, log_level="warning", access_log=False)
     server = uvicorn.Server(config)
@@ -106,7 +152,10 @@ def ui_cmd(obj: CliContext, host: str, port: int, no_open: bool) -> None:
             if port == 0 and server.servers:
                 bound = server.servers[0].sockets[0].getsockname()[1]
             real = url.rsplit(":", 1)[0] + f":{bound}/"
-            click.echo(f"tracker ui: serving {store.path} at {real}  (Ctrl-C to stop)")
+            if isinstance(gate, TokenAuth):
+                real += f"?token={gate.token}"
+            who = f", users of {gate.path}" if isinstance(gate, UsersAuth) else ""
+            click.echo(f"tracker ui: serving {where} at {real}  (Ctrl-C to stop{who})")
             if not no_open and can_open_browser():
                 import webbrowser
 
@@ -122,3 +171,35 @@ def ui_cmd(obj: CliContext, host: str, port: int, no_open: bool) -> None:
     if not server.started:
         fail(f"cannot listen on {host}:{port} (is the port in use? choose another with --port)")
     click.echo("tracker ui: stopped")
+
+
+@ui_cmd.command("passwd")
+@click.argument("user")
+@click.option("--file", "-f", "path", default="users.toml", show_default=True, type=click.Path(dir_okay=False),
+              help="The users file (`tracker ui --auth FILE`); made when missing.")
+@handle_errors
+def passwd_cmd(user: str, path: str) -> None:
+    """Add USER to a users file of `tracker ui --auth FILE`, or change their password.
+
+    The password is asked twice and not shown; the file keeps its scrypt hash
+    (with salt and parameters), never the password. A dashboard serving the
+    file reads it again, and a changed password ends the user's sessions.
+
+    \b
+    Examples:
+      tracker ui passwd ana
+      tracker ui passwd ben --file /etc/tracker/users.toml
+    """
+    from tracker.ui.auth import MIN_PASSWORD, check_user_name, read_users, set_password
+
+    check_user_name(user)
+    if Path(path).exists():
+        read_users(path)  # a bad file is one line now, before the password is asked
+    password = click.prompt(f"Password for {user}", hide_input=True, default="", show_default=False)
+    if len(password) < MIN_PASSWORD:
+        fail(f"the password is too short: expected at least {MIN_PASSWORD} characters; nothing changed")
+    again = click.prompt("Again", hide_input=True, default="", show_default=False)
+    if again != password:
+        fail("the two passwords differ; nothing changed")
+    new = set_password(path, user, password)
+    click.echo(f"tracker ui: {'added' if new else 'changed the password of'} {user} in {path}")

@@ -207,14 +207,19 @@ class Syncer:
         self.batch = max(1, int(batch))
         self.log = log or (lambda _m: None)
         self.conn = connect(url)
-        check_layout(self.conn, url, create=True)
         self.source = socket.gethostname()
         self.timeout = store.host.config.heartbeat_timeout if hasattr(store, "host") else 120.0
-        with self.conn.cursor() as cur:
-            cur.execute("CREATE TEMP TABLE _tracker_in (LIKE tracker_events) ON COMMIT DELETE ROWS")
-            cur.execute("SELECT run_id, writer, synced_bytes, synced_seq, status FROM tracker_writers")
-            self.state: dict[tuple[str, str], list[Any]] = {(r, w): [b, s, st] for r, w, b, s, st in cur.fetchall()}
-        self.conn.commit()
+        try:  # a role that may not write (the dashboard's read-only one) is one line, not a traceback
+            check_layout(self.conn, url, create=True)
+            with self.conn.cursor() as cur:
+                cur.execute("CREATE TEMP TABLE _tracker_in (LIKE tracker_events) ON COMMIT DELETE ROWS")
+                cur.execute("SELECT run_id, writer, synced_bytes, synced_seq, status FROM tracker_writers")
+                self.state: dict[tuple[str, str], list[Any]] = {(r, w): [b, s, st]
+                                                                 for r, w, b, s, st in cur.fetchall()}
+            self.conn.commit()
+        except _psycopg().Error as exc:
+            self.close()
+            raise self._fail(exc) from None
         self.seen_sizes: dict[str, tuple[int, int]] = {}
         self.live: set[tuple[str, str]] = set()
 

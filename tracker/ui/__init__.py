@@ -13,13 +13,16 @@ from typing import Any
 __all__ = ["create_app"]
 
 
-def create_app(store: Any = None, *, hosts: tuple[str, ...] = (), frame_ancestors: bytes = b"'none'") -> Any:
+def create_app(store: Any = None, *, hosts: tuple[str, ...] = (), frame_ancestors: bytes = b"'none'",
+               auth: Any = None) -> Any:
     """The dashboard as a Starlette (ASGI) app over ``store``.
 
     :param store: a :class:`tracker.Store`, a store folder, or ``None`` for
         the store of ``TRACKER_STORE`` / tracker.toml / ``./.tracker``.
     :param hosts: names the ``Host`` header may give besides the loopback ones.
     :param frame_ancestors: who may frame the pages (a CSP source list; default: nobody).
+    :param auth: who gets in: ``None`` (no login: loopback only), ``"token"``, a users file
+        (see :mod:`tracker.ui.auth`), or an ``Auth``.
     :raises tracker.TrackerError: when Starlette is not installed, naming
         ``pip install "tracker-core[ui]"``.
     """
@@ -31,4 +34,4 @@ def create_app(store: Any = None, *, hosts: tuple[str, ...] = (), frame_ancestor
         raise TrackerError('the dashboard needs the ui extra: pip install "tracker-core[ui]"') from None
     from tracker.ui.app import create_app as _create_app
 
-    return _create_app(store, hosts=hosts, frame_ancestors=frame_ancestors)
+    return _create_app(store, hosts=hosts, frame_ancestors=frame_ancestors, auth=auth)

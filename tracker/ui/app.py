@@ -26,6 +26,7 @@ from starlette.staticfiles import StaticFiles
 from tracker.core.errors import RunNotFound, StoreError, TrackerError
 from tracker.read.index import gc_paused
 from tracker.ui import parts
+from tracker.ui.auth import AuthMiddleware, make_auth
 from tracker.ui.hosts import HostCheck
 from tracker.ui.live import MetricsCache, read_since
 from tracker.ui.series import (
@@ -312,7 +313,8 @@ def _blob(api: Api, request: Request) -> Response:
                                  "x-content-type-options": "nosniff"})
 
 
-def create_app(store: Any = None, *, hosts: tuple[str, ...] = (), frame_ancestors: bytes = b"'none'") -> Starlette:
+def create_app(store: Any = None, *, hosts: tuple[str, ...] = (), frame_ancestors: bytes = b"'none'",
+               auth: Any = None) -> Starlette:
     """The dashboard as an ASGI app over ``store``.
 
     :param store: a :class:`tracker.Store`, a store folder, or ``None`` for the
@@ -321,6 +323,8 @@ def create_app(store: Any = None, *, hosts: tuple[str, ...] = (), frame_ancestor
     :param hosts: names the ``Host`` header may give besides the loopback ones (see :mod:`.hosts`).
     :param frame_ancestors: who may frame the pages (CSP source list; ``tracker.show`` lets local
         notebook pages do it, ``tracker ui`` nobody).
+    :param auth: who gets in (see :mod:`.auth`): ``None`` (anyone who reaches it: loopback only),
+        ``"token"`` (a random token, ``app.state.auth.token``), a users file, or a :class:`.auth.Auth`.
     """
     from tracker.store import Store, open_store
 
@@ -367,6 +371,9 @@ def create_app(store: Any = None, *, hosts: tuple[str, ...] = (), frame_ancestor
     ]
     app = Starlette(routes=routes)
     app.state.api = api
+    app.state.auth = make_auth(auth)
+    if app.state.auth is not None:  # inside the Host check: a foreign Host is refused before any login
+        app.add_middleware(AuthMiddleware, auth=app.state.auth)
     app.add_middleware(HostCheck, hosts=hosts)
     app.add_middleware(SecurityHeaders, headers=security_headers(frame_ancestors))
     return app
