@@ -47,6 +47,8 @@ FULL_EVERY = 15.0
 #: Seconds between retries of an unreachable database, doubling up to ``BACKOFF_MAX``.
 BACKOFF_FIRST = 0.5
 BACKOFF_MAX = 5.0
+#: Seconds of an unreachable database after which the follower ends (a live run's watchdog starts another).
+GIVE_UP = 600.0
 #: Seconds between refreshes of live writers' ``seen_at`` in the database.
 BEAT_EVERY = 5.0
 #: The log is cut in two (``follower.log.1``) past this size.
@@ -71,7 +73,7 @@ class Follower:
     """
 
     def __init__(self, root: Path, url: str, *, interval: float = INTERVAL, linger: float = LINGER,
-                 full_every: float = FULL_EVERY, backoff_max: float = BACKOFF_MAX) -> None:
+                 full_every: float = FULL_EVERY, backoff_max: float = BACKOFF_MAX, give_up: float = GIVE_UP) -> None:
         self.root = Path(root).absolute()
         self.url = url
         self.shown_url = redact_url(url)
@@ -79,6 +81,8 @@ class Follower:
         self.linger = linger
         self.full_every = full_every
         self.backoff_max = backoff_max
+        self.give_up = give_up
+        self.down_since: float | None = None
         self.dir = team_dir(self.root)
         self.stop = threading.Event()
         self.lock_fd: int | None = None
@@ -161,6 +165,7 @@ class Follower:
             signal.signal(signal.SIGTERM, lambda *_: self.stop.set())
             signal.signal(signal.SIGINT, lambda *_: self.stop.set())
         self.log(f"following {self.root} into {self.shown_url}")
+        self.write_status(force=True)
         try:
             self._loop()
         finally:
@@ -189,7 +194,11 @@ class Follower:
                     syncer = Syncer(store, self.url)
                 except TrackerError as exc:
                     backoff = self._down(str(exc), backoff)
+                    if time.monotonic() - (self.down_since or 0.0) >= self.give_up:
+                        self.log(f"giving up after {self.give_up:.0f}s; a live run starts a follower again")
+                        break
                     continue
+                self.down_since = None
                 self.log("connected" if self.state["error"] is None else "connected again: catching up")
                 self.state.update(connected=True, error=None, retry_at=None)
                 backoff = BACKOFF_FIRST
@@ -223,6 +232,8 @@ class Follower:
     def _down(self, message: str, backoff: float) -> float:
         """The database is out of reach: say so, wait ``backoff`` seconds; returns the next backoff."""
         message = self._clean(message)
+        if self.down_since is None:
+            self.down_since = time.monotonic()
         if self.state["error"] != message:
             self.log(f"database unreachable, retrying with backoff: {message}")
         self.state.update(connected=False, error=message, retry_at=time.time() + backoff)
@@ -334,7 +345,8 @@ def main(argv: list[str] | None = None) -> int:
     follower = Follower(Path(args.store), url,
                         interval=args.interval or _env_seconds("TRACKER_FOLLOWER_INTERVAL", INTERVAL),
                         linger=args.linger or _env_seconds("TRACKER_FOLLOWER_LINGER", LINGER),
-                        backoff_max=_env_seconds("TRACKER_FOLLOWER_BACKOFF_MAX", BACKOFF_MAX))
+                        backoff_max=_env_seconds("TRACKER_FOLLOWER_BACKOFF_MAX", BACKOFF_MAX),
+                        give_up=_env_seconds("TRACKER_FOLLOWER_GIVE_UP", GIVE_UP))
     _quiet_warnings(follower)
     try:
         return follower.run()
