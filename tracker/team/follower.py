@@ -169,11 +169,15 @@ class Follower:
         try:
             self._loop()
         finally:
-            self.state.update(connected=False, live=[], stopped_at=time.time())
-            self.write_status(force=True)
-            self.release()
+            if self.lock_fd is not None:  # else a new follower may own follower.json already
+                self._stopped()
+                self.release()
             self.log("stopped")
         return 0
+
+    def _stopped(self) -> None:
+        self.state.update(connected=False, live=[], stopped_at=time.time())
+        self.write_status(force=True)
 
     def _loop(self) -> None:
         from tracker.core.config import load_config
@@ -287,6 +291,7 @@ class Follower:
 
     def _may_end(self) -> bool:
         """Whether to end now: the lock is let go first, so a run starting meanwhile is never left alone."""
+        self._stopped()
         self.release()
         started = False
         with contextlib.suppress(OSError):
@@ -296,7 +301,11 @@ class Follower:
         if not started:
             return True
         # A run started: go on if the lock is free again, else a new follower has it.
-        return not self.acquire(wait=0.0)
+        if not self.acquire(wait=0.0):
+            return True
+        self.state.pop("stopped_at", None)
+        self.write_status(force=True)
+        return False
 
 
 class ConfigOnly:
