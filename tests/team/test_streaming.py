@@ -28,13 +28,15 @@ def proj(tmp_path: Path, pg_url: str):  # noqa: F811 - the fixture imported abov
 
 def test_a_run_streams_without_sync(proj: tuple[Path, Path, str]) -> None:
     folder, store, url = proj
-    child = train(folder, """
-        import time, tracker
+    go_on = folder / "go-on"
+    child = train(folder, f"""
+        import os, time, tracker
         with tracker.start_run("team", "streamed", run_id="live1") as run:
             for i in range(500):
-                run.log({"loss": 1.0 / (i + 1)}, step=i)
+                run.log({{"loss": 1.0 / (i + 1)}}, step=i)
             print("logged", flush=True)
-            time.sleep(3)
+            while not os.path.exists({str(go_on)!r}):
+                time.sleep(0.05)
     """)
     assert child.stdout.readline().strip() == "logged"
     # Nobody ran `tracker sync`: the follower the run started copies it while it runs.
@@ -51,10 +53,12 @@ def test_a_run_streams_without_sync(proj: tuple[Path, Path, str]) -> None:
             run.log({"loss": 0.5}, step=0)
     """)
     assert second.wait(60) == 0, second.stderr.read()
+    wait(lambda: "live2" in {i.id for i in tracker.open_store(url).runs()}, timeout=30)
+    assert follower_pid(store) == pid  # live1 still runs: the same follower all along
+    go_on.touch()
     assert child.wait(60) == 0, child.stderr.read()
     wait(lambda: {i.id: i.status for i in tracker.open_store(url).runs()} == {"live1": "finished",
                                                                              "live2": "finished"}, timeout=30)
-    assert follower_pid(store) == pid
     assert sorted(db_keys(url)) == sorted(local_keys(store))
     # No run is live: the follower ends by itself (linger 2 s here).
     wait(lambda: not follower_running(store), timeout=30)

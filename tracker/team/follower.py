@@ -97,7 +97,7 @@ class Follower:
 
     # --- lock ------------------------------------------------------------------------------------
 
-    def acquire(self, wait: float = 5.0) -> bool:
+    def acquire(self, wait: float = 2.0) -> bool:
         """Take the store's follower lock, waiting up to ``wait`` seconds; ``False``: another follower has it."""
         self.dir.mkdir(parents=True, exist_ok=True)
         fd = os.open(self.dir / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
@@ -196,6 +196,9 @@ class Follower:
         report = SyncReport()
         while not self.stop.is_set():
             now = time.monotonic()
+            if not store.runs_dir.is_dir():
+                self.log(f"{store.runs_dir} is gone: nothing left to follow")
+                break
             if syncer is None:
                 try:
                     syncer = Syncer(store, self.url)

@@ -37,6 +37,9 @@ _lock = threading.Lock()
 _watched: list[tuple[Path, str, Any, weakref.ref]] = []
 _watchdog: threading.Thread | None = None
 _children: list[subprocess.Popen] = []
+_started: dict[Path, float] = {}
+#: Seconds after starting a follower before this process starts another for the same store.
+START_COOLDOWN = 2.0
 
 
 def team_dir(root: Path) -> Path:
@@ -79,6 +82,11 @@ def start_follower(root: Path, url: str, config_file: Path | None = None) -> boo
     """
     if follower_running(root):
         return False
+    with _lock:
+        # One start at a time per store: a follower just started may still be importing.
+        if time.monotonic() - _started.get(root, -1e18) < START_COOLDOWN:
+            return False
+        _started[root] = time.monotonic()
     env = {**os.environ, "TRACKER_FOLLOWER_URL": url}
     if config_file is not None:
         env["TRACKER_CONFIG"] = str(config_file)
