@@ -176,3 +176,11 @@ def test_database_down_then_up(tmp_path: Path, pg_server: object) -> None:  # no
     finally:
         stop_follower(store)
         server.stop()
+
+
+def test_without_a_team_url_nothing_starts(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("TRACKER_TEAM_URL", raising=False)
+    with tracker.start_run("team", "local only", store=tmp_path / "s", system_metrics=False) as run:
+        run.log({"loss": 1.0})
+    assert not (tmp_path / "s" / "team").exists()
+    assert not follower_running(tmp_path / "s")

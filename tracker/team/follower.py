@@ -274,7 +274,8 @@ class Follower:
             self.hot |= ids - self.known
             self.known = ids
             self.runs_mtime = mtime
-        targets = sorted(self.known | self.hot if full else self.hot)
+        # Live runs first: a full pass (at the start, with a backlog to copy) never holds them back long.
+        targets = sorted(self.hot) + (sorted(self.known - self.hot) if full else [])
         changed = False
         for rid in targets:
             try:
