@@ -28,6 +28,9 @@ def proj(tmp_path: Path, pg_url: str):  # noqa: F811 - the fixture imported abov
 
 def test_a_run_streams_without_sync(proj: tuple[Path, Path, str]) -> None:
     folder, store, url = proj
+    # A run logged before streaming was on (this process has no team URL): the follower copies it too.
+    with tracker.start_run("team", "before", store=store, run_id="old", system_metrics=False) as run:
+        run.log({"loss": 2.0}, step=0)
     go_on = folder / "go-on"
     child = train(folder, f"""
         import os, time, tracker
@@ -58,13 +61,14 @@ def test_a_run_streams_without_sync(proj: tuple[Path, Path, str]) -> None:
     go_on.touch()
     assert child.wait(60) == 0, child.stderr.read()
     wait(lambda: {i.id: i.status for i in tracker.open_store(url).runs()} == {"live1": "finished",
-                                                                             "live2": "finished"}, timeout=30)
+                                                                             "live2": "finished",
+                                                                             "old": "finished"}, timeout=30)
     assert sorted(db_keys(url)) == sorted(local_keys(store))
     # No run is live: the follower ends by itself (linger 2 s here).
     wait(lambda: not follower_running(store), timeout=30)
     res = run_tracker(folder, "sync", "--status")
     assert res.returncode == 0, res.stderr
-    assert "follower: not running" in res.stdout and "2 runs up to date" in res.stdout
+    assert "follower: not running" in res.stdout and "3 runs up to date" in res.stdout
     assert PASSWORD not in res.stdout + res.stderr and "***" in res.stdout
 
 

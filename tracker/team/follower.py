@@ -274,10 +274,15 @@ class Follower:
             self.hot |= ids - self.known
             self.known = ids
             self.runs_mtime = mtime
-        # Live runs first: a full pass (at the start, with a backlog to copy) never holds them back long.
-        targets = sorted(self.hot) + (sorted(self.known - self.hot) if full else [])
+        # Live runs first, and again every other interval while a full pass copies a backlog (runs logged
+        # while no follower ran): that never holds them back for long.
+        hot_first = sorted(self.hot)
+        backlog = sorted(self.known - self.hot) if full else []
         changed = False
-        for rid in targets:
+        looked_at = time.monotonic()
+
+        def one(rid: str) -> None:
+            nonlocal changed
             try:
                 if syncer._sync_run(rid, report):
                     changed = True
@@ -288,6 +293,16 @@ class Follower:
                     self.log(f"run {rid}: {exc}")
                 self.bad_runs[rid] = str(exc)
                 self.hot.discard(rid)
+
+        for rid in hot_first:
+            one(rid)
+        for rid in backlog:
+            one(rid)
+            if time.monotonic() - looked_at >= 2 * self.interval:
+                for hot in sorted(self.hot):
+                    one(hot)
+                looked_at = time.monotonic()
+        targets = hot_first + backlog
         live = {rid for rid, _w in syncer.live}
         # A run stays looked at while a writer of it is live; one that ended was copied to its end.
         self.hot = {rid for rid in self.hot if rid in live} | (live & set(targets))
