@@ -40,7 +40,7 @@ def sync_cmd(obj: CliContext, url: str | None, follow: bool, interval: float, ba
       tracker sync --status
       tracker --store postgresql://db.lab/experiments runs
     """
-    from tracker.core.urls import team_url
+    from tracker.core.urls import redact_url, team_url
     from tracker.team.postgres import is_team_url, mask_url, sync
 
     if url is None:
@@ -49,7 +49,7 @@ def sync_cmd(obj: CliContext, url: str | None, follow: bool, interval: float, ba
             fail("no database URL: give one (tracker sync postgresql://...), or set [team] url in tracker.toml "
                  "or TRACKER_TEAM_URL", code=2)
     if not is_team_url(url):
-        fail(f"expected a database URL starting with postgresql://, given {url!r}", code=2)
+        fail(f"expected a database URL starting with postgresql://, given {redact_url(url)!r}", code=2)
     if is_team_url(str(obj._store_path or "")):
         fail("tracker sync copies a store folder into the database: give the folder with --store, "
              "not a database URL", code=2)
