@@ -98,6 +98,8 @@ def test_status_shows_what_is_behind(proj: tuple[Path, Path, str]) -> None:
     assert res.returncode == 0 and "1 run up to date" in res.stdout, res.stderr
     res = run_tracker(folder, "sync", "--status")
     assert res.returncode == 2 and res.stderr.count("\n") == 1 and "[team] url" in res.stderr
+    res = run_tracker(folder, "sync", "mysql://u:topsecret@h/x", "--status")
+    assert res.returncode == 2 and "u:***@h" in res.stderr and "topsecret" not in res.stderr
 
 
 def test_team_section_is_checked(tmp_path: Path) -> None:
