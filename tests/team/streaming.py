@@ -13,8 +13,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-import psycopg
-
 from tracker.core.format import LineError, parse_line
 from tracker.write.stream import STATUS_FILE, follower_running, team_dir
 
@@ -80,12 +78,16 @@ def local_keys(store: Path) -> set[tuple[str, str, int]]:
 
 def db_keys(url: str) -> list[tuple[str, str, int]]:
     """Every ``(run, writer, seq)`` the database holds (a list: a duplicate would show)."""
+    import psycopg
+
     with psycopg.connect(url) as conn:
         return [tuple(r) for r in conn.execute("SELECT run_id, writer, seq FROM tracker_events").fetchall()]
 
 
 def safe(fn: Any, default: Any = None) -> Any:
     """``fn()``, or ``default`` while the database is not there (yet)."""
+    import psycopg
+
     try:
         return fn()
     except psycopg.Error:
