@@ -14,11 +14,14 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import importlib.util
+import json
 import os
 import subprocess
 import sys
 import threading
 import time
+import warnings
 import weakref
 from pathlib import Path
 from typing import Any
@@ -37,9 +40,13 @@ _lock = threading.Lock()
 _watched: list[tuple[Path, str, Any, weakref.ref]] = []
 _watchdog: threading.Thread | None = None
 _children: list[subprocess.Popen] = []
-_started: dict[Path, float] = {}
-#: Seconds after starting a follower before this process starts another for the same store.
+#: Per store: when this process last started a follower (wall time) and the seconds to wait before the next.
+_started: dict[Path, tuple[float, float]] = {}
+#: Seconds after starting a follower before this process starts another for the same store; doubled (up to
+#: ``START_COOLDOWN_MAX``) each time the last one never came up, so a follower that cannot start costs little.
 START_COOLDOWN = 2.0
+START_COOLDOWN_MAX = 300.0
+_warned: set[str] = set()
 
 
 def team_dir(root: Path) -> Path:
@@ -82,11 +89,19 @@ def start_follower(root: Path, url: str, config_file: Path | None = None) -> boo
     """
     if follower_running(root):
         return False
+    if importlib.util.find_spec("psycopg") is None:
+        _warn_once("streaming to the team database needs psycopg, which is not installed: "
+                   'pip install "tracker-core[team]" (runs are logged locally; `tracker sync` copies them later)')
+        return False
+    now = time.time()
     with _lock:
         # One start at a time per store: a follower just started may still be importing.
-        if time.monotonic() - _started.get(root, -1e18) < START_COOLDOWN:
-            return False
-        _started[root] = time.monotonic()
+        last, wait = _started.get(root, (None, START_COOLDOWN))
+        if last is not None:
+            if now - last < wait:
+                return False
+            wait = START_COOLDOWN if _came_up(root, last) else min(wait * 2, START_COOLDOWN_MAX)
+        _started[root] = (now, wait)
     env = {**os.environ, "TRACKER_FOLLOWER_URL": url}
     if config_file is not None:
         env["TRACKER_CONFIG"] = str(config_file)
@@ -99,6 +114,24 @@ def start_follower(root: Path, url: str, config_file: Path | None = None) -> boo
     with _lock:
         _children.append(proc)
     return True
+
+
+def _came_up(root: Path, since: float) -> bool:
+    """Whether a follower took the store's lock after ``since`` (its ``follower.json`` says when it started)."""
+    try:
+        with open(team_dir(root) / STATUS_FILE, "rb") as f:
+            started = json.loads(f.read()).get("started_at")
+    except (OSError, ValueError, AttributeError):
+        return False
+    return isinstance(started, (int, float)) and started >= since
+
+
+def _warn_once(message: str) -> None:
+    if message not in _warned:
+        _warned.add(message)
+        from tracker.host.bus import TrackerWarning
+
+        warnings.warn(f"tracker: {message}", TrackerWarning, stacklevel=4)
 
 
 def on_run_attached(root: Path, run_id: str, writer: Any, config: Any) -> None:
