@@ -190,3 +190,20 @@ def test_without_a_team_url_nothing_starts(tmp_path: Path, monkeypatch: pytest.M
         run.log({"loss": 1.0})
     assert not (tmp_path / "s" / "team").exists()
     assert not follower_running(tmp_path / "s")
+
+
+def test_without_psycopg_a_run_warns_once_and_logs_locally(tmp_path: Path) -> None:
+    folder, store = project(tmp_path, "postgresql://u:topsecret@127.0.0.1:1/x")
+    child = train(folder, """
+        import sys
+        sys.modules["psycopg"] = None  # as if the team extra were not installed
+        import tracker
+        for name in ("a", "b"):
+            with tracker.start_run("team", name) as run:
+                run.log({"loss": 1.0})
+        print(len(tracker.open_store().runs()))
+    """)
+    out, err = child.communicate(timeout=60)
+    assert child.returncode == 0 and out.strip() == "2", err
+    assert err.count("needs psycopg") == 1 and "tracker-core[team]" in err and "topsecret" not in err
+    assert not follower_running(store)

@@ -89,7 +89,7 @@ def start_follower(root: Path, url: str, config_file: Path | None = None) -> boo
     """
     if follower_running(root):
         return False
-    if importlib.util.find_spec("psycopg") is None:
+    if not _have_psycopg():
         _warn_once("streaming to the team database needs psycopg, which is not installed: "
                    'pip install "tracker-core[team]" (runs are logged locally; `tracker sync` copies them later)')
         return False
@@ -114,6 +114,14 @@ def start_follower(root: Path, url: str, config_file: Path | None = None) -> boo
     with _lock:
         _children.append(proc)
     return True
+
+
+def _have_psycopg() -> bool:
+    """Whether psycopg can be imported (looked up, not imported)."""
+    try:
+        return importlib.util.find_spec("psycopg") is not None
+    except (ImportError, ValueError, AttributeError):  # e.g. sys.modules["psycopg"] = None
+        return False
 
 
 def _came_up(root: Path, since: float) -> bool:
