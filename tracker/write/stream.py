@@ -13,7 +13,6 @@ an import: this module imports nothing of the team store.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import importlib.util
 import json
 import os
@@ -25,6 +24,11 @@ import warnings
 import weakref
 from pathlib import Path
 from typing import Any
+
+try:
+    import fcntl
+except ImportError:  # not a POSIX system: no follower (runs are logged locally; `tracker sync` copies them)
+    fcntl = None  # type: ignore[assignment]
 
 #: The follower's files live under ``<store>/team/``.
 TEAM_DIR = "team"
@@ -56,6 +60,8 @@ def team_dir(root: Path) -> Path:
 
 def follower_running(root: Path) -> bool:
     """Whether a follower holds the store's lock now (a non-blocking ``flock`` test)."""
+    if fcntl is None:
+        return False
     try:
         fd = os.open(team_dir(root) / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
     except OSError:
@@ -149,7 +155,7 @@ def on_run_attached(root: Path, run_id: str, writer: Any, config: Any) -> None:
     without ``[team] url`` or ``TRACKER_TEAM_URL``, and never raises.
     """
     url = getattr(config, "team_url", None) or os.environ.get("TRACKER_TEAM_URL")
-    if not url:
+    if not url or fcntl is None:
         return
     try:
         mark_hot(root, run_id)
