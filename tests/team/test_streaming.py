@@ -167,6 +167,7 @@ def test_database_down_then_up(tmp_path: Path, pg_server: object) -> None:  # no
         wait(lambda: follower_pid(store) is not None, timeout=30)
         res = run_tracker(folder, "sync", "--status")  # the database is down: one line, masked, exit 1
         assert res.returncode == 1 and res.stderr.count("\n") == 1 and "cannot connect" in res.stderr
+        assert "follower: running" in res.stdout and "database unreachable" in res.stdout
         assert PASSWORD not in res.stdout + res.stderr
         log = (store / "team" / "follower.log").read_text()
         assert "unreachable" in log and PASSWORD not in log

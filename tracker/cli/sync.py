@@ -75,10 +75,18 @@ def sync_cmd(obj: CliContext, url: str | None, follow: bool, interval: float, ba
 def _show_status(store: object, url: str, fmt: str) -> None:
     """``--status``: the follower's line, then every run that is behind, then how many are not."""
     from tracker.cli.render import dumps, table_text
+    from tracker.core.errors import TrackerError
     from tracker.core.text import human_bytes
-    from tracker.team.status import describe_follower, status_doc
+    from tracker.team.status import describe_follower, follower_state, status_doc
 
-    doc = status_doc(store, url)
+    try:
+        doc = status_doc(store, url)
+    except TrackerError as exc:  # the database is out of reach: the follower's state is still worth seeing
+        if fmt == "table":
+            import time
+
+            click.echo(describe_follower(follower_state(store.path), time.time()))
+        fail(str(exc))
     if fmt == "json":
         click.echo(dumps(doc))
         return

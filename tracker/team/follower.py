@@ -393,8 +393,8 @@ def main(argv: list[str] | None = None) -> int:
         return 1
 
 
+__all__ = ["Follower", "main"]
+
+
 if __name__ == "__main__":
     sys.exit(main())
-
-
-__all__ = ["Follower", "main"]
