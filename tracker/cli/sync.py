@@ -5,20 +5,24 @@ from __future__ import annotations
 import click
 
 from tracker.cli import CliContext
-from tracker.cli.options import fail, handle_errors
+from tracker.cli.options import fail, format_option, handle_errors
 
 
 @click.command("sync")
-@click.argument("url", metavar="URL")
+@click.argument("url", metavar="[URL]", required=False)
 @click.option("-f", "--follow", is_flag=True,
               help="Keep copying new records of running runs (and new runs) until Ctrl-C.")
 @click.option("--interval", type=click.FloatRange(min=0.05), default=1.0, show_default=True, metavar="SECONDS",
               help="With --follow: seconds between looks at the store.")
 @click.option("--batch-size", type=click.IntRange(min=1), default=20_000, show_default=True, metavar="N",
               help="Events per transaction.")
+@click.option("--status", is_flag=True, help="Copy nothing: show, per run, what is not in the database yet, "
+                                             "and the store's follower.")
+@format_option(("table", "json"))
 @click.pass_obj
 @handle_errors
-def sync_cmd(obj: CliContext, url: str, follow: bool, interval: float, batch_size: int) -> None:
+def sync_cmd(obj: CliContext, url: str | None, follow: bool, interval: float, batch_size: int, status: bool,
+             fmt: str) -> None:
     """Copy every run of the store into a PostgreSQL database (idempotent; needs psycopg).
 
     Events are keyed by run, writer and sequence number: syncing again, or
@@ -26,21 +30,33 @@ def sync_cmd(obj: CliContext, url: str, follow: bool, interval: float, batch_siz
     a sync that was interrupted goes on where it stopped. Credentials come
     from the URL, the PG* environment variables or ~/.pgpass. Read the
     database with `tracker --store URL runs` (show, summary, compare, query).
+    The URL defaults to tracker.toml's [team] url, else TRACKER_TEAM_URL,
+    with which every run streams by itself (docs/team.md).
 
     \b
     Examples:
       tracker sync postgresql://tracker@db.lab/experiments
       tracker sync postgresql://db.lab/experiments --follow
+      tracker sync --status
       tracker --store postgresql://db.lab/experiments runs
     """
+    from tracker.core.urls import redact_url, team_url
     from tracker.team.postgres import is_team_url, mask_url, sync
 
+    if url is None:
+        url = team_url(obj.config)
+        if url is None:
+            fail("no database URL: give one (tracker sync postgresql://...), or set [team] url in tracker.toml "
+                 "or TRACKER_TEAM_URL", code=2)
     if not is_team_url(url):
-        fail(f"expected a database URL starting with postgresql://, given {url!r}", code=2)
+        fail(f"expected a database URL starting with postgresql://, given {redact_url(url)!r}", code=2)
     if is_team_url(str(obj._store_path or "")):
         fail("tracker sync copies a store folder into the database: give the folder with --store, "
              "not a database URL", code=2)
     store = obj.store
+    if status:
+        _show_status(store, url, fmt)
+        return
     if follow:
         click.echo(f"tracker: following {store.path} into {mask_url(url)} (Ctrl-C to stop)", err=True)
     shown = [0]
@@ -54,6 +70,36 @@ def sync_cmd(obj: CliContext, url: str, follow: bool, interval: float, batch_siz
     click.echo(f"synced {rep.runs} run{'s' if rep.runs != 1 else ''} ({rep.segments} segments) to {mask_url(url)}: "
                f"{rep.events_read} events read, {rep.events_new} new, in {rep.seconds:.1f}s "
                f"({rep.rate():.0f} events/s)" + (f"; {rep.problems} damaged lines skipped" if rep.problems else ""))
+
+
+def _show_status(store: object, url: str, fmt: str) -> None:
+    """``--status``: the follower's line, then every run that is behind, then how many are not."""
+    from tracker.cli.render import dumps, table_text
+    from tracker.core.errors import TrackerError
+    from tracker.core.text import human_bytes
+    from tracker.team.status import describe_follower, follower_state, status_doc
+
+    try:
+        doc = status_doc(store, url)
+    except TrackerError as exc:  # the database is out of reach: the follower's state is still worth seeing
+        if fmt == "table":
+            import time
+
+            click.echo(describe_follower(follower_state(store.path), time.time()))
+        fail(str(exc))
+    if fmt == "json":
+        click.echo(dumps(doc))
+        return
+    click.echo(describe_follower(doc["follower"], doc["time"]))
+    behind = [r for r in doc["runs"] if r["bytes_behind"] > 0]
+    if behind:
+        click.echo(table_text(["run", "status", "segments", "bytes behind", "lines behind"],
+                              [{"run": r["run_id"], "status": r["status"], "segments": r["segments"],
+                                "bytes behind": human_bytes(r["bytes_behind"]), "lines behind": r["lines_behind"]}
+                               for r in behind]))
+    up = len(doc["runs"]) - len(behind)
+    click.echo(f"{up} run{'s' if up != 1 else ''} up to date in {doc['url']}"
+               + (f"; {len(behind)} behind by {doc['behind']['lines']} lines" if behind else ""))
 
 
 __all__ = ["sync_cmd"]

@@ -36,6 +36,8 @@ class Config:
     :ivar plugins: the ``[plugins.<name>]`` tables.
     :ivar system_enabled: ``[system] enabled``: sample system metrics during runs (needs psutil).
     :ivar system_interval: ``[system] interval``: seconds between samples.
+    :ivar team_url: ``[team] url``: the team database every run streams to (``postgresql://...``).
+    :ivar team_blobs: ``[team] blobs``: where the team's blobs live (``s3://bucket/prefix``...).
     """
 
     file: Path | None = None
@@ -47,6 +49,8 @@ class Config:
     plugins: dict[str, dict[str, Any]] = attrs.field(factory=dict)
     system_enabled: bool = True
     system_interval: float = 10.0
+    team_url: str | None = None
+    team_blobs: str | None = None
 
     @property
     def fsync(self) -> bool:
@@ -95,7 +99,7 @@ def _check(file: Path, raw: dict[str, Any]) -> Config:
     def bad(key: str, allowed: str, given: Any) -> ConfigError:
         return ConfigError(f"{file}: {key}: expected {allowed}, given {given!r}")
 
-    _only(file, "", raw, {"store", "plugins", "system"})
+    _only(file, "", raw, {"store", "plugins", "system", "team"})
     store = raw.get("store", {})
     if not isinstance(store, dict):
         raise bad("store", "a table", store)
@@ -132,6 +136,7 @@ def _check(file: Path, raw: dict[str, Any]) -> Config:
             raise bad(f"[plugins] {key}", "'disable' or a [plugins.<name>] table", value)
     kw["plugins"] = tables
     kw.update(_check_system(file, raw.get("system", {}), bad))
+    kw.update(_check_team(file, raw.get("team", {}), bad))
     return Config(**kw)
 
 
@@ -150,6 +155,29 @@ def _check_system(file: Path, system: Any, bad: Any) -> dict[str, Any]:
         if type(v) not in (int, float) or not v > 0:
             raise bad("[system] interval", "a positive number of seconds", v)
         kw["system_interval"] = float(v)
+    return kw
+
+
+def _check_team(file: Path, team: Any, bad: Any) -> dict[str, Any]:
+    """``[team] url`` (a ``postgresql://`` URL) and ``[team] blobs`` (a non-empty string)."""
+    from tracker.core.urls import redact_url
+
+    if not isinstance(team, dict):
+        raise bad("team", "a table", team)
+    _only(file, "team", team, {"url", "blobs"})
+    kw: dict[str, Any] = {}
+    if "url" in team:
+        url = team["url"]
+        if not isinstance(url, str) or not url.startswith(("postgresql://", "postgres://")):
+            raise bad("[team] url", "a database URL starting with postgresql://",
+                      redact_url(url) if isinstance(url, str) else url)
+        kw["team_url"] = url
+    if "blobs" in team:
+        blobs = team["blobs"]
+        if not isinstance(blobs, str) or not blobs:
+            raise bad("[team] blobs", "a non-empty string (a bucket URL such as s3://bucket/prefix)",
+                      redact_url(blobs) if isinstance(blobs, str) else blobs)
+        kw["team_blobs"] = blobs
     return kw
 
 

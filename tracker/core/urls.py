@@ -1,19 +1,51 @@
-"""URLs as they may be shown: the password of a database URL replaced by ``***``."""
+"""Database and bucket URLs as text: the password taken out before a URL is shown, the team URL in force.
+
+A URL is printed in banners, errors, logs and ``tracker sync --status``;
+each of those shows ``redact_url(url)``, never the URL itself.
+"""
 
 from __future__ import annotations
 
+import os
 import re
+from typing import Any
 
-# scheme://user:PASSWORD@host... (the user part ends at the last "@" before the path, as urllib reads it)
-_USERINFO = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*://[^:/?#@]*):[^/?#]*@")
-# ...?password=PASSWORD (libpq also takes the password as a parameter)
-_PARAM = re.compile(r"([?&](?:password|sslpassword)=)[^&#]*", re.IGNORECASE)
+#: ``scheme://user:password@``: the password part of a URL's authority (up to its last ``@``, so that an
+#: unescaped ``@`` in a password never leaves a part of it shown).
+_USERINFO = re.compile(r"^(?P<head>[A-Za-z][A-Za-z0-9+.-]*://[^:/@?#]*):(?P<secret>[^/?#]*)@")
+#: ``password=...`` in a query string (libpq takes it there too).
+_QUERY_PASSWORD = re.compile(r"(?P<head>[?&](?:password|sslpassword)=)(?P<secret>[^&#]*)", re.IGNORECASE)
+MASK = "***"
 
 
 def redact_url(url: str) -> str:
-    """``url`` with its password (in the user part or a ``password=`` parameter) replaced by ``***``.
+    """``url`` with any password replaced by ``***``: in ``user:password@`` and in ``?password=``.
 
-    ``"postgresql://ana:s3cret@db.lab/exp"`` -> ``"postgresql://ana:***@db.lab/exp"``; anything
-    without a password (a folder, a URL without one) comes back unchanged.
+    A URL without a password comes back unchanged; so does text that is not a URL.
     """
-    return _PARAM.sub(r"\1***", _USERINFO.sub(r"\1:***@", url))
+    if not isinstance(url, str):
+        return url
+    out = _USERINFO.sub(lambda m: f"{m['head']}:{MASK}@" if m["secret"] else m[0], url, count=1)
+    return _QUERY_PASSWORD.sub(lambda m: m["head"] + MASK if m["secret"] else m[0], out)
+
+
+def url_secrets(url: str) -> list[str]:
+    """The passwords written in ``url`` (to take out of messages that may quote them)."""
+    found = []
+    m = _USERINFO.match(url) if isinstance(url, str) else None
+    if m and m["secret"]:
+        found.append(m["secret"])
+    if isinstance(url, str):
+        found.extend(q["secret"] for q in _QUERY_PASSWORD.finditer(url) if q["secret"])
+    return found
+
+
+def team_url(config: Any) -> str | None:
+    """The team database runs stream to: ``[team] url``, else ``TRACKER_TEAM_URL``, else ``None``."""
+    url = getattr(config, "team_url", None)
+    if url:
+        return str(url)
+    return os.environ.get("TRACKER_TEAM_URL") or None
+
+
+__all__ = ["MASK", "redact_url", "team_url", "url_secrets"]
