@@ -136,7 +136,7 @@ class Run(WandbRunMethods):
         """The id of this process's segment of the run."""
         return self._att.writer.id
 
-    def log(self, values: dict[str, Any], step: int | None = None, commit: bool | None = None) -> None:
+    def log(self, values: dict[str, Any] | None = None, step: int | None = None, commit: bool | None = None) -> None:
         """Log scalar metrics (schema ``metrics``): ``{name: number}``.
 
         W&B's rules hold too (docs/wandb.md): ``commit=False`` merges
@@ -147,6 +147,8 @@ class Run(WandbRunMethods):
 
         :param values: metric names to floats, ints (within ±2**53), bools, numpy
             scalars or 0-d tensors; NaN and infinities are data and round-trip exactly.
+            Strings are stored as ``text`` records beside the metrics, at the same step.
+            Left out (W&B's ``wandb.log()``): commit the pending step, or an empty one.
         :param step: the step; by default the next one (one more than the
             largest so far; each call gets its own, also from several threads).
         :param commit: ``False``: hold the values for the pending step; ``None`` or ``True``: write.
@@ -170,6 +172,8 @@ class Run(WandbRunMethods):
                 pass
         if self.status != "running":
             raise self._not_running()
+        if values is None:
+            values = {}
         if commit is not None or self._wb is not None or _wandb_values(values):
             self._wandb().log(values, step, commit)
             return
@@ -522,7 +526,7 @@ def _require_run() -> Run:
     return run
 
 
-def log(values: dict[str, Any], step: int | None = None, commit: bool | None = None) -> None:
+def log(values: dict[str, Any] | None = None, step: int | None = None, commit: bool | None = None) -> None:
     """``Run.log`` on the active run (W&B's ``wandb.log``, ``commit`` included).
 
     :raises TrackerError: when no run is active.

@@ -96,7 +96,7 @@ class DisabledRun:
         """The step the next ``log`` would take."""
         return self._step
 
-    def log(self, values: Any, step: int | None = None, commit: bool | None = None) -> None:
+    def log(self, values: Any = None, step: int | None = None, commit: bool | None = None) -> None:
         """Nothing is stored; the step advances as it would."""
         if step is not None:
             self._step = max(self._step, int(step))
