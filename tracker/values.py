@@ -465,7 +465,6 @@ def config_container(value: Any) -> Any:
 
 def _plain_value(value: Any, path: str, what: str) -> Any:
     value = config_container(value)
-    t = type(value)
     if isinstance(value, Mapping):
         out = {}
         for k, x in value.items():

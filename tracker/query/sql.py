@@ -696,5 +696,5 @@ def query(store: Any, sql: str, *, use_index: bool = True) -> duckdb.DuckDBPyRel
     return Catalog(sources, host, needed).sql(sql)
 
 
-__all__ = ["Catalog", "SegmentScan", "Sources", "check_read_only", "check_utf8", "duckdb_module", "field_type", "folder_sources",
-           "jsonl_sources", "plain_times", "query", "report", "scan_segment", "schema_columns"]
+__all__ = ["Catalog", "SegmentScan", "Sources", "check_read_only", "check_utf8", "duckdb_module", "field_type",
+           "folder_sources", "jsonl_sources", "plain_times", "query", "report", "scan_segment", "schema_columns"]
