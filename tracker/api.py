@@ -163,7 +163,8 @@ class Run(WandbRunMethods):
         # with a TypeError, before writing anything. Anything else takes the
         # full check, which names the problem. A finished run has no routes.
         route = self._routes.get(METRICS)
-        if route is not None and commit is None and self._wb is None and type(values) is dict \
+        if route is not None and commit is None and (self._wb is None or not self._wb.has_pending) \
+                and type(values) is dict \
                 and _all_numbers(map(type, values.values())) and _not_metric_names.isdisjoint(values):
             try:
                 route.append(self._steps, step, _time(), values, strict=True)
@@ -418,12 +419,12 @@ def _plain(value: Any, what: str) -> Any:
 
 
 def _wandb_values(values: Any) -> bool:
-    """Whether ``values`` holds what only W&B's ``log`` takes: nested dicts, media objects, lists."""
+    """Whether ``values`` holds what only W&B's ``log`` takes: nested dicts, media objects, lists, strings."""
     if type(values) is not dict:
         return False
     for v in values.values():
         t = type(v)
-        if t is dict or t is list or t is tuple or hasattr(v, "_tracker_media"):
+        if t is dict or t is list or t is tuple or t is str or hasattr(v, "_tracker_media"):
             return True
     return False
 

@@ -90,6 +90,16 @@ class DisabledRun:
         self.config = _Values(config)
         self.summary = _Values()
         self._step = 0
+        self._dir: str | None = None
+
+    @property
+    def dir(self) -> str:
+        """A temporary folder, as W&B's disabled runs give: files written there are not kept."""
+        if self._dir is None:
+            import tempfile
+
+            self._dir = tempfile.mkdtemp(prefix="tracker-disabled-")
+        return self._dir
 
     @property
     def step(self) -> int:
