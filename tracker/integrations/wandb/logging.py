@@ -29,7 +29,7 @@ from typing import Any
 
 from ...errors import SchemaError
 from ...format import METRICS
-from ...values import check_metrics, given
+from ...values import RESERVED, check_metrics, given
 from ..importers import not_a_file
 from .media import Histogram, Media, Text
 
@@ -135,6 +135,14 @@ class WandbExtras:
             elif type(value) in (list, tuple) and value and all(_is_media(v) for v in value):
                 media[name] = list(value)
             elif isinstance(value, str):
+                if not name or name in RESERVED:
+                    raise SchemaError(METRICS, [(repr(name), f"expected a metric name other than '' and "
+                                                             f"{sorted(RESERVED)} (reserved), given {name!r}")])
+                try:
+                    value.encode("utf-8")
+                except UnicodeEncodeError:
+                    raise SchemaError(METRICS, [(name, "expected a number, or a str encodable as UTF-8 (no lone "
+                                                       f"surrogates), given {given(value)}")]) from None
                 media[name] = Text(value)  # a text record beside the metrics, at the same step
             elif _array_size(value) > 1:
                 media[name] = Histogram(value)  # W&B logs arrays and tensors as histograms
