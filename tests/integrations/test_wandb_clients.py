@@ -146,6 +146,9 @@ def test_strings_in_log_are_stored_as_text_beside_the_metrics(store: Path) -> No
     assert "Text values" in shown and "plain run.log too" in shown
     rows = tracker.open_store(store).sql('SELECT name, value FROM "text" ORDER BY step, name').fetchall()
     assert rows[0] == ("phase", "warmup")
+    history = wandb.Api().run(f"text/{run.id}").history()  # W&B's history table has the strings too
+    assert history["_step"].tolist() == [0, 1, 9] and history["phase"].tolist()[:2] == ["warmup", "main"]
+    assert history.set_index("_step").loc[9, "note"] == "plain run.log too"
 
 
 def test_define_metric_step_metric_is_stored_as_the_axis(store: Path) -> None:
