@@ -62,9 +62,9 @@ class TrackerLogger(Logger):
         instead of global rank zero only.
     :param save_dir: where Lightning puts checkpoints and other files
         (``save_dir/name/version/checkpoints``, and LightningCLI's
-        ``config.yaml``); ``None``: the current folder when asked, as the
-        Trainer's default ``default_root_dir``. The store holds records only,
-        unless ``log_checkpoints`` is set.
+        ``config.yaml``); ``None``: Lightning's default, the Trainer's
+        ``default_root_dir``. The store holds records only, unless
+        ``log_checkpoints`` is set.
     :param prefix: put at the start of every metric name, joined with ``-``
         (``prefix="fold1"``: ``fold1-train/loss``), as Lightning's own loggers do.
     :param log_checkpoints: log the checkpoints a ``ModelCheckpoint`` saves
