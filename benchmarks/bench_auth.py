@@ -25,8 +25,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from common import emit, main_guard, parse_args, scratch, side_by_side  # noqa: E402
 
-import tracker  # noqa: E402
-
 
 def main(args) -> None:  # noqa: ANN001
     n = 100 if args.quick else 1000

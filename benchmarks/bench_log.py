@@ -1,8 +1,9 @@
 """Logging: ``run.log`` of 4 floats next to the floor (``orjson.dumps`` + ``os.write``).
 
 Figures: the cost per call with automatic and with explicit steps (CPU time of
-the process, and wall time), and the cost per call for runs of 1,000 to
-1,000,000 steps, each next to a floor of the same length.
+the process, and wall time), after ``define_metric`` and with a string beside
+the floats, and the cost per call for runs of 1,000 to 1,000,000 steps, each
+next to a floor of the same length.
 """
 
 from __future__ import annotations
@@ -58,6 +59,20 @@ def body(args) -> None:  # noqa: ANN001 - argparse namespace
                                lambda: _wall_floor(floor, values, n), args.repeat)
             emit("log", "run.log, 4 floats, wall clock", unit="us/call", calls=n, clock="wall",
                  floor_name=floor_name, **res)
+        # W&B-style runs: after define_metric (nothing pending) plain floats keep the direct path;
+        # a string beside them is a text record of its own at the same step.
+        with tracker.start_run(project="bench", name="log-wandb", store=tmp / "store", system_metrics=False) as run:
+            run.define_metric("loss", summary="min")
+            run.log(values)
+            res = side_by_side(lambda: per_call(lambda i: run.log(values), n), lambda: floor.run(values, n),
+                               args.repeat)
+            emit("log", "run.log, 4 floats, after define_metric", unit="us/call", calls=n, clock="cpu",
+                 floor_name=floor_name, **res)
+            texts = {**values, "phase": "train"}
+            res = side_by_side(lambda: per_call(lambda i: run.log(texts), n), lambda: floor.run(values, n),
+                               args.repeat)
+            emit("log", "run.log, 4 floats and a string (two lines: metrics, text)", unit="us/call", calls=n,
+                 clock="cpu", floor_name=floor_name, **res)
         for size in sizes:
             with tracker.start_run(project="bench", name=f"log-{size}", store=tmp / "store",
                                    system_metrics=False) as run:

@@ -181,8 +181,9 @@ def test_nan_inf_round_trip_and_strict_json(tmp_store: Path) -> None:
 def test_unencodable_ints_and_values_are_refused_and_nothing_written(tmp_store: Path) -> None:
     with tracker.start_run() as run:
         before = len(strict_lines(run.path))
-        for bad in ({"x": 2**53 + 1}, {"x": -(2**63)}, {"x": "1.0"}, {"x": [1.0]}, {"x": None}, {"x": b"1"},
-                    {"x": 1 + 2j}, {"step": 1.0}, {"": 1.0}, {("a",): 1.0}):
+        # (a str is stored as a text record; one that is not UTF-8 is refused)
+        for bad in ({"x": 2**53 + 1}, {"x": -(2**63)}, {"x": "\ud800"}, {"x": [1.0]}, {"x": None}, {"x": b"1"},
+                    {"x": 1 + 2j}, {"step": 1.0}, {"": 1.0}, {("a",): 1.0}, {"ok": 1.0, "t": "\udcff"}):
             with pytest.raises(tracker.SchemaError):
                 run.log(bad)
         assert len(strict_lines(run.path)) == before
@@ -204,9 +205,9 @@ def test_numpy_scalars_and_0d_arrays_count_as_numbers(tmp_store: Path) -> None:
 def test_schema_error_lists_every_problem(tmp_store: Path) -> None:
     with tracker.start_run() as run:
         with pytest.raises(tracker.SchemaError) as err:
-            run.log({"step": 1.0, "a": "x", "b": 2**60})
+            run.log({"step": 1.0, "a": b"x", "b": 2**60})
     msg = str(err.value)
-    assert "3 problems" in msg and "'step'" in msg and "given str 'x'" in msg and "2**53" in msg
+    assert "3 problems" in msg and "'step'" in msg and "given bytes b'x'" in msg and "2**53" in msg
     assert err.value.schema == "metrics"
     assert [p[0] for p in err.value.problems] == ["step", "a", "b"]
 

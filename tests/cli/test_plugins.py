@@ -60,7 +60,7 @@ def test_plugins_json_lists_every_installed_plugin(cli, store):
     assert result.exit_code == 0, result.output
     plugins = {p["name"]: p for p in json.loads(result.stdout)}
     assert plugins["metrics"]["builtin"] is True and plugins["metrics"]["distribution"] == "tracker-core"
-    assert plugins["metrics"]["schemas"] == ["metrics"]
+    assert plugins["metrics"]["schemas"] == ["metrics", "metric_axis"]
     assert plugins["metrics"]["version"] == tracker.__version__
     fft = plugins["fft_study"]
     assert fft["status"] == "ok" and fft["builtin"] is False and "fft.loss_point" in fft["schemas"]

@@ -98,7 +98,7 @@ def test_fit_logs_config_steps_and_values(tmp_store: Path, tmp_path: Path) -> No
     # name, version, log_dir as Lightning expects them.
     assert logger.name == "lit" and logger.version == view.id
     assert Path(logger.log_dir) == tmp_store.absolute() / "runs" / view.id
-    assert logger.save_dir == str(Path.cwd())  # as WandbLogger's ".": never None (LightningCLI needs one)
+    assert logger.save_dir is None  # none given: Lightning's default_root_dir applies
 
     # Every log_metrics call of Lightning, at its step, with its values.
     m = view.metrics()
@@ -144,8 +144,8 @@ def test_resumed_fit_continues_the_run(tmp_store: Path, tmp_path: Path) -> None:
     t1 = trainer([first], tmp_path, max_epochs=1)
     t1.fit(Tiny(), loader())
     ckpt = t1.checkpoint_callback.best_model_path
-    # save_dir defaults to the current folder, as W&B's logger's "."
-    assert Path(ckpt).is_file() and Path(ckpt).is_relative_to(Path.cwd() / "lit" / "resumable")
+    # no save_dir: under the Trainer's default_root_dir, as Lightning puts them without a logger's folder
+    assert Path(ckpt).is_file() and Path(ckpt).is_relative_to(tmp_path / "lit" / "resumable")
 
     second = TrackerLogger(project="lit", run_id="resumable")
     rec = Recorder()

@@ -112,10 +112,26 @@ def test_default_name_and_dirs_before_the_fit(tmp_store: Path, tmp_path: Path, m
     # Usable before the run starts (setup-time callbacks ask for them); nothing is created by asking.
     assert logger.root_dir == str(tmp_store.absolute() / "runs")
     assert logger.log_dir == str(tmp_store.absolute() / "runs" / logger.version)
-    assert logger.save_dir == str(tmp_path)
+    assert logger.save_dir is None  # none given: Lightning's own default applies
     assert not (tmp_store / "runs").exists()
-    trainer = pl.Trainer(logger=logger, default_root_dir=tmp_path, **QUIET)
-    assert trainer.log_dir == str(tmp_path)
+    trainer = pl.Trainer(logger=logger, default_root_dir=tmp_path / "root", **QUIET)
+    assert trainer.log_dir == str(tmp_path / "root")  # as for a Trainer without loggers
+    assert TrackerLogger(save_dir=tmp_path / "given").save_dir == str(tmp_path / "given")
+
+
+def test_checkpoints_go_under_default_root_dir_not_the_current_folder(
+        tmp_store: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Lightning's own suite fails a test that leaves files in the current folder (leave_no_artifacts_behind).
+    cwd, root = tmp_path / "cwd", tmp_path / "root"
+    cwd.mkdir()
+    monkeypatch.chdir(cwd)
+    logger = TrackerLogger(project="ckpt")
+    trainer = pl.Trainer(max_steps=2, logger=logger, limit_val_batches=0, default_root_dir=root,
+                         enable_progress_bar=False, enable_model_summary=False)
+    trainer.fit(BoringModel())
+    assert sorted(cwd.iterdir()) == []
+    [ckpt] = (root / "ckpt" / logger.version / "checkpoints").glob("*.ckpt")
+    assert trainer.checkpoint_callback.best_model_path == str(ckpt)
 
 
 def test_several_loggers_at_once(tmp_store: Path, tmp_path: Path) -> None:

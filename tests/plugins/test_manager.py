@@ -115,5 +115,5 @@ def test_installed_plugins_are_listed_with_distribution_and_version(fresh_host: 
     infos = {p.name: p for p in tracker.list_plugins()}
     metrics = infos["metrics"]
     assert metrics.builtin and metrics.distribution == "tracker-core" and metrics.version == tracker.__version__
-    assert metrics.schemas == ["metrics"] and "metrics.scalars" in metrics.summarizers
+    assert metrics.schemas == ["metrics", "metric_axis"] and "metrics.scalars" in metrics.summarizers
     assert "tracker_schemas" in metrics.hooks

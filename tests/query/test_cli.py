@@ -44,3 +44,11 @@ def test_query_errors_are_one_line(rich_store: Path) -> None:
     assert res.returncode == 1 and res.stderr.startswith("tracker:") and "Traceback" not in res.stderr
     res = run_tracker("--store", str(rich_store / "missing"), "query", "SELECT 1")
     assert res.returncode == 1 and "no store" in res.stderr
+
+
+def test_sql_that_is_not_utf8_is_one_line(rich_store: Path) -> None:
+    # "\udcff" reaches argv as the raw byte 0xff (the file system encoding's surrogateescape)
+    res = run_tracker("--store", str(rich_store), "query", "select '\udcff'")
+    assert res.returncode == 1 and "Traceback" not in res.stderr, res.stderr
+    errors = [line for line in res.stderr.splitlines() if not line.startswith("tracker: warning:")]
+    assert errors == ["tracker: the SQL is not valid UTF-8: byte 0xff at character 9"]

@@ -1,7 +1,8 @@
-"""Built-in ``image`` and ``histogram`` schemas and their summaries.
+"""Built-in ``image``, ``histogram`` and ``text`` schemas and their summaries.
 
 ``image`` records name a PNG blob in the store; ``histogram`` records hold
-the edges and counts of the finite values, with NaN and infinities counted apart.
+the edges and counts of the finite values, with NaN and infinities counted
+apart; ``text`` records hold a string logged beside the metrics (``run.log({"phase": "warmup"})``).
 """
 
 from __future__ import annotations
@@ -52,17 +53,37 @@ class HistogramRecord:
     max: float | None = None
 
 
+@attrs.frozen(kw_only=True)
+class TextRecord:
+    """A string logged with ``run.log`` beside the metrics: its key and its value, at the log call's step."""
+
+    name: str
+    value: str
+
+
 @hookimpl
 def tracker_schemas() -> list[Schema]:
     return [Schema("image", ImageRecord, description="an image stored as a PNG blob"),
-            Schema("histogram", HistogramRecord, description="edges and counts of a tensor's values")]
+            Schema("histogram", HistogramRecord, description="edges and counts of a tensor's values"),
+            Schema("text", TextRecord, description="a string logged with run.log beside the metrics")]
 
 
 @hookimpl
 def tracker_summarizers() -> list[Summarizer]:
     return [Summarizer("image.names", "image", summarize_images, "per image name: count, steps, last size"),
             Summarizer("histogram.names", "histogram", summarize_histograms,
-                       "per histogram name: count, steps, range, NaN and inf totals")]
+                       "per histogram name: count, steps, range, NaN and inf totals"),
+            Summarizer("text.names", "text", summarize_texts, "per text name: count, steps, last value")]
+
+
+def summarize_texts(table: Table) -> Summary:
+    """Per text name: values logged, first and last step, the last value."""
+    steps = table["step"]
+    rows = []
+    for name, idx in _by_name(table).items():
+        rows.append({"name": name, "values": len(idx), "first_step": int(steps[idx[0]]),
+                     "last_step": int(steps[idx[-1]]), "last": table["value"][idx[-1]]})
+    return Summary("Text values", rows)
 
 
 def _by_name(table: Table) -> dict[str, list[int]]:

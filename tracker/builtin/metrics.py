@@ -1,4 +1,5 @@
-"""The core's ``metrics`` schema: free-form ``{name: number}`` records.
+"""The core's ``metrics`` schema: free-form ``{name: number}`` records; and ``metric_axis``, the x-axes
+that ``define_metric(name, step_metric=...)`` gives metrics.
 
 Its summarizers give, per metric, the count, NaN count, first, last, min and
 max (each with its step) and mean; and for the run, the steps and the wall
@@ -24,10 +25,19 @@ class Metrics:
     values: dict[str, float | int | bool]
 
 
+@attrs.frozen(kw_only=True)
+class MetricAxis:
+    """``define_metric(name, step_metric=...)``: the metrics matching glob ``name`` are drawn against another."""
+
+    name: str
+    step_metric: str
+
+
 @hookimpl
 def tracker_schemas() -> list[Schema]:
     return [Schema("metrics", Metrics, description="scalar metrics logged with run.log",
-                   free_form=True)]
+                   free_form=True),
+            Schema("metric_axis", MetricAxis, description="define_metric's step_metric: the x-axis of metrics")]
 
 
 @hookimpl

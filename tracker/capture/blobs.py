@@ -616,7 +616,8 @@ def references(view: Any) -> set[str]:
     For ``tracker gc`` (run lifecycle): a blob named by no run's references
     (and older than its grace period) is garbage. Covers the ``artifact``
     records (the file blob, or a folder's manifest blob and, for a copied
-    folder, each member's blob) and the ``image`` records (their PNG blobs).
+    folder, each member's blob), the ``image`` records (their PNG blobs) and
+    the images in ``table`` cells.
     A referenced file outside the store (``copy=False``) has its hash listed
     too, but no blob. A manifest that cannot be read keeps at least its own
     hash listed.
@@ -638,4 +639,7 @@ def references(view: Any) -> set[str]:
                     out.update(e.sha256 for e in blobs.read_manifest(sha).files)
                 except StoreError:
                     pass
+    from tracker.capture.cells import table_image_shas
+
+    out |= table_image_shas(view)  # images in table cells
     return out

@@ -71,6 +71,14 @@ def _collect(view: Any, blobs: BlobStore, stored: dict[str, _Ref], files: dict[s
                 stored.setdefault(sha, _Ref(size, what)).runs[view.id] = None
 
 
+def _collect_table_images(view: Any, stored: dict[str, _Ref]) -> None:
+    from tracker.capture.cells import table_images
+
+    for name, row, column, cell in table_images(view):
+        stored.setdefault(cell["sha256"], _Ref(None, f"table {name!r} row {row} column {column!r}")).runs[
+            view.id] = None
+
+
 def _runs(ref: _Ref) -> str:
     ids = list(ref.runs)
     return ("run " if len(ids) == 1 else "runs ") + ", ".join(ids)
@@ -91,6 +99,7 @@ def check_blobs(store: str | os.PathLike[str], run_ids: Iterable[str], *, open_r
         try:
             view = open_run(rid)
             _collect(view, blobs, stored, files, problems)
+            _collect_table_images(view, stored)
         except TrackerError:
             continue  # a run that cannot be read is the segment scan's to report
     for sha, ref in sorted(stored.items()):

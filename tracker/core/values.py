@@ -178,7 +178,33 @@ def check_json(v: Any) -> Any:
     u = _tensor_item(v)
     if u is not v:
         return check_json(u)
+    items = array_items(v)
+    if items is not None:
+        return check_json(items)
     raise BadValue("a JSON value (None, bool, int, float, str, list or dict)")
+
+
+def array_items(v: Any) -> list | None:
+    """An array-like of one or more dimensions as nested lists, as W&B stores them; ``None`` for anything else.
+
+    A torch, JAX or TensorFlow tensor, a numpy array or a pandas Series: what
+    has a ``shape`` of at least one dimension and gives its values through
+    ``tolist()`` (``numpy()`` or ``__array__`` when it has no ``tolist``).
+    Dates and other values that are not JSON stay refused by the caller.
+    """
+    try:
+        if not len(v.shape):  # no shape, or a 0-d value (the caller's number checks take those)
+            return None
+        for how in ("tolist", "numpy", "__array__"):
+            fn = getattr(v, how, None)
+            if callable(fn):
+                out = fn()
+                if how != "tolist":
+                    out = out.tolist() if callable(getattr(out, "tolist", None)) else None
+                return out if type(out) is list else None
+    except Exception:  # noqa: BLE001 - an odd object's attributes may raise anything: not an array
+        return None
+    return None
 
 
 def _list_checker(inner: Callable[[Any], Any], desc: str) -> Callable[[Any], list]:
@@ -439,7 +465,6 @@ def config_container(value: Any) -> Any:
 
 def _plain_value(value: Any, path: str, what: str) -> Any:
     value = config_container(value)
-    t = type(value)
     if isinstance(value, Mapping):
         out = {}
         for k, x in value.items():
@@ -447,7 +472,7 @@ def _plain_value(value: Any, path: str, what: str) -> Any:
                 raise SchemaError(what, [(path or "(key)", f"expected str keys, given {given(k)}")])
             out[k] = _plain_value(x, f"{path}.{k}" if path else k, what)
         return out
-    if t is list or t is tuple:
+    if isinstance(value, (list, tuple)):  # torch.Size and named tuples too
         return [_plain_value(x, f"{path}[{i}]", what) for i, x in enumerate(value)]
     try:
         return check_json(value)

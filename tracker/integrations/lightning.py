@@ -29,6 +29,7 @@ require("lightning.pytorch", "lightning", "tracker.integrations.lightning")
 
 from lightning.fabric.utilities.logger import _add_prefix  # noqa: E402 - after the clear ImportError
 from lightning.fabric.utilities.rank_zero import rank_zero_only  # noqa: E402
+from lightning.pytorch import Trainer  # noqa: E402
 from lightning.pytorch.loggers import Logger  # noqa: E402
 from lightning.pytorch.loggers.logger import DummyExperiment  # noqa: E402
 
@@ -61,9 +62,9 @@ class TrackerLogger(Logger):
         instead of global rank zero only.
     :param save_dir: where Lightning puts checkpoints and other files
         (``save_dir/name/version/checkpoints``, and LightningCLI's
-        ``config.yaml``); ``None``: the current folder when asked, as the
-        Trainer's default ``default_root_dir``. The store holds records only,
-        unless ``log_checkpoints`` is set.
+        ``config.yaml``); ``None``: Lightning's default, the Trainer's
+        ``default_root_dir``. The store holds records only, unless
+        ``log_checkpoints`` is set.
     :param prefix: put at the start of every metric name, joined with ``-``
         (``prefix="fold1"``: ``fold1-train/loss``), as Lightning's own loggers do.
     :param log_checkpoints: log the checkpoints a ``ModelCheckpoint`` saves
@@ -119,13 +120,18 @@ class TrackerLogger(Logger):
     LOGGER_JOIN_CHAR = "-"
 
     @property
-    def save_dir(self) -> str:
-        """Where Lightning saves checkpoints and LightningCLI its ``config.yaml`` (default: the current folder).
+    def save_dir(self) -> str | None:
+        """Where Lightning saves checkpoints (``save_dir/name/version/checkpoints``): the ``save_dir`` given.
 
-        Never ``None``: ``trainer.log_dir`` is this folder, and LightningCLI's
-        config callback needs one.
+        ``None`` when none was given, so that Lightning's own default applies:
+        checkpoints under the Trainer's ``default_root_dir``, as without a
+        logger. ``trainer.log_dir`` (where LightningCLI saves its
+        ``config.yaml``) is then that ``default_root_dir`` too, as it is for a
+        Trainer without loggers, instead of ``None``.
         """
-        return self._save_dir if self._save_dir is not None else os.getcwd()
+        if self._save_dir is not None:
+            return self._save_dir
+        return _default_root_dir_for_log_dir(sys._getframe(1))
 
     @property
     def root_dir(self) -> str:
@@ -279,6 +285,25 @@ class TrackerLogger(Logger):
         state = self.__dict__.copy()
         state["_run"] = None
         return state
+
+
+def _default_root_dir_for_log_dir(caller: Any) -> str | None:
+    """The Trainer's ``default_root_dir`` when ``caller`` is ``Trainer.log_dir``, else ``None``.
+
+    ``Trainer.log_dir`` answers a logger's ``save_dir`` as it is, and
+    LightningCLI's config callback asserts it is not ``None``; every other
+    reader of ``save_dir`` (the checkpoint callback) falls back to
+    ``default_root_dir`` on ``None`` by itself. So ``log_dir`` gets the
+    folder it gives without loggers, and the others see ``None``.
+    """
+    if caller is None or caller.f_code is not _LOG_DIR_CODE:
+        return None
+    trainer = caller.f_locals.get("self")
+    return trainer.default_root_dir if isinstance(trainer, Trainer) else None
+
+
+# The code of the ``Trainer.log_dir`` property (None if a Lightning release made it something else).
+_LOG_DIR_CODE = getattr(getattr(getattr(Trainer, "log_dir", None), "fget", None), "__code__", None)
 
 
 class _RunHandle:

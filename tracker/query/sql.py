@@ -661,6 +661,19 @@ def jsonl_sources(store: Any, needed: set[str] | None = None) -> Sources:
     return Sources(infos, files, copies, names)
 
 
+def check_utf8(sql: str) -> None:
+    """Refuse SQL that is not valid UTF-8 (bytes from argv arrive as lone surrogates), naming the first bad byte.
+
+    :raises QueryError: saying where, e.g. ``byte 0xff at character 8``.
+    """
+    try:
+        sql.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        bad = ord(sql[exc.start])
+        what = f"byte 0x{bad - 0xDC00:02x}" if 0xDC80 <= bad <= 0xDCFF else f"lone surrogate U+{bad:04X}"
+        raise QueryError(f"the SQL is not valid UTF-8: {what} at character {exc.start + 1}") from None
+
+
 def query(store: Any, sql: str, *, use_index: bool = True) -> duckdb.DuckDBPyRelation:
     """Run ``sql`` over a store's views; returns a DuckDB relation (``.fetchall()``, ``.df()``, ...).
 
@@ -671,6 +684,7 @@ def query(store: Any, sql: str, *, use_index: bool = True) -> duckdb.DuckDBPyRel
     """
     if not isinstance(sql, str) or not sql.strip():
         raise QueryError("expected a SQL query, given an empty one")
+    check_utf8(sql)
     check_read_only(sql)  # first: even asking DuckDB for the table names of an EXPORT creates its folder
     needed = referenced(sql)
     own = getattr(store, "sql_sources", None)
@@ -682,5 +696,5 @@ def query(store: Any, sql: str, *, use_index: bool = True) -> duckdb.DuckDBPyRel
     return Catalog(sources, host, needed).sql(sql)
 
 
-__all__ = ["Catalog", "SegmentScan", "Sources", "check_read_only", "duckdb_module", "field_type", "folder_sources",
-           "jsonl_sources", "plain_times", "query", "report", "scan_segment", "schema_columns"]
+__all__ = ["Catalog", "SegmentScan", "Sources", "check_read_only", "check_utf8", "duckdb_module", "field_type",
+           "folder_sources", "jsonl_sources", "plain_times", "query", "report", "scan_segment", "schema_columns"]

@@ -29,6 +29,7 @@ from tracker.ui import parts
 from tracker.ui.auth import AuthMiddleware, make_auth
 from tracker.ui.hosts import HostCheck
 from tracker.ui.live import MetricsCache, read_since
+from tracker.ui.logged import axes_json, axis_series
 from tracker.ui.series import (
     DEFAULT_MAX_POINTS,
     MAX_POINTS_LIMIT,
@@ -230,8 +231,8 @@ class Api:
         view = self.view(request.path_params["id"])
         names = _names_param(request, "names")
         x = request.query_params.get("x", "step") or "step"
-        if x not in ("step", "time"):
-            raise BadRequest(f"x: expected 'step' or 'time', given {x[:40]!r}")
+        if x not in ("step", "time", "defined"):
+            raise BadRequest(f"x: expected 'step', 'time' or 'defined', given {x[:40]!r}")
         max_points = _int_param(request, "max_points", DEFAULT_MAX_POINTS, 1, MAX_POINTS_LIMIT)
         x_min = _float_param(request, "x_min")
         x_max = _float_param(request, "x_max")
@@ -246,7 +247,9 @@ class Api:
             cols, offsets, problems = read_since(view.path, offsets)
         else:
             cols, offsets, problems = self.cache.read(view.path)
-        xs = cols["step"] if x == "step" else cols["time"]
+        xs = cols["time"] if x == "time" else cols["step"]
+        # x=defined: the metrics define_metric gave an x-axis are drawn against it, the others by step.
+        axes = {k: v for k, v in axes_json(view).items() if v in cols} if x == "defined" else {}
         in_range = None
         if x_min is not None or x_max is not None:
             in_range = np.ones(xs.shape, dtype=bool)
@@ -258,14 +261,19 @@ class Api:
         for name, col in cols.items():
             if name in ("step", "time") or (names is not None and name not in names):
                 continue
+            if name in axes:
+                against = axis_series(cols, name, axes[name], x_min, x_max, max_points)
+                if against is not None:
+                    series[name] = against
+                continue
             keep = present(col)
             if in_range is not None:
                 keep &= in_range
             if not keep.any():
                 continue
-            series[name] = series_json(xs[keep], col[keep], max_points, x == "step")
+            series[name] = series_json(xs[keep], col[keep], max_points, x != "time")
         info = view.refresh()
-        body = {"series": series, "cursor": encode_cursor(offsets), "x": x, "status": info.status,
+        body = {"series": series, "cursor": encode_cursor(offsets), "x": x, "axes": axes, "status": info.status,
                 "records": int(cols["step"].size), "problems": problems[:20]}
         return json_response(parts.strict(body))
 

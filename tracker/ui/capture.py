@@ -149,6 +149,13 @@ def checked_blob(view: Any, sha: str) -> tuple[Path, dict[str, Any]]:
                     if e.sha256 == sha:
                         found = {"name": e.path.rsplit("/", 1)[-1], "kind": d.get("kind"), "size": e.size,
                                  "media_type": "application/octet-stream"}
+    if found is None and "table" in present:
+        from tracker.capture.cells import table_images
+
+        for name, row, _column, cell in table_images(view):
+            if cell["sha256"] == sha:
+                found = {"name": f"{name}-{row}.png", "kind": "image", "size": None, "media_type": "image/png"}
+                break
     if found is None:
         raise TrackerError(f"run {view.id} names no stored file {sha}")
     path = blobs.path(sha)

@@ -221,6 +221,20 @@ RUN_PARTS[-1:-1] = [("artifacts", _capture("artifacts_json")), ("images", _captu
                     ("system", _capture("system_figures"))]
 
 
+def _logged(name: str) -> Callable[[Any, Any], Any]:
+    # W&B-style values: strings logged beside the metrics, logged tables, define_metric's x-axes (ui/logged.py).
+    def part(view: Any, api: Any) -> Any:
+        from tracker.ui import logged
+
+        return getattr(logged, name)(view)
+
+    return part
+
+
+RUN_PARTS[-1:-1] = [("texts", _logged("texts_json")), ("tables", _logged("tables_json")),
+                    ("axes", _logged("axes_json"))]
+
+
 def add_run_part(name: str, fn: Callable[[Any, Any], Any], *, before: str | None = None) -> None:
     """Add a part to the run endpoint (a later name replaces an earlier one of the same name).
 

@@ -136,7 +136,7 @@ class Run(WandbRunMethods):
         """The id of this process's segment of the run."""
         return self._att.writer.id
 
-    def log(self, values: dict[str, Any], step: int | None = None, commit: bool | None = None) -> None:
+    def log(self, values: dict[str, Any] | None = None, step: int | None = None, commit: bool | None = None) -> None:
         """Log scalar metrics (schema ``metrics``): ``{name: number}``.
 
         W&B's rules hold too (docs/wandb.md): ``commit=False`` merges
@@ -147,6 +147,8 @@ class Run(WandbRunMethods):
 
         :param values: metric names to floats, ints (within ±2**53), bools, numpy
             scalars or 0-d tensors; NaN and infinities are data and round-trip exactly.
+            Strings are stored as ``text`` records beside the metrics, at the same step.
+            Left out (W&B's ``wandb.log()``): commit the pending step, or an empty one.
         :param step: the step; by default the next one (one more than the
             largest so far; each call gets its own, also from several threads).
         :param commit: ``False``: hold the values for the pending step; ``None`` or ``True``: write.
@@ -161,7 +163,8 @@ class Run(WandbRunMethods):
         # with a TypeError, before writing anything. Anything else takes the
         # full check, which names the problem. A finished run has no routes.
         route = self._routes.get(METRICS)
-        if route is not None and commit is None and self._wb is None and type(values) is dict \
+        if route is not None and commit is None and (self._wb is None or not self._wb.has_pending) \
+                and type(values) is dict \
                 and _all_numbers(map(type, values.values())) and _not_metric_names.isdisjoint(values):
             try:
                 route.append(self._steps, step, _time(), values, strict=True)
@@ -170,6 +173,8 @@ class Run(WandbRunMethods):
                 pass
         if self.status != "running":
             raise self._not_running()
+        if values is None:
+            values = {}
         if commit is not None or self._wb is not None or _wandb_values(values):
             self._wandb().log(values, step, commit)
             return
@@ -414,12 +419,12 @@ def _plain(value: Any, what: str) -> Any:
 
 
 def _wandb_values(values: Any) -> bool:
-    """Whether ``values`` holds what only W&B's ``log`` takes: nested dicts, media objects, lists."""
+    """Whether ``values`` holds what only W&B's ``log`` takes: nested dicts, media objects, lists, strings."""
     if type(values) is not dict:
         return False
     for v in values.values():
         t = type(v)
-        if t is dict or t is list or t is tuple or hasattr(v, "_tracker_media"):
+        if t is dict or t is list or t is tuple or t is str or hasattr(v, "_tracker_media"):
             return True
     return False
 
@@ -522,7 +527,7 @@ def _require_run() -> Run:
     return run
 
 
-def log(values: dict[str, Any], step: int | None = None, commit: bool | None = None) -> None:
+def log(values: dict[str, Any] | None = None, step: int | None = None, commit: bool | None = None) -> None:
     """``Run.log`` on the active run (W&B's ``wandb.log``, ``commit`` included).
 
     :raises TrackerError: when no run is active.

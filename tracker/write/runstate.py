@@ -52,7 +52,6 @@ UNSUPPORTED: dict[str, str] = {
     "agent": "run your own sweep loop; each trial calls tracker.init(config=...)",
     "controller": "run your own sweep loop; each trial calls tracker.init(config=...)",
     "log_code": "the run records its git commit and command line in its env",
-    "dir": "write files where you like and log them with tracker.save(path) or run.log_artifact(path)",
     "mark_preempting": "resume a run with tracker.init(id=ID, resume='allow')",
     "use_run": "read a run with tracker.open_store().run(ID)",
 }
@@ -219,6 +218,7 @@ class WandbRunMethods:
 
     _wb: WandbExtras | None
     _steps: list[int]
+    path: Any
 
     @property
     def step(self) -> int:
@@ -238,6 +238,23 @@ class WandbRunMethods:
     def entity(self) -> None:
         """W&B's ``run.entity``: ``None`` (a local store has no entity)."""
         return None
+
+    @property
+    def dir(self) -> str:
+        """W&B's ``run.dir``: a folder for the run's files, ``<run folder>/files`` (made on first use).
+
+        What it holds when the run finishes is logged as artifacts, named by
+        their path inside it (as W&B uploads its run folder), once per content.
+        """
+        path = os.path.join(self.path, "files")
+        wb = self._wandb()
+        with wb.lock:
+            if not os.path.isdir(path):
+                os.makedirs(path, exist_ok=True)
+            entry = (os.path.join(path, "**"), path)
+            if entry not in wb.saved:
+                wb.saved.append(entry)
+        return path
 
     def _wandb(self) -> WandbExtras:
         """The W&B extras of this run (pending step, defined metrics, watched models), made on first use."""

@@ -55,13 +55,23 @@ class DisabledRun:
         self.config = _Values(config)
         self.summary = _Values()
         self._step = 0
+        self._dir: str | None = None
+
+    @property
+    def dir(self) -> str:
+        """A temporary folder, as W&B's disabled runs give: files written there are not kept."""
+        if self._dir is None:
+            import tempfile
+
+            self._dir = tempfile.mkdtemp(prefix="tracker-disabled-")
+        return self._dir
 
     @property
     def step(self) -> int:
         """The step the next ``log`` would take."""
         return self._step
 
-    def log(self, values: Any, step: int | None = None, commit: bool | None = None) -> None:
+    def log(self, values: Any = None, step: int | None = None, commit: bool | None = None) -> None:
         """Nothing is stored; the step advances as it would."""
         if step is not None:
             self._step = max(self._step, int(step))

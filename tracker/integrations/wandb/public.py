@@ -175,11 +175,16 @@ class ApiRun:
 
     def _rows(self) -> list[dict[str, Any]]:
         by_step: dict[int, dict[str, Any]] = {}
-        for rec in self._store.run(self.id).records(schema="metrics"):
+        view = self._store.run(self.id)
+        for rec in view.records(schema="metrics"):
             row = by_step.get(rec.step)
             if row is None:
                 row = by_step[rec.step] = {"_step": rec.step, "_timestamp": rec.time}
             row.update(rec.data)
+        if "text" in view.schemas():  # strings logged with the metrics: columns of their own, as in W&B
+            for rec in view.records(schema="text"):
+                row = by_step.setdefault(rec.step, {"_step": rec.step, "_timestamp": rec.time})
+                row[rec.data["name"]] = rec.data["value"]
         return [by_step[s] for s in sorted(by_step)]
 
     def __repr__(self) -> str:

@@ -266,7 +266,7 @@ export class MetricChart {
     const labelled = this.statLabels || this.runs.length > 1;
     for (const r of this.runs) {
       const i = r.x.length - 1;
-      const where = i < 0 ? "not logged" : this.xMode === "time" ? fmtTime(r.x[i]) : `step ${fmtNum(r.x[i])}`;
+      const where = i < 0 ? "not logged" : this.xMode === "time" ? fmtTime(r.x[i]) : `${this.xName || "step"} ${fmtNum(r.x[i])}`;
       const row = el("div", { class: "stat" });
       if (labelled) {
         const sw = el("span", { class: "swatch" });
@@ -370,7 +370,7 @@ export class MetricChart {
       return;
     }
     const x = u.data[0][i];
-    this.readout.append(el("span", { class: "muted", text: this.xMode === "time" ? fmtTime(x) : `step ${fmtNum(x)}` }));
+    this.readout.append(el("span", { class: "muted", text: this.xMode === "time" ? fmtTime(x) : `${this.xName || "step"} ${fmtNum(x)}` }));
     for (let s = 1; s < u.series.length; s++) {
       const ser = u.series[s];
       if (ser.role !== "raw") continue;

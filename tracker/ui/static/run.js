@@ -3,6 +3,7 @@
 
 import { MetricChart } from "./chart.js";
 import { artifactsSection, imagesSection, systemSection } from "./capture.js";
+import { tablesSection, textsSection } from "./logged.js";
 import { panelNode, tableNode } from "./panels.js";
 import { readChartState, writeChartState } from "./state.js";
 import { api, box, clear, dot, el, errorBox, flatten, fmtDuration, fmtTime, fmtValue, loading, runColor, shortId, statusBadge } from "./util.js";
@@ -31,12 +32,14 @@ export const SECTIONS = [
   { id: "system", title: "System", render: systemSection, part: "system", when: (ctx) => has(ctx, "system", "system.gpu") },
   { id: "artifacts", title: "Artifacts", render: artifactsSection, part: "artifacts", when: (ctx) => has(ctx, "artifact") },
   { id: "images", title: "Images", render: imagesSection, part: "images", when: (ctx) => has(ctx, "image") },
+  { id: "texts", title: "Text values", render: textsSection, part: "texts", when: (ctx) => has(ctx, "text") },
+  { id: "tables", title: "Tables", render: tablesSection, part: "tables", when: (ctx) => has(ctx, "table") },
   { id: "panels", title: "Panels", render: panelsSection, part: "panels" },
   { id: "problems", title: "Problems found while reading", render: problemsSection, part: "problems" },
 ];
 
 /** The parts that come with the first request: what the header and the charts need (all cheap). */
-const EARLY = ["info", "schemas", "metric_names", "panels"];
+const EARLY = ["info", "schemas", "metric_names", "panels", "axes"];
 
 function has(ctx, ...schemas) {
   const present = Array.isArray(ctx.detail.schemas) ? ctx.detail.schemas : [];
@@ -123,6 +126,12 @@ function chartsSection(ctx) {
   if (!Array.isArray(names)) return box("Metrics", partError(ctx, "metric_names"));
   const s = ctx.state;
   const xSel = el("select", { "aria-label": "x axis" }, el("option", { value: "step", text: "x: step" }), el("option", { value: "time", text: "x: time" }));
+  // define_metric(..., step_metric=...): "as defined" draws those metrics against their axis, by default.
+  const axes = ctx.detail.axes && !Array.isArray(ctx.detail.axes) && !ctx.detail.axes.error ? ctx.detail.axes : {};
+  if (Object.keys(axes).length) {
+    xSel.append(el("option", { value: "defined", text: `x: as defined (${[...new Set(Object.values(axes))].join(", ")})` }));
+    if (!s.xGiven) s.x = "defined";
+  } else if (s.x === "defined") s.x = "step";
   xSel.value = s.x;
   const smoothOn = el("input", { type: "checkbox", checked: s.smoothing > 0, "aria-label": "smoothing on" });
   const slider = el("input", { type: "range", min: 0.01, max: 0.99, step: 0.01, value: s.smoothing || 0.6, disabled: !(s.smoothing > 0), "aria-label": "smoothing" });
@@ -137,7 +146,7 @@ function chartsSection(ctx) {
   ctx.grid = grid;
   ctx.statGrid = statGrid;
   ctx.chartStatus = status;
-  xSel.addEventListener("change", () => { s.x = xSel.value; s.zoom = {}; ctx.saveState(true); loadSeries(ctx, true); });
+  xSel.addEventListener("change", () => { s.x = xSel.value; s.xGiven = true; s.zoom = {}; ctx.saveState(true); loadSeries(ctx, true); });
   const setSmoothing = (v, push) => {
     s.smoothing = v;
     slider.disabled = !(v > 0);
@@ -163,8 +172,9 @@ function chartCard(ctx, name) {
   const body = el("div", { class: "chart-body" });
   const log = el("input", { type: "checkbox", checked: ctx.state.log.includes(name) });
   const big = el("button", { type: "button", class: "icon", title: "widen", text: "⤢" });
+  const axis = el("span", { class: "muted axis-of" });
   const card = el("div", { class: "chart", dataset: { metric: name } },
-    el("div", { class: "chart-head" }, el("h3", { text: name, title: name }), el("span", { class: "grow" }),
+    el("div", { class: "chart-head" }, el("h3", { text: name, title: name }), axis, el("span", { class: "grow" }),
       el("label", { class: "muted" }, log, " log"), big), body);
   const chart = new MetricChart(body, { title: name, xMode: ctx.state.x, log: log.checked, smoothing: ctx.state.smoothing,
     zoom: ctx.state.zoom[name] || null, onZoom: (range) => zoomTo(ctx, name, chart, range) });
@@ -175,7 +185,7 @@ function chartCard(ctx, name) {
   });
   big.addEventListener("click", () => { card.classList.toggle("wide"); });
   card.hidden = !!ctx.state.q && !name.toLowerCase().includes(ctx.state.q.toLowerCase());
-  return { card, chart };
+  return { card, chart, axis };
 }
 
 /** Forget every zoom request: a response that comes later is dropped. */
@@ -217,6 +227,8 @@ function zoomTo(ctx, name, chart, range) {
  */
 async function loadSeries(ctx, reset) {
   const params = { x: ctx.state.x, max_points: MAX_POINTS };
+  // Against a defined axis a new point may take its x from a record before the cursor: read it all again.
+  if (ctx.state.x === "defined") reset = true;
   if (!reset && ctx.cursor) params.since = ctx.cursor;
   let res;
   try {
@@ -248,6 +260,9 @@ async function loadSeries(ctx, reset) {
         ctx.grid.append(c.card);
       } else if (reset) c.chart.setOptions({ xMode: ctx.state.x });
       const s = ctx.series[name];
+      const axis = res.axes && res.axes[name] ? res.axes[name] : null;  // define_metric's step_metric
+      c.chart.xName = axis;
+      c.axis.textContent = axis ? `vs ${axis}` : "";
       c.chart.setRuns([{ id: ctx.id, label: name, color, x: s.x, y: s.y, y_min: s.y_min, y_max: s.y_max }]);
       // Metrics logged once go to the row of values, the others to the grid of charts.
       const home = c.chart.isStat ? ctx.statGrid : ctx.grid;

@@ -9,7 +9,7 @@ export function setQuery(params, push = false) {
 }
 
 /**
- * The charts' state: {x: "step"|"time", smoothing: 0..0.99 (0: off, the default), log: [metric...],
+ * The charts' state: {x: "step"|"time"|"defined" (define_metric's axes), xGiven (the URL names x), smoothing: 0..0.99 (0: off, the default), log: [metric...],
  * zoom: {metric: {min, max}}, q: metric filter}. `zoom=loss:100:2000` (repeated) holds each zoomed chart.
  */
 export function readChartState(p = new URLSearchParams(location.search)) {
@@ -21,7 +21,8 @@ export function readChartState(p = new URLSearchParams(location.search)) {
     const max = Number(parts.pop()), min = Number(parts.pop());
     if (Number.isFinite(min) && Number.isFinite(max) && min < max) zoom[parts.join(":")] = { min, max };
   }
-  return { x: p.get("x") === "time" ? "time" : "step", smoothing: Number.isFinite(sm) && sm > 0 && sm < 1 ? sm : 0,
+  const x = p.get("x");
+  return { x: x === "time" || x === "defined" ? x : "step", xGiven: x !== null, smoothing: Number.isFinite(sm) && sm > 0 && sm < 1 ? sm : 0,
     log: p.getAll("log").filter(Boolean), zoom, q: p.get("q") || "" };
 }
 
@@ -29,7 +30,7 @@ export function readChartState(p = new URLSearchParams(location.search)) {
 export function writeChartState(s, base = {}, push = false) {
   const p = new URLSearchParams();
   for (const [k, v] of Object.entries(base)) p.set(k, v);
-  if (s.x !== "step") p.set("x", s.x);
+  if (s.x !== "step" || s.xGiven) p.set("x", s.x);
   if (s.smoothing > 0) p.set("smooth", String(s.smoothing));
   for (const name of s.log) p.append("log", name);
   for (const [name, r] of Object.entries(s.zoom)) p.append("zoom", `${name}:${Number(r.min.toPrecision(12))}:${Number(r.max.toPrecision(12))}`);

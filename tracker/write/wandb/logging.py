@@ -13,7 +13,8 @@ a media value, a nested dict, ``define_metric``...); from then on its
   largest is kept as logged, never dropped (W&B drops it with a warning).
 - nested dicts are flattened with ``/``; ``Image``, ``Histogram`` and
   ``Table`` values (and lists of them) become records of their own at the
-  step; a numpy array or tensor of more than one value becomes a histogram.
+  step; a numpy array or tensor of more than one value becomes a histogram;
+  a string becomes a ``text`` record at the step.
 """
 
 from __future__ import annotations
@@ -29,8 +30,8 @@ from typing import Any
 from tracker.core.errors import SchemaError
 from tracker.core.files import not_a_file
 from tracker.core.format import METRICS
-from tracker.core.values import check_metrics, given
-from tracker.write.wandb.media import Histogram, Media
+from tracker.core.values import RESERVED, check_metrics, given
+from tracker.write.wandb.media import Histogram, Media, Text
 
 _AGGREGATES = ("min", "max", "mean", "last", "first", "best", "none", "copy")
 _WATCH_LOG = ("gradients", "parameters", "all", None)
@@ -71,6 +72,8 @@ class WandbExtras:
         self.has_pending = False
         #: define_metric: (glob, aggregates, goal), in the order given (the last that matches wins)
         self.defined: list[tuple[str, tuple[str, ...], str | None]] = []
+        #: define_metric's (name, step_metric) pairs already stored as metric_axis records
+        self.axes: set[tuple[str, str]] = set()
         self.saved: list[tuple[str, str | None]] = []
         self.saved_stamps: dict[str, tuple[int, int]] = {}
         self.watches: list[Any] = []
@@ -131,6 +134,16 @@ class WandbExtras:
                 media[name] = value
             elif type(value) in (list, tuple) and value and all(_is_media(v) for v in value):
                 media[name] = list(value)
+            elif isinstance(value, str):
+                if not name or name in RESERVED:
+                    raise SchemaError(METRICS, [(repr(name), f"expected a metric name other than '' and "
+                                                             f"{sorted(RESERVED)} (reserved), given {name!r}")])
+                try:
+                    value.encode("utf-8")
+                except UnicodeEncodeError:
+                    raise SchemaError(METRICS, [(name, "expected a number, or a str encodable as UTF-8 (no lone "
+                                                       f"surrogates), given {given(value)}")]) from None
+                media[name] = Text(value)  # a text record beside the metrics, at the same step
             elif _array_size(value) > 1:
                 media[name] = Histogram(value)  # W&B logs arrays and tensors as histograms
             else:
@@ -179,6 +192,18 @@ class WandbExtras:
                 raise ValueError("define_metric: summary 'best' needs goal='minimize' or goal='maximize'")
         with self.lock:
             self.defined.append((name, aggregates, goal))
+        if step_metric is not None:
+            self._write_axis(name, step_metric)
+
+    def _write_axis(self, name: str, step_metric: str) -> None:
+        """Store ``step_metric`` as the x-axis of the metrics matching ``name`` (the dashboard draws them so)."""
+        from tracker.capture import latest_step
+
+        run = self.run
+        if (name, step_metric) in self.axes:
+            return
+        run._log_side("metric_axis", {"name": name, "step_metric": step_metric}, latest_step(run), True)
+        self.axes.add((name, step_metric))
 
     def _summaries(self) -> dict[str, Any]:
         """The define_metric aggregates of every metric of the run (all its segments), by metric name."""

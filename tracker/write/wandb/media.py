@@ -17,7 +17,7 @@ from typing import Any
 from tracker.core.errors import SchemaError
 from tracker.core.values import BadValue, check_json, given
 
-__all__ = ["Histogram", "Image", "Media", "Table"]
+__all__ = ["Histogram", "Image", "Media", "Table", "Text"]
 
 
 class Media:
@@ -147,11 +147,28 @@ def _from_np_histogram(pair: Any) -> dict[str, Any]:
             "min": edges[used[0]] if used else None, "max": edges[used[-1] + 1] if used else None}
 
 
+class Text(Media):
+    """A string value of ``log`` (W&B shows them in its history tables): a ``text`` record at the step."""
+
+    schema = "text"
+
+    def __init__(self, value: str) -> None:
+        self.value = str.__str__(value)
+
+    def record(self, run: Any, name: str) -> dict[str, Any]:
+        return {"name": name, "value": self.value}
+
+    def __repr__(self) -> str:
+        return f"<tracker text {self.value!r}>"
+
+
 class Table(Media):
     """W&B's ``wandb.Table(columns=[...], data=[[...], ...])``; also ``dataframe=`` and ``add_data(...)``.
 
     Cells are JSON values (numbers, strings, None, lists, dicts); numpy
-    scalars and 0-d tensors count as numbers.
+    scalars and 0-d tensors count as numbers, arrays and tensors as lists. A
+    ``tracker.Image`` cell is stored as its PNG blob, the cell holding a
+    reference to it (see :mod:`tracker.capture.cells`); the dashboard shows it as a thumbnail.
     """
 
     schema = "table"
@@ -181,6 +198,9 @@ class Table(Media):
                                                  f"{self.columns}), given {len(row)}")])
         checked = []
         for column, value in zip(self.columns, row, strict=True):
+            if isinstance(value, Image):
+                checked.append(value)  # stored as a blob when the table is logged
+                continue
             try:
                 checked.append(check_json(value))
             except BadValue as bad:
@@ -204,7 +224,15 @@ class Table(Media):
         return [r[i] for r in self.data]
 
     def record(self, run: Any, name: str) -> dict[str, Any]:
-        return {"name": name, "columns": list(self.columns), "data": [list(r) for r in self.data]}
+        from tracker.capture.cells import image_cell
+
+        def cell(value: Any) -> Any:
+            if not isinstance(value, Image):
+                return value
+            rec = value.record(run, name)
+            return image_cell(rec["sha256"], rec["width"], rec["height"], rec["mode"], rec["caption"])
+
+        return {"name": name, "columns": list(self.columns), "data": [[cell(v) for v in r] for r in self.data]}
 
     def __repr__(self) -> str:
         return f"<tracker.Table {len(self.columns)} columns, {len(self.data)} rows>"

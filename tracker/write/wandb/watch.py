@@ -19,8 +19,11 @@ class Watch:
     """The hooks on one model."""
 
     def __init__(self, extras: Any, model: Any, log: str | None, log_freq: int, prefix: str) -> None:
-        import torch
-
+        try:
+            import torch
+        except ImportError as exc:
+            raise TypeError(f"watch: expected a torch.nn.Module: watch needs torch, which cannot be imported "
+                            f"({exc}); given {given(model)}") from None
         if not isinstance(model, torch.nn.Module):
             raise TypeError(f"watch: expected a torch.nn.Module, given {given(model)}")
         self.model = model
