@@ -114,8 +114,27 @@ def runs_listing(infos: list[Any], *, project: str | None = None, status: str | 
         row = info_json(info)
         row["config_flat"] = flat
         rows.append(row)
+    from ..cli.compare import better
+    from ..cli.runs import key_metrics
+
+    names = sorted(metric_names)
+    common = key_metrics(infos, limit=1)
     return {"runs": rows, "total": len(infos), "projects": sorted(projects), "tags": sorted(all_tags),
-            "config_keys": list(config_keys), "metric_names": sorted(metric_names)}
+            "config_keys": list(config_keys), "metric_names": names,
+            # What `tracker runs` shows first (the metric most runs logged, ties as it breaks them), and
+            # which way each metric is better (as `tracker compare` decides): the page's defaults.
+            "default_metric": common[0] if common else None,
+            "metric_better": {n: better(n) for n in names},
+            "largest_project": _largest_project(infos)}
+
+
+def _largest_project(infos: list[Any]) -> str | None:
+    """The project with the most runs (ties: the newest run's), or None when no run has one."""
+    counts: dict[str, int] = {}
+    for info in infos:
+        if info.project:
+            counts[info.project] = counts.get(info.project, 0) + 1
+    return max(counts, key=lambda p: counts[p]) if counts else None
 
 
 def catalog_stats(figures: dict[str, dict[str, Any]], names: list[str]) -> dict[str, dict[str, Any]]:

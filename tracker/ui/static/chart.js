@@ -38,8 +38,11 @@ export function axes(t, { xTime = false, xLabel = "", yLabel = "", logX = false,
     font: FONT, labelFont: FONT, gap: 4 };
   const numbers = (log) => (u, splits, ax, space, incr) => splits.map((v) => (v === null || v === undefined ? ""
     : log ? fmtNum(v, 3) : fmtTick(v, incr)));
-  const x = { ...common, label: xLabel || undefined, labelSize: xLabel ? 16 : 0, space: xTime ? 80 : 64, size: 30 };
-  if (!xTime) x.values = numbers(logX);
+  // A time axis: the time of day under each tick, and the date ("2025-03-14", the CLI's format) on a
+  // second line under the first tick and wherever the day changes; the axis is tall enough for both.
+  const x = { ...common, label: xLabel || undefined, labelSize: xLabel ? 16 : 0, space: xTime ? 80 : 64,
+    size: xTime ? TIME_AXIS_SIZE : 30 };
+  x.values = xTime ? timeTicks : numbers(logX);
   const y = { ...common, label: yLabel || undefined, labelSize: yLabel ? 16 : 0, space: 28, values: numbers(logY),
     size: (u, values) => {
       if (!values) return 40;
@@ -47,6 +50,26 @@ export function axes(t, { xTime = false, xLabel = "", yLabel = "", logX = false,
       return Math.ceil(w) + 5 + 4 + 6;  // ticks, gap, margin
     } };
   return [x, y];
+}
+
+/** The height of a time axis: ticks, two lines of labels and the gap. */
+export const TIME_AXIS_SIZE = 44;
+
+/**
+ * Labels of a clock-time axis (epoch seconds): "09:26:53" (or "09:26" when the ticks are whole minutes),
+ * with "\n2025-03-14" under the first label and under each one on a new day.
+ */
+export function timeTicks(u, splits, ax, space, incr) {
+  const withSeconds = !(incr >= 60) || splits.some((v) => v !== null && Math.round(v) % 60 !== 0);
+  let lastDay = null;
+  return splits.map((v) => {
+    if (v === null || v === undefined || !Number.isFinite(v)) return "";
+    const text = fmtTime(v);  // "2025-03-14 09:26:53"
+    const day = text.slice(0, 10), clock = withSeconds ? text.slice(11) : text.slice(11, 16);
+    const out = day !== lastDay ? `${clock}\n${day}` : clock;
+    lastDay = day;
+    return out;
+  });
 }
 
 /** Sort (x, ...ys) by x when x goes back (repeated or out-of-order steps); stable. */

@@ -3,18 +3,26 @@
 
 import uPlot from "./vendor/uplot/uPlot.esm.js";
 import { HEIGHT, FONT, alpha, axes, fitWidth, positive, sortedByX, textWidth, theme } from "./chart.js";
-import { el, clear, fmtNum, fmtTick, fmtTime, niceTicks } from "./util.js";
+import { append, el, clear, fmtNum, fmtTick, fmtTime, niceTicks } from "./util.js";
+
+/** The narrowest a phase band is drawn, in CSS pixels (wider than a grid line, so it reads as a band). */
+export const BAND_MIN_PX = 5;
 
 function drawBands(fig, colors) {
   return (u) => {
     const ctx = u.ctx;
     const { top, height } = u.bbox;
+    // A band of one step (start == end) would be a hairline like a grid line: every band is at least
+    // BAND_MIN_PX CSS pixels wide (centred on its step), and a narrow one is drawn stronger.
+    const minW = BAND_MIN_PX * (devicePixelRatio || 1);
     ctx.save();
     for (const b of fig.bands) {
-      const x0 = u.valToPos(b.start, "x", true);
-      const x1 = u.valToPos(b.end, "x", true);
-      ctx.fillStyle = alpha(b.color || colors(b.label), 0.16);
-      ctx.fillRect(x0, top, Math.max(1, x1 - x0), height);
+      let x0 = u.valToPos(b.start, "x", true);
+      let x1 = u.valToPos(b.end, "x", true);
+      const narrow = x1 - x0 < minW;
+      if (narrow) { const mid = (x0 + x1) / 2; x0 = mid - minW / 2; x1 = mid + minW / 2; }
+      ctx.fillStyle = alpha(b.color || colors(b.label), narrow ? 0.4 : 0.16);
+      ctx.fillRect(x0, top, x1 - x0, height);
     }
     ctx.restore();
   };
@@ -237,7 +245,8 @@ export function barFigure(node, fig, palette) {
     legend.append(el("span", { class: "val" }, sw, s.name));
   });
   const readout = el("div", { class: "readout" });
-  node.append(canvas, legend, fig.note ? el("p", { class: "muted figure-note", text: fig.note }) : null, readout);
+  // (DOM append writes a null as the text "null": only a note that exists is added.)
+  append(node, [canvas, legend, fig.note ? el("p", { class: "muted figure-note", text: fig.note }) : null, readout]);
   const all = fig.series.flatMap((s) => s.y).filter((v) => v !== null && (!fig.log_y || v > 0));
   const tr = (v) => (fig.log_y ? Math.log10(v) : v);
   let ticks, tlo, thi, step;

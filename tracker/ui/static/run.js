@@ -5,7 +5,7 @@ import { MetricChart } from "./chart.js";
 import { artifactsSection, imagesSection, systemSection } from "./capture.js";
 import { panelNode, tableNode } from "./panels.js";
 import { readChartState, writeChartState } from "./state.js";
-import { api, box, clear, dot, el, errorBox, flatten, fmtDuration, fmtTime, fmtValue, loading, runColor, shortId, statusBadge } from "./util.js";
+import { api, box, breakable, clear, dot, el, errorBox, flatten, fmtDuration, fmtTime, fmtValue, loading, runColor, shortId, statusBadge } from "./util.js";
 
 const POLL_MS = 1000;
 const MAX_POINTS = 2000;
@@ -164,7 +164,7 @@ function chartCard(ctx, name) {
   const log = el("input", { type: "checkbox", checked: ctx.state.log.includes(name) });
   const big = el("button", { type: "button", class: "icon", title: "widen", text: "⤢" });
   const card = el("div", { class: "chart", dataset: { metric: name } },
-    el("div", { class: "chart-head" }, el("h3", { text: name, title: name }), el("span", { class: "grow" }),
+    el("div", { class: "chart-head" }, el("h3", { title: name }, breakable(name)), el("span", { class: "grow" }),
       el("label", { class: "muted" }, log, " log"), big), body);
   const chart = new MetricChart(body, { title: name, xMode: ctx.state.x, log: log.checked, smoothing: ctx.state.smoothing,
     zoom: ctx.state.zoom[name] || null, onZoom: (range) => zoomTo(ctx, name, chart, range) });

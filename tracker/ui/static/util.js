@@ -17,6 +17,19 @@ export function el(tag, props = {}, ...children) {
   return node;
 }
 
+/**
+ * A name as nodes that may wrap after `_`, `.`, `/` and `-` (a <wbr> there), never in the middle of a word:
+ * "scale_sensitivity" wraps as "scale_" / "sensitivity", not "scale_sensi" / "tivity".
+ */
+export function breakable(name) {
+  const out = [];
+  for (const part of String(name).split(/(?<=[_./-])/)) {
+    if (out.length) out.push(document.createElement("wbr"));
+    out.push(document.createTextNode(part));
+  }
+  return out;
+}
+
 export function append(node, children) {
   for (const c of children.flat(Infinity)) {
     if (c === null || c === undefined || c === false) continue;
@@ -247,24 +260,39 @@ function hueColor(hue) {
 export function runColor(id) { return hueColor(hashHue(id)); }
 
 /**
- * Colours of runs shown together: each run's own hue, moved apart where two are close, so that the runs
- * of one page are always told apart. Deterministic for the same set of ids. Returns {id: colour}.
+ * Colours of runs shown together: each run's own hue (the one runColor gives it on every page), and only
+ * where two are closer than the page can tell apart is the later one moved along the circle, as little as
+ * needed, so most runs keep the colour they have on the runs page. Deterministic for the same set of ids.
+ * Returns {id: colour}.
  */
 export function runColors(ids) {
   const uniq = [...new Set(ids.map(String))];
   const n = uniq.length;
   const items = uniq.map((id) => ({ id, h: hashHue(id) })).sort((a, b) => a.h - b.h || (a.id < b.id ? -1 : 1));
   if (n > 1) {
-    // Two hues closer than `want`: spread every run evenly round the circle, in the order of their own
-    // hues, turned so that on average each stays nearest its own hue.
     const want = Math.min(40, (360 / n) * 0.6);
-    const gap = (i) => ((((items[(i + 1) % n].h - items[i].h) % 360) + 360) % 360) || (n === 1 ? 360 : 0);
+    const gap = (i) => ((((items[(i + 1) % n].h - items[i].h) % 360) + 360) % 360);
     if (items.some((_, i) => gap(i) < want)) {
-      const stepDeg = 360 / n;
-      let sx = 0, sy = 0;
-      items.forEach((it, i) => { const d = ((it.h - i * stepDeg) * Math.PI) / 180; sx += Math.cos(d); sy += Math.sin(d); });
-      const offset = (Math.atan2(sy, sx) * 180) / Math.PI;
-      items.forEach((it, i) => { it.h = (((offset + i * stepDeg) % 360) + 360) % 360; });
+      // Start after the widest gap (nothing is pushed across it), then push each hue forward just enough.
+      let widest = 0;
+      items.forEach((_, i) => { if (gap(i) > gap(widest)) widest = i; });
+      const order = items.map((_, k) => items[(widest + 1 + k) % n]);
+      const base = order[0].h;
+      let prev = -Infinity;
+      const pos = order.map((it) => {
+        let p = (((it.h - base) % 360) + 360) % 360;
+        if (p < prev + want) p = prev + want;
+        prev = p;
+        return p;
+      });
+      if (pos[n - 1] + want > 360) {
+        // No room left at the end: spread every run evenly, each near its own hue on average.
+        const stepDeg = 360 / n;
+        let sx = 0, sy = 0;
+        items.forEach((it, i) => { const d = ((it.h - i * stepDeg) * Math.PI) / 180; sx += Math.cos(d); sy += Math.sin(d); });
+        const offset = (Math.atan2(sy, sx) * 180) / Math.PI;
+        items.forEach((it, i) => { it.h = (((offset + i * stepDeg) % 360) + 360) % 360; });
+      } else order.forEach((it, k) => { it.h = (base + pos[k]) % 360; });
     }
   }
   return Object.fromEntries(items.map((it) => [it.id, hueColor(it.h)]));
