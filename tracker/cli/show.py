@@ -8,7 +8,7 @@ import click
 
 from . import CliContext
 from .options import format_option, handle_errors
-from .render import csv_text, dumps
+from .render import cell, csv_text, dumps
 from .summary import print_summaries
 from .terminal import status_text, style
 from .text import duration, flatten, human_cell, run_duration, when
@@ -44,10 +44,10 @@ def _info_lines(obj: CliContext, info: Any) -> list[str]:
         lines += [f"  {t}" for t in info.notes.splitlines()]
     if info.config:
         lines.append(style("config", dim=True))
-        lines += [f"  {k} = {human_cell(k.rsplit('.', 1)[-1], v)}" for k, v in flatten(info.config)]
+        lines += [f"  {k} = {cell(human_cell(k.rsplit('.', 1)[-1], v))}" for k, v in flatten(info.config)]
     if info.summary:
         lines.append(style("summary", dim=True))
-        lines += [f"  {k} = {human_cell(k.rsplit('.', 1)[-1], v)}" for k, v in flatten(info.summary)]
+        lines += [f"  {k} = {cell(human_cell(k.rsplit('.', 1)[-1], v))}" for k, v in flatten(info.summary)]
     return lines
 
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import datetime as _dt
+import math
+import re
 import time
 from collections.abc import Iterable
 from typing import Any
@@ -64,8 +66,18 @@ def is_time_column(name: str) -> bool:
     return low in _TIME_NAMES or low.endswith(("_at", "_time"))
 
 
+#: Columns whose numbers are durations in seconds (the page's rule in static/util.js, SECONDS_COL).
+_SECONDS = re.compile(r"(^|_)(duration|elapsed|seconds|wall|secs)($|_s$)|_s$|_seconds$")
+
+
+def is_seconds_column(name: str) -> bool:
+    """Whether a column of that name holds a duration in seconds (``duration``, ``wall_time_s``...)."""
+    return bool(_SECONDS.search(name.lower()))
+
+
 def human_cell(column: str, value: Any) -> Any:
-    """A table cell as people read it: Unix times in time columns as dates, byte counts as KiB, MiB, GiB.
+    """A table cell as people read it: Unix times in time columns as dates, byte counts as KiB, MiB, GiB,
+    durations in seconds as ``32ms``, ``4.2s`` (as the page shows them).
 
     Other values (and values of other types) are returned unchanged; JSON and
     CSV output never goes through this.
@@ -76,6 +88,8 @@ def human_cell(column: str, value: Any) -> Any:
         return when(value)
     if is_size_column(column) and value >= 0 and value == int(value):
         return human_bytes(value)
+    if is_seconds_column(column) and math.isfinite(value) and value >= 0:
+        return duration(value)
     return value
 
 

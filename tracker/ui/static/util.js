@@ -84,21 +84,24 @@ export function num(v) {
 }
 
 const THIN = "\u2009";
+/** A figure space: as wide as a digit in tabular figures; pads numbers so their decimal points line up. */
+export const FIGURE_SPACE = "\u2007";
 
 function grouped(n) {
   const s = Math.abs(n).toFixed(0).replace(/\B(?=(\d{3})+(?!\d))/g, THIN);
-  return n < 0 ? `−${s}` : s;
+  return n < 0 ? `-${s}` : s;
 }
 
 function expText(v, digits) {
   const [m, e] = v.toExponential(Math.max(0, digits - 1)).split("e");
   const mant = m.includes(".") ? m.replace(/0+$/, "").replace(/\.$/, "") : m;
-  return `${mant.replace("-", "−")}e${e.replace("+", "")}`;
+  return `${mant}e${e.replace("+", "")}`;
 }
 
 /**
- * A number as text: integers whole (thin-space groups from 10 000), other numbers with `digits`
- * significant digits and no trailing zeros, exponent form below 0.001 and from 1e9. NaN, ±∞ and
+ * A number as text, by the CLI's rules (tracker/cli/numbers.py number(); a test compares the two):
+ * integers whole (thin-space groups from 10 000), other numbers with `digits` significant digits and no
+ * trailing zeros, exponent form below 0.001 and from 1e9 ("2.467e-9", "3e-4"). NaN, inf, -inf and
  * booleans (yes / no) as the CLI writes them.
  */
 export function fmtNum(v, digits = 4) {
@@ -106,12 +109,26 @@ export function fmtNum(v, digits = 4) {
   if (typeof v === "string") { if (num(v) === null) return v; v = num(v); }
   if (typeof v === "boolean") return v ? "yes" : "no";
   if (Number.isNaN(v)) return "NaN";
-  if (!Number.isFinite(v)) return v > 0 ? "∞" : "−∞";
+  if (!Number.isFinite(v)) return v > 0 ? "inf" : "-inf";
   const a = Math.abs(v);
-  if (Number.isInteger(v) && a < 1e15) return a >= 1e4 ? grouped(v) : String(v).replace("-", "−");
-  if (a !== 0 && (a < 1e-3 || a >= 1e9)) return expText(v, digits);
-  if (a >= 10 ** digits) return grouped(Math.round(v));
-  return String(Number(v.toPrecision(digits))).replace("-", "−");
+  if (Number.isInteger(v) && a < 1e15) return a >= 1e4 ? grouped(v) : String(v === 0 ? 0 : v);
+  if (a < 1e-3 || a >= 1e9) return expText(v, digits);
+  if (a >= 10 ** digits) return grouped(Math.sign(v) * Math.round(a));  // whole, halves away from zero
+  const r = Number(v.toPrecision(digits));
+  if (Number.isInteger(r)) return a >= 1e4 ? grouped(r) : String(r === 0 ? 0 : r);
+  return String(r);
+}
+
+/**
+ * A column's texts padded on the right with figure spaces so that the decimal points of its fixed-point
+ * numbers line up (tracker/cli/numbers.py aligned()); other texts are left as they are.
+ */
+export function alignDecimals(texts) {
+  const fixed = texts.map((t) => /^-?[0-9\u2009]+(\.[0-9]+)?$/.test(t));
+  const decs = texts.map((t) => (t.includes(".") ? t.length - t.indexOf(".") - 1 : 0));
+  const widest = Math.max(0, ...decs.filter((_, i) => fixed[i]));
+  if (!widest) return texts.slice();
+  return texts.map((t, i) => (!fixed[i] ? t : t + FIGURE_SPACE.repeat(decs[i] ? widest - decs[i] : widest + 1)));
 }
 
 /** "Nice" tick positions over [lo, hi]: steps of 1, 2, 2.5 or 5 times a power of ten, about `count` of them. */
@@ -133,15 +150,16 @@ export function fmtTick(v, step) {
   if (v === null || v === undefined) return "";
   if (!Number.isFinite(step) || step <= 0) return fmtNum(v, 3);
   const a = Math.abs(v);
-  if ((a >= 1e9 || step < 1e-4) && a !== 0) return expText(v, 3);
+  // Exponents where the numbers themselves get one (below 0.001, from 1e9), so an axis reads like the config.
+  if ((a >= 1e9 || step < 1e-3) && a !== 0) return expText(v, 3);
   const exp = Math.floor(Math.log10(step) + 1e-9);
   let decimals = Math.max(0, -exp);
   if (decimals > 0 || exp < 0) {
     const mant = step / 10 ** exp;
     if (Math.abs(mant - Math.round(mant)) > 1e-6) decimals += 1;  // 2.5, 0.25...
   }
-  if (decimals === 0) return a >= 1e4 ? grouped(Math.round(v)) : String(Math.round(v)).replace("-", "−");
-  return v.toFixed(Math.min(decimals, 12)).replace("-", "−");
+  if (decimals === 0) return a >= 1e4 ? grouped(Math.round(v)) : String(Math.round(v) || 0);
+  return v.toFixed(Math.min(decimals, 12));
 }
 
 /** Column names whose numbers are epoch seconds, byte counts or durations in seconds. */
@@ -178,7 +196,7 @@ export function fmtBytes(n) {
   let x = Math.abs(n);
   while (x >= 1024 && i < units.length - 1) { x /= 1024; i += 1; }
   const text = i === 0 ? String(Math.round(x)) : x.toFixed(x < 10 ? 2 : 1);
-  return `${n < 0 ? "−" : ""}${text} ${units[i]}`;
+  return `${n < 0 ? "-" : ""}${text} ${units[i]}`;
 }
 
 /** Seconds as 32ms, 4.2s, 3m05s, 1h02m or 2d07h (the CLI's format). */
