@@ -93,10 +93,29 @@ def human_cell(column: str, value: Any) -> Any:
     return value
 
 
+#: Columns that hold a statistic of the quantity the row's label names ("peak" of "memory_used_bytes").
+STAT_COLUMNS = frozenset({"mean", "peak", "last", "first", "min", "max", "median", "value", "total"})
+
+
+def row_unit(row: dict[str, Any]) -> str | None:
+    """The column-like name a row is about, when its label says a unit: a text cell naming bytes,
+    a time or a duration (``{"metric": "memory_used_bytes", "peak": ...}`` -> ``memory_used_bytes``)."""
+    for v in row.values():
+        if isinstance(v, str) and (is_size_column(v) or is_seconds_column(v)):
+            return v
+    return None
+
+
 def human_rows(columns: Iterable[str], rows: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
-    """:func:`human_cell` over every cell of ``rows``."""
+    """:func:`human_cell` over every cell of ``rows``; a statistic column (mean, peak, last...) takes
+    the unit of the quantity its row names (the page does the same: static/panels.js tableNode)."""
     cols = list(columns)
-    return [{**row, **{c: human_cell(c, row.get(c)) for c in cols if c in row}} for row in rows]
+    out = []
+    for row in rows:
+        unit = row_unit(row)
+        out.append({**row, **{c: human_cell(unit if unit and c.lower() in STAT_COLUMNS else c, row.get(c))
+                              for c in cols if c in row}})
+    return out
 
 
 def duration(seconds: float | None) -> str:

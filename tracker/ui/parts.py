@@ -215,9 +215,39 @@ def _problems(view: Any, api: Any) -> list[dict[str, Any]]:
     return (problems + seen)[:50]
 
 
+def writers_seen(run_dir: Any) -> list[dict[str, Any]]:
+    """The run's writers as its segment names tell them (``<host>-<pid>-<hex>.jsonl``), with the time
+    each segment was last written: what a crashed run's page says about who was logging, where."""
+    out = []
+    try:
+        with os.scandir(run_dir) as it:
+            entries = [e for e in it if e.is_file() and e.name.endswith(".jsonl") and not e.name.startswith(".")]
+    except OSError:
+        return out
+    for e in sorted(entries, key=lambda e: e.name):
+        writer = e.name[:-len(".jsonl")]
+        host, _, rest = writer.rpartition("-")
+        host, _, pid = host.rpartition("-")
+        try:
+            st = e.stat()
+        except OSError:
+            continue
+        out.append({"writer": writer, "host": host or None, "pid": int(pid) if pid.isdigit() else None,
+                    "last_written": st.st_mtime, "bytes": st.st_size})
+    return out
+
+
+def _info(view: Any, api: Any) -> dict[str, Any]:
+    out = info_json(view.info)
+    if out.get("status") == "crashed":
+        # What is known of a run whose writer died: when it last logged, by which host and process.
+        out["writers_seen"] = writers_seen(view.path)
+    return out
+
+
 #: The parts of ``GET /api/runs/{id}``, in order: ``(name, fn(view, api))``.
 RUN_PARTS: list[tuple[str, Callable[[Any, Any], Any]]] = [
-    ("info", lambda view, api: info_json(view.info)),
+    ("info", _info),
     ("schemas", lambda view, api: view.schemas()),
     ("metric_names", _metric_names),
     ("summaries", _summaries),

@@ -5,7 +5,7 @@ import { MetricChart } from "./chart.js";
 import { artifactsSection, imagesSection, systemSection } from "./capture.js";
 import { panelNode, tableNode } from "./panels.js";
 import { readChartState, writeChartState } from "./state.js";
-import { api, box, breakable, clear, dot, el, errorBox, flatten, fmtDuration, fmtTime, fmtValue, loading, runColor, shortId, statusBadge } from "./util.js";
+import { api, box, breakable, clear, dot, el, errorBox, flatten, fmtDuration, fmtNum, fmtTime, fmtValue, loading, runColor, shortId, statusBadge } from "./util.js";
 
 const POLL_MS = 1000;
 const MAX_POINTS = 2000;
@@ -265,23 +265,40 @@ async function loadSeries(ctx, reset) {
 function header(ctx) {
   const info = ctx.detail.info;
   const env = info.env || {};
-  const dur = el("span", { class: "mono", title: "duration", text: fmtDuration(info.duration) });
+  const dur = el("span", { class: "mono", title: "from the run's start to its end (until now while it runs)", text: `ran ${fmtDuration(info.duration)}` });
   ctx.durationNode = dur;
   ctx.statusNode = el("span", {}, statusBadge(info.status));
+  const crashed = info.status === "crashed";
   const facts = [
     info.project ? el("span", { text: info.project }) : null,
     ctx.statusNode,
     el("span", { text: `started ${fmtTime(info.created_at)}` }),
-    dur,
+    // A crashed run has no end: what it has is when it was last seen logging.
+    crashed ? el("span", { class: "last-seen", text: `last seen ${fmtTime(info.ended_at)} (${fmtDuration(info.duration)} after the start)` }) : dur,
+    el("span", { title: "records of every schema (metrics, plugins' records, system samples)", text: `${fmtNum(info.records || 0)} records` }),
     env.host ? el("span", { text: `host ${env.host}` }) : null,
     env.git_commit ? el("span", { class: "mono", text: `commit ${String(env.git_commit).slice(0, 9)}` }) : null,
     el("span", { class: "mono muted", title: info.id, text: `id ${info.id}` }),
   ].filter(Boolean);
+  const crash = crashed ? crashNote(info) : null;
   return el("div", { class: "run-head" },
     el("h1", {}, dot(ctx.color), el("span", { class: "run-name", text: info.name || shortId(info.id) })),
     el("div", { class: "facts" }, facts.flatMap((f, i) => (i ? [el("span", { class: "sep", text: "·" }), f] : [f]))),
     info.tags.length ? el("div", { class: "tags" }, info.tags.map((t) => el("span", { class: "tag", text: t }))) : null,
-    info.notes ? el("p", { class: "notes-text", text: info.notes }) : null);
+    info.notes ? el("p", { class: "notes-text", text: info.notes }) : null, crash);
+}
+
+/** What is known of a crashed run: who was writing it, where, when it last logged, what it holds. */
+function crashNote(info) {
+  const ws = Array.isArray(info.writers_seen) ? info.writers_seen : [];
+  const who = ws.length
+    ? ws.map((w) => `process ${w.pid ?? "?"} on ${w.host || "?"} (last wrote ${fmtTime(w.last_written)})`).join("; ")
+    : `${info.writers || 0} writer${info.writers === 1 ? "" : "s"}`;
+  const held = `${fmtNum(info.records || 0)} record${info.records === 1 ? "" : "s"}${info.last_step !== null && info.last_step !== undefined ? `, last step ${fmtNum(info.last_step)}` : ""}`;
+  return el("p", { class: "crash-note", dataset: { crash: "1" } },
+    el("strong", { text: "This run crashed: " }),
+    `its writer stopped without finishing the run. Last record logged ${fmtTime(info.ended_at)} by ${who}. `,
+    `What it logged until then is kept: ${held}.`);
 }
 
 export function mount(root, params, nav) {
@@ -348,7 +365,7 @@ export function mount(root, params, nav) {
         await load();
         return;
       }
-      if (info.status === "running" && ctx.durationNode) ctx.durationNode.textContent = fmtDuration(Date.now() / 1000 - info.created_at);
+      if (info.status === "running" && ctx.durationNode) ctx.durationNode.textContent = `ran ${fmtDuration(Date.now() / 1000 - info.created_at)}`;
     } catch (err) { console.warn(err); }
     if (!ctx.stopped && ctx.detail.info.status === "running") timer = setTimeout(poll, document.hidden ? POLL_MS * 5 : POLL_MS);
   }

@@ -88,7 +88,7 @@ const BASE_COLUMNS = [
   { key: "status", label: "status", get: (r) => r.status, text: true },
   { key: "created_at", label: "started", get: (r) => r.created_at, show: (v) => fmtAgo(v), title: (v) => (v ? new Date(v * 1000).toLocaleString() : "") },
   { key: "duration", label: "duration", get: liveDuration, show: fmtDuration, cls: "num" },
-  { key: "records", label: "records", get: (r) => r.records, show: (v) => fmtNum(v), cls: "num" },
+  { key: "records", label: "records", hint: "records of every schema (metrics, plugins' records, system samples)", get: (r) => r.records, show: (v) => fmtNum(v), cls: "num" },
   { key: "last_step", label: "step", get: (r) => r.last_step, show: (v) => fmtNum(v), cls: "num" },
 ];
 
@@ -281,7 +281,7 @@ export function mount(root, params, ctx) {
     tr.append(el("th", { class: "sel" }, all));
     for (const c of columns()) {
       const arrow = state.sort === c.key ? (state.desc ? " ▾" : " ▴") : "";
-      const th = el("th", { class: typeof c.cls === "string" ? c.cls : "", title: `sort by ${c.label}` },
+      const th = el("th", { class: typeof c.cls === "string" ? c.cls : "", title: `${c.hint ? `${c.hint}; ` : ""}sort by ${c.label}` },
         el("button", { type: "button", class: "sort", text: c.label + arrow, on: { click: () => {
           // First click: text A to Z; a metric best first (lower for losses and errors, higher for
           // accuracies, as `tracker compare` decides); other numbers largest first.

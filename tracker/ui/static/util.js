@@ -164,7 +164,7 @@ export function fmtTick(v, step) {
 
 /** Column names whose numbers are epoch seconds, byte counts or durations in seconds. */
 const TIME_COL = /(^|_)(time|timestamp|created_at|ended_at|started|ended|started_at|first_time|last_time)$/;
-const BYTES_COL = /(^|_)bytes($|_)|(^|_)size$/;
+const BYTES_COL = /(^|_)bytes($|_)|^size$/;  // as tracker/cli/text.py is_size_column: batch_size is no byte count
 const SECONDS_COL = /(^|_)(duration|elapsed|seconds|wall|secs)($|_s$)|_s$|_seconds$/;
 
 /** A table cell: the column's unit decides (times, byte counts, durations), else fmtValue. */
@@ -177,6 +177,20 @@ export function fmtCell(column, v) {
     if (SECONDS_COL.test(c)) return fmtDuration(n);
   }
   return fmtValue(v);
+}
+
+/** Columns that hold a statistic of the quantity the row's label names (tracker/cli/text.py STAT_COLUMNS). */
+const STAT_COLS = new Set(["mean", "peak", "last", "first", "min", "max", "median", "value", "total"]);
+
+/** The unit-bearing name a row is about ("memory_used_bytes"), when one of its text cells is one. */
+export function rowUnit(row) {
+  for (const v of Object.values(row || {})) if (typeof v === "string" && (BYTES_COL.test(v.toLowerCase()) || SECONDS_COL.test(v.toLowerCase()))) return v;
+  return null;
+}
+
+/** A table cell of `row`: a statistic column (mean, peak...) takes the unit its row's label names. */
+export function fmtRowCell(column, v, unit) {
+  return fmtCell(unit && STAT_COLS.has(String(column).toLowerCase()) ? unit : column, v);
 }
 
 export function fmtValue(v) {
@@ -288,7 +302,8 @@ export function runColors(ids) {
   const n = uniq.length;
   const items = uniq.map((id) => ({ id, h: hashHue(id) })).sort((a, b) => a.h - b.h || (a.id < b.id ? -1 : 1));
   if (n > 1) {
-    const want = Math.min(40, (360 / n) * 0.6);
+    // Hues at least this far apart are told apart (85% of an even spread, at most 60°).
+    const want = Math.min(60, (360 / n) * 0.85);
     const gap = (i) => ((((items[(i + 1) % n].h - items[i].h) % 360) + 360) % 360);
     if (items.some((_, i) => gap(i) < want)) {
       // Start after the widest gap (nothing is pushed across it), then push each hue forward just enough.
