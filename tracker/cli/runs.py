@@ -12,6 +12,7 @@ from .options import format_option, handle_errors
 from .render import csv_text, dumps, encode_nonfinite_deep, table_text
 from .terminal import STATUS_COLORS, is_terminal, use_color
 from .text import duration, human_bytes, human_cell, run_duration, when
+from .warmup import warm_with_progress
 
 #: ``tracker runs --system``: column name and key of ``RunInfo.system`` (see tracker.capture.system).
 SYSTEM_COLUMNS = [("cpu% mean", "cpu_percent_mean"), ("cpu% peak", "cpu_percent_peak"),
@@ -115,6 +116,9 @@ def _list_runs(obj: CliContext, project: str | None, status: str | None, tags: t
         short = short_ids(store.run_ids())
     else:
         short = obj.short_ids()
+    # A store never read before: the runs' derived columns built with a progress line on a terminal.
+    if not trash:
+        warm_with_progress(store)
     # A local store's catalog also says which infos hold NaN or infinities (a team store's listing does not).
     catalog = getattr(store, "catalog", None)
     tag = tags[0] if tags else None

@@ -12,6 +12,7 @@ from .render import cell, csv_text, dumps
 from .summary import print_summaries
 from .terminal import status_text, style
 from .text import duration, flatten, human_cell, run_duration, when
+from .warmup import warm_with_progress
 
 #: How many of the last lines of a failed run's traceback ``show`` prints.
 TRACEBACK_LINES = 6
@@ -81,6 +82,8 @@ def show_cmd(obj: CliContext, run: str, fmt: str) -> None:
     """
     view = obj.store.run(run)
     info = view.info
+    # A run never read before: its derived columns built with a progress line on a terminal (issue 35).
+    warm_with_progress(obj.store, [view.id], label=f"reading run {obj.short(view.id)} for the first time")
     summaries = view.summarize()
     if fmt == "json":
         doc = info.to_dict()

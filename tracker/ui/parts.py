@@ -245,9 +245,18 @@ def _info(view: Any, api: Any) -> dict[str, Any]:
     return out
 
 
+def _build(view: Any, api: Any) -> dict[str, int] | None:
+    """How much of the run's JSONL has no derived data yet (stat calls only): the page's progress line."""
+    from ..cli.warmup import cold_bytes
+
+    path = getattr(api.store, "path", None)
+    return cold_bytes(path, view.id) if path is not None and hasattr(api.store, "catalog") else None
+
+
 #: The parts of ``GET /api/runs/{id}``, in order: ``(name, fn(view, api))``.
 RUN_PARTS: list[tuple[str, Callable[[Any, Any], Any]]] = [
     ("info", _info),
+    ("build", _build),
     ("schemas", lambda view, api: view.schemas()),
     ("metric_names", _metric_names),
     ("summaries", _summaries),

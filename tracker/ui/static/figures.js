@@ -2,7 +2,7 @@
 // The same axes, tick steps and number formatter as the metric charts (chart.js, util.js).
 
 import uPlot from "./vendor/uplot/uPlot.esm.js";
-import { HEIGHT, FONT, alpha, axes, fitWidth, positive, sortedByX, textWidth, theme } from "./chart.js";
+import { HEIGHT, FONT, allIntegers, alpha, axes, fitWidth, positive, sortedByX, textWidth, theme } from "./chart.js";
 import { append, el, clear, fmtNum, fmtTick, fmtTime, niceTicks } from "./util.js";
 
 /** The narrowest a phase band is drawn, in CSS pixels (wider than a grid line, so it reads as a band). */
@@ -70,7 +70,8 @@ export function lineFigure(node, fig, palette) {
   const u = new uPlot({
     width: Math.max(120, node.clientWidth || 400), height: HEIGHT,
     scales: { x: xScale, y: { distr: fig.log_y ? 3 : 1 } },
-    axes: axes(t, { xTime: !!fig.x_time, xLabel: fig.x_label, yLabel: fig.y_label, logX: fig.log_x, logY: fig.log_y }),
+    axes: axes(t, { xTime: !!fig.x_time, xLabel: fig.x_label, yLabel: fig.y_label, logX: fig.log_x, logY: fig.log_y,
+      intX: allIntegers(...fig.series.map((s) => s.x)), intY: allIntegers(...fig.series.map((s) => s.y)) }),
     series, legend: { show: false },
     cursor: { drag: { x: true, y: false } },
     hooks: {
@@ -128,6 +129,9 @@ function labeller(values) {
   return (v) => fmtTick(v, Math.min(step, nice));
 }
 
+/** The widest a heatmap cell is drawn, as a multiple of its height. */
+export const HEATMAP_ASPECT = 2;
+
 /** A panel Heatmap spec on a canvas: viridis colours, a labelled colour scale, marks, hover readout. */
 export function heatmapFigure(node, fig) {
   const rows = fig.z.length, cols = rows ? fig.z[0].length : 0;
@@ -158,8 +162,12 @@ export function heatmapFigure(node, fig) {
   let geom = null;
   const draw = () => {
     const t = theme();
-    const w = Math.max(200, node.clientWidth);
-    const cellH = Math.max(4, Math.min(28, Math.floor(260 / Math.max(1, rows))));
+    const cellH = Math.max(4, Math.min(40, Math.floor(300 / Math.max(1, rows))));
+    // Cells at most HEATMAP_ASPECT times as wide as tall: a 9 x 5 loss landscape is not squashed to 5:1
+    // across a wide card (the canvas is then narrower than the card).
+    const avail = Math.max(200, node.clientWidth);
+    const pw0 = Math.min(avail - pad.l - pad.r, Math.max(1, cols) * cellH * HEATMAP_ASPECT);
+    const w = Math.max(200, Math.round(pad.l + pw0 + pad.r));
     const ph = cellH * rows;
     const h = pad.t + pad.b + ph;
     const ctx = hidpi(canvas, w, h);
@@ -232,7 +240,8 @@ export function heatmapFigure(node, fig) {
     readout.append(el("span", { class: "val", text: `${fig.y_label || "row"} ${yText(fig.y[r])} · ${fig.x_label || "column"} ${xText(fig.x[c])} · ${fig.value_label || "value"} ${v === null ? "–" : fmtNum(v)}${marks.has(`${r},${c}`) ? ` · ${fig.mark_label || "marked"}` : ""}` }));
   });
   draw();
-  new ResizeObserver(() => { if (Math.abs(node.clientWidth - parseFloat(canvas.style.width)) > 1) draw(); }).observe(node);
+  let drawnFor = node.clientWidth;  // (the canvas may be narrower than the card: compare the card's widths)
+  new ResizeObserver(() => { if (Math.abs(node.clientWidth - drawnFor) > 1) { drawnFor = node.clientWidth; draw(); } }).observe(node);
 }
 
 /** A panel BarChart spec on a canvas: grouped bars per category, nice ticks, labels slanted when they do not fit. */

@@ -5,7 +5,7 @@ import { MetricChart } from "./chart.js";
 import { artifactsSection, imagesSection, systemSection } from "./capture.js";
 import { panelNode, tableNode } from "./panels.js";
 import { readChartState, writeChartState } from "./state.js";
-import { api, box, breakable, clear, dot, el, errorBox, flatten, fmtDuration, fmtNum, fmtTime, fmtValue, loading, runColor, shortId, statusBadge } from "./util.js";
+import { api, box, breakable, clear, dot, el, errorBox, flatten, fmtBytes, fmtDuration, fmtNum, fmtTime, fmtValue, loading, runColor, shortId, statusBadge } from "./util.js";
 
 const POLL_MS = 1000;
 const MAX_POINTS = 2000;
@@ -131,8 +131,11 @@ function chartsSection(ctx) {
   const grid = el("div", { class: "charts" });
   const statGrid = el("div", { class: "stats" });
   const status = el("div", { class: "chart-status" });
-  const node = box("Metrics", el("div", { class: "toolbar" }, filter, xSel,
-    el("label", { class: "slider", title: "exponential moving average; the raw line stays drawn" }, smoothOn, "smoothing ", slider, sliderVal)), status, grid, statGrid);
+  const smoothLabel = el("label", { class: "slider", title: "exponential moving average; the raw line stays drawn" }, smoothOn, "smoothing ", slider, sliderVal);
+  // Hidden until there is a chart to act on (x axis and smoothing mean nothing to single values).
+  const toolbar = el("div", { class: "toolbar chart-toolbar", hidden: true }, filter, xSel, smoothLabel);
+  ctx.chartControls = { toolbar, lineOnly: [xSel, smoothLabel] };
+  const node = box("Metrics", toolbar, status, grid, statGrid);
   ctx.charts = new Map();
   ctx.grid = grid;
   ctx.statGrid = statGrid;
@@ -152,6 +155,15 @@ function chartsSection(ctx) {
   else status.append(loading("Loading metrics…"));
   requestAnimationFrame(() => loadSeries(ctx, true));
   return node;
+}
+
+/** The charts' toolbar only with charts: x and smoothing for line charts, the filter also for many values. */
+function showChartControls(ctx) {
+  const cc = ctx.chartControls;
+  if (!cc) return;
+  const lines = [...ctx.charts.values()].some((c) => !c.chart.isStat);
+  for (const n of cc.lineOnly) n.hidden = !lines;
+  cc.toolbar.hidden = !lines && ctx.charts.size < 8 && !ctx.state.q;
 }
 
 function applyFilter(ctx) {
@@ -255,6 +267,7 @@ async function loadSeries(ctx, reset) {
       c.card.classList.toggle("stat-card", !!c.chart.isStat);
     }
   }
+  showChartControls(ctx);
   // Too many appended points: fetch the whole series again, downsampled by the server.
   if (Object.values(ctx.series).some((s) => s.x.length > 6000)) return loadSeries(ctx, true);
   return res;
@@ -370,11 +383,18 @@ export function mount(root, params, nav) {
     if (!ctx.stopped && ctx.detail.info.status === "running") timer = setTimeout(poll, document.hidden ? POLL_MS * 5 : POLL_MS);
   }
 
+  // The header first (the run's info costs a few stat calls, even on a store never read), then what the
+  // charts need, which on a run never read means building its derived data: a progress line meanwhile.
   async function load() {
     generation += 1;
     let detail;
     try {
-      detail = await api(`/api/runs/${encodeURIComponent(ref)}`, { parts: EARLY.join(",") });
+      const head = await api(`/api/runs/${encodeURIComponent(ref)}`, { parts: "info,build" });
+      if (ctx.stopped) return;
+      const building = showHeaderFirst(head);
+      try {
+        detail = { ...head, ...(await api(`/api/runs/${encodeURIComponent(head.info && head.info.id ? head.info.id : ref)}`, { parts: EARLY.join(",") })) };
+      } finally { if (building) building.stop(); }
     } catch (err) {
       clear(status).append(errorBox(err.status === 404 || err.status === 400 ? `${err.message}` : `cannot load the run: ${err.message}`),
         el("p", {}, el("a", { href: "/", text: "All runs" })));
@@ -402,6 +422,29 @@ export function mount(root, params, nav) {
     status.append(header(ctx), sections);
     renderSections(sections);
     if (info.status === "running") timer = setTimeout(poll, POLL_MS);
+  }
+
+  /** The header of `head` at once, and while the rest is read a line saying what is being built. */
+  function showHeaderFirst(head) {
+    const info = head.info;
+    if (!info || !info.id) return null;
+    ctx.detail = head;
+    ctx.color = runColor(info.id);
+    clear(status);
+    const line = el("p", { class: "loading build-progress", dataset: { building: "1" } });
+    status.append(header(ctx), line);
+    const b = head.build;
+    const started = performance.now();
+    const text = () => {
+      const secs = ((performance.now() - started) / 1000).toFixed(1);
+      if (b && b.unbuilt_bytes > 0) {
+        return `Reading this run for the first time: building its derived data from ${fmtBytes(b.unbuilt_bytes)} of JSONL (kept under the store's index/ folder, so the next visit is fast) · ${secs}s`;
+      }
+      return `Loading the charts… ${secs}s`;
+    };
+    line.textContent = text();
+    const timer = setInterval(() => { line.textContent = text(); }, 200);
+    return { stop() { clearInterval(timer); } };
   }
 
   load();

@@ -153,7 +153,14 @@ export function mount(root, params, ctx) {
     text: v === "table" ? "table" : "parameters", on: { click: () => { state.view = v; update(true); } } }));
   const toolbar = el("div", { class: "toolbar" }, filter, projectSel, statusSel, tagSel, tagChips, chooser, count, el("span", { class: "grow" }),
     el("span", { class: "segs", role: "group", "aria-label": "view" }, viewBtns), clearSel, compareBtn);
-  const message = el("div", { class: "message" }, loading("Loading runs…"));
+  const firstLine = loading("Loading runs…");
+  const message = el("div", { class: "message" }, firstLine);
+  // A store never read before takes seconds to list (its derived data is built): say so while it does.
+  const loadStart = performance.now();
+  const firstTimer = setInterval(() => {
+    const secs = (performance.now() - loadStart) / 1000;
+    if (secs >= 1) firstLine.textContent = `Loading runs… ${secs.toFixed(1)}s (a store read for the first time builds its derived data under its index/ folder; the next visit is fast)`;
+  }, 200);
   const paramsNode = el("div", { class: "box params", hidden: true });
   const scroller = el("div", { class: "scroller" });
   const table = el("table", { class: "grid runs" });
@@ -400,6 +407,7 @@ export function mount(root, params, ctx) {
       // (the default metric is left out of stats=: default=1 brings it, and the URL, so its ETag, stays the same)
       const asked = metricNames.filter((m) => !data || m !== data.default_metric);
       const got = await fetchRuns({ stats: asked.join(","), default: "1" }, last);
+      clearInterval(firstTimer);
       if (stopped) return;
       last = got;
       if (got.fresh || !data) {
@@ -424,5 +432,5 @@ export function mount(root, params, ctx) {
   }
 
   refresh();
-  return { destroy() { stopped = true; clearTimeout(timer); } };
+  return { destroy() { stopped = true; clearTimeout(timer); clearInterval(firstTimer); } };
 }

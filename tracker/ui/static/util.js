@@ -331,8 +331,10 @@ export function runColors(ids) {
   return Object.fromEntries(items.map((it) => [it.id, hueColor(it.h)]));
 }
 
-const PALETTE = ["#3b82f6", "#ef4444", "#10b981", "#f59e0b", "#8b5cf6", "#ec4899", "#14b8a6", "#f97316",
-  "#6366f1", "#84cc16", "#06b6d4", "#a855f7"];
+// Series of a panel without a colour of their own: Tableau 10, made to be told apart (the old palette had
+// near twins: blue/indigo, teal/cyan, violet/purple, amber/orange).
+const PALETTE = ["#4e79a7", "#f28e2b", "#e15759", "#59a14f", "#b07aa1", "#76b7b2", "#edc948", "#ff9da7",
+  "#9c755f", "#bab0ac"];
 export function paletteColor(i) { return PALETTE[i % PALETTE.length]; }
 
 export function cssVar(name) {
