@@ -7,21 +7,28 @@ import { append, el, clear, fmtNum, fmtTick, fmtTime, niceTicks } from "./util.j
 
 /** The narrowest a phase band is drawn, in CSS pixels (wider than a grid line, so it reads as a band). */
 export const BAND_MIN_PX = 5;
+/** A band narrower than this (CSS pixels) is drawn in a stronger tint: a faint sliver reads as a grid line. */
+export const BAND_STRONG_BELOW_PX = 12;
 
 function drawBands(fig, colors) {
   return (u) => {
     const ctx = u.ctx;
     const { top, height } = u.bbox;
-    // A band of one step (start == end) would be a hairline like a grid line: every band is at least
-    // BAND_MIN_PX CSS pixels wide (centred on its step), and a narrow one is drawn stronger.
+    // A band of one step would be a faint sliver like a grid line: every band is at least BAND_MIN_PX
+    // CSS pixels wide (centred on its steps), and one narrower than BAND_STRONG_BELOW_PX is tinted stronger.
     const minW = BAND_MIN_PX * (devicePixelRatio || 1);
     ctx.save();
-    for (const b of fig.bands) {
+    const boxes = fig.bands.map((b) => {
       let x0 = u.valToPos(b.start, "x", true);
       let x1 = u.valToPos(b.end, "x", true);
-      const narrow = x1 - x0 < minW;
-      if (narrow) { const mid = (x0 + x1) / 2; x0 = mid - minW / 2; x1 = mid + minW / 2; }
-      ctx.fillStyle = alpha(b.color || colors(b.label), narrow ? 0.4 : 0.16);
+      const narrow = x1 - x0 < BAND_STRONG_BELOW_PX * (devicePixelRatio || 1);
+      if (x1 - x0 < minW) { const mid = (x0 + x1) / 2; x0 = mid - minW / 2; x1 = mid + minW / 2; }
+      return { b, x0, x1, narrow };
+    });
+    // Wide bands first, narrow ones over them (a one-step band overlaps its neighbours' edges).
+    for (const { b, x0, x1, narrow } of boxes.filter((x) => !x.narrow).concat(boxes.filter((x) => x.narrow))) {
+      if (narrow) ctx.clearRect(x0, top, x1 - x0, height);
+      ctx.fillStyle = alpha(b.color || colors(b.label), narrow ? 0.55 : 0.16);
       ctx.fillRect(x0, top, x1 - x0, height);
     }
     ctx.restore();

@@ -115,7 +115,7 @@ export function fmtNum(v, digits = 4) {
   if (a < 1e-3 || a >= 1e9) return expText(v, digits);
   if (a >= 10 ** digits) return grouped(Math.sign(v) * Math.round(a));  // whole, halves away from zero
   const r = Number(v.toPrecision(digits));
-  if (Number.isInteger(r)) return a >= 1e4 ? grouped(r) : String(r === 0 ? 0 : r);
+  if (Number.isInteger(r)) return Math.abs(r) >= 1e4 ? grouped(r) : String(r === 0 ? 0 : r);  // 9999.5: 10 000
   return String(r);
 }
 
