@@ -165,9 +165,10 @@ def test_cli_summary_as_json(tracker_store):
 
 def test_the_panel_and_the_summary_agree_on_gap_db_and_series_are_told_apart(tmp_path) -> None:
     """gap_db is theory minus measured in both; each tensor its own colour (issue 35)."""
-    import tracker
     from tracker_quant_analysis.panel import sqnr_panel
     from tracker_quant_analysis.summary import summarize_errors
+
+    import tracker
 
     with tracker.start_run(project="q", store=tmp_path / "s", system_metrics=False) as run:
         for tensor in ("conv", "fc", "emb", "head"):

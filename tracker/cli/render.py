@@ -13,8 +13,8 @@ from typing import Any
 import click
 import orjson
 
-from .numbers import aligned, number
 from ..format import encode_nonfinite
+from .numbers import aligned, number
 
 FORMATS = ("table", "json", "csv")
 #: A column is never squeezed below this many characters to fit the terminal.
@@ -124,7 +124,7 @@ def table_text(columns: Sequence[str], rows: Iterable[dict[str, Any]], *,
     headers = headers or {}
     names = [headers.get(c, c) for c in columns]
     body = []
-    for i, row in enumerate(rows):
+    for row in rows:
         line = []
         for c in columns:
             line.append(cell(row.get(c)))

@@ -3,7 +3,8 @@
 Routes only: reading goes through the public reading API (``Store``,
 ``RunView``), series through :mod:`tracker.ui.series`, live reads through
 :mod:`tracker.ui.live`, the run page's parts through :mod:`tracker.ui.parts`.
-Every endpoint is read-only and never creates a file inside the store.
+Every endpoint is read-only; the only files it creates in the store are derived data under ``<store>/index/``
+(as every reader does; see docs/ui.md, "Security").
 """
 
 from __future__ import annotations
