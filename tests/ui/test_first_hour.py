@@ -293,7 +293,7 @@ def test_landscape_cells_are_not_squashed(driver, world) -> None:
     driver.get(f"{server.url}/runs/{ids['ptq']}")
     canvas = wait(driver, lambda d: css(d, '[data-panel="fft.landscape"] canvas.heatmap'), what="landscape")[0]
     w, h = driver.execute_script("return [arguments[0].clientWidth, arguments[0].clientHeight]", canvas)
-    assert w / h < 3.5, (w, h)  # 9 x 5 cells at most 2:1 each, plus the axes and the colour scale
+    assert w / h < 3.0, (w, h)  # 9 x 5 cells at most 1.25:1 each, plus the axes and the colour scale
 
 
 def test_one_step_correct_bands_are_visible(driver, world) -> None:

@@ -136,8 +136,8 @@ function labeller(values) {
   return (v) => fmtTick(v, Math.min(step, nice));
 }
 
-/** The widest a heatmap cell is drawn, as a multiple of its height. */
-export const HEATMAP_ASPECT = 2;
+/** The widest a heatmap cell is drawn, as a multiple of its height (a landscape stays close to square). */
+export const HEATMAP_ASPECT = 1.25;
 
 /** A panel Heatmap spec on a canvas: viridis colours, a labelled colour scale, marks, hover readout. */
 export function heatmapFigure(node, fig) {
