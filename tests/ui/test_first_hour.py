@@ -241,6 +241,8 @@ def test_time_axis_labels_are_the_clis_times_on_two_lines(driver, world) -> None
     assert labels[0] == f"{when(t0)[11:]}\n{when(t0)[:10]}" and labels[1] == when(t0 + 30)[11:]
     assert labels[2].endswith(when(t0 + 86400)[:10])  # a new day: its date again
     assert size >= 40  # room for both lines
+    short = js(driver, "chart.js", f"return m.timeTicks(null, [{t0 + 0.25}, {t0 + 0.5}], 0, 80, 0.25);")
+    assert short[1] == when(t0)[11:] + ".50"  # ticks under a second apart differ in their text
 
 
 # --- the run page ---------------------------------------------------------------------------------

@@ -77,11 +77,16 @@ export const TIME_AXIS_SIZE = 44;
  */
 export function timeTicks(u, splits, ax, space, incr) {
   const withSeconds = !(incr >= 60) || splits.some((v) => v !== null && Math.round(v) % 60 !== 0);
+  // Ticks less than a second apart (a short run) show the fraction they differ by: "09:26:53.250".
+  let decimals = 0;
+  if (incr > 0 && incr < 1) while (decimals < 3 && Math.abs(Math.round(incr * 10 ** decimals) - incr * 10 ** decimals) > 1e-6) decimals++;
   let lastDay = null;
   return splits.map((v) => {
     if (v === null || v === undefined || !Number.isFinite(v)) return "";
-    const text = fmtTime(v);  // "2025-03-14 09:26:53"
-    const day = text.slice(0, 10), clock = withSeconds ? text.slice(11) : text.slice(11, 16);
+    const whole = Math.floor(v);
+    const text = fmtTime(whole);  // "2025-03-14 09:26:53"
+    const frac = decimals ? (v - whole).toFixed(decimals).slice(1) : "";
+    const day = text.slice(0, 10), clock = withSeconds ? text.slice(11) + frac : text.slice(11, 16);
     const out = day !== lastDay ? `${clock}\n${day}` : clock;
     lastDay = day;
     return out;
