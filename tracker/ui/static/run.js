@@ -417,9 +417,11 @@ export function mount(root, params, nav) {
     ctx.charts = new Map();
     dropZooms(ctx);
     ctx.cursor = null;
+    // The header drawn first stays (a node a reader or a test holds is not replaced by an equal one).
+    const head = ctx.headNode && ctx.headNode.parentNode === status ? ctx.headNode : null;
     clear(status);
     const sections = el("div", { class: "sections" });
-    status.append(header(ctx), sections);
+    status.append(head || header(ctx), sections);
     renderSections(sections);
     if (info.status === "running") timer = setTimeout(poll, POLL_MS);
   }
@@ -432,7 +434,8 @@ export function mount(root, params, nav) {
     ctx.color = runColor(info.id);
     clear(status);
     const line = el("p", { class: "loading build-progress", dataset: { building: "1" } });
-    status.append(header(ctx), line);
+    ctx.headNode = header(ctx);
+    status.append(ctx.headNode, line);
     const b = head.build;
     const started = performance.now();
     const text = () => {
