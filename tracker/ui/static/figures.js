@@ -136,9 +136,6 @@ function labeller(values) {
   return (v) => fmtTick(v, Math.min(step, nice));
 }
 
-/** The widest a heatmap cell is drawn, as a multiple of its height (a landscape stays close to square). */
-export const HEATMAP_ASPECT = 1.25;
-
 /** A panel Heatmap spec on a canvas: viridis colours, a labelled colour scale, marks, hover readout. */
 export function heatmapFigure(node, fig) {
   const rows = fig.z.length, cols = rows ? fig.z[0].length : 0;
@@ -169,11 +166,13 @@ export function heatmapFigure(node, fig) {
   let geom = null;
   const draw = () => {
     const t = theme();
-    const cellH = Math.max(4, Math.min(40, Math.floor(300 / Math.max(1, rows))));
-    // Cells at most HEATMAP_ASPECT times as wide as tall: a 9 x 5 loss landscape is not squashed to 5:1
-    // across a wide card (the canvas is then narrower than the card).
+    const cellH = fig.cell_aspect > 0 ? Math.max(4, Math.min(40, Math.floor(300 / Math.max(1, rows))))
+      : Math.max(4, Math.min(28, Math.floor(260 / Math.max(1, rows))));
+    // A figure with cell_aspect draws cells at most that many times as wide as tall: a loss landscape is
+    // not squashed to 5:1 across a wide card (the canvas is then narrower than the card).
     const avail = Math.max(200, node.clientWidth);
-    const pw0 = Math.min(avail - pad.l - pad.r, Math.max(1, cols) * cellH * HEATMAP_ASPECT);
+    const aspect = fig.cell_aspect > 0 ? fig.cell_aspect : Infinity;  // the figure's own cap (a landscape: 1)
+    const pw0 = Math.min(avail - pad.l - pad.r, Math.max(1, cols) * cellH * aspect);
     const w = Math.max(200, Math.round(pad.l + pw0 + pad.r));
     const ph = cellH * rows;
     const h = pad.t + pad.b + ph;
