@@ -3,7 +3,7 @@
 
 import { paramsDefaults, paramsView, specOf } from "./params.js";
 import { setQuery } from "./state.js";
-import { ApiError, clear, dot, el, errorBox, fmtAgo, fmtDuration, fmtNum, fmtValue, loading, num, runColor, runColors, shortId, statusBadge } from "./util.js";
+import { alignDecimals, ApiError, clear, dot, el, errorBox, fmtAgo, fmtDuration, fmtNum, fmtValue, loading, num, runColor, runColors, shortId, statusBadge } from "./util.js";
 
 const ROW_H = 34;
 const REFRESH_MS = 4000;
@@ -318,7 +318,26 @@ export function mount(root, params, ctx) {
     if (c.key === "status") return el("td", {}, statusBadge(r.status));
     if (c.key === "tags") return el("td", { text: r.tags.join(", ") });
     const cls = typeof c.cls === "function" ? c.cls(v) : c.cls || "";
-    return el("td", { class: cls, title: c.title ? c.title(v) : undefined, text: c.show ? c.show(v) : (v ?? "–") });
+    let text = c.show ? c.show(v) : (v ?? "–");
+    if (colDecimals.has(c.key) && cls === "num") text = alignDecimals([text], colDecimals.get(c.key))[0];
+    return el("td", { class: cls, title: c.title ? c.title(v) : undefined, text });
+  }
+
+  // Per metric or config column, the most decimals any shown row writes: every cell is padded to it, so
+  // the decimal points of a column line up (the table draws only the rows in view, so it is worked out
+  // over all of them here).
+  const colDecimals = new Map();
+  function measureColumns(cols) {
+    colDecimals.clear();
+    for (const c of cols) {
+      if (!c.removable || !c.show) continue;
+      let widest = 0;
+      for (const r of rows) {
+        const t = c.show(c.get(r));
+        if (/^-?[0-9\u2009]+\.[0-9]+$/.test(t)) widest = Math.max(widest, t.length - t.indexOf(".") - 1);
+      }
+      if (widest) colDecimals.set(c.key, widest);
+    }
   }
 
   function renderRows() {
@@ -358,6 +377,7 @@ export function mount(root, params, ctx) {
       return (missing ? c : c * dir) || a[1] - b[1];
     });
     rows = keyed.map((k) => k[2]);
+    measureColumns(cols);
     count.textContent = rows.length === data.runs.length ? `${data.runs.length.toLocaleString("en-US")} runs`
       : `${rows.length.toLocaleString("en-US")} of ${data.runs.length.toLocaleString("en-US")} runs`;
     renderControls();

@@ -121,12 +121,13 @@ export function fmtNum(v, digits = 4) {
 
 /**
  * A column's texts padded on the right with figure spaces so that the decimal points of its fixed-point
- * numbers line up (tracker/cli/numbers.py aligned()); other texts are left as they are.
+ * numbers line up (tracker/cli/numbers.py aligned()); other texts are left as they are. `widestGiven`:
+ * the decimals to pad to (a column drawn a few rows at a time knows them from all its rows).
  */
-export function alignDecimals(texts) {
+export function alignDecimals(texts, widestGiven = null) {
   const fixed = texts.map((t) => /^-?[0-9\u2009]+(\.[0-9]+)?$/.test(t));
   const decs = texts.map((t) => (t.includes(".") ? t.length - t.indexOf(".") - 1 : 0));
-  const widest = Math.max(0, ...decs.filter((_, i) => fixed[i]));
+  const widest = widestGiven ?? Math.max(0, ...decs.filter((_, i) => fixed[i]));
   if (!widest) return texts.slice();
   return texts.map((t, i) => (!fixed[i] ? t : t + FIGURE_SPACE.repeat(decs[i] ? widest - decs[i] : widest + 1)));
 }
