@@ -188,6 +188,12 @@ def test_default_metric_is_the_one_tracker_runs_shows_and_sorts_best_first(drive
     heads = [h.text.replace("✕", "").strip() for h in css(driver, "table.runs thead th")]
     assert "loss last" in heads and "acc last" not in heads
     assert metric_cols[0] == "loss"
+    # the column's decimal points line up (figure spaces after the shorter ones)
+    col = heads.index("loss last")
+    cells = [r.find_elements("css selector", "td")[col].get_attribute("textContent")
+             for r in css(driver, "table.runs tbody tr[data-id]")]
+    ends = {len(t) - t.index(".") for t in cells if "." in t}
+    assert len(ends) == 1, cells
     # a loss sorts lowest first on the first click, an accuracy highest first
     for label, want_desc in (("loss min", "0"), ("acc max", None)):
         if want_desc is None:
