@@ -20,9 +20,11 @@ def test_dumps_is_strict_json_with_the_store_encoding():
 
 
 def test_cells():
-    assert [cell(v) for v in (None, True, math.nan, math.inf, -math.inf, 0.5, 2.0, 1e-7, 123456789.0)] == [
-        "-", "yes", "NaN", "inf", "-inf", "0.5", "2.0", "1e-07", "1.235e+08"]
-    assert cell([1.0, None]) == "[1.0, -]" and cell(np.float32(0.25)) == "0.25"
+    # The page's rules (tracker/cli/numbers.py): whole values whole, 4 significant digits, exponents
+    # below 0.001 and from 1e9 without padding, thin-space groups from 10 000.
+    assert [cell(v) for v in (None, True, math.nan, math.inf, -math.inf, 0.5, 2.0, 1e-7, 123456789.5, 2.5e9)] == [
+        "-", "yes", "NaN", "inf", "-inf", "0.5", "2", "1e-7", "123\u2009456\u2009790", "2\u2009500\u2009000\u2009000"]
+    assert cell([1.0, None]) == "[1, -]" and cell(np.float32(0.25)) == "0.25"
 
 
 def test_csv_values():
@@ -33,14 +35,15 @@ def test_csv_values():
 def test_table_aligns_numbers_right_and_marks():
     text = table_text(["name", "x"], [{"name": "a", "x": 1.5}, {"name": "bb", "x": 10}], marks={(1, "x")},
                       width=None)
-    assert text.splitlines() == ["name  x", "----  ---", "a     1.5", "bb    10*"]
+    # the decimal points line up: "10" is padded where "1.5" has its ".5"
+    assert text.splitlines() == ["name  x", "----  ----", "a      1.5", "bb    10*"]
 
 
 def test_table_fits_a_narrow_terminal_by_clipping_text_not_numbers():
     rows = [{"name": "a-very-long-run-name-indeed", "note": "x" * 40, "value": 123456.0}]
     text = table_text(["name", "note", "value"], rows, width=50)
     assert all(len(line) <= 50 for line in text.splitlines())
-    assert "…" in text and "123456.0" in text
+    assert "…" in text and "123\u2009456" in text
     unlimited = table_text(["name", "note", "value"], rows, width=None)
     assert "a-very-long-run-name-indeed" in unlimited and "…" not in unlimited
 

@@ -81,7 +81,7 @@ def test_summary_table(cli, run):
     out = cli("summary", run.id).stdout
     assert "Metrics" in out and "FFT loss curves" in out
     loss_line = next(line for line in out.splitlines() if line.startswith("loss "))
-    assert loss_line.split()[:5] == ["loss", "5", "1", "1.0", "0.125"]
+    assert loss_line.split()[:5] == ["loss", "5", "1", "1", "0.125"]
 
 
 def test_summary_of_a_schema_the_run_lacks(cli, run):

@@ -45,7 +45,7 @@ def test_merges_writers_by_time(cli, two_writers):
 def test_text_lines(cli, two_writers):
     lines = cli("tail", two_writers).stdout.splitlines()
     assert len(lines) == 5
-    assert lines[0].split()[0] == "0" and lines[0].split()[2:] == ["metrics", "loss=1.0"]
+    assert lines[0].split()[0] == "0" and lines[0].split()[2:] == ["metrics", "loss=1"]
     assert lines[3].split()[-1] == "rank=inf"
 
 

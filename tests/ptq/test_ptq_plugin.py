@@ -89,7 +89,7 @@ def test_summaries_of_hand_made_records(tracker_store):
                           "worst_max_abs_err": 0.02, "over_bound": "fc2"}
     assert per_channel == {"scheme": "symmetric_per_channel_int8", "layers": 1,
                            "bytes_fp32": 64, "bytes_int8": 40, "compression_ratio": 1.6,
-                           "worst_layer": "fc1", "worst_max_abs_err": 0.004, "over_bound": ""}
+                           "worst_layer": "fc1", "worst_max_abs_err": 0.004, "over_bound": "none"}
 
 
 def test_summaries_of_a_quantised_model(tracker_store):

@@ -161,3 +161,30 @@ def test_cli_summary_as_json(tracker_store):
     (row,) = by_name["quant.errors"]["rows"]
     assert row["sqnr_db"] == rec.sqnr_db and row["mse"] == rec.mse
     assert row["theoretical_sqnr_db"] == pytest.approx(theory(8))
+
+
+def test_the_panel_and_the_summary_agree_on_gap_db_and_series_are_told_apart(tmp_path) -> None:
+    """gap_db is theory minus measured in both; each tensor its own colour (issue 35)."""
+    from tracker_quant_analysis.panel import sqnr_panel
+    from tracker_quant_analysis.summary import summarize_errors
+
+    import tracker
+
+    with tracker.start_run(project="q", store=tmp_path / "s", system_metrics=False) as run:
+        for tensor in ("conv", "fc", "emb", "head"):
+            for gran in ("per_tensor", "per_channel"):
+                for bits in (4, 8):
+                    sqnr = 6.02 * bits + 1.76 - (6.0 if gran == "per_tensor" else 2.0)
+                    run.log_record("quant.error", tensor=tensor, bits=bits, granularity=gran, mode="symmetric",
+                                   mse=1e-3, mae=0.01, max_error=0.02, sqnr_db=sqnr, outlier_rate=0.0,
+                                   num_samples=100, theoretical_max_error=0.02)
+    view = tracker.open_store(tmp_path / "s").run(run.id)
+    table = view.table("quant.error")
+    chart, figure = sqnr_panel(table, view)
+    summary = {(r["tensor"], r["granularity"], r["bits"]): r["gap_db"] for r in summarize_errors(table).rows}
+    for row in figure.rows:
+        assert row["gap_db"] == pytest.approx(summary[(row["tensor"], row["granularity"], row["bits"])])
+        assert row["gap_db"] > 0  # below theory: positive, as the summary says it
+    measured = [s for s in chart.series if not s.name.startswith("theoretical")]
+    colours = {s.name.split(" · ")[0]: s.color for s in measured}
+    assert len(set(colours.values())) == 4 and chart.wide and figure.wide

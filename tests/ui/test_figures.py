@@ -79,3 +79,12 @@ def test_new_figure_options_and_their_errors():
         tracker.Heatmap("h", [[1]], origin="left").to_json()
     bars = tracker.BarChart("b", ["a"], {"x": [1]}, note="mean of the last 100").to_json()
     assert bars["note"] == "mean of the last 100"
+
+
+def test_heatmap_cell_aspect_is_a_positive_number_or_none() -> None:
+    from tracker.core.figures import FigureError, Heatmap
+
+    assert Heatmap("t", [[1.0, 2.0]]).to_json()["cell_aspect"] is None
+    assert Heatmap("t", [[1.0, 2.0]], cell_aspect=1).to_json()["cell_aspect"] == 1.0
+    with pytest.raises(FigureError, match="cell_aspect: expected a positive number"):
+        Heatmap("t", [[1.0]], cell_aspect=0).to_json()

@@ -92,5 +92,9 @@ def summarize_run(table: Table) -> Summary:
     wall = float(times.max() - times.min()) if len(table) else 0.0
     rows = [{"records": len(table), "distinct_steps": distinct(steps),
              "first_step": int(steps.min()), "last_step": int(steps.max()), "wall_time_s": wall}]
-    return Summary("Run", rows)
+    # The runs list and the run's header count differently; say what these count (issue 35).
+    return Summary("Run", rows, notes=(
+        "records: metrics records only (the runs list counts the records of every schema)",
+        "wall_time_s: from the first to the last metrics record (the run's duration runs from its start "
+        "to its end)"))
 

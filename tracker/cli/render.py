@@ -13,6 +13,7 @@ from typing import Any
 import click
 import orjson
 
+from tracker.cli.numbers import aligned, number
 from tracker.core.format import encode_nonfinite
 
 FORMATS = ("table", "json", "csv")
@@ -77,16 +78,8 @@ def cell(value: Any) -> str:
         return "yes" if value else "no"
     if type(value).__module__ == "numpy" and hasattr(value, "tolist"):
         value = value.tolist()
-    if isinstance(value, float):
-        if math.isnan(value):
-            return "NaN"
-        if math.isinf(value):
-            return "inf" if value > 0 else "-inf"
-        if value != 0 and (abs(value) >= 1e6 or abs(value) < 1e-3):
-            return f"{value:.4g}"
-        if value == int(value) and abs(value) < 1e6:
-            return f"{value:.1f}"
-        return f"{value:.4f}".rstrip("0").rstrip(".") if abs(value) < 1e4 else f"{value:.1f}"
+    if isinstance(value, (int, float)):
+        return number(value)  # the page's rules too (tracker/cli/numbers.py)
     if isinstance(value, (list, tuple)):
         return "[" + ", ".join(cell(v) for v in value) + "]"
     if isinstance(value, dict):
@@ -131,16 +124,22 @@ def table_text(columns: Sequence[str], rows: Iterable[dict[str, Any]], *,
     headers = headers or {}
     names = [headers.get(c, c) for c in columns]
     body = []
-    for i, row in enumerate(rows):
+    for row in rows:
         line = []
         for c in columns:
-            text = cell(row.get(c))
-            if marks and (i, c) in marks:
-                text += "*"
-            line.append(text)
+            line.append(cell(row.get(c)))
         body.append(line)
-    widths = [max([len(n)] + [len(r[j]) for r in body]) for j, n in enumerate(names)]
     numeric = [bool(rows) and all(row.get(c) is None or is_number(row.get(c)) for row in rows) for c in columns]
+    for j, is_num in enumerate(numeric):
+        if is_num:  # decimal points one under the other
+            for line, text in zip(body, aligned([line[j] for line in body]), strict=True):
+                line[j] = text
+    if marks:
+        for i, line in enumerate(body):
+            for j, c in enumerate(columns):
+                if (i, c) in marks:
+                    line[j] = line[j].rstrip() + "*" + line[j][len(line[j].rstrip()) + 1:]
+    widths = [max([len(n)] + [len(r[j]) for r in body]) for j, n in enumerate(names)]
     if width == -1:
         width = terminal_width()
     if width is not None:

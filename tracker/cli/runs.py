@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections import Counter
 from typing import Any
 
 import click
@@ -11,7 +10,9 @@ from tracker.cli import CliContext
 from tracker.cli.options import format_option, handle_errors
 from tracker.cli.render import csv_text, dumps, encode_nonfinite_deep, table_text
 from tracker.cli.terminal import STATUS_COLORS, is_terminal, use_color
+from tracker.cli.warmup import warm_with_progress
 from tracker.core.text import duration, human_bytes, human_cell, run_duration, when
+from tracker.read.compare import key_metrics  # noqa: F401 - where the dashboard looked for it until 0.4
 
 #: ``tracker runs --system``: column name and key of ``RunInfo.system`` (see tracker.capture.system).
 SYSTEM_COLUMNS = [("cpu% mean", "cpu_percent_mean"), ("cpu% peak", "cpu_percent_peak"),
@@ -22,17 +23,6 @@ KEY_METRICS = 3
 STATUSES = ("running", "finished", "failed", "crashed")
 #: A table on a terminal shows this many runs (the newest) unless --all or -n says otherwise.
 TERMINAL_ROWS = 50
-
-
-def key_metrics(infos: list[Any], limit: int = KEY_METRICS) -> list[str]:
-    """The metric names most runs have a last value for (ties: first seen), at most ``limit``."""
-    counts: Counter[str] = Counter()
-    first: dict[str, int] = {}
-    for info in infos:
-        for name in info.last_metrics:
-            counts[name] += 1
-            first.setdefault(name, len(first))
-    return sorted(counts, key=lambda n: (-counts[n], first[n]))[:limit]
 
 
 def column_value(info: Any, spec: str) -> Any:
@@ -115,6 +105,9 @@ def _list_runs(obj: CliContext, project: str | None, status: str | None, tags: t
         short = short_ids(store.run_ids())
     else:
         short = obj.short_ids()
+    # A store never read before: the runs' derived columns built with a progress line on a terminal.
+    if not trash:
+        warm_with_progress(store)
     # A local store's catalog also says which infos hold NaN or infinities (a team store's listing does not).
     catalog = getattr(store, "catalog", None)
     tag = tags[0] if tags else None

@@ -8,9 +8,10 @@ import click
 
 from tracker.cli import CliContext
 from tracker.cli.options import format_option, handle_errors
-from tracker.cli.render import csv_text, dumps
+from tracker.cli.render import cell, csv_text, dumps
 from tracker.cli.summary import print_summaries
 from tracker.cli.terminal import status_text, style
+from tracker.cli.warmup import warm_with_progress
 from tracker.core.text import duration, flatten, human_cell, run_duration, when
 
 #: How many of the last lines of a failed run's traceback ``show`` prints.
@@ -44,10 +45,10 @@ def _info_lines(obj: CliContext, info: Any) -> list[str]:
         lines += [f"  {t}" for t in info.notes.splitlines()]
     if info.config:
         lines.append(style("config", dim=True))
-        lines += [f"  {k} = {human_cell(k.rsplit('.', 1)[-1], v)}" for k, v in flatten(info.config)]
+        lines += [f"  {k} = {cell(human_cell(k.rsplit('.', 1)[-1], v))}" for k, v in flatten(info.config)]
     if info.summary:
         lines.append(style("summary", dim=True))
-        lines += [f"  {k} = {human_cell(k.rsplit('.', 1)[-1], v)}" for k, v in flatten(info.summary)]
+        lines += [f"  {k} = {cell(human_cell(k.rsplit('.', 1)[-1], v))}" for k, v in flatten(info.summary)]
     return lines
 
 
@@ -81,6 +82,8 @@ def show_cmd(obj: CliContext, run: str, fmt: str) -> None:
     """
     view = obj.store.run(run)
     info = view.info
+    # A run never read before: its derived columns built with a progress line on a terminal (issue 35).
+    warm_with_progress(obj.store, [view.id], label=f"reading run {obj.short(view.id)} for the first time")
     summaries = view.summarize()
     if fmt == "json":
         doc = info.to_dict()

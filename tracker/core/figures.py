@@ -232,6 +232,8 @@ class Heatmap:
         of increasing values (histogram bins) put larger values up.
     :param value_label: what the colour measures (e.g. ``"count"``), shown on the colour scale.
     :param wide: the figure takes the whole width of the page.
+    :param cell_aspect: at most how many times wider than tall a cell is drawn (``1.0``: square cells, for
+        a plane of two parameters such as a loss landscape); ``None`` (default): cells fill the width.
     """
 
     title: str
@@ -248,6 +250,7 @@ class Heatmap:
     origin: str = attrs.field(default="upper", kw_only=True)
     value_label: str = attrs.field(default="", kw_only=True)
     wide: bool = attrs.field(default=False, kw_only=True)
+    cell_aspect: float | None = attrs.field(default=None, kw_only=True)
 
     def to_json(self) -> dict[str, Any]:
         """``{"type": "heatmap", "title", "z": [[...]], "x", "y", "marked": [[row, col]], ...}``."""
@@ -276,7 +279,17 @@ class Heatmap:
         return {"type": "heatmap", "title": _text(self.title), "z": rows, "x": xs, "y": ys,
                 "x_label": _text(self.x_label), "y_label": _text(self.y_label), "marked": marked,
                 "mark_label": _text(self.mark_label), "vmin": vmin, "vmax": vmax, "log": bool(self.log),
-                "origin": self.origin, "value_label": _text(self.value_label), "wide": bool(self.wide)}
+                "origin": self.origin, "value_label": _text(self.value_label), "wide": bool(self.wide),
+                "cell_aspect": self._aspect()}
+
+    def _aspect(self) -> float | None:
+        if self.cell_aspect is None:
+            return None
+        a = _numbers([self.cell_aspect], "cell_aspect")[0]
+        if a is None or not a > 0:
+            raise FigureError(f"heatmap {self.title!r}: cell_aspect: expected a positive number, given "
+                              f"{self.cell_aspect!r}")
+        return float(a)
 
     def _labels(self, values: Any, n: int, axis: str) -> list[Any]:
         if values is None:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import datetime as _dt
+import math
+import re
 import time
 from collections.abc import Iterable
 from typing import Any
@@ -64,8 +66,18 @@ def is_time_column(name: str) -> bool:
     return low in _TIME_NAMES or low.endswith(("_at", "_time"))
 
 
+#: Columns whose numbers are durations in seconds (the page's rule in static/util.js, SECONDS_COL).
+_SECONDS = re.compile(r"(^|_)(duration|elapsed|seconds|wall|secs)($|_s$)|_s$|_seconds$")
+
+
+def is_seconds_column(name: str) -> bool:
+    """Whether a column of that name holds a duration in seconds (``duration``, ``wall_time_s``...)."""
+    return bool(_SECONDS.search(name.lower()))
+
+
 def human_cell(column: str, value: Any) -> Any:
-    """A table cell as people read it: Unix times in time columns as dates, byte counts as KiB, MiB, GiB.
+    """A table cell as people read it: Unix times in time columns as dates, byte counts as KiB, MiB, GiB,
+    durations in seconds as ``32ms``, ``4.2s`` (as the page shows them).
 
     Other values (and values of other types) are returned unchanged; JSON and
     CSV output never goes through this.
@@ -76,13 +88,34 @@ def human_cell(column: str, value: Any) -> Any:
         return when(value)
     if is_size_column(column) and value >= 0 and value == int(value):
         return human_bytes(value)
+    if is_seconds_column(column) and math.isfinite(value) and value >= 0:
+        return duration(value)
     return value
 
 
+#: Columns that hold a statistic of the quantity the row's label names ("peak" of "memory_used_bytes").
+STAT_COLUMNS = frozenset({"mean", "peak", "last", "first", "min", "max", "median", "value", "total"})
+
+
+def row_unit(row: dict[str, Any]) -> str | None:
+    """The column-like name a row is about, when its label says a unit: a text cell naming bytes,
+    a time or a duration (``{"metric": "memory_used_bytes", "peak": ...}`` -> ``memory_used_bytes``)."""
+    for v in row.values():
+        if isinstance(v, str) and (is_size_column(v) or is_seconds_column(v)):
+            return v
+    return None
+
+
 def human_rows(columns: Iterable[str], rows: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
-    """:func:`human_cell` over every cell of ``rows``."""
+    """:func:`human_cell` over every cell of ``rows``; a statistic column (mean, peak, last...) takes
+    the unit of the quantity its row names (the page does the same: static/panels.js tableNode)."""
     cols = list(columns)
-    return [{**row, **{c: human_cell(c, row.get(c)) for c in cols if c in row}} for row in rows]
+    out = []
+    for row in rows:
+        unit = row_unit(row)
+        out.append({**row, **{c: human_cell(unit if unit and c.lower() in STAT_COLUMNS else c, row.get(c))
+                              for c in cols if c in row}})
+    return out
 
 
 def duration(seconds: float | None) -> str:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
@@ -181,3 +182,14 @@ def compare_runs(views: list[Any]) -> dict[str, Any]:
         per_run = [next((s for s in sums if (s.summarizer or s.title) == name), None) for sums in per_view]
         sections.append(compare_summaries(title, name, schema, per_run))
     return {"runs": runs, "sections": sections}
+
+
+def key_metrics(infos: list[Any], limit: int = 3) -> list[str]:
+    """The metric names most runs have a last value for (ties: first seen), at most ``limit``."""
+    counts: Counter[str] = Counter()
+    first: dict[str, int] = {}
+    for info in infos:
+        for name in info.last_metrics:
+            counts[name] += 1
+            first.setdefault(name, len(first))
+    return sorted(counts, key=lambda n: (-counts[n], first[n]))[:limit]

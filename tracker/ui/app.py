@@ -3,7 +3,8 @@
 Routes only: reading goes through the public reading API (``Store``,
 ``RunView``), series through :mod:`tracker.ui.series`, live reads through
 :mod:`tracker.ui.live`, the run page's parts through :mod:`tracker.ui.parts`.
-Every endpoint is read-only and never creates a file inside the store.
+Every endpoint is read-only; the only files it creates in the store are derived data under ``<store>/index/``
+(as every reader does; see docs/ui.md, "Security").
 """
 
 from __future__ import annotations
@@ -140,6 +141,23 @@ def _names_param(request: Request, name: str) -> list[str] | None:
     return [n for r in raw for n in r.split(",") if n]
 
 
+def listing_etag(body: bytes) -> str:
+    """A weak ETag of a runs listing's bytes (weak: the clock-driven fields are not in them)."""
+    import hashlib
+
+    return 'W/"' + hashlib.blake2b(body, digest_size=16).hexdigest() + '"'
+
+
+def _etags(header: str) -> set[str]:
+    """The entity tags of an ``If-None-Match`` header (weak comparison: ``W/`` or not, the same tag)."""
+    out = set()
+    for part in header.split(","):
+        part = part.strip()
+        if part:
+            out.add(part if part.startswith("W/") else "W/" + part)
+    return out
+
+
 class Api:
     """The endpoints over one store."""
 
@@ -172,7 +190,7 @@ class Api:
     # --- endpoints ----------------------------------------------------------------------------
 
     def runs(self, request: Request) -> Response:
-        """``GET /api/runs?project=&status=&tag=&q=&stats=a,b``."""
+        """``GET /api/runs?project=&status=&tag=&q=&stats=a,b&default=1``, with an ETag (304 when unchanged)."""
         # Thousands of rows and no cycles: the collector's passes over them cost a sixth of the request.
         with gc_paused():
             return self._runs(request)
@@ -192,6 +210,9 @@ class Api:
         infos = [e.info for e in entries] if entries is not None else self.store.runs()
         out = parts.runs_listing(infos, project=q.get("project") or None, status=status, tags=tags,
                                  text=q.get("q") or None)
+        # default=1: the statistics of the default metric come in the same answer (one load, not two).
+        if q.get("default") == "1" and out["default_metric"] and out["default_metric"] not in stats:
+            stats = [*stats, out["default_metric"]]
         # Rows are made strict one by one: the catalog says which infos hold no NaN or infinity,
         # and those (most) are taken as they are.
         plain = {e.info.id for e in entries if e.finite} if entries is not None else set()
@@ -206,9 +227,22 @@ class Api:
                     figures = self.stats.get(self.store, row["id"], stats)
                 row["stats"] = parts.strict(figures)
         out["store"] = str(self.store.path)
-        out["now"] = time.time()
         rows = out.pop("runs")
-        return json_response({"runs": rows, **parts.strict(out)})
+        rest = parts.strict(out)
+        # The ETag covers what the listing says, not the clock: a running run's duration (until now)
+        # and "now" are left out of it, so an idle page's polls are answered 304 with no body. The
+        # page draws running durations from created_at and its own clock.
+        running = [row for row in rows if row.get("status") == "running" and "duration" in row]
+        live = [row.pop("duration") for row in running]
+        tag = listing_etag(orjson.dumps({"runs": rows, **rest}, option=orjson.OPT_NON_STR_KEYS))
+        if tag in _etags(request.headers.get("if-none-match", "")):
+            return Response(status_code=304, headers={"etag": tag, "cache-control": "no-cache"})
+        for row, d in zip(running, live, strict=True):
+            row["duration"] = d
+        response = json_response({"runs": rows, **rest, "now": time.time()})
+        response.headers["etag"] = tag
+        response.headers["cache-control"] = "no-cache"
+        return response
 
     def run(self, request: Request) -> Response:
         """``GET /api/runs/{id}[?parts=a,b]``: the parts of the run page (see :mod:`tracker.ui.parts`)."""

@@ -114,8 +114,26 @@ def runs_listing(infos: list[Any], *, project: str | None = None, status: str | 
         row = info_json(info)
         row["config_flat"] = flat
         rows.append(row)
+    from tracker.read.compare import better, key_metrics
+
+    names = sorted(metric_names)
+    common = key_metrics(infos, limit=1)
     return {"runs": rows, "total": len(infos), "projects": sorted(projects), "tags": sorted(all_tags),
-            "config_keys": list(config_keys), "metric_names": sorted(metric_names)}
+            "config_keys": list(config_keys), "metric_names": names,
+            # What `tracker runs` shows first (the metric most runs logged, ties as it breaks them), and
+            # which way each metric is better (as `tracker compare` decides): the page's defaults.
+            "default_metric": common[0] if common else None,
+            "metric_better": {n: better(n) for n in names},
+            "largest_project": _largest_project(infos)}
+
+
+def _largest_project(infos: list[Any]) -> str | None:
+    """The project with the most runs (ties: the newest run's), or None when no run has one."""
+    counts: dict[str, int] = {}
+    for info in infos:
+        if info.project:
+            counts[info.project] = counts.get(info.project, 0) + 1
+    return max(counts, key=lambda p: counts[p]) if counts else None
 
 
 def catalog_stats(figures: dict[str, dict[str, Any]], names: list[str]) -> dict[str, dict[str, Any]]:
@@ -196,9 +214,48 @@ def _problems(view: Any, api: Any) -> list[dict[str, Any]]:
     return (problems + seen)[:50]
 
 
+def writers_seen(run_dir: Any) -> list[dict[str, Any]]:
+    """The run's writers as its segment names tell them (``<host>-<pid>-<hex>.jsonl``), with the time
+    each segment was last written: what a crashed run's page says about who was logging, where."""
+    out = []
+    try:
+        with os.scandir(run_dir) as it:
+            entries = [e for e in it if e.is_file() and e.name.endswith(".jsonl") and not e.name.startswith(".")]
+    except OSError:
+        return out
+    for e in sorted(entries, key=lambda e: e.name):
+        writer = e.name[:-len(".jsonl")]
+        host, _, rest = writer.rpartition("-")
+        host, _, pid = host.rpartition("-")
+        try:
+            st = e.stat()
+        except OSError:
+            continue
+        out.append({"writer": writer, "host": host or None, "pid": int(pid) if pid.isdigit() else None,
+                    "last_written": st.st_mtime, "bytes": st.st_size})
+    return out
+
+
+def _info(view: Any, api: Any) -> dict[str, Any]:
+    out = info_json(view.info)
+    if out.get("status") == "crashed":
+        # What is known of a run whose writer died: when it last logged, by which host and process.
+        out["writers_seen"] = writers_seen(view.path)
+    return out
+
+
+def _build(view: Any, api: Any) -> dict[str, int] | None:
+    """How much of the run's JSONL has no derived data yet (stat calls only): the page's progress line."""
+    from tracker.read.index.cold import cold_bytes
+
+    path = getattr(api.store, "path", None)
+    return cold_bytes(path, view.id) if path is not None and hasattr(api.store, "catalog") else None
+
+
 #: The parts of ``GET /api/runs/{id}``, in order: ``(name, fn(view, api))``.
 RUN_PARTS: list[tuple[str, Callable[[Any, Any], Any]]] = [
-    ("info", lambda view, api: info_json(view.info)),
+    ("info", _info),
+    ("build", _build),
     ("schemas", lambda view, api: view.schemas()),
     ("metric_names", _metric_names),
     ("summaries", _summaries),

@@ -52,7 +52,8 @@ def landscape_panel(table: Table, run: RunView) -> list[Any]:
                                x=[round(v, 4) for v in row.x], y=[round(v, 4) for v in row.y],
                                x_label=row.x_label, y_label=row.y_label, marked=[(int(r), int(c))],
                                mark_label=f"minimum at ({row.x[c]:.3g}, {row.y[r]:.3g})",
-                               log=bool(np.nanmin(z) > 0), origin="lower", value_label="loss"))
+                               log=bool(np.nanmin(z) > 0), origin="lower", value_label="loss",
+                               cell_aspect=1.0))  # a plane of two parameters: square cells
     return figures
 
 

@@ -102,7 +102,8 @@ def _totals(layers: list[LayerRecord]) -> list[dict]:
             "compression_ratio": fp32 / int8,
             "worst_layer": worst.name,
             "worst_max_abs_err": worst.max_abs_err,
-            "over_bound": ", ".join(r.name for r in recs if over_bound(r)),
+            # "none" rather than an empty cell, which reads as a value missing (issue 35)
+            "over_bound": ", ".join(r.name for r in recs if over_bound(r)) or "none",
         })
     return out
 

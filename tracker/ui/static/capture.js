@@ -59,7 +59,10 @@ export function imagesSection(ctx) {
       img.src = blobUrl(ctx, it.sha256, false);
       img.width = it.width;
       img.height = it.height;
-      label.textContent = `step ${fmtNum(it.step)}${it.caption ? ` · ${it.caption}` : ""} · ${it.width}×${it.height}`;
+      // A caption that only repeats the step ("step 199") is not written twice.
+      const step = `step ${fmtNum(it.step)}`;
+      const caption = it.caption && it.caption.trim() !== step && it.caption.trim() !== String(it.step) ? ` · ${it.caption}` : "";
+      label.textContent = `${step}${caption} · ${it.width}×${it.height}`;
     };
     slider.addEventListener("input", show);
     show();

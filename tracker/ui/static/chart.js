@@ -33,20 +33,64 @@ export function textWidth(text, font = FONT) {
  * uPlot axes: x (steps, plain numbers or clock time) and y; each as wide as its widest label.
  * A log axis labels its powers of ten with fmtNum; a linear one its nice ticks with fmtTick.
  */
-export function axes(t, { xTime = false, xLabel = "", yLabel = "", logX = false, logY = false } = {}) {
+/** Tick steps of an axis whose values are all whole numbers (bits, steps, counts): never 0.5. */
+export const INT_INCRS = [1, 2, 5].concat(...Array.from({ length: 15 }, (_, e) => [10, 20, 25, 50].map((m) => m * 10 ** e)));
+
+/** Whether every value of every list is a whole number (null and undefined aside). */
+export function allIntegers(...lists) {
+  let any = false;
+  for (const list of lists) for (const v of list) {
+    if (v === null || v === undefined) continue;
+    if (!Number.isInteger(v)) return false;
+    any = true;
+  }
+  return any;
+}
+
+export function axes(t, { xTime = false, xLabel = "", yLabel = "", logX = false, logY = false, intX = false, intY = false } = {}) {
   const common = { stroke: t.muted, grid: { stroke: t.grid, width: 1 }, ticks: { stroke: t.grid, width: 1, size: 5 },
     font: FONT, labelFont: FONT, gap: 4 };
   const numbers = (log) => (u, splits, ax, space, incr) => splits.map((v) => (v === null || v === undefined ? ""
     : log ? fmtNum(v, 3) : fmtTick(v, incr)));
-  const x = { ...common, label: xLabel || undefined, labelSize: xLabel ? 16 : 0, space: xTime ? 80 : 64, size: 30 };
-  if (!xTime) x.values = numbers(logX);
+  // A time axis: the time of day under each tick, and the date ("2025-03-14", the CLI's format) on a
+  // second line under the first tick and wherever the day changes; the axis is tall enough for both.
+  const x = { ...common, label: xLabel || undefined, labelSize: xLabel ? 16 : 0, space: xTime ? 80 : 64,
+    size: xTime ? TIME_AXIS_SIZE : 30 };
+  x.values = xTime ? timeTicks : numbers(logX);
+  if (intX && !xTime && !logX) x.incrs = INT_INCRS;
   const y = { ...common, label: yLabel || undefined, labelSize: yLabel ? 16 : 0, space: 28, values: numbers(logY),
     size: (u, values) => {
       if (!values) return 40;
       const w = values.reduce((m, v) => Math.max(m, v ? textWidth(v) : 0), 0);
       return Math.ceil(w) + 5 + 4 + 6;  // ticks, gap, margin
     } };
+  if (intY && !logY) y.incrs = INT_INCRS;
   return [x, y];
+}
+
+/** The height of a time axis: ticks, two lines of labels and the gap. */
+export const TIME_AXIS_SIZE = 44;
+
+/**
+ * Labels of a clock-time axis (epoch seconds): "09:26:53" (or "09:26" when the ticks are whole minutes),
+ * with "\n2025-03-14" under the first label and under each one on a new day.
+ */
+export function timeTicks(u, splits, ax, space, incr) {
+  const withSeconds = !(incr >= 60) || splits.some((v) => v !== null && Math.round(v) % 60 !== 0);
+  // Ticks less than a second apart (a short run) show the fraction they differ by: "09:26:53.250".
+  let decimals = 0;
+  if (incr > 0 && incr < 1) while (decimals < 3 && Math.abs(Math.round(incr * 10 ** decimals) - incr * 10 ** decimals) > 1e-6) decimals++;
+  let lastDay = null;
+  return splits.map((v) => {
+    if (v === null || v === undefined || !Number.isFinite(v)) return "";
+    const whole = Math.floor(v);
+    const text = fmtTime(whole);  // "2025-03-14 09:26:53"
+    const frac = decimals ? (v - whole).toFixed(decimals).slice(1) : "";
+    const day = text.slice(0, 10), clock = withSeconds ? text.slice(11) + frac : text.slice(11, 16);
+    const out = day !== lastDay ? `${clock}\n${day}` : clock;
+    lastDay = day;
+    return out;
+  });
 }
 
 /** Sort (x, ...ys) by x when x goes back (repeated or out-of-order steps); stable. */
@@ -297,7 +341,7 @@ export class MetricChart {
     const opts = {
       width, height: this.height,
       scales: { x: { time: xTime }, y: { distr: this.log ? 3 : 1 } },
-      axes: axes(t, { xTime, logY: this.log }),
+      axes: axes(t, { xTime, logY: this.log, intX: !xTime && allIntegers(...this.runs.map((r) => r.x)) }),
       series,
       legend: { show: false },
       cursor: { drag: { x: true, y: false, setScale: true }, points: { show: false } },

@@ -2,7 +2,7 @@
 
 import { MetricChart } from "./chart.js";
 import { readChartState, writeChartState } from "./state.js";
-import { api, box, clear, dot, el, errorBox, fmtCell, fmtDuration, fmtTime, fmtValue, loading, runColors, shortId, statusBadge } from "./util.js";
+import { api, box, breakable, clear, dot, el, errorBox, fmtCell, fmtDuration, fmtTime, fmtValue, loading, runColors, shortId, statusBadge } from "./util.js";
 
 // The colours of the compared runs: each run's own, moved apart where two are close (set in load()).
 let COLORS = {};
@@ -22,7 +22,8 @@ function configDiff(data) {
   const runs = data.runs;
   const diffKeys = Object.keys(data.config_diff);
   const sameKeys = Object.keys(data.config_same);
-  const head = el("tr", {}, el("th", { text: "key" }), runs.map((r) => el("th", {}, dot(runColor(r.id)), label(r))));
+  // Values right-aligned under right-aligned headers, so each value sits under its own run.
+  const head = el("tr", {}, el("th", { text: "key" }), runs.map((r) => el("th", { class: "num" }, dot(runColor(r.id)), label(r))));
   const rows = diffKeys.map((k) => el("tr", {}, el("th", { text: k }), data.config_diff[k].map((v) => el("td", { class: "num", text: fmtValue(v) }))));
   const parts = [];
   if (diffKeys.length) parts.push(el("div", { class: "table-wrap" }, el("table", { class: "grid diff" }, el("thead", {}, head), el("tbody", {}, rows))));
@@ -111,7 +112,7 @@ export function mount(root, params, nav) {
         const body = el("div", { class: "chart-body" });
         const log = el("input", { type: "checkbox", checked: state.log.includes(name) });
         const card = el("div", { class: "chart", dataset: { metric: name } },
-          el("div", { class: "chart-head" }, el("h3", { text: name }), el("span", { class: "grow" }), el("label", { class: "muted" }, log, " log")), body);
+          el("div", { class: "chart-head" }, el("h3", { title: name }, breakable(name)), el("span", { class: "grow" }), el("label", { class: "muted" }, log, " log")), body);
         grid.append(card);
         const chart = new MetricChart(body, { title: name, xMode: state.x, smoothing: state.smoothing, log: log.checked,
           statLabels: true, zoom: state.zoom[name] || null, onZoom: (range) => zoomTo(name, chart, range) });

@@ -2,19 +2,34 @@
 // The same axes, tick steps and number formatter as the metric charts (chart.js, util.js).
 
 import uPlot from "./vendor/uplot/uPlot.esm.js";
-import { HEIGHT, FONT, alpha, axes, fitWidth, positive, sortedByX, textWidth, theme } from "./chart.js";
-import { el, clear, fmtNum, fmtTick, fmtTime, niceTicks } from "./util.js";
+import { HEIGHT, FONT, allIntegers, alpha, axes, fitWidth, positive, sortedByX, textWidth, theme } from "./chart.js";
+import { append, el, clear, fmtNum, fmtTick, fmtTime, niceTicks } from "./util.js";
+
+/** The narrowest a phase band is drawn, in CSS pixels (wider than a grid line, so it reads as a band). */
+export const BAND_MIN_PX = 5;
+/** A band narrower than this (CSS pixels) is drawn in a stronger tint: a faint sliver reads as a grid line. */
+export const BAND_STRONG_BELOW_PX = 12;
 
 function drawBands(fig, colors) {
   return (u) => {
     const ctx = u.ctx;
     const { top, height } = u.bbox;
+    // A band of one step would be a faint sliver like a grid line: every band is at least BAND_MIN_PX
+    // CSS pixels wide (centred on its steps), and one narrower than BAND_STRONG_BELOW_PX is tinted stronger.
+    const minW = BAND_MIN_PX * (devicePixelRatio || 1);
     ctx.save();
-    for (const b of fig.bands) {
-      const x0 = u.valToPos(b.start, "x", true);
-      const x1 = u.valToPos(b.end, "x", true);
-      ctx.fillStyle = alpha(b.color || colors(b.label), 0.16);
-      ctx.fillRect(x0, top, Math.max(1, x1 - x0), height);
+    const boxes = fig.bands.map((b) => {
+      let x0 = u.valToPos(b.start, "x", true);
+      let x1 = u.valToPos(b.end, "x", true);
+      const narrow = x1 - x0 < BAND_STRONG_BELOW_PX * (devicePixelRatio || 1);
+      if (x1 - x0 < minW) { const mid = (x0 + x1) / 2; x0 = mid - minW / 2; x1 = mid + minW / 2; }
+      return { b, x0, x1, narrow };
+    });
+    // Wide bands first, narrow ones over them (a one-step band overlaps its neighbours' edges).
+    for (const { b, x0, x1, narrow } of boxes.filter((x) => !x.narrow).concat(boxes.filter((x) => x.narrow))) {
+      if (narrow) ctx.clearRect(x0, top, x1 - x0, height);
+      ctx.fillStyle = alpha(b.color || colors(b.label), narrow ? 0.55 : 0.16);
+      ctx.fillRect(x0, top, x1 - x0, height);
     }
     ctx.restore();
   };
@@ -62,7 +77,8 @@ export function lineFigure(node, fig, palette) {
   const u = new uPlot({
     width: Math.max(120, node.clientWidth || 400), height: HEIGHT,
     scales: { x: xScale, y: { distr: fig.log_y ? 3 : 1 } },
-    axes: axes(t, { xTime: !!fig.x_time, xLabel: fig.x_label, yLabel: fig.y_label, logX: fig.log_x, logY: fig.log_y }),
+    axes: axes(t, { xTime: !!fig.x_time, xLabel: fig.x_label, yLabel: fig.y_label, logX: fig.log_x, logY: fig.log_y,
+      intX: allIntegers(...fig.series.map((s) => s.x)), intY: allIntegers(...fig.series.map((s) => s.y)) }),
     series, legend: { show: false },
     cursor: { drag: { x: true, y: false } },
     hooks: {
@@ -150,8 +166,14 @@ export function heatmapFigure(node, fig) {
   let geom = null;
   const draw = () => {
     const t = theme();
-    const w = Math.max(200, node.clientWidth);
-    const cellH = Math.max(4, Math.min(28, Math.floor(260 / Math.max(1, rows))));
+    const cellH = fig.cell_aspect > 0 ? Math.max(4, Math.min(40, Math.floor(300 / Math.max(1, rows))))
+      : Math.max(4, Math.min(28, Math.floor(260 / Math.max(1, rows))));
+    // A figure with cell_aspect draws cells at most that many times as wide as tall: a loss landscape is
+    // not squashed to 5:1 across a wide card (the canvas is then narrower than the card).
+    const avail = Math.max(200, node.clientWidth);
+    const aspect = fig.cell_aspect > 0 ? fig.cell_aspect : Infinity;  // the figure's own cap (a landscape: 1)
+    const pw0 = Math.min(avail - pad.l - pad.r, Math.max(1, cols) * cellH * aspect);
+    const w = Math.max(200, Math.round(pad.l + pw0 + pad.r));
     const ph = cellH * rows;
     const h = pad.t + pad.b + ph;
     const ctx = hidpi(canvas, w, h);
@@ -224,7 +246,8 @@ export function heatmapFigure(node, fig) {
     readout.append(el("span", { class: "val", text: `${fig.y_label || "row"} ${yText(fig.y[r])} · ${fig.x_label || "column"} ${xText(fig.x[c])} · ${fig.value_label || "value"} ${v === null ? "–" : fmtNum(v)}${marks.has(`${r},${c}`) ? ` · ${fig.mark_label || "marked"}` : ""}` }));
   });
   draw();
-  new ResizeObserver(() => { if (Math.abs(node.clientWidth - parseFloat(canvas.style.width)) > 1) draw(); }).observe(node);
+  let drawnFor = node.clientWidth;  // (the canvas may be narrower than the card: compare the card's widths)
+  new ResizeObserver(() => { if (Math.abs(node.clientWidth - drawnFor) > 1) { drawnFor = node.clientWidth; draw(); } }).observe(node);
 }
 
 /** A panel BarChart spec on a canvas: grouped bars per category, nice ticks, labels slanted when they do not fit. */
@@ -237,7 +260,8 @@ export function barFigure(node, fig, palette) {
     legend.append(el("span", { class: "val" }, sw, s.name));
   });
   const readout = el("div", { class: "readout" });
-  node.append(canvas, legend, fig.note ? el("p", { class: "muted figure-note", text: fig.note }) : null, readout);
+  // (DOM append writes a null as the text "null": only a note that exists is added.)
+  append(node, [canvas, legend, fig.note ? el("p", { class: "muted figure-note", text: fig.note }) : null, readout]);
   const all = fig.series.flatMap((s) => s.y).filter((v) => v !== null && (!fig.log_y || v > 0));
   const tr = (v) => (fig.log_y ? Math.log10(v) : v);
   let ticks, tlo, thi, step;

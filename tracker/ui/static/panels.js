@@ -1,16 +1,23 @@
 // Plugin panels: figure specs from GET /api/runs/{id}/panels drawn as charts and tables.
 
 import { barFigure, heatmapFigure, lineFigure } from "./figures.js";
-import { el, errorBox, fmtCell, paletteColor } from "./util.js";
+import { alignDecimals, el, errorBox, fmtRowCell, paletteColor, rowUnit } from "./util.js";
 
-/** A table of {columns, rows, notes}: numbers right-aligned in tabular figures, each cell as its column's unit says. */
+const isNumber = (v) => typeof v === "number" || v === "NaN" || v === "Infinity" || v === "-Infinity";
+
+/**
+ * A table of {columns, rows, notes}: numbers right-aligned in tabular figures under right-aligned headers,
+ * each cell as its column's unit says, and a column's decimal points one under the other (as the CLI).
+ */
 export function tableNode(columns, rows, notes = []) {
-  const head = el("tr", {}, columns.map((c) => el("th", { text: c })));
-  const body = rows.map((r) => el("tr", {}, columns.map((c) => {
-    const v = r[c];
-    const numeric = typeof v === "number" || v === "NaN" || v === "Infinity" || v === "-Infinity";
-    return el("td", { class: numeric ? "num" : "", text: fmtCell(c, v) });
-  })));
+  const numericCol = columns.map((c) => rows.some((r) => isNumber(r[c])) && rows.every((r) => r[c] === null || r[c] === undefined || isNumber(r[c])));
+  const units = rows.map(rowUnit);
+  const texts = columns.map((c, j) => {
+    const col = rows.map((r, i) => fmtRowCell(c, r[c], units[i]));
+    return numericCol[j] ? alignDecimals(col) : col;
+  });
+  const head = el("tr", {}, columns.map((c, j) => el("th", { class: numericCol[j] ? "num" : "", text: c })));
+  const body = rows.map((r, i) => el("tr", {}, columns.map((c, j) => el("td", { class: isNumber(r[c]) || numericCol[j] ? "num" : "", text: texts[j][i] }))));
   const wrap = el("div", { class: "table-wrap" }, el("table", { class: "grid" }, el("thead", {}, head), el("tbody", {}, body)));
   return el("div", {}, wrap, notes.length ? el("ul", { class: "notes" }, notes.map((n) => el("li", { text: n }))) : null);
 }

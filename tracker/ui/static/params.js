@@ -5,7 +5,7 @@
 
 import { FONT, alpha, textWidth, theme } from "./chart.js";
 import { hidpi } from "./figures.js";
-import { el, fmtNum, fmtTick, fmtValue, niceTicks, num, runColor, runColors } from "./util.js";
+import { cssVar, el, fmtNum, fmtTick, fmtValue, niceTicks, num, runColor, runColors } from "./util.js";
 
 const HEIGHT = 340;
 const PAD = { t: 28, b: 30 };
@@ -29,26 +29,64 @@ export function specOf(spec) {
   return null;
 }
 
-/** The view's state with defaults: the first config keys, the min of `metric`, the scatter of the first key against it. */
+/**
+ * The view's state with defaults: config keys the shown runs have (the keys of the largest project's runs
+ * when several projects are shown, most common first), the min of `metric`, the scatter of the first key
+ * against it. `project` (in the result) names the project whose keys were taken, when one was.
+ */
 export function paramsDefaults(state, data, metric, rows = data.runs) {
-  const keys = data.config_keys.filter((k) => rows.some((r) => r.config_flat && k in r.config_flat));
+  const projects = new Set(rows.map((r) => r.project || ""));
+  let basis = rows, project = null;
+  if (projects.size > 1) {
+    const counts = new Map();
+    for (const r of rows) counts.set(r.project || "", (counts.get(r.project || "") || 0) + 1);
+    project = [...counts].reduce((a, b) => (b[1] > a[1] ? b : a))[0];
+    basis = rows.filter((r) => (r.project || "") === project);
+  }
+  const have = (k) => basis.reduce((n, r) => n + (r.config_flat && k in r.config_flat ? 1 : 0), 0);
+  const keys = data.config_keys.map((k) => [k, have(k)]).filter(([, n]) => n > 0)
+    .sort((a, b) => b[1] - a[1]).map(([k]) => k);
   const pc = state.pc.length ? state.pc : keys.slice(0, 4);
   const pm = state.pm || (metric ? `metric:${metric}:min` : "");
-  return { pc, pm, sx: state.sx || (pc[0] ? `config:${pc[0]}` : ""), sy: state.sy || pm };
+  return { pc, pm, sx: state.sx || (pc[0] ? `config:${pc[0]}` : ""), sy: state.sy || pm,
+    keysFrom: !state.pc.length && project !== null ? { project, projects: projects.size } : null };
 }
 
-/** A scale over the values of one axis: numeric (log when positive over 3+ decades) or categorical. */
+/** How far `positions` (in 0..1) are from spread evenly: the quartiles' distance from 1/4, 1/2, 3/4. */
+export function unevenness(positions) {
+  const p = positions.filter(Number.isFinite).sort((a, b) => a - b);
+  if (p.length < 2) return 0;
+  const q = (f) => p[Math.min(p.length - 1, Math.floor(f * (p.length - 1) + 0.5))];
+  return Math.abs(q(0.25) - 0.25) + Math.abs(q(0.5) - 0.5) + Math.abs(q(0.75) - 0.75);
+}
+
+/**
+ * Whether a numeric axis over `values` reads better on a log scale: only for positive values over two
+ * decades or more, and only when their logarithms spread more evenly than the values do (a uniform 0-0.5
+ * stays linear even when its smallest value is 1e-4; a log-uniform 1e-5-1e-1 goes logarithmic).
+ */
+export function wantsLog(values) {
+  const v = values.filter((x) => typeof x === "number" && Number.isFinite(x));
+  if (v.length < 2) return false;
+  const lo = Math.min(...v), hi = Math.max(...v);
+  if (!(lo > 0) || hi / lo < 100) return false;
+  const lin = unevenness(v.map((x) => (x - lo) / (hi - lo)));
+  const a = Math.log10(lo), b = Math.log10(hi);
+  const log = unevenness(v.map((x) => (Math.log10(x) - a) / (b - a)));
+  return log < lin;
+}
+
+/** A scale over the values of one axis: numeric (log where that spreads the runs better) or categorical. */
 function scaleOf(values) {
   const present = values.filter((v) => v !== null && v !== undefined && !(typeof v === "number" && !Number.isFinite(v)));
   const numeric = present.length > 0 && present.every((v) => typeof v === "number");
   if (numeric) {
     let lo = Math.min(...present), hi = Math.max(...present);
-    const log = lo > 0 && hi / lo >= 1000;
-    if (log) {
+    if (wantsLog(present)) {
       const a = Math.floor(Math.log10(lo)), b = Math.ceil(Math.log10(hi));
       const ticks = [];
       for (let e = a; e <= b; e++) ticks.push(10 ** e);
-      return { pos: (v) => (Math.log10(v) - a) / ((b - a) || 1), ticks, text: (v) => fmtNum(v, 3), has: (v) => typeof v === "number" && v > 0 };
+      return { pos: (v) => (Math.log10(v) - a) / ((b - a) || 1), ticks, text: (v) => fmtNum(v, 3), has: (v) => typeof v === "number" && v > 0, log: true };
     }
     const nt = niceTicks(lo, hi, 4);
     lo = nt.lo; hi = nt.hi;
@@ -93,6 +131,7 @@ function canvasChart(kind, rows, specs, build, navigate) {
       drawn++;
     }
     if (hover) model.paint(ctx, hover, colorOf(hover.row), 3.5);
+    if (model.overlay) model.overlay(ctx);  // axis labels above the lines, so none is hidden under them
     wrap.dataset.lines = String(drawn);
     if (colors) wrap.dataset.colors = JSON.stringify(rows.map(colorOf));
   };
@@ -135,16 +174,23 @@ function canvasChart(kind, rows, specs, build, navigate) {
   return wrap;
 }
 
+/** One axis's name and tick labels; each label on a patch of the background, drawn after the lines. */
 function axisLabels(ctx, t, x, scale, top, bottom, label, align = "center") {
   ctx.fillStyle = t.fg; ctx.font = `600 ${FONT}`; ctx.textAlign = align; ctx.textBaseline = "bottom";
   ctx.fillText(label, x, top - 12);
-  ctx.font = FONT; ctx.fillStyle = t.muted; ctx.textBaseline = "middle";
+  ctx.font = FONT; ctx.textBaseline = "middle";
   const every = Math.max(1, Math.ceil(scale.ticks.length / Math.max(2, Math.floor((bottom - top) / 16))));
   scale.ticks.forEach((v, i) => {
     if (i % every) return;
     const y = bottom - scale.pos(v) * (bottom - top);
+    const text = scale.text(v);
+    const tx = x + (align === "right" ? -6 : 6);
+    const w = textWidth(text);
+    ctx.fillStyle = alpha(cssVar("--card") || t.bg, 0.85);
+    ctx.fillRect(align === "right" ? tx - w - 2 : tx - 2, y - 7, w + 4, 14);
+    ctx.fillStyle = t.muted;
     ctx.fillRect(x - 3, y, 6, 1);
-    ctx.fillText(scale.text(v), x + (align === "right" ? -6 : 6), y);
+    ctx.fillText(text, tx, y);
   });
 }
 
@@ -158,9 +204,8 @@ export function parallelChart(rows, specs, navigate) {
     const top = PAD.t, bottom = HEIGHT - PAD.b;
     const xs = specs.map((_, i) => (specs.length === 1 ? w / 2 : left + (i * (w - left - right)) / (specs.length - 1)));
     ctx.strokeStyle = t.grid; ctx.lineWidth = 1;
-    xs.forEach((x, i) => {
+    xs.forEach((x) => {
       ctx.beginPath(); ctx.moveTo(Math.round(x) + 0.5, top); ctx.lineTo(Math.round(x) + 0.5, bottom); ctx.stroke();
-      axisLabels(ctx, t, x, scales[i], top, bottom, specs[i].label, "left");
     });
     const items = rows.map((row, ri) => ({ row, pts: xs.map((x, i) => {
       const v = values[i][ri];
@@ -168,6 +213,7 @@ export function parallelChart(rows, specs, navigate) {
     }) }));
     return {
       items,
+      overlay(ctx2) { xs.forEach((x, i) => axisLabels(ctx2, t, x, scales[i], top, bottom, specs[i].label, "left")); },
       paint(ctx2, it, color, width) {
         ctx2.strokeStyle = color; ctx2.lineWidth = width; ctx2.lineJoin = "round";
         let any = false, open = false;
@@ -270,5 +316,6 @@ export function paramsView(rows, data, state, { onChange, navigate, note }) {
   parts.push(el("div", { class: "toolbar params-choices" }, el("span", { class: "muted", text: "scatter: x" }), pick(sx, "scatter x", "sx"),
     el("span", { class: "muted", text: "y" }), pick(sy, "scatter y", "sy")));
   if (rows.length && sx && sy) parts.push(scatterChart(rows, specOf(sx), specOf(sy), navigate));
-  return el("div", { class: "params-view" }, note ? el("p", { class: "muted", text: note }) : null, parts);
+  const keysNote = state.keysFrom ? el("p", { class: "muted params-keys-note", text: `These runs come from ${state.keysFrom.projects} projects with different config keys: the axes are the keys of ${state.keysFrom.project || "(no project)"}, the largest. Filter by project to compare runs of one project.` }) : null;
+  return el("div", { class: "params-view" }, note ? el("p", { class: "muted", text: note }) : null, keysNote, parts);
 }

@@ -6,7 +6,7 @@ import { artifactsSection, imagesSection, systemSection } from "./capture.js";
 import { tablesSection, textsSection } from "./logged.js";
 import { panelNode, tableNode } from "./panels.js";
 import { readChartState, writeChartState } from "./state.js";
-import { api, box, clear, dot, el, errorBox, flatten, fmtDuration, fmtTime, fmtValue, loading, runColor, shortId, statusBadge } from "./util.js";
+import { api, box, breakable, clear, dot, el, errorBox, flatten, fmtBytes, fmtDuration, fmtNum, fmtTime, fmtValue, loading, runColor, shortId, statusBadge } from "./util.js";
 
 const POLL_MS = 1000;
 const MAX_POINTS = 2000;
@@ -140,8 +140,11 @@ function chartsSection(ctx) {
   const grid = el("div", { class: "charts" });
   const statGrid = el("div", { class: "stats" });
   const status = el("div", { class: "chart-status" });
-  const node = box("Metrics", el("div", { class: "toolbar" }, filter, xSel,
-    el("label", { class: "slider", title: "exponential moving average; the raw line stays drawn" }, smoothOn, "smoothing ", slider, sliderVal)), status, grid, statGrid);
+  const smoothLabel = el("label", { class: "slider", title: "exponential moving average; the raw line stays drawn" }, smoothOn, "smoothing ", slider, sliderVal);
+  // Hidden until there is a chart to act on (x axis and smoothing mean nothing to single values).
+  const toolbar = el("div", { class: "toolbar chart-toolbar", hidden: true }, filter, xSel, smoothLabel);
+  ctx.chartControls = { toolbar, lineOnly: [xSel, smoothLabel] };
+  const node = box("Metrics", toolbar, status, grid, statGrid);
   ctx.charts = new Map();
   ctx.grid = grid;
   ctx.statGrid = statGrid;
@@ -163,6 +166,15 @@ function chartsSection(ctx) {
   return node;
 }
 
+/** The charts' toolbar only with charts: x and smoothing for line charts, the filter also for many values. */
+function showChartControls(ctx) {
+  const cc = ctx.chartControls;
+  if (!cc) return;
+  const lines = [...ctx.charts.values()].some((c) => !c.chart.isStat);
+  for (const n of cc.lineOnly) n.hidden = !lines;
+  cc.toolbar.hidden = !lines && ctx.charts.size < 8 && !ctx.state.q;
+}
+
 function applyFilter(ctx) {
   const q = ctx.state.q.toLowerCase();
   for (const [name, c] of ctx.charts) c.card.hidden = !name.toLowerCase().includes(q);
@@ -174,7 +186,7 @@ function chartCard(ctx, name) {
   const big = el("button", { type: "button", class: "icon", title: "widen", text: "⤢" });
   const axis = el("span", { class: "muted axis-of" });
   const card = el("div", { class: "chart", dataset: { metric: name } },
-    el("div", { class: "chart-head" }, el("h3", { text: name, title: name }), axis, el("span", { class: "grow" }),
+    el("div", { class: "chart-head" }, el("h3", { title: name }, breakable(name)), axis, el("span", { class: "grow" }),
       el("label", { class: "muted" }, log, " log"), big), body);
   const chart = new MetricChart(body, { title: name, xMode: ctx.state.x, log: log.checked, smoothing: ctx.state.smoothing,
     zoom: ctx.state.zoom[name] || null, onZoom: (range) => zoomTo(ctx, name, chart, range) });
@@ -270,6 +282,7 @@ async function loadSeries(ctx, reset) {
       c.card.classList.toggle("stat-card", !!c.chart.isStat);
     }
   }
+  showChartControls(ctx);
   // Too many appended points: fetch the whole series again, downsampled by the server.
   if (Object.values(ctx.series).some((s) => s.x.length > 6000)) return loadSeries(ctx, true);
   return res;
@@ -280,23 +293,40 @@ async function loadSeries(ctx, reset) {
 function header(ctx) {
   const info = ctx.detail.info;
   const env = info.env || {};
-  const dur = el("span", { class: "mono", title: "duration", text: fmtDuration(info.duration) });
+  const dur = el("span", { class: "mono", title: "from the run's start to its end (until now while it runs)", text: `ran ${fmtDuration(info.duration)}` });
   ctx.durationNode = dur;
   ctx.statusNode = el("span", {}, statusBadge(info.status));
+  const crashed = info.status === "crashed";
   const facts = [
     info.project ? el("span", { text: info.project }) : null,
     ctx.statusNode,
     el("span", { text: `started ${fmtTime(info.created_at)}` }),
-    dur,
+    // A crashed run has no end: what it has is when it was last seen logging.
+    crashed ? el("span", { class: "last-seen", text: `last seen ${fmtTime(info.ended_at)} (${fmtDuration(info.duration)} after the start)` }) : dur,
+    el("span", { title: "records of every schema (metrics, plugins' records, system samples)", text: `${fmtNum(info.records || 0)} records` }),
     env.host ? el("span", { text: `host ${env.host}` }) : null,
     env.git_commit ? el("span", { class: "mono", text: `commit ${String(env.git_commit).slice(0, 9)}` }) : null,
     el("span", { class: "mono muted", title: info.id, text: `id ${info.id}` }),
   ].filter(Boolean);
+  const crash = crashed ? crashNote(info) : null;
   return el("div", { class: "run-head" },
     el("h1", {}, dot(ctx.color), el("span", { class: "run-name", text: info.name || shortId(info.id) })),
     el("div", { class: "facts" }, facts.flatMap((f, i) => (i ? [el("span", { class: "sep", text: "·" }), f] : [f]))),
     info.tags.length ? el("div", { class: "tags" }, info.tags.map((t) => el("span", { class: "tag", text: t }))) : null,
-    info.notes ? el("p", { class: "notes-text", text: info.notes }) : null);
+    info.notes ? el("p", { class: "notes-text", text: info.notes }) : null, crash);
+}
+
+/** What is known of a crashed run: who was writing it, where, when it last logged, what it holds. */
+function crashNote(info) {
+  const ws = Array.isArray(info.writers_seen) ? info.writers_seen : [];
+  const who = ws.length
+    ? ws.map((w) => `process ${w.pid ?? "?"} on ${w.host || "?"} (last wrote ${fmtTime(w.last_written)})`).join("; ")
+    : `${info.writers || 0} writer${info.writers === 1 ? "" : "s"}`;
+  const held = `${fmtNum(info.records || 0)} record${info.records === 1 ? "" : "s"}${info.last_step !== null && info.last_step !== undefined ? `, last step ${fmtNum(info.last_step)}` : ""}`;
+  return el("p", { class: "crash-note", dataset: { crash: "1" } },
+    el("strong", { text: "This run crashed: " }),
+    `its writer stopped without finishing the run. Last record logged ${fmtTime(info.ended_at)} by ${who}. `,
+    `What it logged until then is kept: ${held}.`);
 }
 
 export function mount(root, params, nav) {
@@ -363,16 +393,23 @@ export function mount(root, params, nav) {
         await load();
         return;
       }
-      if (info.status === "running" && ctx.durationNode) ctx.durationNode.textContent = fmtDuration(Date.now() / 1000 - info.created_at);
+      if (info.status === "running" && ctx.durationNode) ctx.durationNode.textContent = `ran ${fmtDuration(Date.now() / 1000 - info.created_at)}`;
     } catch (err) { console.warn(err); }
     if (!ctx.stopped && ctx.detail.info.status === "running") timer = setTimeout(poll, document.hidden ? POLL_MS * 5 : POLL_MS);
   }
 
+  // The header first (the run's info costs a few stat calls, even on a store never read), then what the
+  // charts need, which on a run never read means building its derived data: a progress line meanwhile.
   async function load() {
     generation += 1;
     let detail;
     try {
-      detail = await api(`/api/runs/${encodeURIComponent(ref)}`, { parts: EARLY.join(",") });
+      const head = await api(`/api/runs/${encodeURIComponent(ref)}`, { parts: "info,build" });
+      if (ctx.stopped) return;
+      const building = showHeaderFirst(head);
+      try {
+        detail = { ...head, ...(await api(`/api/runs/${encodeURIComponent(head.info && head.info.id ? head.info.id : ref)}`, { parts: EARLY.join(",") })) };
+      } finally { if (building) building.stop(); }
     } catch (err) {
       clear(status).append(errorBox(err.status === 404 || err.status === 400 ? `${err.message}` : `cannot load the run: ${err.message}`),
         el("p", {}, el("a", { href: "/", text: "All runs" })));
@@ -395,11 +432,37 @@ export function mount(root, params, nav) {
     ctx.charts = new Map();
     dropZooms(ctx);
     ctx.cursor = null;
+    // The header drawn first stays (a node a reader or a test holds is not replaced by an equal one).
+    const head = ctx.headNode && ctx.headNode.parentNode === status ? ctx.headNode : null;
     clear(status);
     const sections = el("div", { class: "sections" });
-    status.append(header(ctx), sections);
+    status.append(head || header(ctx), sections);
     renderSections(sections);
     if (info.status === "running") timer = setTimeout(poll, POLL_MS);
+  }
+
+  /** The header of `head` at once, and while the rest is read a line saying what is being built. */
+  function showHeaderFirst(head) {
+    const info = head.info;
+    if (!info || !info.id) return null;
+    ctx.detail = head;
+    ctx.color = runColor(info.id);
+    clear(status);
+    const line = el("p", { class: "loading build-progress", dataset: { building: "1" } });
+    ctx.headNode = header(ctx);
+    status.append(ctx.headNode, line);
+    const b = head.build;
+    const started = performance.now();
+    const text = () => {
+      const secs = ((performance.now() - started) / 1000).toFixed(1);
+      if (b && b.unbuilt_bytes > 0) {
+        return `Reading this run for the first time: building its derived data from ${fmtBytes(b.unbuilt_bytes)} of JSONL (kept under the store's index/ folder, so the next visit is fast) · ${secs}s`;
+      }
+      return `Loading the charts… ${secs}s`;
+    };
+    line.textContent = text();
+    const timer = setInterval(() => { line.textContent = text(); }, 200);
+    return { stop() { clearInterval(timer); } };
   }
 
   load();

@@ -3,7 +3,7 @@
 
 import { paramsDefaults, paramsView, specOf } from "./params.js";
 import { setQuery } from "./state.js";
-import { api, clear, dot, el, errorBox, fmtAgo, fmtDuration, fmtNum, fmtValue, loading, num, runColor, shortId, statusBadge } from "./util.js";
+import { alignDecimals, ApiError, clear, dot, el, errorBox, fmtAgo, fmtDuration, fmtNum, fmtValue, loading, num, runColor, runColors, shortId, statusBadge } from "./util.js";
 
 const ROW_H = 34;
 const REFRESH_MS = 4000;
@@ -20,13 +20,45 @@ function readState() {
     sx: p.get("sx") || "", sy: p.get("sy") || "" };
 }
 
-/** The metric most runs logged (ties: the first by name), for the default columns. */
+/**
+ * The default metric: the one most runs logged, ties broken as `tracker runs` breaks them (the server
+ * says which: `default_metric`), so the page and the CLI show the same.
+ */
 function commonMetric(data) {
+  if (data.default_metric !== undefined) return data.default_metric;
   const counts = new Map();
   for (const r of data.runs) for (const k of Object.keys(r.last_metrics || {})) counts.set(k, (counts.get(k) || 0) + 1);
   let best = null;
-  for (const [k, n] of [...counts].sort((a, b) => (a[0] < b[0] ? -1 : 1))) if (!best || n > best[1]) best = [k, n];
+  for (const [k, n] of counts) if (!best || n > best[1]) best = [k, n];
   return best ? best[0] : null;
+}
+
+/** A running run's duration grows with the page's clock; the others are as listed. */
+function liveDuration(r) {
+  return r.status === "running" && r.created_at ? Math.max(0, Date.now() / 1000 - r.created_at) : r.duration;
+}
+
+/**
+ * GET /api/runs with the ETag of the last answer: an unchanged listing answers 304 with no body and the
+ * page keeps what it has (an idle page of 5,000 runs costs a few hundred bytes per poll, not megabytes).
+ */
+async function fetchRuns(params, last) {
+  const url = new URL("/api/runs", location.origin);
+  for (const [k, v] of Object.entries(params)) if (v !== undefined && v !== null && v !== "") url.searchParams.set(k, v);
+  const key = url.search;
+  const headers = { accept: "application/json" };
+  if (last && last.key === key && last.etag) headers["if-none-match"] = last.etag;
+  let resp;
+  try {
+    resp = await fetch(url, { headers, cache: "no-store" });
+  } catch (err) {
+    throw new ApiError(`cannot reach the tracker server (${err.message})`, 0);
+  }
+  if (resp.status === 304 && last) return { ...last, fresh: false };
+  let body = null;
+  try { body = await resp.json(); } catch { /* not JSON */ }
+  if (!resp.ok) throw new ApiError(body && body.error ? body.error : `HTTP ${resp.status}`, resp.status);
+  return { key, etag: resp.headers.get("etag"), data: body, fresh: true };
 }
 
 function writeState(s, push) {
@@ -55,8 +87,8 @@ const BASE_COLUMNS = [
   { key: "project", label: "project", get: (r) => r.project || "", text: true },
   { key: "status", label: "status", get: (r) => r.status, text: true },
   { key: "created_at", label: "started", get: (r) => r.created_at, show: (v) => fmtAgo(v), title: (v) => (v ? new Date(v * 1000).toLocaleString() : "") },
-  { key: "duration", label: "duration", get: (r) => r.duration, show: fmtDuration, cls: "num" },
-  { key: "records", label: "records", get: (r) => r.records, show: (v) => fmtNum(v), cls: "num" },
+  { key: "duration", label: "duration", get: liveDuration, show: fmtDuration, cls: "num" },
+  { key: "records", label: "records", hint: "records of every schema (metrics, plugins' records, system samples)", get: (r) => r.records, show: (v) => fmtNum(v), cls: "num" },
   { key: "last_step", label: "step", get: (r) => r.last_step, show: (v) => fmtNum(v), cls: "num" },
 ];
 
@@ -121,7 +153,14 @@ export function mount(root, params, ctx) {
     text: v === "table" ? "table" : "parameters", on: { click: () => { state.view = v; update(true); } } }));
   const toolbar = el("div", { class: "toolbar" }, filter, projectSel, statusSel, tagSel, tagChips, chooser, count, el("span", { class: "grow" }),
     el("span", { class: "segs", role: "group", "aria-label": "view" }, viewBtns), clearSel, compareBtn);
-  const message = el("div", { class: "message" }, loading("Loading runs…"));
+  const firstLine = loading("Loading runs…");
+  const message = el("div", { class: "message" }, firstLine);
+  // A store never read before takes seconds to list (its derived data is built): say so while it does.
+  const loadStart = performance.now();
+  const firstTimer = setInterval(() => {
+    const secs = (performance.now() - loadStart) / 1000;
+    if (secs >= 1) firstLine.textContent = `Loading runs… ${secs.toFixed(1)}s (a store read for the first time builds its derived data under its index/ folder; the next visit is fast)`;
+  }, 200);
   const paramsNode = el("div", { class: "box params", hidden: true });
   const scroller = el("div", { class: "scroller" });
   const table = el("table", { class: "grid runs" });
@@ -129,7 +168,18 @@ export function mount(root, params, ctx) {
   const tbody = el("tbody");
   table.append(thead, tbody);
   scroller.append(table);
-  root.append(toolbar, message, scroller, paramsNode);
+  // On a narrow screen the table is wider than its box: say so, and which way the rest is.
+  const cue = el("p", { class: "scroll-cue muted", hidden: true, "aria-hidden": "true" });
+  const updateCue = () => {
+    const more = scroller.scrollWidth - scroller.clientWidth - scroller.scrollLeft;
+    const wide = scroller.scrollWidth > scroller.clientWidth + 1 && !scroller.hidden;
+    scroller.classList.toggle("more-right", wide && more > 1);
+    cue.hidden = !wide;
+    cue.textContent = more > 1 ? "more columns: scroll the table sideways →" : "← scroll back for the first columns";
+  };
+  scroller.addEventListener("scroll", updateCue, { passive: true });
+  new ResizeObserver(updateCue).observe(scroller);
+  root.append(toolbar, message, cue, scroller, paramsNode);
 
   /** The extra columns: the user's, or by default the last and min of the most common metric. */
   function chosenCols() {
@@ -238,9 +288,11 @@ export function mount(root, params, ctx) {
     tr.append(el("th", { class: "sel" }, all));
     for (const c of columns()) {
       const arrow = state.sort === c.key ? (state.desc ? " ▾" : " ▴") : "";
-      const th = el("th", { class: typeof c.cls === "string" ? c.cls : "", title: `sort by ${c.label}` },
+      const th = el("th", { class: typeof c.cls === "string" ? c.cls : "", title: `${c.hint ? `${c.hint}; ` : ""}sort by ${c.label}` },
         el("button", { type: "button", class: "sort", text: c.label + arrow, on: { click: () => {
-          if (state.sort === c.key) state.desc = !state.desc; else { state.sort = c.key; state.desc = !c.text; }
+          // First click: text A to Z; a metric best first (lower for losses and errors, higher for
+          // accuracies, as `tracker compare` decides); other numbers largest first.
+          if (state.sort === c.key) state.desc = !state.desc; else { state.sort = c.key; state.desc = firstDesc(c); }
           update(true);
         } } }));
       if (c.removable) th.append(el("button", { type: "button", class: "remove", title: "remove column", text: "✕",
@@ -250,19 +302,47 @@ export function mount(root, params, ctx) {
     thead.append(tr);
   }
 
+  function firstDesc(c) {
+    if (c.text) return false;
+    const better = c.metric && data && data.metric_better ? data.metric_better[c.metric] : null;
+    return better === "min" ? false : true;
+  }
+
   function cell(c, r) {
     const v = c.get(r);
     if (c.key === "name") {
-      return el("td", { class: "name" }, dot(runColor(r.id)), el("a", { href: `/runs/${encodeURIComponent(r.id)}`, text: r.name || shortId(r.id) }));
+      // A selected run shows the colour the compare page will give it (moved only when close to another's).
+      const color = state.sel.includes(r.id) && selColors ? selColors[r.id] || runColor(r.id) : runColor(r.id);
+      return el("td", { class: "name" }, dot(color), el("a", { href: `/runs/${encodeURIComponent(r.id)}`, text: r.name || shortId(r.id) }));
     }
     if (c.key === "status") return el("td", {}, statusBadge(r.status));
     if (c.key === "tags") return el("td", { text: r.tags.join(", ") });
     const cls = typeof c.cls === "function" ? c.cls(v) : c.cls || "";
-    return el("td", { class: cls, title: c.title ? c.title(v) : undefined, text: c.show ? c.show(v) : (v ?? "–") });
+    let text = c.show ? c.show(v) : (v ?? "–");
+    if (colDecimals.has(c.key) && cls === "num") text = alignDecimals([text], colDecimals.get(c.key))[0];
+    return el("td", { class: cls, title: c.title ? c.title(v) : undefined, text });
+  }
+
+  // Per metric or config column, the most decimals any shown row writes: every cell is padded to it, so
+  // the decimal points of a column line up (the table draws only the rows in view, so it is worked out
+  // over all of them here).
+  const colDecimals = new Map();
+  function measureColumns(cols) {
+    colDecimals.clear();
+    for (const c of cols) {
+      if (!c.removable || !c.show) continue;
+      let widest = 0;
+      for (const r of rows) {
+        const t = c.show(c.get(r));
+        if (/^-?[0-9\u2009]+\.[0-9]+$/.test(t)) widest = Math.max(widest, t.length - t.indexOf(".") - 1);
+      }
+      if (widest) colDecimals.set(c.key, widest);
+    }
   }
 
   function renderRows() {
     const cols = columns();
+    selColors = state.sel.length > 1 ? runColors(state.sel) : null;
     const top = scroller.scrollTop;
     const height = scroller.clientHeight || 600;
     const first = Math.max(0, Math.floor(top / ROW_H) - 10);
@@ -297,6 +377,7 @@ export function mount(root, params, ctx) {
       return (missing ? c : c * dir) || a[1] - b[1];
     });
     rows = keyed.map((k) => k[2]);
+    measureColumns(cols);
     count.textContent = rows.length === data.runs.length ? `${data.runs.length.toLocaleString("en-US")} runs`
       : `${rows.length.toLocaleString("en-US")} of ${data.runs.length.toLocaleString("en-US")} runs`;
     renderControls();
@@ -331,22 +412,33 @@ export function mount(root, params, ctx) {
     }
     renderHead();
     renderRows();
+    updateCue();
   }
+
+  let selColors = null;
+  let last = null;  // the last answer: {key, etag, data}
 
   async function refresh() {
     clearTimeout(timer);
     const metricNames = statsNeeded();
     const started = performance.now();
     try {
-      data = await api("/api/runs", { stats: metricNames.join(",") });
+      // default=1: the default metric's statistics come with the first answer (one load, not two).
+      // (the default metric is left out of stats=: default=1 brings it, and the URL, so its ETag, stays the same)
+      const asked = metricNames.filter((m) => !data || m !== data.default_metric);
+      const got = await fetchRuns({ stats: asked.join(","), default: "1" }, last);
+      clearInterval(firstTimer);
       if (stopped) return;
-      statsHave = metricNames;
+      last = got;
+      if (got.fresh || !data) {
+        data = got.data;
+        statsHave = metricNames.concat(data.default_metric ? [data.default_metric] : []);
+      }
       renderAll();
       if (!window.__runsFirstPaint) {
         window.__runsFirstPaint = performance.now();
         performance.mark("runs-first-paint");
       }
-      // The default columns are known once the runs are: fetch their statistics at once.
       if (statsNeeded().some((m) => !statsHave.includes(m))) { refresh(); return; }
       table.dataset.ready = "1";  // every shown column has its values
     } catch (err) {
@@ -360,5 +452,5 @@ export function mount(root, params, ctx) {
   }
 
   refresh();
-  return { destroy() { stopped = true; clearTimeout(timer); } };
+  return { destroy() { stopped = true; clearTimeout(timer); clearInterval(firstTimer); } };
 }

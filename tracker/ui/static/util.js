@@ -17,6 +17,19 @@ export function el(tag, props = {}, ...children) {
   return node;
 }
 
+/**
+ * A name as nodes that may wrap after `_`, `.`, `/` and `-` (a <wbr> there), never in the middle of a word:
+ * "scale_sensitivity" wraps as "scale_" / "sensitivity", not "scale_sensi" / "tivity".
+ */
+export function breakable(name) {
+  const out = [];
+  for (const part of String(name).split(/(?<=[_./-])/)) {
+    if (out.length) out.push(document.createElement("wbr"));
+    out.push(document.createTextNode(part));
+  }
+  return out;
+}
+
 export function append(node, children) {
   for (const c of children.flat(Infinity)) {
     if (c === null || c === undefined || c === false) continue;
@@ -71,21 +84,24 @@ export function num(v) {
 }
 
 const THIN = "\u2009";
+/** A figure space: as wide as a digit in tabular figures; pads numbers so their decimal points line up. */
+export const FIGURE_SPACE = "\u2007";
 
 function grouped(n) {
   const s = Math.abs(n).toFixed(0).replace(/\B(?=(\d{3})+(?!\d))/g, THIN);
-  return n < 0 ? `−${s}` : s;
+  return n < 0 ? `-${s}` : s;
 }
 
 function expText(v, digits) {
   const [m, e] = v.toExponential(Math.max(0, digits - 1)).split("e");
   const mant = m.includes(".") ? m.replace(/0+$/, "").replace(/\.$/, "") : m;
-  return `${mant.replace("-", "−")}e${e.replace("+", "")}`;
+  return `${mant}e${e.replace("+", "")}`;
 }
 
 /**
- * A number as text: integers whole (thin-space groups from 10 000), other numbers with `digits`
- * significant digits and no trailing zeros, exponent form below 0.001 and from 1e9. NaN, ±∞ and
+ * A number as text, by the CLI's rules (tracker/cli/numbers.py number(); a test compares the two):
+ * integers whole (thin-space groups from 10 000), other numbers with `digits` significant digits and no
+ * trailing zeros, exponent form below 0.001 and from 1e9 ("2.467e-9", "3e-4"). NaN, inf, -inf and
  * booleans (yes / no) as the CLI writes them.
  */
 export function fmtNum(v, digits = 4) {
@@ -93,12 +109,27 @@ export function fmtNum(v, digits = 4) {
   if (typeof v === "string") { if (num(v) === null) return v; v = num(v); }
   if (typeof v === "boolean") return v ? "yes" : "no";
   if (Number.isNaN(v)) return "NaN";
-  if (!Number.isFinite(v)) return v > 0 ? "∞" : "−∞";
+  if (!Number.isFinite(v)) return v > 0 ? "inf" : "-inf";
   const a = Math.abs(v);
-  if (Number.isInteger(v) && a < 1e15) return a >= 1e4 ? grouped(v) : String(v).replace("-", "−");
-  if (a !== 0 && (a < 1e-3 || a >= 1e9)) return expText(v, digits);
-  if (a >= 10 ** digits) return grouped(Math.round(v));
-  return String(Number(v.toPrecision(digits))).replace("-", "−");
+  if (Number.isInteger(v) && a < 1e15) return a >= 1e4 ? grouped(v) : String(v === 0 ? 0 : v);
+  if (a < 1e-3 || a >= 1e9) return expText(v, digits);
+  if (a >= 10 ** digits) return grouped(Math.sign(v) * Math.round(a));  // whole, halves away from zero
+  const r = Number(v.toPrecision(digits));
+  if (Number.isInteger(r)) return Math.abs(r) >= 1e4 ? grouped(r) : String(r === 0 ? 0 : r);  // 9999.5: 10 000
+  return String(r);
+}
+
+/**
+ * A column's texts padded on the right with figure spaces so that the decimal points of its fixed-point
+ * numbers line up (tracker/cli/numbers.py aligned()); other texts are left as they are. `widestGiven`:
+ * the decimals to pad to (a column drawn a few rows at a time knows them from all its rows).
+ */
+export function alignDecimals(texts, widestGiven = null) {
+  const fixed = texts.map((t) => /^-?[0-9\u2009]+(\.[0-9]+)?$/.test(t));
+  const decs = texts.map((t) => (t.includes(".") ? t.length - t.indexOf(".") - 1 : 0));
+  const widest = widestGiven ?? Math.max(0, ...decs.filter((_, i) => fixed[i]));
+  if (!widest) return texts.slice();
+  return texts.map((t, i) => (!fixed[i] ? t : t + FIGURE_SPACE.repeat(decs[i] ? widest - decs[i] : widest + 1)));
 }
 
 /** "Nice" tick positions over [lo, hi]: steps of 1, 2, 2.5 or 5 times a power of ten, about `count` of them. */
@@ -120,20 +151,21 @@ export function fmtTick(v, step) {
   if (v === null || v === undefined) return "";
   if (!Number.isFinite(step) || step <= 0) return fmtNum(v, 3);
   const a = Math.abs(v);
-  if ((a >= 1e9 || step < 1e-4) && a !== 0) return expText(v, 3);
+  // Exponents where the numbers themselves get one (below 0.001, from 1e9), so an axis reads like the config.
+  if ((a >= 1e9 || step < 1e-3) && a !== 0) return expText(v, 3);
   const exp = Math.floor(Math.log10(step) + 1e-9);
   let decimals = Math.max(0, -exp);
   if (decimals > 0 || exp < 0) {
     const mant = step / 10 ** exp;
     if (Math.abs(mant - Math.round(mant)) > 1e-6) decimals += 1;  // 2.5, 0.25...
   }
-  if (decimals === 0) return a >= 1e4 ? grouped(Math.round(v)) : String(Math.round(v)).replace("-", "−");
-  return v.toFixed(Math.min(decimals, 12)).replace("-", "−");
+  if (decimals === 0) return a >= 1e4 ? grouped(Math.round(v)) : String(Math.round(v) || 0);
+  return v.toFixed(Math.min(decimals, 12));
 }
 
 /** Column names whose numbers are epoch seconds, byte counts or durations in seconds. */
 const TIME_COL = /(^|_)(time|timestamp|created_at|ended_at|started|ended|started_at|first_time|last_time)$/;
-const BYTES_COL = /(^|_)bytes($|_)|(^|_)size$/;
+const BYTES_COL = /(^|_)bytes($|_)|^size$/;  // as tracker/cli/text.py is_size_column: batch_size is no byte count
 const SECONDS_COL = /(^|_)(duration|elapsed|seconds|wall|secs)($|_s$)|_s$|_seconds$/;
 
 /** A table cell: the column's unit decides (times, byte counts, durations), else fmtValue. */
@@ -146,6 +178,20 @@ export function fmtCell(column, v) {
     if (SECONDS_COL.test(c)) return fmtDuration(n);
   }
   return fmtValue(v);
+}
+
+/** Columns that hold a statistic of the quantity the row's label names (tracker/cli/text.py STAT_COLUMNS). */
+const STAT_COLS = new Set(["mean", "peak", "last", "first", "min", "max", "median", "value", "total"]);
+
+/** The unit-bearing name a row is about ("memory_used_bytes"), when one of its text cells is one. */
+export function rowUnit(row) {
+  for (const v of Object.values(row || {})) if (typeof v === "string" && (BYTES_COL.test(v.toLowerCase()) || SECONDS_COL.test(v.toLowerCase()))) return v;
+  return null;
+}
+
+/** A table cell of `row`: a statistic column (mean, peak...) takes the unit its row's label names. */
+export function fmtRowCell(column, v, unit) {
+  return fmtCell(unit && STAT_COLS.has(String(column).toLowerCase()) ? unit : column, v);
 }
 
 export function fmtValue(v) {
@@ -165,7 +211,7 @@ export function fmtBytes(n) {
   let x = Math.abs(n);
   while (x >= 1024 && i < units.length - 1) { x /= 1024; i += 1; }
   const text = i === 0 ? String(Math.round(x)) : x.toFixed(x < 10 ? 2 : 1);
-  return `${n < 0 ? "−" : ""}${text} ${units[i]}`;
+  return `${n < 0 ? "-" : ""}${text} ${units[i]}`;
 }
 
 /** Seconds as 32ms, 4.2s, 3m05s, 1h02m or 2d07h (the CLI's format). */
@@ -247,31 +293,49 @@ function hueColor(hue) {
 export function runColor(id) { return hueColor(hashHue(id)); }
 
 /**
- * Colours of runs shown together: each run's own hue, moved apart where two are close, so that the runs
- * of one page are always told apart. Deterministic for the same set of ids. Returns {id: colour}.
+ * Colours of runs shown together: each run's own hue (the one runColor gives it on every page), and only
+ * where two are closer than the page can tell apart is the later one moved along the circle, as little as
+ * needed, so most runs keep the colour they have on the runs page. Deterministic for the same set of ids.
+ * Returns {id: colour}.
  */
 export function runColors(ids) {
   const uniq = [...new Set(ids.map(String))];
   const n = uniq.length;
   const items = uniq.map((id) => ({ id, h: hashHue(id) })).sort((a, b) => a.h - b.h || (a.id < b.id ? -1 : 1));
   if (n > 1) {
-    // Two hues closer than `want`: spread every run evenly round the circle, in the order of their own
-    // hues, turned so that on average each stays nearest its own hue.
-    const want = Math.min(40, (360 / n) * 0.6);
-    const gap = (i) => ((((items[(i + 1) % n].h - items[i].h) % 360) + 360) % 360) || (n === 1 ? 360 : 0);
+    // Hues at least this far apart are told apart (85% of an even spread, at most 60°).
+    const want = Math.min(60, (360 / n) * 0.85);
+    const gap = (i) => ((((items[(i + 1) % n].h - items[i].h) % 360) + 360) % 360);
     if (items.some((_, i) => gap(i) < want)) {
-      const stepDeg = 360 / n;
-      let sx = 0, sy = 0;
-      items.forEach((it, i) => { const d = ((it.h - i * stepDeg) * Math.PI) / 180; sx += Math.cos(d); sy += Math.sin(d); });
-      const offset = (Math.atan2(sy, sx) * 180) / Math.PI;
-      items.forEach((it, i) => { it.h = (((offset + i * stepDeg) % 360) + 360) % 360; });
+      // Start after the widest gap (nothing is pushed across it), then push each hue forward just enough.
+      let widest = 0;
+      items.forEach((_, i) => { if (gap(i) > gap(widest)) widest = i; });
+      const order = items.map((_, k) => items[(widest + 1 + k) % n]);
+      const base = order[0].h;
+      let prev = -Infinity;
+      const pos = order.map((it) => {
+        let p = (((it.h - base) % 360) + 360) % 360;
+        if (p < prev + want) p = prev + want;
+        prev = p;
+        return p;
+      });
+      if (pos[n - 1] + want > 360) {
+        // No room left at the end: spread every run evenly, each near its own hue on average.
+        const stepDeg = 360 / n;
+        let sx = 0, sy = 0;
+        items.forEach((it, i) => { const d = ((it.h - i * stepDeg) * Math.PI) / 180; sx += Math.cos(d); sy += Math.sin(d); });
+        const offset = (Math.atan2(sy, sx) * 180) / Math.PI;
+        items.forEach((it, i) => { it.h = (((offset + i * stepDeg) % 360) + 360) % 360; });
+      } else order.forEach((it, k) => { it.h = (base + pos[k]) % 360; });
     }
   }
   return Object.fromEntries(items.map((it) => [it.id, hueColor(it.h)]));
 }
 
-const PALETTE = ["#3b82f6", "#ef4444", "#10b981", "#f59e0b", "#8b5cf6", "#ec4899", "#14b8a6", "#f97316",
-  "#6366f1", "#84cc16", "#06b6d4", "#a855f7"];
+// Series of a panel without a colour of their own: Tableau 10, made to be told apart (the old palette had
+// near twins: blue/indigo, teal/cyan, violet/purple, amber/orange).
+const PALETTE = ["#4e79a7", "#f28e2b", "#e15759", "#59a14f", "#b07aa1", "#76b7b2", "#edc948", "#ff9da7",
+  "#9c755f", "#bab0ac"];
 export function paletteColor(i) { return PALETTE[i % PALETTE.length]; }
 
 export function cssVar(name) {
