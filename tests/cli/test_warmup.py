@@ -9,6 +9,7 @@ import pytest
 import tracker
 from tracker.cli import terminal, warmup
 from tracker.read.index import index_file
+from tracker.read.index.cold import cold_bytes
 
 
 def _run_of(store: Path, n: int) -> str:
@@ -26,7 +27,7 @@ def _segments_built(store: Path, rid: str) -> bool:
 def test_a_terminal_sees_a_progress_line_while_derived_data_is_built(cli, store, monkeypatch, command) -> None:
     rid = _run_of(store, 2000)
     assert not _segments_built(store, rid)  # never read: nothing derived yet
-    before = warmup.cold_bytes(store, rid)
+    before = cold_bytes(store, rid)
     assert before["unbuilt_bytes"] == before["jsonl_bytes"] > 0
     # stderr a terminal, and the line shown at once (a real one waits half a second: here the
     # build of 2,000 records would often be done before it)
@@ -36,7 +37,7 @@ def test_a_terminal_sees_a_progress_line_while_derived_data_is_built(cli, store,
     assert result.exit_code == 0, result.output
     assert "for the first time" in result.stderr and "[##############################]" in result.stderr
     assert _segments_built(store, rid)
-    assert warmup.cold_bytes(store, rid)["unbuilt_bytes"] == 0
+    assert cold_bytes(store, rid)["unbuilt_bytes"] == 0
     # read again: nothing left to build, no line
     again = cli("--store", str(store), command, *([rid] if command == "show" else []))
     assert "for the first time" not in again.stderr

@@ -2,7 +2,7 @@
 
 Readers build a run's derived columns (``<store>/index/``) the first time they
 need them; on a store of a million-step run or thousands of runs that first
-read takes seconds. :func:`cold_bytes` says how much JSONL has no derived data
+read takes seconds. :func:`tracker.read.index.cold.cold_bytes` says how much JSONL has no derived data
 yet (the dashboard shows it on its progress line); :func:`warm_with_progress`
 builds it before a command reads, with a progress bar on stderr when stderr
 is a terminal and the work lasts over half a second (``tracker runs``,
@@ -17,8 +17,6 @@ import time
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
-
-from tracker.read.index.cold import _segments, _unbuilt, cold_bytes  # noqa: F401 - the warm-up's measure
 
 #: A progress line appears only when building lasts longer than this (seconds).
 SHOW_AFTER_S = 0.5
@@ -85,6 +83,8 @@ def warm_with_progress(store: Any, run_ids: Iterable[str] | None = None, *, labe
         return 0
     store_path = Path(store.path)
     ids = list(run_ids) if run_ids is not None else list(store.run_ids())
+    from tracker.read.index.cold import _segments, _unbuilt  # the index package loads numpy: only when asked
+
     work = [(rid, seg, n) for rid in ids for seg in _segments(store_path, rid)
             if (n := _unbuilt(store_path, rid, seg))]
     total = sum(n for _, _, n in work)

@@ -21,7 +21,6 @@ import zlib
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import orjson
 
 try:  # ISA-L's CRC-32: the same checksum as zlib's, about 6x faster over a column (benchmarks/RESULTS.md)
@@ -117,20 +116,39 @@ class Reader:
     def has(self, key: str) -> bool:
         return key in self.arrays
 
-    def read(self, key: str) -> np.ndarray:
-        """The bytes of array ``key`` (a fresh, writable ``uint8`` array), checked against its CRC-32.
-
-        The buffer is not zeroed first: every byte of it is read from the file.
+    def read(self, key: str) -> bytearray:
+        """The bytes of array ``key`` (a fresh, writable buffer), checked against its CRC-32.
 
         :raises Damaged: a missing array or a CRC mismatch.
         """
+        offset, nbytes, crc = self._entry(key)
+        buf = bytearray(nbytes)
+        self._fill(key, memoryview(buf), offset, crc)
+        return buf
+
+    def read_array(self, key: str) -> Any:
+        """Array ``key`` as a fresh, writable numpy ``uint8`` array, checked against its CRC-32.
+
+        Not zeroed first (every byte is read from the file): for columns, where zeroing and then
+        overwriting a million values would cost as much as reading them.
+
+        :raises Damaged: a missing array or a CRC mismatch.
+        """
+        import numpy as np  # here, not at the top: listing runs reads the catalog without numpy
+
+        offset, nbytes, crc = self._entry(key)
+        buf = np.empty(nbytes, np.uint8)
+        self._fill(key, memoryview(buf), offset, crc)
+        return buf
+
+    def _entry(self, key: str) -> list[int]:
         entry = self.arrays.get(key)
         if entry is None:
             raise Damaged(f"no array {key!r}")
-        offset, nbytes, crc = entry
-        buf = np.empty(nbytes, np.uint8)
-        view = memoryview(buf)
-        got = 0
+        return entry
+
+    def _fill(self, key: str, view: memoryview, offset: int, crc: int) -> None:
+        got, nbytes = 0, view.nbytes
         while got < nbytes:
             n = os.preadv(self.fd, [view[got:]], self.base + offset + got)
             if n <= 0:
@@ -138,7 +156,6 @@ class Reader:
             got += n
         if _crc32(view) != crc:
             raise Damaged(f"array {key!r} checksum mismatch")
-        return buf
 
     def verify(self, key: str, chunk: int = 1 << 20) -> None:
         """Check array ``key`` against its CRC-32, reading it in chunks (memory stays flat).
@@ -160,8 +177,11 @@ class Reader:
         if got != crc:
             raise Damaged(f"array {key!r} checksum mismatch")
 
-    def read_range(self, key: str, start: int, nbytes: int) -> np.ndarray:
-        """``nbytes`` bytes of array ``key`` from byte ``start`` (checked by :meth:`verify` beforehand)."""
+    def read_range(self, key: str, start: int, nbytes: int) -> Any:
+        """``nbytes`` bytes of array ``key`` from byte ``start`` as a numpy ``uint8`` array, not zeroed first
+        (the array was checked by :meth:`verify` beforehand)."""
+        import numpy as np
+
         offset, total, _ = self.arrays[key]
         nbytes = max(0, min(nbytes, total - start))
         buf = np.empty(nbytes, np.uint8)

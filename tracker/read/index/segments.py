@@ -260,7 +260,7 @@ def _load_part(reader: container.Reader, name: str, info: dict[str, Any]) -> Sch
     import numpy as np
 
     def arr(key: str, dtype: Any) -> Any:
-        return np.frombuffer(reader.read(key), dtype=dtype)
+        return np.frombuffer(reader.read_array(key), dtype=dtype)
 
     n = info["n"]
     part = SchemaCols(name, n, arr(f"{name}\x00step", np.int64), arr(f"{name}\x00time", np.float64),
