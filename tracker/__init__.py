@@ -42,6 +42,7 @@ if TYPE_CHECKING:  # what the names are, for type checkers and readers; loaded l
     from .schema import Schema
     from .store import RunView, Store, open_store
     from .summary import MISSING, Summarizer, Summary, Table
+    from .sweeps import agent, sweep
     from .wandb import (
         Api,
         Histogram,
@@ -76,6 +77,7 @@ for _module, _names in {
     "schema": "Schema",
     "store": "RunView Store open_store",
     "summary": "MISSING Summarizer Summary Table",
+    "sweeps": "agent sweep",
     "wandb": "Api Histogram Image Settings UnsupportedError define_metric init login save unwatch watch",
 }.items():
     _LAZY.update(dict.fromkeys(_names.split(), _module))
@@ -236,4 +238,6 @@ __all__ = [  # one name per line: additions merge cleanly
     "start_run",
     "summary",
     "validators",
+    "sweep",
+    "agent",
 ]

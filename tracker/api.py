@@ -39,7 +39,7 @@ if TYPE_CHECKING:
     from .runstate import RunConfig, RunSummary
 
 _time = _time_mod.time
-STATUSES = ("finished", "failed", "crashed")
+STATUSES = ("finished", "failed", "crashed", "stopped")  # stopped: ended by a sweep's pruner
 # ``run.log`` writes a dict straight away when its values are exactly of these types.
 _all_numbers = frozenset({float, int, bool}).issuperset
 _not_metric_names = RESERVED | {""}
@@ -169,6 +169,8 @@ class Run(WandbRunMethods):
             except TypeError:
                 pass
         if self.status != "running":
+            if self.status == "stopped":
+                return  # a trial its sweep stopped: further values are dropped, as W&B drops them
             raise self._not_running()
         if commit is not None or self._wb is not None or _wandb_values(values):
             self._wandb().log(values, step, commit)
@@ -455,6 +457,8 @@ def start_run(project: str | None = None, name: str | None = None, *, config: di
         raise TypeError("system_metrics: expected None, False, True or a positive number of seconds, "
                         f"given {system_metrics!r}")
     run_id_from_env = os.environ.get("TRACKER_RUN_ID")
+    # A script a sweep's agent started: its config fills in what the trial's sampled values leave out.
+    trial = run_id is None and bool(run_id_from_env) and bool(os.environ.get("TRACKER_SWEEP_ID"))
     if run_id is None and run_id_from_env:
         run_id, resume = run_id_from_env, True
     run_id = new_run_id() if run_id is None else check_run_id(run_id)
@@ -491,6 +495,10 @@ def start_run(project: str | None = None, name: str | None = None, *, config: di
     run = Run(host, att, name, project, run_dir)
     if new and att.refs == 1:
         run._initial_config = config_data
+    if trial and config_data:
+        missing = {k: v for k, v in config_data.items() if k not in run.config}
+        if missing:
+            run.config.update(missing)
     with _lock:
         _active.append(run)
         if att.refs == 1 and att.sampler is None:

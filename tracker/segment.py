@@ -35,7 +35,8 @@ from .format import (
 from .records import Problem, RunInfo
 from .values import storable_text
 
-_SEVERITY = {"finished": 0, "failed": 1, "crashed": 2}
+# "stopped" (a sweep ended the trial) explains the writers it ended, which read as crashed.
+_SEVERITY = {"finished": 0, "failed": 1, "crashed": 2, "stopped": 3}
 
 
 def hostname() -> str:
