@@ -201,7 +201,8 @@ def run_command_trial(sweep: Sweep, ticket: Ticket) -> str:
         _say(f"trial {ticket.number}: stopped by hyperband after {reporter.count} values of {reporter.metric}")
         return _tell(sweep, ticket, "stopped")
     if sweep.config.metric is not None:
-        reporter.read(sweep.root, ticket.run_id)  # the values logged since the last look
+        reporter.on = False  # the trial ran to its end: its last values are reported, not judged
+        reporter.read(sweep.root, ticket.run_id)
     code = proc.returncode
     if code != 0:
         run.finish(exit_code=code)
