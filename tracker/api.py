@@ -45,6 +45,8 @@ _all_numbers = frozenset({float, int, bool}).issuperset
 _not_metric_names = RESERVED | {""}
 _active: list[Run] = []
 _lock = threading.RLock()
+#: The run a sweep stopped last, until the next run starts: ``tracker.log`` drops values for it.
+_stopped: list[Run] = []
 
 
 class Run(WandbRunMethods):
@@ -350,6 +352,7 @@ class Run(WandbRunMethods):
             self._routes = {}  # ``log`` takes no route any more: it finds the status and refuses
             if self in _active:
                 _active.remove(self)
+            _stopped[:] = [self] if status == "stopped" else []
 
             def last_words() -> None:
                 att = self._att
@@ -501,6 +504,7 @@ def start_run(project: str | None = None, name: str | None = None, *, config: di
             run.config.update(missing)
     with _lock:
         _active.append(run)
+        _stopped.clear()
         if att.refs == 1 and att.sampler is None:
             att.sampler = _start_sampler(run, system_metrics, host)
     return run
@@ -535,6 +539,8 @@ def log(values: dict[str, Any], step: int | None = None, commit: bool | None = N
 
     :raises TrackerError: when no run is active.
     """
+    if not _active and _stopped:
+        return  # the trial's run was stopped by its sweep: values are dropped, as W&B drops them
     _require_run().log(values, step, commit)
 
 

@@ -124,7 +124,7 @@ def _tell(sweep: Sweep, ticket: Ticket, status: str, exit_code: int | None = Non
     o = optuna()
     S = o.trial.TrialState
     trial = ticket.trial
-    if exit_code is not None:
+    if exit_code:
         trial.set_user_attr("exit_code", exit_code)
     if status == "stopped":
         sweep.study.tell(trial, state=S.PRUNED)
@@ -134,8 +134,7 @@ def _tell(sweep: Sweep, ticket: Ticket, status: str, exit_code: int | None = Non
         return status
     metric = sweep.config.metric
     if metric is None:
-        trial.set_user_attr("no_metric", True)
-        sweep.study.tell(trial, 0.0)
+        sweep.study.tell(trial, 0.0)  # a sweep without a metric: Optuna needs a value; it is never shown
         return "finished"
     value = objective(sweep.root, ticket.run_id, metric)
     if value is None or not math.isfinite(value):

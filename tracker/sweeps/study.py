@@ -211,8 +211,7 @@ class Sweep:
             if len(self._grid_size_ids() - taken) == 0:
                 return "every grid point has been taken"
         if c.target is not None and c.metric is not None:
-            done = [t.value for t in trials if t.state == o.trial.TrialState.COMPLETE and t.value is not None
-                    and not t.user_attrs.get("no_metric")]
+            done = [t.value for t in trials if t.state == o.trial.TrialState.COMPLETE and t.value is not None]
             if done and any((v <= c.target) if c.goal == "minimize" else (v >= c.target) for v in done):
                 return f"metric.target {c.target} reached"
         return None
@@ -242,9 +241,9 @@ class Sweep:
                 else:
                     values[p.name] = p.to_value(trial.params[p.name])
             run_id = new_run_id()
-            for key, value in (("run_id", run_id), ("host", socket.gethostname()), ("pid", os.getpid()),
-                               ("values", values)):
-                trial.set_user_attr(key, value)
+            # One attribute, one journal line (each is appended and fsynced on its own).
+            trial.set_user_attr("trial", {"run_id": run_id, "host": socket.gethostname(), "pid": os.getpid(),
+                                          "values": values})
         return Ticket(trial=trial, run_id=run_id, values=values, config=self.config.nest(values))
 
     def fail_stale(self) -> list[int]:
@@ -256,7 +255,7 @@ class Sweep:
         here = socket.gethostname()
         marked = []
         for t in self.study.get_trials(deepcopy=False, states=(o.trial.TrialState.RUNNING,)):
-            attrs_ = t.user_attrs
+            attrs_ = facts(t)
             gone = False
             if attrs_.get("host") == here and isinstance(attrs_.get("pid"), int):
                 gone = not _alive(attrs_["pid"])
@@ -280,10 +279,10 @@ class Sweep:
         c = self.config
         out = []
         for t in self.study.get_trials(deepcopy=False):
-            a = t.user_attrs
+            a = {**t.user_attrs, **facts(t)}
             state = STATES.get(t.state.name, t.state.name.lower())
             value = None
-            if t.state == o.trial.TrialState.COMPLETE and not a.get("no_metric"):
+            if t.state == o.trial.TrialState.COMPLETE and c.metric is not None:
                 value = t.value
             elif t.intermediate_values:
                 value = t.intermediate_values[max(t.intermediate_values)]
@@ -310,18 +309,17 @@ class Sweep:
         out = []
         for t in sorted(self.study.get_trials(deepcopy=False, states=(o.trial.TrialState.COMPLETE,)),
                         key=lambda t: t.number):
-            if t.user_attrs.get("no_metric") or t.value is None:
+            if self.config.metric is None or t.value is None:
                 continue
             v = float(t.value)
             best = v if best is None else (min(best, v) if self.config.goal == "minimize" else max(best, v))
-            out.append({"number": t.number, "run_id": t.user_attrs.get("run_id"), "metric": v, "best": best})
+            out.append({"number": t.number, "run_id": facts(t).get("run_id"), "metric": v, "best": best})
         return out
 
     def importances(self) -> dict[str, float]:
         """Optuna's ``get_param_importances`` over the finished trials; empty when there are too few."""
         o = optuna()
-        done = [t for t in self.study.get_trials(deepcopy=False, states=(o.trial.TrialState.COMPLETE,))
-                if not t.user_attrs.get("no_metric")]
+        done = self.study.get_trials(deepcopy=False, states=(o.trial.TrialState.COMPLETE,))
         if len(done) < 2 or self.config.metric is None:
             return {}
         try:
@@ -349,6 +347,12 @@ class Sweep:
                 "trials": sum(counts.values()), "counts": counts,
                 "best": best[-1]["best"] if best else None, "parameters": [p.name for p in c.sampled],
                 "config": c.raw}
+
+
+def facts(trial: Any) -> dict[str, Any]:
+    """What the agent recorded on a trial: ``run_id``, ``host``, ``pid``, ``values``."""
+    f = trial.user_attrs.get("trial")
+    return f if isinstance(f, dict) else {}
 
 
 def _alive(pid: int) -> bool:
