@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 import tracker
-from tracker.sweeps.study import create_sweep, open_sweep
 from tracker.sweeps.config import check_sweep_config
+from tracker.sweeps.study import create_sweep, open_sweep
 
 from .conftest import agent_proc, show, tracker_cmd, trials_log, write_yaml
 

@@ -1,5 +1,5 @@
-"""Sweeps: hyperparameter search from W&B's sweep files, on Optuna, with trials as ordinary runs.
-May import the core (tracker and its lower modules) and, inside functions, Optuna and PyYAML; nothing imports it but the CLI, the dashboard and ``tracker.sweep`` / ``tracker.agent``.
+"""Sweeps: hyperparameter search from W&B's sweep files, on Optuna; every trial is an ordinary run.
+May import the core below it, and Optuna and PyYAML inside functions; only the edges (CLI, dashboard) import it.
 
 ``tracker.sweep(config)`` creates a sweep and returns its id; ``tracker.agent(id)``
 runs its trials, here or in any number of other processes and machines that

@@ -107,7 +107,7 @@ class Param:
         if d == "categorical":
             if self.probabilities is not None:
                 acc = 0.0
-                for v, p in zip(self.values, self.probabilities):
+                for v, p in zip(self.values, self.probabilities, strict=True):
                     acc += p
                     if internal < acc:
                         return v
@@ -188,7 +188,7 @@ class SweepConfig:
     def grid_points(self) -> list[dict[str, Any]]:
         """Every point of a grid sweep, ``{param name: value}``, in a fixed order."""
         names = [p.name for p in self.params]
-        return [dict(zip(names, combo)) for combo in itertools.product(*(p.grid() for p in self.params))]
+        return [dict(zip(names, combo, strict=True)) for combo in itertools.product(*(p.grid() for p in self.params))]
 
     def nest(self, flat: Mapping[str, Any]) -> dict[str, Any]:
         """The run's config for ``{param name: value}``: nested parameters as nested dicts."""
