@@ -21,7 +21,7 @@ from ..cli.text import flatten
 from ..figures import figures_json
 from ..format import RUN_ID_RE
 
-STATUSES = ("running", "finished", "failed", "crashed")
+STATUSES = ("running", "finished", "failed", "crashed", "stopped")
 _NONFINITE = {math.inf: "Infinity", -math.inf: "-Infinity"}
 
 
