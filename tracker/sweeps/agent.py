@@ -16,9 +16,11 @@ failed run and trial carrying its exit code, and the agent goes on.
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import math
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -65,6 +67,20 @@ def _die_with_parent() -> None:  # pragma: no cover - runs in the child between 
         ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
 
 
+@functools.cache
+def _setpriv() -> str | None:
+    """util-linux's ``setpriv`` when it takes ``--pdeathsig`` (Linux): the child's death signal without a
+    ``preexec_fn``, which would make every start take Python's slow fork path."""
+    path = shutil.which("setpriv") if sys.platform == "linux" else None
+    if path is None:
+        return None
+    try:
+        out = subprocess.run([path, "--help"], capture_output=True, text=True, timeout=5).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return path if "--pdeathsig" in out else None
+
+
 class _Reporter:
     """Hands the metric's logged values to the trial as intermediate values, and asks the pruner."""
 
@@ -86,12 +102,10 @@ class _Reporter:
             self.pruned = True
         return self.pruned
 
-    def read(self, root: Path, run_id: str) -> bool:
+    def read(self, run_id: str) -> bool:
         """Report the values logged since the last look (read from the store)."""
-        import tracker
-
         try:
-            metrics = tracker.open_store(root).run(run_id).metrics()
+            metrics = self.sweep.store.run(run_id).metrics()
         except TrackerError:
             return False
         col = metrics.get(self.metric)
@@ -104,11 +118,9 @@ class _Reporter:
         return self.pruned
 
 
-def objective(root: Path, run_id: str, metric: str) -> float | None:
+def objective(store: Any, run_id: str, metric: str) -> float | None:
     """The trial's objective: the run's summary value of ``metric`` if a number, else its last logged value."""
-    import tracker
-
-    view = tracker.open_store(root).run(run_id)
+    view = store.run(run_id)
     v = (view.info.summary or {}).get(metric)
     if type(v) in (int, float) and not (isinstance(v, float) and math.isnan(v)):
         return float(v)
@@ -127,22 +139,23 @@ def _tell(sweep: Sweep, ticket: Ticket, status: str, exit_code: int | None = Non
     if exit_code:
         trial.set_user_attr("exit_code", exit_code)
     if status == "stopped":
-        sweep.study.tell(trial, state=S.PRUNED)
+        sweep.study.tell(trial, state=S.PRUNED, skip_if_finished=True)
         return "stopped"
     if status != "finished":
-        sweep.study.tell(trial, state=S.FAIL)
+        sweep.study.tell(trial, state=S.FAIL, skip_if_finished=True)
         return status
     metric = sweep.config.metric
     if metric is None:
-        sweep.study.tell(trial, 0.0)  # a sweep without a metric: Optuna needs a value; it is never shown
+        # A sweep without a metric: Optuna needs a value; it is never shown.
+        sweep.study.tell(trial, 0.0, skip_if_finished=True)
         return "finished"
-    value = objective(sweep.root, ticket.run_id, metric)
+    value = objective(sweep.store, ticket.run_id, metric)
     if value is None or not math.isfinite(value):
         trial.set_user_attr("reason", f"metric {metric} was not logged" if value is None
                             else f"metric {metric} is {value}")
-        sweep.study.tell(trial, state=S.FAIL)
+        sweep.study.tell(trial, state=S.FAIL, skip_if_finished=True)
     else:
-        sweep.study.tell(trial, value)
+        sweep.study.tell(trial, value, skip_if_finished=True)
     return "finished"
 
 
@@ -172,8 +185,12 @@ def run_command_trial(sweep: Sweep, ticket: Ticket) -> str:
     env = dict(os.environ)
     env.update(_env(sweep, ticket.run_id))
     _say(f"trial {ticket.number}: run {ticket.run_id}: " + " ".join(f"{k}={v}" for k, v in ticket.values.items()))
+    setpriv = _setpriv()
     try:
-        proc = subprocess.Popen(cmd, env=env, preexec_fn=_die_with_parent if sys.platform == "linux" else None)
+        if setpriv is not None:
+            proc = subprocess.Popen([setpriv, "--pdeathsig", "KILL", "--", *cmd], env=env)
+        else:
+            proc = subprocess.Popen(cmd, env=env, preexec_fn=_die_with_parent if sys.platform == "linux" else None)
     except OSError as exc:
         run.finish("failed", {"type": type(exc).__name__, "message": f"cannot start {cmd[0]}: {exc.strerror}"})
         return _tell(sweep, ticket, "failed", 127)
@@ -184,7 +201,7 @@ def run_command_trial(sweep: Sweep, ticket: Ticket) -> str:
                     proc.wait(timeout=POLL)
                     break
                 except subprocess.TimeoutExpired:
-                    if reporter.read(sweep.root, ticket.run_id):
+                    if reporter.read(ticket.run_id):
                         _end(proc)
                         break
         else:
@@ -201,7 +218,7 @@ def run_command_trial(sweep: Sweep, ticket: Ticket) -> str:
         return _tell(sweep, ticket, "stopped")
     if sweep.config.metric is not None:
         reporter.on = False  # the trial ran to its end: its last values are reported, not judged
-        reporter.read(sweep.root, ticket.run_id)
+        reporter.read(ticket.run_id)
     code = proc.returncode
     if code != 0:
         run.finish(exit_code=code)

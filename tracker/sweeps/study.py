@@ -88,10 +88,45 @@ def _storage(url: str | None, folder: Path) -> Any:
         except Exception as exc:  # noqa: BLE001 - a driver's or server's error, as one line
             raise TrackerError(f"cannot open the sweep storage {redact(url)}: {type(exc).__name__}: "
                                f"{str(exc).splitlines()[0] if str(exc) else ''}") from None
-    from optuna.storages.journal import JournalFileBackend
-
     path = Path(url) if url else folder / "journal.log"
-    return o.storages.JournalStorage(JournalFileBackend(str(path)))
+    return o.storages.JournalStorage(_journal_backend(o, str(path)))
+
+
+def _journal_backend(o: Any, path: str) -> Any:
+    """Optuna's ``JournalFileBackend`` whose appends follow the store's durability.
+
+    Optuna fsyncs every journal line; a trial takes four, which is most of what
+    an agent adds to a trial. With ``durability = "process"`` (the default, as
+    for the runs' own lines) a line is one ``os.write`` under the journal's lock
+    and survives a kill -9 of any agent; ``"fsync"`` keeps Optuna's fsync.
+    """
+    from optuna.storages.journal import JournalFileBackend, JournalFileSymlinkLock
+
+    from ..host import get_host
+
+    fsync = get_host().config.fsync
+
+    class Backend(JournalFileBackend):
+        def __init__(self) -> None:
+            self._tracker_lock = JournalFileSymlinkLock(path)  # Optuna's default lock, kept to take it here
+            super().__init__(path, self._tracker_lock)
+
+        def append_logs(self, logs: list[dict[str, Any]]) -> None:
+            if fsync:
+                super().append_logs(logs)
+                return
+            data = ("\n".join(json.dumps(log, separators=(",", ":")) for log in logs) + "\n").encode()
+            self._tracker_lock.acquire()
+            try:
+                fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+                try:
+                    os.write(fd, data)  # one write of whole lines, appended under the lock
+                finally:
+                    os.close(fd)
+            finally:
+                self._tracker_lock.release()
+
+    return Backend()
 
 
 def _grid_sampler(o: Any) -> type:
@@ -126,6 +161,7 @@ class Sweep:
     def __init__(self, root: Path, sweep_id: str, meta: dict[str, Any], *, seed_offset: int = 0) -> None:
         o = optuna()
         self.root = Path(root)
+        self._store: Any = None
         self.id = sweep_id
         self.meta = meta
         self.folder = sweeps_dir(self.root) / sweep_id
@@ -137,6 +173,15 @@ class Sweep:
         seed = None if seed is None else int(seed) + 1_000_003 * seed_offset
         self.study = o.load_study(study_name=sweep_id, storage=self.storage, sampler=self._sampler(o, seed),
                                   pruner=self._pruner(o))
+
+    @property
+    def store(self) -> Any:
+        """The store of the trials' runs (opened once)."""
+        if self._store is None:
+            import tracker
+
+            self._store = tracker.open_store(self.root)
+        return self._store
 
     # --- Optuna's parts ------------------------------------------------------------------------
     def _sampler(self, o: Any, seed: int | None) -> Any:
@@ -256,15 +301,18 @@ class Sweep:
         marked = []
         for t in self.study.get_trials(deepcopy=False, states=(o.trial.TrialState.RUNNING,)):
             attrs_ = facts(t)
-            gone = False
             if attrs_.get("host") == here and isinstance(attrs_.get("pid"), int):
-                gone = not _alive(attrs_["pid"])
-            if not gone and isinstance(attrs_.get("run_id"), str):
-                gone = _run_status(self.root, attrs_["run_id"]) in ("crashed", "failed", "finished", "stopped")
+                gone = not _alive(attrs_["pid"])  # this host: the agent's process says it all
+            else:
+                # Another host: its run says so. A run that ended while its trial still runs is one
+                # whose agent died between the two (an agent tells the study right after the run ends).
+                info = _run_info(self.root, attrs_.get("run_id"))
+                gone = info is not None and (info.status == "crashed" or (
+                    info.status != "running" and info.ended_at is not None and time.time() - info.ended_at > 60))
             if gone:
                 with contextlib.suppress(Exception):  # another agent may have marked it meanwhile
                     self.study._storage.set_trial_user_attr(t._trial_id, "reason", "its agent stopped mid-trial")
-                    self.study.tell(t.number, state=o.trial.TrialState.FAIL)
+                    self.study.tell(t.number, state=o.trial.TrialState.FAIL, skip_if_finished=True)
                     marked.append(t.number)
         return marked
 
@@ -368,13 +416,13 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def _run_status(root: Path, run_id: str) -> str | None:
-    if not (Path(root) / "runs" / run_id).is_dir():
+def _run_info(root: Path, run_id: Any) -> Any:
+    if not isinstance(run_id, str) or not _ID.fullmatch(run_id) or not (Path(root) / "runs" / run_id).is_dir():
         return None
     import tracker
 
     try:
-        return tracker.open_store(root).run(run_id).info.status
+        return tracker.open_store(root).run(run_id).info
     except TrackerError:
         return None
 
