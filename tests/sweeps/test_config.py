@@ -103,7 +103,7 @@ def test_command_macros_as_w_and_b_defines_them() -> None:
                    '--opt={"name": "adam"}', "lr=0.1", "flag=True", 'opt={"name": "adam"}',
                    '{"lr": 0.1, "flag": true, "opt": {"name": "adam"}}', "--cfg=/tmp/a.json"]
     default = check_sweep_config({"program": "train.py", "method": "random", "parameters": {"x": {"value": 1}}})
-    assert build_command(default, {"x": 1}, interpreter="py") == ["/usr/bin/env", "py", "train.py", "--x=1"]
+    assert build_command(default, {"x": 1}, interpreter="py") == ["py", "train.py", "--x=1"]
 
 
 BAD = [

@@ -480,8 +480,10 @@ def build_command(config: SweepConfig, values: Mapping[str, Any], *, args_json_f
     program = config.program or ""
     interp = interpreter or sys.executable
     args = [f"--{k}={arg_text(v)}" for k, v in values.items()]
+    # ``${env}`` is ``/usr/bin/env`` as in W&B, except in the default command, where it would only add an exec.
+    use_env = config.command is not None and os.name == "posix" and os.path.exists("/usr/bin/env")
     expand = {
-        "${env}": ["/usr/bin/env"] if os.name == "posix" and os.path.exists("/usr/bin/env") else [],
+        "${env}": ["/usr/bin/env"] if use_env else [],
         "${interpreter}": [interp] if program.endswith(".py") or config.command is not None else [],
         "${program}": [program],
         "${args}": args,
