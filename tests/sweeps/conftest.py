@@ -88,3 +88,26 @@ def show(sweep_id: str, cwd: Path) -> dict[str, Any]:
     r = tracker_cmd("sweep", "show", sweep_id, "--format", "json", cwd=cwd)
     assert r.returncode == 0, r.stderr
     return json.loads(r.stdout)
+
+
+@pytest.fixture(scope="session")
+def sweep_pg_server():
+    """A PostgreSQL server for the sweep tests (skipped only when Debian's postgresql is missing)."""
+    pytest.importorskip("psycopg", reason="the team extra (psycopg) is not installed")
+    from ..query.pg import Server
+    from ..sysdeps import require_postgres
+
+    server = Server(require_postgres())
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def sweep_pg_url(sweep_pg_server) -> str:
+    """The URL (with its password) of a fresh database."""
+    import psycopg
+
+    name = f"sweep_{os.getpid()}_{id(object())}"
+    with psycopg.connect(sweep_pg_server.url(), autocommit=True) as conn:
+        conn.execute(f"CREATE DATABASE {name}")
+    return sweep_pg_server.url(name)

@@ -78,7 +78,7 @@ def test_run_cap_holds_across_agents(work: Path, tmp_store: Path) -> None:
 def test_a_failing_trial_is_failed_with_its_exit_code_and_the_agent_goes_on(work: Path, tmp_store: Path) -> None:
     (work / "flaky.py").write_text(
         "import sys, tracker\n"
-        "run = tracker.init()\n"
+        "run = tracker.start_run()  # attaches to the trial's run, as init() does\n"
         "tracker.log({'loss': run.config['x']})\n"
         "if run.config['x'] == 2:\n"
         "    sys.exit(3)\n")
@@ -230,3 +230,31 @@ def test_function_agent_hyperband_stops_the_run_and_further_logs_raise_nothing(t
     stopped = [x for x, r in runs.items() if r.status == "stopped"]
     assert stopped and 0 not in stopped
     assert all(tracker.open_store().run(runs[x].id).metrics()["loss"].size < 9 for x in stopped)
+
+
+def test_postgresql_storage_grid_once_across_two_agents_and_no_password_printed(
+        work: Path, tmp_store: Path, sweep_pg_url: str) -> None:
+    from ..query.pg import PASSWORD
+
+    f = write_yaml(work / "pg.yaml", """
+        program: train.py
+        method: grid
+        metric: {name: loss}
+        parameters:
+          a: {values: [1, 2]}
+          b: {values: [x, y]}
+        """)
+    r = tracker_cmd("sweep", "create", str(f), "--storage", sweep_pg_url, cwd=work)
+    assert r.returncode == 0, r.stderr
+    assert PASSWORD not in r.stderr + r.stdout and "***" in r.stderr
+    sweep_id = r.stdout.strip()
+    # the second agent finds the sweep through --storage alone (as on a machine without the store's sweep.json)
+    other_store = work / "elsewhere"
+    agents = [agent_proc(sweep_id, cwd=work),
+              agent_proc(sweep_id, "--storage", sweep_pg_url, cwd=work, env={"TRACKER_STORE": str(other_store)})]
+    for p in agents:
+        assert p.wait(timeout=180) == 0
+    done = sorted((d["args"]["a"], d["args"]["b"]) for d in trials_log(work))
+    assert done == sorted((str(a), b) for a in (1, 2) for b in "xy")
+    doc = show(sweep_id, work)
+    assert doc["sweep"]["state"] == "finished" and PASSWORD not in json.dumps(doc)

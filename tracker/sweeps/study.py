@@ -81,10 +81,8 @@ def _is_url(storage: str | None) -> bool:
 def _storage(url: str | None, folder: Path) -> Any:
     o = optuna()
     if _is_url(url):
-        if url.startswith("postgres://"):
-            url = "postgresql://" + url[len("postgres://"):]
         try:
-            return o.storages.RDBStorage(url, engine_kwargs={"pool_pre_ping": True})
+            return o.storages.RDBStorage(_driver_url(url), engine_kwargs={"pool_pre_ping": True})
         except Exception as exc:  # noqa: BLE001 - a driver's or server's error, as one line
             raise TrackerError(f"cannot open the sweep storage {redact(url)}: {type(exc).__name__}: "
                                f"{str(exc).splitlines()[0] if str(exc) else ''}") from None
@@ -127,6 +125,19 @@ def _journal_backend(o: Any, path: str) -> Any:
                 self._tracker_lock.release()
 
     return Backend()
+
+
+def _driver_url(url: str) -> str:
+    """A PostgreSQL URL as SQLAlchemy takes it: psycopg 3 (the team extra's driver) unless psycopg2 is there."""
+    import importlib.util
+
+    for prefix in ("postgres://", "postgresql://"):
+        if url.startswith(prefix):
+            rest = url[len(prefix):]
+            if importlib.util.find_spec("psycopg2") is None and importlib.util.find_spec("psycopg") is not None:
+                return "postgresql+psycopg://" + rest
+            return "postgresql://" + rest
+    return url
 
 
 def _grid_sampler(o: Any) -> type:
