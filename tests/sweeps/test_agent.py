@@ -250,11 +250,14 @@ def test_postgresql_storage_grid_once_across_two_agents_and_no_password_printed(
     sweep_id = r.stdout.strip()
     # the second agent finds the sweep through --storage alone (as on a machine without the store's sweep.json)
     other_store = work / "elsewhere"
-    agents = [agent_proc(sweep_id, cwd=work),
+    sweep_json = (tmp_store / "sweeps" / sweep_id / "sweep.json").read_text()
+    assert PASSWORD not in sweep_json and "postgresql://" in sweep_json  # the password stays out of the store
+    agents = [agent_proc(sweep_id, cwd=work, env={"PGPASSWORD": PASSWORD}),  # as libpq users give it
               agent_proc(sweep_id, "--storage", sweep_pg_url, cwd=work, env={"TRACKER_STORE": str(other_store)})]
     for p in agents:
         assert p.wait(timeout=180) == 0
     done = sorted((d["args"]["a"], d["args"]["b"]) for d in trials_log(work))
     assert done == sorted((str(a), b) for a in (1, 2) for b in "xy")
-    doc = show(sweep_id, work)
-    assert doc["sweep"]["state"] == "finished" and PASSWORD not in json.dumps(doc)
+    r = tracker_cmd("sweep", "show", sweep_id, "--format", "json", cwd=work, env={"PGPASSWORD": PASSWORD})
+    doc = json.loads(r.stdout)
+    assert doc["sweep"]["state"] == "finished" and PASSWORD not in r.stdout + r.stderr

@@ -12,7 +12,7 @@ from .render import dumps, table_text
 from .terminal import is_terminal
 from .text import when
 
-STATUSES = ("running", "finished", "failed", "crashed")
+STATUSES = ("running", "finished", "failed", "crashed", "stopped")
 
 
 def run_rows(obj: CliContext, infos: list, sizes: dict[str, int] | None = None) -> list[dict]:

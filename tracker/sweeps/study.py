@@ -69,6 +69,14 @@ def redact(url: str | None) -> str | None:
     return re.sub(r"(://[^:/@]+:)[^@/]*@", r"\1***@", url)
 
 
+def without_password(url: str | None) -> str | None:
+    """A storage URL without its password: what ``sweep.json`` keeps (libpq finds the password in
+    ``PGPASSWORD`` or ``~/.pgpass``, or an agent is given ``--storage URL``)."""
+    if url is None:
+        return None
+    return re.sub(r"(://[^:/@]+):[^@/]*@", r"\1@", url)
+
+
 def sweeps_dir(root: Path) -> Path:
     """``<store>/sweeps``."""
     return Path(root) / SWEEPS
@@ -459,8 +467,8 @@ def create_sweep(config: SweepConfig, root: Path, *, project: str | None = None,
         folder.mkdir(parents=True)
     except OSError as exc:
         raise TrackerError(f"cannot create {folder}: {exc.strerror or exc}") from None
-    meta = {"id": sweep_id, "created_at": time.time(), "project": project or config.project, "storage": storage,
-            "seed": seed, "config": config.raw}
+    meta = {"id": sweep_id, "created_at": time.time(), "project": project or config.project,
+            "storage": without_password(storage), "seed": seed, "config": config.raw}
     study = o.create_study(study_name=sweep_id, storage=_storage(storage, folder),
                            direction="maximize" if config.goal == "maximize" and config.metric else "minimize",
                            load_if_exists=False)
