@@ -62,6 +62,7 @@ def agent(sweep_id: str, function: Callable[[], Any] | None = None, entity: str 
     from .study import open_sweep
 
     root = _root(store)
-    sw = open_sweep(root, sweep_id, storage, seed_offset=0)
-    sw = open_sweep(root, sweep_id, storage, seed_offset=len(sw.study.get_trials(deepcopy=False)))
+    sw = open_sweep(root, sweep_id, storage)
+    if sw.meta.get("seed") is not None:  # later agents offset the seed, so they do not repeat the first
+        sw = open_sweep(root, sweep_id, storage, seed_offset=len(sw.study.get_trials(deepcopy=False)))
     return run_agent(sw, count=count, function=function)

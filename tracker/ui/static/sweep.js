@@ -171,7 +171,9 @@ export function mount(root, params, ctx) {
         renderTrials(doc);
         page.dataset.ready = "1";
       }
-      if (doc.sweep.state === "running" || doc.sweep.counts.running) timer = setTimeout(refresh, REFRESH_MS);
+      // While trials run, every 5 s; a sweep open to agents but with none running, every 30 s.
+      if (doc.sweep.counts.running) timer = setTimeout(refresh, REFRESH_MS);
+      else if (doc.sweep.state === "running") timer = setTimeout(refresh, REFRESH_MS * 6);
     } catch (err) {
       if (stopped) return;
       clear(header).append(errorBox(err.status === 404 ? err.message : `cannot read the sweep: ${err.message}`));
