@@ -261,3 +261,17 @@ def test_postgresql_storage_grid_once_across_two_agents_and_no_password_printed(
     r = tracker_cmd("sweep", "show", sweep_id, "--format", "json", cwd=work, env={"PGPASSWORD": PASSWORD})
     doc = json.loads(r.stdout)
     assert doc["sweep"]["state"] == "finished" and PASSWORD not in r.stdout + r.stderr
+
+
+def test_the_objective_is_the_define_metric_summary_when_the_script_sets_one(tmp_store: Path) -> None:
+    def train() -> None:
+        run = tracker.init()
+        tracker.define_metric("acc", summary=run.config["summary"], goal="maximize")
+        for v in (0.2, 0.9, 0.5):  # last 0.5, best 0.9
+            tracker.log({"acc": v})
+
+    sweep_id = tracker.sweep({"method": "grid", "metric": {"name": "acc", "goal": "maximize"},
+                              "parameters": {"summary": {"values": ["max", "last", "best"]}}})
+    tracker.agent(sweep_id, function=train)
+    by = {t["params"]["summary"]: t["metric"] for t in open_sweep(tmp_store.absolute(), sweep_id).trials()}
+    assert by == {"max": 0.9, "best": 0.9, "last": 0.5}

@@ -118,10 +118,15 @@ class _Reporter:
         return self.pruned
 
 
-def objective(store: Any, run_id: str, metric: str) -> float | None:
-    """The trial's objective: the run's summary value of ``metric`` if a number, else its last logged value."""
+def objective(store: Any, run_id: str, metric: str, goal: str = "minimize") -> float | None:
+    """The trial's objective: the run's summary value of ``metric`` if a number (of a ``define_metric``
+    summary, its best, else its min or max by ``goal``), else the metric's last logged value."""
     view = store.run(run_id)
     v = (view.info.summary or {}).get(metric)
+    if isinstance(v, dict):
+        # define_metric(summary=...) leaves {"min": ..., "max": ..., "best": ...}: the best, else the goal's end.
+        keys = ("best", "min" if goal == "minimize" else "max", "last", "mean", "max" if goal == "minimize" else "min")
+        v = next((v[k] for k in keys if type(v.get(k)) in (int, float)), None)
     if type(v) in (int, float) and not (isinstance(v, float) and math.isnan(v)):
         return float(v)
     stats = view.metric_stats().get(metric)
@@ -149,7 +154,7 @@ def _tell(sweep: Sweep, ticket: Ticket, status: str, exit_code: int | None = Non
         # A sweep without a metric: Optuna needs a value; it is never shown.
         sweep.study.tell(trial, 0.0, skip_if_finished=True)
         return "finished"
-    value = objective(sweep.store, ticket.run_id, metric)
+    value = objective(sweep.store, ticket.run_id, metric, sweep.config.goal)
     if value is None or not math.isfinite(value):
         trial.set_user_attr("reason", f"metric {metric} was not logged" if value is None
                             else f"metric {metric} is {value}")
