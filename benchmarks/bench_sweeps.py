@@ -115,11 +115,11 @@ def parallel(root: Path, trials: int, agents: int) -> None:
 
 
 def main(args) -> None:  # noqa: ANN001 - the parsed options
-    trials = args.trials or (10 if args.quick else 100)
+    trials = args.trials or (6 if args.quick else 100)
     with scratch("tracker-bench-sweeps-") as tmp:
         (tmp / "noop.py").write_text("")
         overhead(tmp / "store", trials)
-        parallel(tmp / "store", trials if not args.quick else 8, args.agents)
+        parallel(tmp / "store", trials, args.agents)
 
 
 if __name__ == "__main__":

@@ -182,3 +182,17 @@ def test_agent_refuses_a_program_that_does_not_exist_before_any_trial(work: Path
     assert not (tmp_store / "runs").exists() or not any((tmp_store / "runs").iterdir())
     r = tracker_cmd("agent", "no-such-sweep", cwd=work)
     assert r.returncode == 1 and r.stderr.startswith("tracker: no sweep no-such-sweep in ")
+
+
+def test_sweep_ids_take_w_and_b_paths_and_refuse_anything_else() -> None:
+    from tracker.errors import TrackerError
+    from tracker.sweeps.study import check_sweep_id, redact, without_password
+
+    assert check_sweep_id("me/mnist/k3v9x2qa") == "k3v9x2qa" == check_sweep_id("k3v9x2qa")
+    for bad in ("", "a b", "a.b", "..", "x" * 65):
+        with pytest.raises(TrackerError, match="not a sweep id"):
+            check_sweep_id(bad)
+    url = "postgresql://lab:s3cr:et@db.example:5432/sweeps"
+    assert redact(url) == "postgresql://lab:***@db.example:5432/sweeps"
+    assert without_password(url) == "postgresql://lab@db.example:5432/sweeps"
+    assert redact("postgresql://lab@db/x") == "postgresql://lab@db/x"
