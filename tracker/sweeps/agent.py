@@ -90,20 +90,27 @@ class _Reporter:
         self.metric = sweep.config.metric
         self.count = 0
         self.pruned = False
-        self.on = sweep.config.hyperband is not None and self.metric is not None
+        hb = sweep.config.hyperband
+        #: Only Hyperband needs the values (each is a journal line): none without it, none past max_iter.
+        self.on = hb is not None and self.metric is not None
+        self.limit = hb.max_iter if hb is not None else 0
+        self.judge = self.on
 
     def add(self, value: Any) -> bool:
         """Report one logged value; ``True`` when the trial should stop."""
-        if self.pruned or type(value) not in (int, float, bool) or not math.isfinite(value):
+        if not self.on or self.pruned or self.count >= self.limit or type(value) not in (int, float, bool) \
+                or not math.isfinite(value):
             return self.pruned
         self.count += 1
         self.trial.report(float(value), self.count)
-        if self.on and self.trial.should_prune():
+        if self.judge and self.trial.should_prune():
             self.pruned = True
         return self.pruned
 
     def read(self, run_id: str) -> bool:
         """Report the values logged since the last look (read from the store)."""
+        if not self.on or self.pruned or self.count >= self.limit:
+            return self.pruned
         try:
             metrics = self.sweep.store.run(run_id).metrics()
         except TrackerError:
@@ -111,7 +118,7 @@ class _Reporter:
         col = metrics.get(self.metric)
         if col is None:
             return False
-        values = [float(v) for v in col if not math.isnan(v)]
+        values = [float(v) for v in col if math.isfinite(v)]  # as add() takes them: count indexes this list
         for v in values[self.count:]:
             if self.add(v):
                 break
@@ -221,8 +228,8 @@ def run_command_trial(sweep: Sweep, ticket: Ticket) -> str:
         run.finish("stopped")
         _say(f"trial {ticket.number}: stopped by hyperband after {reporter.count} values of {reporter.metric}")
         return _tell(sweep, ticket, "stopped")
-    if sweep.config.metric is not None:
-        reporter.on = False  # the trial ran to its end: its last values are reported, not judged
+    if reporter.on:
+        reporter.judge = False  # the trial ran to its end: its last values are reported, not judged
         reporter.read(ticket.run_id)
     code = proc.returncode
     if code != 0:
@@ -258,7 +265,7 @@ def run_function_trial(sweep: Sweep, ticket: Ticket, function: Callable[[], Any]
     saved = {k: os.environ.get(k) for k in _env(sweep, ticket.run_id)}
     os.environ.update(_env(sweep, ticket.run_id))
     sub = None
-    if sweep.config.metric is not None:
+    if reporter.on:
         def on_record(event: Any) -> None:
             if event.run_id == ticket.run_id and reporter.metric in (event.data or {}):
                 if reporter.add(event.data[reporter.metric]):
