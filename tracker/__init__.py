@@ -64,6 +64,7 @@ if TYPE_CHECKING:  # what the names are, for type checkers and readers; loaded l
         watch,
     )
     from tracker.store import RunView, Store, open_store
+    from tracker.sweeps import agent, sweep
     from tracker.write.api import Run, current_run, finish, log, log_record, start_run
 
 __version__ = "0.1.0"
@@ -86,6 +87,7 @@ for _module, _names in {
     "core.schema": "Schema",
     "store": "RunView Store open_store",
     "core.summary": "MISSING Summarizer Summary Table",
+    "sweeps": "agent sweep",
     "integrations.wandb.init": (
         "Api Histogram Image Settings UnsupportedError define_metric init login save unwatch watch"),
 }.items():
@@ -301,4 +303,6 @@ __all__ = [  # one name per line: additions merge cleanly
     "start_run",
     "summary",
     "validators",
+    "sweep",
+    "agent",
 ]

@@ -53,6 +53,10 @@ CORE_COMMANDS: dict[str, tuple[str, str, str]] = {
            "Move runs to the trash (<store>/trash), by id or by selection; `tracker restore` brings them back."),
     "restore": ("restore", "restore_cmd", "Move runs back from the trash (see `tracker runs --trash`)."),
     "gc": ("gc", "gc_cmd", "Empty the trash for good, then remove blobs that no run in the store references."),
+    "sweep": ("sweep", "sweep_group",
+              "Create, show, list and stop hyperparameter sweeps (W&B's sweep files, run on Optuna)."),
+    "agent": ("sweep", "agent_cmd",
+              "Run trials of a sweep until it is done (or --count trials ran); start one per GPU or machine."),
     "du": ("du", "du_cmd",
            "Show the bytes each run and each project takes: JSONL, blobs, index; largest first; the total."),
 }

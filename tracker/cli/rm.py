@@ -12,7 +12,7 @@ from tracker.cli.render import dumps, table_text
 from tracker.cli.terminal import is_terminal
 from tracker.core.text import when
 
-STATUSES = ("running", "finished", "failed", "crashed")
+STATUSES = ("running", "finished", "failed", "crashed", "stopped")
 
 
 def run_rows(obj: CliContext, infos: list, sizes: dict[str, int] | None = None) -> list[dict]:

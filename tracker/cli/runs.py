@@ -20,7 +20,7 @@ SYSTEM_COLUMNS = [("cpu% mean", "cpu_percent_mean"), ("cpu% peak", "cpu_percent_
                   ("gpu mem peak", "gpu_memory_peak_bytes"), ("energy kWh", "gpu_energy_kwh")]
 #: How many metrics the table shows when ``--metric`` is not given.
 KEY_METRICS = 3
-STATUSES = ("running", "finished", "failed", "crashed")
+STATUSES = ("running", "finished", "failed", "crashed", "stopped")
 #: A table on a terminal shows this many runs (the newest) unless --all or -n says otherwise.
 TERMINAL_ROWS = 50
 

@@ -35,7 +35,7 @@ def style(text: str, stream: TextIO | None = None, **kwargs: Any) -> str:
     return click.style(text, **kwargs) if use_color(stream) else text
 
 
-STATUS_COLORS = {"finished": "green", "running": "cyan", "failed": "red", "crashed": "magenta"}
+STATUS_COLORS = {"finished": "green", "running": "cyan", "failed": "red", "crashed": "magenta", "stopped": "yellow"}
 
 
 def status_text(status: str) -> str:

@@ -14,7 +14,8 @@ from typing import Any
 
 #: At most this many config keys and last metrics are listed.
 MAX_ROWS = 20
-_STATUS_COLORS = {"running": "#2563eb", "finished": "#15803d", "failed": "#c2410c", "crashed": "#b91c1c"}
+_STATUS_COLORS = {"running": "#2563eb", "finished": "#15803d", "failed": "#c2410c", "crashed": "#b91c1c",
+                  "stopped": "#6b7280"}
 
 
 def _value(v: Any) -> str:

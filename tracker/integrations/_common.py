@@ -26,7 +26,8 @@ MAX_INT = 2**53
 RESERVED = frozenset({"step", "time"})
 _INSTALL = {"lightning": "Lightning", "transformers": "Hugging Face Transformers", "keras": "Keras 3",
             "accelerate": "Hugging Face Accelerate",
-            "tensorboard": "TensorBoard", "mlflow": "PyYAML (to read MLflow's meta.yaml files)"}
+            "tensorboard": "TensorBoard", "sweeps": "Optuna", "raytune": "Ray Tune",
+            "mlflow": "PyYAML (to read MLflow's meta.yaml files)"}
 # Config values deeper than this, or arrays larger than this, are kept as their repr.
 _MAX_DEPTH = 32
 _MAX_ARRAY = 10_000

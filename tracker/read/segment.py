@@ -33,7 +33,8 @@ from tracker.core.records import Problem, RunInfo
 from tracker.read.edits import apply_edits, read_edits
 from tracker.read.liveness import hostname, pid_alive, process_start, safe_hostname  # noqa: F401 - their old home
 
-_SEVERITY = {"finished": 0, "failed": 1, "crashed": 2}
+# "stopped" (a sweep ended the trial) explains the writers it ended, which read as crashed.
+_SEVERITY = {"finished": 0, "failed": 1, "crashed": 2, "stopped": 3}
 
 
 def segment_paths(run_dir: Path) -> list[Path]:

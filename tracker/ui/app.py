@@ -355,6 +355,16 @@ def _blob(api: Api, request: Request) -> Response:
                                  "x-content-type-options": "nosniff"})
 
 
+def _sweeps(api: Any, request: Request) -> Response:
+    """``GET /api/sweeps`` and ``GET /api/sweeps/{id}`` (see :mod:`tracker.sweeps.web`)."""
+    from tracker.sweeps.web import sweep_doc, sweeps_doc
+
+    root = getattr(api.store, "path", None)  # the team store keeps no sweeps folder
+    sweep_id = request.path_params.get("id")
+    status, doc = sweep_doc(root, sweep_id) if sweep_id is not None else (200, sweeps_doc(root))
+    return json_response(parts.strict(doc), status)
+
+
 def create_app(store: Any = None, *, hosts: tuple[str, ...] = (), frame_ancestors: bytes = b"'none'",
                auth: Any = None) -> Starlette:
     """The dashboard as an ASGI app over ``store``.
@@ -408,6 +418,8 @@ def create_app(store: Any = None, *, hosts: tuple[str, ...] = (), frame_ancestor
         Route("/api/runs/{id}/panels", endpoint(api.panels)),
         Route("/api/runs/{id}/blobs/{sha}", endpoint(lambda request: _blob(api, request))),
         Route("/api/compare", endpoint(api.compare)),
+        Route("/api/sweeps", endpoint(lambda request: _sweeps(api, request))),
+        Route("/api/sweeps/{id}", endpoint(lambda request: _sweeps(api, request))),
         Mount("/static", StaticFiles(directory=STATIC, follow_symlink=False), name="static"),
         Route("/{path:path}", page),
     ]

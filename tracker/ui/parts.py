@@ -21,7 +21,7 @@ from tracker.core.figures import figures_json
 from tracker.core.format import RUN_ID_RE
 from tracker.core.text import flatten
 
-STATUSES = ("running", "finished", "failed", "crashed")
+STATUSES = ("running", "finished", "failed", "crashed", "stopped")
 _NONFINITE = {math.inf: "Infinity", -math.inf: "-Infinity"}
 
 

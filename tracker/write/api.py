@@ -39,12 +39,14 @@ if TYPE_CHECKING:
     from tracker.write.wandb.logging import WandbExtras
 
 _time = _time_mod.time
-STATUSES = ("finished", "failed", "crashed")
+STATUSES = ("finished", "failed", "crashed", "stopped")  # stopped: ended by a sweep's pruner
 # ``run.log`` writes a dict straight away when its values are exactly of these types.
 _all_numbers = frozenset({float, int, bool}).issuperset
 _not_metric_names = RESERVED | {""}
 _active: list[Run] = []
 _lock = threading.RLock()
+#: The run a sweep stopped last, until the next run starts: ``tracker.log`` drops values for it.
+_stopped: list[Run] = []
 
 
 class Run(WandbRunMethods):
@@ -172,6 +174,8 @@ class Run(WandbRunMethods):
             except TypeError:
                 pass
         if self.status != "running":
+            if self.status == "stopped":
+                return  # a trial its sweep stopped: further values are dropped, as W&B drops them
             raise self._not_running()
         if values is None:
             values = {}
@@ -353,6 +357,7 @@ class Run(WandbRunMethods):
             self._routes = {}  # ``log`` takes no route any more: it finds the status and refuses
             if self in _active:
                 _active.remove(self)
+            _stopped[:] = [self] if status == "stopped" else []
 
             def last_words() -> None:
                 att = self._att
@@ -460,6 +465,8 @@ def start_run(project: str | None = None, name: str | None = None, *, config: di
         raise TypeError("system_metrics: expected None, False, True or a positive number of seconds, "
                         f"given {system_metrics!r}")
     run_id_from_env = os.environ.get("TRACKER_RUN_ID")
+    # A script a sweep's agent started: its config fills in what the trial's sampled values leave out.
+    trial = run_id is None and bool(run_id_from_env) and bool(os.environ.get("TRACKER_SWEEP_ID"))
     if run_id is None and run_id_from_env:
         run_id, resume = run_id_from_env, True
     run_id = new_run_id() if run_id is None else check_run_id(run_id)
@@ -496,8 +503,13 @@ def start_run(project: str | None = None, name: str | None = None, *, config: di
     run = Run(host, att, name, project, run_dir)
     if new and att.refs == 1:
         run._initial_config = config_data
+    if trial and config_data:
+        missing = {k: v for k, v in config_data.items() if k not in run.config}
+        if missing:
+            run.config.update(missing)
     with _lock:
         _active.append(run)
+        _stopped.clear()
         if att.refs == 1 and att.sampler is None:
             att.sampler = _start_sampler(run, system_metrics, host)
     return run
@@ -532,6 +544,8 @@ def log(values: dict[str, Any] | None = None, step: int | None = None, commit: b
 
     :raises TrackerError: when no run is active.
     """
+    if not _active and _stopped:
+        return  # the trial's run was stopped by its sweep: values are dropped, as W&B drops them
     _require_run().log(values, step, commit)
 
 

@@ -4,6 +4,7 @@ import { el, clear, errorBox } from "./util.js";
 import * as runsPage from "./runs.js";
 import * as runPage from "./run.js";
 import * as comparePage from "./compare.js";
+import * as sweepPage from "./sweep.js";
 
 const root = document.getElementById("app");
 const crumbs = document.getElementById("crumbs");
@@ -15,6 +16,9 @@ function route(url) {
   const m = path.match(/^\/runs\/([^/]+)$/);
   if (m) return { page: runPage, params: { id: decodeURIComponent(m[1]) } };
   if (path === "/compare") return { page: comparePage, params: {} };
+  if (path === "/sweeps") return { page: { mount: sweepPage.mountList }, params: {} };
+  const sw = path.match(/^\/sweeps\/([^/]+)$/);
+  if (sw) return { page: sweepPage, params: { id: decodeURIComponent(sw[1]) } };
   return null;
 }
 

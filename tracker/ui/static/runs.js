@@ -7,7 +7,7 @@ import { alignDecimals, ApiError, clear, dot, el, errorBox, fmtAgo, fmtDuration,
 
 const ROW_H = 34;
 const REFRESH_MS = 4000;
-const STATUSES = ["running", "finished", "failed", "crashed"];
+const STATUSES = ["running", "finished", "failed", "crashed", "stopped"];
 
 function readState() {
   const p = new URLSearchParams(location.search);
@@ -142,6 +142,9 @@ export function mount(root, params, ctx) {
   const projectSel = el("select", { "aria-label": "project" });
   const statusSel = el("select", { "aria-label": "status" }, el("option", { value: "", text: "any status" }), STATUSES.map((s) => el("option", { value: s, text: s })));
   const tagSel = el("select", { "aria-label": "tag" });
+  // Sweeps: a trial's run carries the tag sweep:<id>; choosing a sweep filters by that tag.
+  const sweepSel = el("select", { "aria-label": "sweep" });
+  const sweepLink = el("a", { "data-link": true, class: "sweep-link", hidden: true, text: "sweep page" });
   const tagChips = el("span", { class: "chips" });
   const count = el("span", { class: "count muted" });
   const compareBtn = el("button", { class: "primary", type: "button", text: "compare" });
@@ -151,7 +154,7 @@ export function mount(root, params, ctx) {
   chooser.append(chooserBody);
   const viewBtns = ["table", "params"].map((v) => el("button", { type: "button", class: "seg", dataset: { view: v },
     text: v === "table" ? "table" : "parameters", on: { click: () => { state.view = v; update(true); } } }));
-  const toolbar = el("div", { class: "toolbar" }, filter, projectSel, statusSel, tagSel, tagChips, chooser, count, el("span", { class: "grow" }),
+  const toolbar = el("div", { class: "toolbar" }, filter, projectSel, statusSel, sweepSel, tagSel, tagChips, sweepLink, chooser, count, el("span", { class: "grow" }),
     el("span", { class: "segs", role: "group", "aria-label": "view" }, viewBtns), clearSel, compareBtn);
   const firstLine = loading("Loading runs…");
   const message = el("div", { class: "message" }, firstLine);
@@ -222,6 +225,10 @@ export function mount(root, params, ctx) {
     tagSel.value = "";
     update(true);
   });
+  sweepSel.addEventListener("change", () => {
+    state.tags = state.tags.filter((t) => !t.startsWith("sweep:")).concat(sweepSel.value ? [sweepSel.value] : []);
+    update(true);
+  });
   compareBtn.addEventListener("click", () => ctx.navigate(`/compare?runs=${state.sel.join(",")}`));
   clearSel.addEventListener("click", () => { state.sel = []; update(false); });
   scroller.addEventListener("scroll", () => requestAnimationFrame(renderRows));
@@ -238,6 +245,13 @@ export function mount(root, params, ctx) {
     fillSelect(projectSel, "any project", data.projects, state.project);
     statusSel.value = state.status;
     fillSelect(tagSel, "+ tag", data.tags.filter((t) => !state.tags.includes(t)), "");
+    const sweeps = data.tags.filter((t) => t.startsWith("sweep:"));
+    const sweepOn = state.tags.find((t) => t.startsWith("sweep:")) || "";
+    fillSelect(sweepSel, "any sweep", sweeps, sweepOn);
+    for (const o of sweepSel.options) if (o.value) o.textContent = o.value.slice("sweep:".length);
+    sweepSel.hidden = !sweeps.length && !sweepOn;
+    sweepLink.hidden = !sweepOn;
+    if (sweepOn) sweepLink.href = `/sweeps/${encodeURIComponent(sweepOn.slice("sweep:".length))}`;
     clear(tagChips);
     for (const t of state.tags) {
       tagChips.append(el("button", { type: "button", class: "chip", title: "remove this tag filter", text: `${t} ✕`,
