@@ -23,7 +23,15 @@ def test_each_trial_is_a_run(tmp_store: Path, tmp_path: Path) -> None:
 
     from tracker.integrations.raytune import TrackerLoggerCallback
 
-    ray.init(num_cpus=1, include_dashboard=False, log_to_driver=False, configure_logging=False)
+    import sys
+
+    import ray.cloudpickle
+
+    # Ray's workers do not import the test suite: the trainable travels by value. And the local
+    # cluster listens on the loopback address only.
+    ray.cloudpickle.register_pickle_by_value(sys.modules[trainable.__module__])
+    ray.init(num_cpus=1, include_dashboard=False, log_to_driver=False, configure_logging=False,
+             _node_ip_address="127.0.0.1")
     try:
         tuner = tune.Tuner(trainable, param_space={"x": tune.grid_search([1, 2, 3])},
                            run_config=tune.RunConfig(name="quad", storage_path=str(tmp_path / "ray"), verbose=0,
