@@ -35,8 +35,9 @@ from tracker.query._core import LineChunks, LineError, parse_line, read_segment,
 from tracker.read.protocol import RecordsRunMixin
 from tracker.read.reader import LazyHost
 
-#: The table layout this version reads and writes; a database with a newer one is refused.
-LAYOUT = 1
+#: The table layout this version reads and writes; a database with a newer one is refused, an older
+#: one is migrated by ``tracker sync`` (tracker/team/derived.py) and named in one line by readers.
+LAYOUT = 2
 INSTALL_HINT = 'pip install "tracker-core[team]"'
 SCHEMES = ("postgresql://", "postgres://")
 #: Events per transaction while syncing.
@@ -90,8 +91,10 @@ def is_team_url(text: Any) -> bool:
 
 
 def mask_url(url: str) -> str:
-    """``url`` with its password replaced by ``***``."""
-    return re.sub(r"^(postgres(?:ql)?://[^:/@]*):[^@/]*@", r"\1:***@", url)
+    """``url`` with its password replaced by ``***`` (:func:`tracker.core.urls.redact_url`)."""
+    from tracker.core.urls import redact_url
+
+    return redact_url(url)
 
 
 def _secret(url: str) -> str | None:
@@ -144,13 +147,24 @@ def check_layout(conn: Any, url: str, *, create: bool) -> None:
         if not exists and create:
             for stmt in DDL:
                 cur.execute(stmt)
-            cur.execute("INSERT INTO tracker_layout (layout) VALUES (%s)", (LAYOUT,))
+            cur.execute("INSERT INTO tracker_layout (layout) VALUES (1)")
             exists = True
         if not exists:
             raise TrackerError(f"{mask_url(url)} holds no tracker tables (`tracker sync {mask_url(url)}` "
                                "creates them)")
         cur.execute("SELECT max(layout) FROM tracker_layout")
         layout = cur.fetchone()[0]
+        if create and layout is not None and layout < LAYOUT:
+            from tracker.team.derived import MIGRATIONS
+
+            for step in range(layout + 1, LAYOUT + 1):  # under the lock: one process migrates, once
+                MIGRATIONS[step](cur)
+                cur.execute("INSERT INTO tracker_layout (layout) VALUES (%s)", (step,))
+            layout = LAYOUT
+    if layout is not None and layout < LAYOUT:
+        raise TrackerError(f"{mask_url(url)} uses table layout {layout}, older than layout {LAYOUT} that this "
+                           f"tracker reads: `tracker sync {mask_url(url)}` migrates it (run it once, with a role "
+                           "that may create tables)")
     if layout is None or layout > LAYOUT:
         raise TrackerError(f"{mask_url(url)} uses table layout {layout}, newer than layout {LAYOUT} that this "
                            "tracker reads and writes: upgrade tracker-core")
@@ -215,6 +229,7 @@ class Syncer:
             cur.execute("SELECT run_id, writer, synced_bytes, synced_seq, status FROM tracker_writers")
             self.state: dict[tuple[str, str], list[Any]] = {(r, w): [b, s, st] for r, w, b, s, st in cur.fetchall()}
         self.conn.commit()
+        self.runs_known = {r for r, _ in self.state}
         self.seen_sizes: dict[str, tuple[int, int]] = {}
         self.live: set[tuple[str, str]] = set()
 
@@ -259,6 +274,9 @@ class Syncer:
             if self.seen_sizes.get(str(path)) == sig and (rid, writer) not in self.live:
                 continue
             facts = _writer_facts(path, self.timeout)
+            if rid not in self.runs_known:
+                self._sync_info(rid)  # a new run is listed before its records: a sync cut short shows it running
+                self.runs_known.add(rid)
             if state is not None and state[0] == st.st_size and state[2] == facts["status"]:
                 self.seen_sizes[str(path)] = sig
                 if facts["status"] == "running":
@@ -321,6 +339,9 @@ class Syncer:
             last_seq = state[1] if state is not None else 0
         status = facts["status"] if final else "running"
         with self.conn.transaction(), self.conn.cursor() as cur:
+            from tracker.team.derived import add_batch
+
+            add_batch(cur, rid, writer, rows)  # columns and figures of the new records, in this transaction
             if rows:
                 with cur.copy("COPY _tracker_in (run_id, writer, seq, kind, schema, step, time, data) "
                               "FROM STDIN") as cp:
