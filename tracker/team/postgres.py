@@ -34,6 +34,7 @@ from tracker.core.records import Problem, Record, RunInfo
 from tracker.query._core import LineChunks, LineError, parse_line, read_segment, run_status
 from tracker.read.protocol import RecordsRunMixin
 from tracker.read.reader import LazyHost
+from tracker.team.reading import TeamReading, TeamRunReading
 
 #: The table layout this version reads and writes; a database with a newer one is refused, an older
 #: one is migrated by ``tracker sync`` (tracker/team/derived.py) and named in one line by readers.
@@ -452,7 +453,7 @@ def sync(store: Any, url: str, *, follow: bool = False, interval: float = 1.0, b
 
 # --- reading -------------------------------------------------------------------------------------
 
-class TeamStore(LazyHost):
+class TeamStore(TeamReading, LazyHost):
     """The team database opened for reading, with the folder store's reading API.
 
     :param url: ``postgresql://[user[:password]@]host[:port]/database``; what it
@@ -464,17 +465,11 @@ class TeamStore(LazyHost):
         self.url = url
         self.path = mask_url(url)
         self._host = host
-        self.conn = connect(url, autocommit=True)
+        self._init_connection(connect(url, autocommit=True))
         check_layout(self.conn, url, create=False)
 
     def _query(self, sql: str, params: tuple = ()) -> list[tuple]:
-        psycopg = _psycopg()
-        try:
-            with self.conn.cursor() as cur:
-                cur.execute(sql, params)
-                return cur.fetchall()
-        except psycopg.Error as exc:
-            raise TrackerError(f"reading {self.path} failed: {_one_line(self.url, exc)}") from None
+        return self._fetch(sql, params)
 
     def _timeout(self) -> float:
         try:
@@ -574,7 +569,7 @@ class TeamStore(LazyHost):
                                          "time": float(t), "w": writer, "seq": int(seq)})
                     f.write(head[:-1] + b',"data":' + data.encode() + b"}\n")
         except psycopg.Error as exc:
-            raise TrackerError(f"reading {self.path} failed: {_one_line(self.url, exc)}") from None
+            raise self._error(exc) from None
         finally:
             for f in files.values():
                 f.close()
@@ -582,10 +577,11 @@ class TeamStore(LazyHost):
 
     def close(self) -> None:
         """Close the connection."""
-        self.conn.close()
+        if self._conn is not None:
+            self._conn.close()
 
 
-class TeamRunView(RecordsRunMixin):
+class TeamRunView(TeamRunReading, RecordsRunMixin):
     """One run of the team database, read-only (the :class:`tracker.RunView` interface)."""
 
     def __init__(self, store: TeamStore, run_id: str) -> None:
@@ -641,7 +637,7 @@ class TeamRunView(RecordsRunMixin):
                             data = compiled.decode(data) if compiled is not None else decode_nonfinite(data)
                         yield Record(step, t, name, data, writer, seq)
         except psycopg.Error as exc:
-            raise TrackerError(f"reading {self.store.path} failed: {_one_line(self.store.url, exc)}") from None
+            raise self.store._error(exc) from None
 
     def schemas(self) -> list[str]:
         """The schema names present in the run, in order of first appearance."""

@@ -1,0 +1,290 @@
+"""Fast reads of the team database for the dashboard and the CLI: figures, metric columns, live cursors.
+
+:class:`TeamReading` (mixed into :class:`~tracker.team.postgres.TeamStore`) and
+:class:`TeamRunReading` (into :class:`~tracker.team.postgres.TeamRunView`) read
+the derived tables of :mod:`tracker.team.derived` instead of parsing a JSON
+row per record, and give the answers the folder store gives: the run catalog
+with per-metric figures, ``metric_stats``, ``metrics()`` in log order, and
+the new ``metrics`` records after a cursor (live pages, ``tracker tail``).
+
+A connection the server dropped is answered with
+:class:`~tracker.core.errors.StoreUnavailable` (the dashboard's 503); the next
+read opens a new one.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import IO, Any
+
+import orjson
+
+from tracker.core.errors import StoreError, StoreUnavailable, TrackerError
+from tracker.core.format import RECORD, decode_nonfinite
+from tracker.core.records import Record, RunInfo
+from tracker.core.urls import redact_url, url_password
+
+#: Records per page while streaming records after a cursor.
+PAGE = 5000
+
+
+def one_line(url: str, exc: BaseException) -> str:
+    """The message of ``exc`` on one line, without the URL's password (nor ``PGPASSWORD``)."""
+    import os
+
+    text = "; ".join(p.strip() for p in str(exc).splitlines() if p.strip())
+    for secret in filter(None, (url_password(url), os.environ.get("PGPASSWORD"))):
+        text = text.replace(secret, "***")
+    return text
+
+
+class NoBucket:
+    """The team store's blobs while no bucket is configured: nothing is there, and reading says why.
+
+    (Blobs in object storage replace this with a reader over the lab's bucket.)
+    """
+
+    def __init__(self, where: str) -> None:
+        self.where = where
+
+    def exists(self, sha256: str) -> bool:
+        """Never: the team database holds no bytes."""
+        return False
+
+    def open(self, sha256: str) -> IO[bytes]:
+        """:raises StoreError: naming the blob's key and that no bucket is configured."""
+        raise StoreError(f"blob sha256/{sha256[:2]}/{sha256[2:]} of {self.where} is not available: the team "
+                         "database holds no file bytes and no bucket is configured for it")
+
+
+class TeamReading:
+    """The store-level reads of the team database (mixed into ``TeamStore``)."""
+
+    url: str
+    path: str
+    _conn: Any
+
+    # --- the connection: reopened after the server dropped it --------------------------------
+
+    def _init_connection(self, conn: Any) -> None:
+        self._conn = conn
+        self._conn_lock = threading.Lock()
+
+    @property
+    def conn(self) -> Any:
+        """A live connection (a new one when the last was closed or broken)."""
+        conn = self._conn
+        if conn is None or conn.closed or conn.broken:
+            with self._conn_lock:
+                conn = self._conn
+                if conn is None or conn.closed or conn.broken:
+                    from tracker.team.postgres import connect
+
+                    try:
+                        conn = self._conn = connect(self.url, autocommit=True)
+                    except TrackerError as exc:
+                        raise StoreUnavailable(str(exc)) from None
+        return conn
+
+    @conn.setter
+    def conn(self, value: Any) -> None:
+        self._conn = value
+
+    def _error(self, exc: BaseException) -> TrackerError:
+        """The one-line error of a failed read: :class:`StoreUnavailable` when the connection is gone."""
+        import psycopg
+
+        conn = self._conn
+        lost = isinstance(exc, psycopg.OperationalError) or conn is None or conn.closed or conn.broken
+        text = one_line(self.url, exc)
+        if lost:
+            if conn is not None and not conn.closed:
+                try:
+                    conn.close()  # the next read connects again
+                except Exception:  # noqa: BLE001 - closing a broken connection
+                    pass
+            return StoreUnavailable(f"the team database {redact_url(self.url)} cannot be reached: {text} "
+                                    "(the next request connects again)")
+        return TrackerError(f"reading {redact_url(self.url)} failed: {text}")
+
+    def _fetch(self, sql: str, params: tuple | list = (), *, binary: bool = False) -> list[tuple]:
+        import psycopg
+
+        try:
+            with self.conn.cursor(binary=binary) as cur:
+                cur.execute(sql, params)
+                return cur.fetchall()
+        except psycopg.Error as exc:
+            raise self._error(exc) from None
+
+    # --- what the dashboard and the CLI ask of a store --------------------------------------
+
+    @property
+    def blobs(self) -> Any:
+        """Where this store's blobs are read from (the reading protocol's ``BlobReader``)."""
+        return NoBucket(self.path)
+
+    def figures(self, run_ids: list[str] | None = None) -> dict[str, dict[str, dict[str, Any]]]:
+        """``{run_id: metric_stats}``: per run, per metric count, first, last, min, max and their steps."""
+        from tracker.read.index.stats import combine_stats
+
+        where = " WHERE run_id = ANY(%s)" if run_ids is not None else ""
+        rows = self._fetch(f"SELECT run_id, writer, figures::text FROM tracker_writer_figures{where}",
+                           (list(run_ids),) if run_ids is not None else ())
+        by_run: dict[str, list[tuple[str, bytes]]] = {}
+        for rid, writer, text in rows:
+            by_run.setdefault(rid, []).append((writer + ".jsonl", text))
+        out = {}
+        for rid, writers in by_run.items():
+            writers.sort()
+            per = []
+            for _, text in writers:
+                figs = orjson.loads(text)
+                per.append(decode_nonfinite(figs) if ('"NaN"' in text or 'Infinity"' in text) else figs)
+            out[rid] = combine_stats(per)
+        return out
+
+    def catalog(self, project: str | None = None, status: str | None = None,
+                tag: str | None = None) -> list[Any]:
+        """Every run's info and per-metric figures (what the folder store's catalog gives), newest first."""
+        from tracker.read.index.catalog import CatalogEntry
+
+        infos = self.runs(project=project, status=status, tag=tag)  # type: ignore[attr-defined]
+        figures = self.figures() if infos else {}
+        return [CatalogEntry(info, figures.get(info.id, {}), {}) for info in infos]
+
+    def stamps(self, run_ids: list[str] | None = None) -> dict[str, int]:
+        """``{run_id: change stamp}``: a stamp moves whenever a sync adds to the run."""
+        where = " WHERE run_id = ANY(%s)" if run_ids is not None else ""
+        return dict(self._fetch(f"SELECT run_id, stamp FROM tracker_changes{where}",
+                                (list(run_ids),) if run_ids is not None else ()))
+
+
+def _writer_order(writer: str) -> str:
+    # The folder store orders a run's segments by file name, <writer>.jsonl.
+    return writer + ".jsonl"
+
+
+class TeamRunReading:
+    """The run-level reads of the team database (mixed into ``TeamRunView``)."""
+
+    id: str
+    store: Any
+    info: RunInfo
+
+    def metric_stats(self) -> dict[str, dict[str, Any]]:
+        """Per metric: ``count``, ``first``, ``last``, ``min``, ``max`` and their steps (as over a folder)."""
+        return self.store.figures([self.id]).get(self.id, {})
+
+    def metric_columns(self, names: list[str] | None = None,
+                       since: dict[str, int] | None = None) -> tuple[dict[str, Any], dict[str, int]]:
+        """The ``metrics`` records as columns in log order, and the cursor after them.
+
+        :param names: only these metrics (``step`` and ``time`` always).
+        :param since: a cursor returned before: only the records after it.
+        :returns: ``({"step", "time", name: ...}, cursor)``; the cursor holds each
+            writer's count of ``metrics`` records read.
+        """
+        import numpy as np
+
+        from tracker.core.summary import MISSING
+        from tracker.read.columns import merge_columns
+
+        since = since or {}
+        rows = self.store._fetch("SELECT writer, start, n, names, steps, times FROM tracker_metric_chunks "
+                                 "WHERE run_id = %s ORDER BY writer, start", (self.id,), binary=True)
+        chunks = [(w, int(s), int(n), names_, st, tm) for w, s, n, names_, st, tm in rows
+                  if s + n > since.get(w, 0)]
+        cursor = dict(since)
+        for w, s, n, *_ in rows:
+            cursor[w] = max(cursor.get(w, 0), int(s) + int(n))
+        wanted: set[str] = set()
+        for _, _, _, names_, _, _ in chunks:
+            wanted.update(names_)
+        if names is not None:
+            wanted &= set(names)
+        values: dict[tuple[str, int], dict[str, bytes]] = {}
+        if chunks and wanted:
+            starts = sorted({s for _, s, *_ in chunks})
+            vrows = self.store._fetch("SELECT writer, start, name, vals FROM tracker_metric_values "
+                                      "WHERE run_id = %s AND name = ANY(%s) AND start >= %s",
+                                      (self.id, sorted(wanted), starts[0]), binary=True)
+            for w, s, name, vals in vrows:
+                values.setdefault((w, int(s)), {})[name] = vals
+        per_writer: dict[str, list[tuple[int, int, Any, Any, dict[str, bytes]]]] = {}
+        for w, s, n, _, st, tm in chunks:
+            per_writer.setdefault(w, []).append((s, n, st, tm, values.get((w, s), {})))
+        parts = []
+        for w in sorted(per_writer, key=_writer_order):
+            skip0 = since.get(w, 0)
+            steps, times, cols_parts = [], [], {k: [] for k in sorted(wanted)}
+            for s, n, st, tm, vals in per_writer[w]:
+                cut = max(0, skip0 - s)
+                steps.append(np.frombuffer(st, "<i8", n)[cut:])
+                times.append(np.frombuffer(tm, "<f8", n)[cut:])
+                for k, acc in cols_parts.items():
+                    raw = vals.get(k)
+                    acc.append(np.frombuffer(raw, "<f8", n)[cut:] if raw is not None and len(raw) >= 8 * n
+                               else np.full(n - cut, MISSING))
+            step = np.concatenate(steps).astype(np.int64) if steps else np.zeros(0, np.int64)
+            if not step.size:
+                continue
+            cols = {"step": step, "time": np.concatenate(times).astype(np.float64)}
+            for k, acc in cols_parts.items():
+                col = np.concatenate(acc).astype(np.float64)
+                if names is None and (col.view(np.uint64) == np.float64(MISSING).view(np.uint64)).all():
+                    continue  # a metric this writer never logged
+                cols[k] = col
+            parts.append((cols, int(step.size)))
+        merged, _ = merge_columns(parts)
+        if names is not None:
+            for k in names:
+                if k in wanted and k not in merged and merged["step"].size:
+                    merged[k] = np.full(merged["step"].size, MISSING)
+        return merged, cursor
+
+    def metrics(self) -> dict[str, Any]:
+        """``{"step": ..., "time": ..., name: ...}``, one entry per ``metrics`` record, in log order."""
+        cols, _ = self.metric_columns()
+        return cols
+
+    def records_after(self, cursor: dict[str, int], schema: str | None = None) -> tuple[list[Record], dict[str, int]]:
+        """The records each writer logged after sequence number ``cursor[writer]``, in log order, and the new cursor.
+
+        What ``tracker tail -f`` prints as the sync brings a run's new records.
+        """
+        import psycopg
+
+        sql = ("SELECT step, time, schema, data::text, writer, seq FROM tracker_events WHERE run_id = %s "
+               "AND kind = %s")
+        params: list[Any] = [self.id, RECORD]
+        if schema is not None:
+            sql += " AND schema = %s"
+            params.append(schema)
+        if cursor:
+            sql += " AND NOT (writer = ANY(%s) AND seq <= (%s::jsonb ->> writer)::bigint)"
+            params += [list(cursor), orjson.dumps(cursor).decode()]
+        sql += " ORDER BY time, writer, seq"
+        out: list[Record] = []
+        new = dict(cursor)
+        host = self.store.host
+        try:
+            with self.store.conn.cursor() as cur:
+                cur.execute(sql, params)
+                for step, t, name, text, writer, seq in cur.fetchall():
+                    data = orjson.loads(text)
+                    if '"NaN"' in text or 'Infinity"' in text:
+                        compiled = host.schemas.get(name)
+                        data = compiled.decode(data) if compiled is not None else decode_nonfinite(data)
+                    out.append(Record(step, t, name, data, writer, seq))
+                    new[writer] = max(new.get(writer, 0), int(seq))
+        except psycopg.Error as exc:
+            raise self.store._error(exc) from None
+        return out, new
+
+    def stamp(self) -> int:
+        """The run's change stamp (moves whenever a sync adds to the run)."""
+        return self.store.stamps([self.id]).get(self.id, 0)
+
+
+__all__ = ["NoBucket", "TeamReading", "TeamRunReading", "one_line"]
