@@ -83,15 +83,18 @@ def ui_cmd(obj: CliContext, host: str, port: int, no_open: bool) -> None:
         import uvicorn
     except ImportError:
         fail(INSTALL_HINT)
+    from tracker.core.urls import is_database_url, redact_url
     from tracker.store import Store
     from tracker.ui.app import create_app
 
-    store = Store(obj.store_path, host=lambda: obj.host)
+    # The team database (postgresql://...) is served like a folder; a folder that does not exist yet is empty.
+    store = obj.store if is_database_url(obj.given_store) else Store(obj.store_path, host=lambda: obj.host)
+    shown_store = redact_url(store.path)
     app = create_app(store, hosts=(host,))
     shown = f"[{host}]" if ":" in host and not host.startswith("[") else host
     url = f"http://{shown if host not in ('0.0.0.0', '::') else '127.0.0.1'}:{port}/"
     if not is_loopback(host):
-        click.echo(f"tracker: warning: listening on {host}: the store {store.path} becomes readable by anyone "
+        click.echo(f"tracker: warning: listening on {host}: the store {shown_store} becomes readable by anyone "
                    "who can reach this machine on the network", err=True)
     sock = listen(host, port)
     config = uvicorn.Config(app, host=host, port=port, log_level="warning", access_log=False)
@@ -106,7 +109,7 @@ def ui_cmd(obj: CliContext, host: str, port: int, no_open: bool) -> None:
             if port == 0 and server.servers:
                 bound = server.servers[0].sockets[0].getsockname()[1]
             real = url.rsplit(":", 1)[0] + f":{bound}/"
-            click.echo(f"tracker ui: serving {store.path} at {real}  (Ctrl-C to stop)")
+            click.echo(f"tracker ui: serving {shown_store} at {real}  (Ctrl-C to stop)")
             if not no_open and can_open_browser():
                 import webbrowser
 

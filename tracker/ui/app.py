@@ -23,11 +23,11 @@ from starlette.responses import FileResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from tracker.core.errors import RunNotFound, StoreError, TrackerError
+from tracker.core.errors import RunNotFound, StoreError, StoreUnavailable, TrackerError
 from tracker.read.index import gc_paused
 from tracker.ui import parts
 from tracker.ui.hosts import HostCheck
-from tracker.ui.live import MetricsCache, read_since
+from tracker.ui.live import MetricsCache, TeamColumnsCache, read_since
 from tracker.ui.series import (
     DEFAULT_MAX_POINTS,
     MAX_POINTS_LIMIT,
@@ -145,6 +145,7 @@ class Api:
         self.store = store
         self.cache = MetricsCache()
         self.stats = parts.StatsCache()
+        self.team = TeamColumnsCache()
 
     # --- helpers ----------------------------------------------------------------------------
 
@@ -166,6 +167,23 @@ class Api:
                 raise RunNotFound(f"{ref!r} is ambiguous: {len(matches)} runs match ({shown})", matches)
             ref = matches[0]
         return self.store.run(ref)
+
+    def columns(self, view: Any, names: list[str] | None,
+                since: dict[str, int] | None) -> tuple[dict[str, np.ndarray], dict[str, int], list]:
+        """The run's ``metrics`` columns (after the cursor ``since``), the cursor to resume from, problems.
+
+        A store that keeps columns of its own (the team database: ``view.metric_columns``) reads
+        them, only the metrics of ``names``; a folder reads its segments from byte offsets.
+        """
+        read = getattr(view, "metric_columns", None)
+        if read is not None:
+            if since is None:
+                return (*self.team.read(view, names), [])
+            cols, cursor = read(names, since)
+            return cols, cursor, []
+        if since is not None:
+            return read_since(view.path, since)
+        return self.cache.read(view.path)
 
     # --- endpoints ----------------------------------------------------------------------------
 
@@ -242,9 +260,9 @@ class Api:
                 offsets = decode_cursor(since)
             except CursorError as exc:
                 raise BadRequest(str(exc)) from None
-            cols, offsets, problems = read_since(view.path, offsets)
+            cols, offsets, problems = self.columns(view, names, offsets)
         else:
-            cols, offsets, problems = self.cache.read(view.path)
+            cols, offsets, problems = self.columns(view, names, None)
         xs = cols["step"] if x == "step" else cols["time"]
         in_range = None
         if x_min is not None or x_max is not None:
@@ -301,15 +319,50 @@ def _blob(api: Api, request: Request) -> Response:
     view = api.view(request.path_params["id"])
     try:
         path, meta = checked_blob(view, sha)
+    except StoreUnavailable:
+        raise
     except StoreError as exc:
         return error(500, str(exc))
     except TrackerError as exc:
         return error(404, str(exc))
     disposition = "attachment" if request.query_params.get("download") else "inline"
+    headers = {"cache-control": "private, max-age=31536000, immutable", "x-content-type-options": "nosniff"}
+    if path is None:
+        return _blob_stream(view, sha, meta, disposition, headers)
     return FileResponse(path, media_type=meta["media_type"], filename=meta["name"] or sha,
-                        content_disposition_type=disposition,
-                        headers={"cache-control": "private, max-age=31536000, immutable",
-                                 "x-content-type-options": "nosniff"})
+                        content_disposition_type=disposition, headers=headers)
+
+
+def _blob_stream(view: Any, sha: str, meta: dict[str, Any], disposition: str, headers: dict[str, str]) -> Response:
+    """A blob read through its store's ``BlobReader`` (a bucket behind the team store), checked as it is read.
+
+    The first bytes are read before the answer starts, so a missing blob is a 500 naming it; a
+    blob whose bytes turn out not to match its name ends the body early (never served as complete).
+    """
+    from urllib.parse import quote
+
+    from starlette.responses import StreamingResponse
+
+    from tracker.ui.capture import blob_reader
+
+    try:
+        f = blob_reader(view).open(sha)
+        first = f.read(1 << 16)
+    except StoreError as exc:
+        return error(500, str(exc))
+
+    def body() -> Any:
+        try:
+            chunk = first
+            while chunk:
+                yield chunk
+                chunk = f.read(1 << 16)
+        finally:
+            f.close()
+
+    name = meta["name"] or sha
+    headers = {**headers, "content-disposition": f"{disposition}; filename*=utf-8''{quote(name)}"}
+    return StreamingResponse(body(), media_type=meta["media_type"], headers=headers)
 
 
 def create_app(store: Any = None, *, hosts: tuple[str, ...] = (), frame_ancestors: bytes = b"'none'") -> Starlette:
@@ -322,10 +375,11 @@ def create_app(store: Any = None, *, hosts: tuple[str, ...] = (), frame_ancestor
     :param frame_ancestors: who may frame the pages (CSP source list; ``tracker.show`` lets local
         notebook pages do it, ``tracker ui`` nobody).
     """
+    from tracker.core.urls import is_database_url
     from tracker.store import Store, open_store
 
-    if store is None:
-        store = open_store()
+    if store is None or is_database_url(store):
+        store = open_store(store)  # a postgresql:// URL opens the team database
     elif isinstance(store, (str, os.PathLike)):
         store = Store(store)
     api = Api(store)
@@ -338,6 +392,8 @@ def create_app(store: Any = None, *, hosts: tuple[str, ...] = (), frame_ancestor
                 return error(400, str(exc))
             except RunNotFound as exc:
                 return error(404, str(exc), candidates=list(getattr(exc, "candidates", None) or []))
+            except StoreUnavailable as exc:
+                return error(503, str(exc))
             except StoreError as exc:
                 return error(500, f"the store cannot be read: {exc}")
             except TrackerError as exc:

@@ -207,3 +207,35 @@ class MetricsCache:
                 parts.append(seg.columns())
                 problems += seg.problems
             return merge(parts), offsets, problems
+
+
+class TeamColumnsCache:
+    """The ``metrics`` columns of recently viewed runs of the team database, kept while their stamp holds.
+
+    A run's stamp moves with every sync that adds to it (tracker/team/derived.py),
+    so a page loaded again reads one number instead of the run's columns.
+
+    :param max_entries: how many (run, metric names) reads to keep.
+    """
+
+    def __init__(self, max_entries: int = 16) -> None:
+        self.max_entries = max_entries
+        self._entries: OrderedDict[tuple, tuple[int, dict[str, np.ndarray], dict[str, int]]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def read(self, view: Any, names: list[str] | None) -> tuple[dict[str, np.ndarray], dict[str, int]]:
+        """The run's columns (of ``names``, or every metric) and the cursor after them."""
+        key = (view.id, None if names is None else tuple(sorted(set(names))))
+        stamp = view.stamp()
+        with self._lock:
+            hit = self._entries.get(key)
+            if hit is not None and hit[0] == stamp:
+                self._entries.move_to_end(key)
+                return hit[1], hit[2]
+        cols, cursor = view.metric_columns(names)
+        with self._lock:
+            self._entries[key] = (stamp, cols, cursor)
+            self._entries.move_to_end(key)
+            while len(self._entries) > self.max_entries:
+                self._entries.popitem(last=False)
+        return cols, cursor
