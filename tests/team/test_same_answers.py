@@ -69,6 +69,7 @@ def same_cli(host: tracker.Host, both: dict, *args: str, parse: Callable[[str], 
     if parse is not None:
         folder, team = (folder[0], parse(folder[1]), folder[2]), (team[0], parse(team[1]), team[2])
     assert team == folder, args
+    assert orjson.dumps(team) == orjson.dumps(folder), args  # the same order too
     return folder[1]
 
 
@@ -197,6 +198,7 @@ def test_api(clients, both, pair, path) -> None:
                 assert (members is not None) if kind == "folder" else f"sha256/{row['sha256'][:2]}/" in err
         out[kind] = (res.status_code, scrub(body, both[kind][1]))
     assert out["team"] == out["folder"]
+    assert orjson.dumps(out["team"]) == orjson.dumps(out["folder"])  # the same order of keys too
 
 
 @pytest.mark.parametrize("query", ["", "?stats=loss,acc", "?project=vision&stats=loss", "?status=crashed",
@@ -207,6 +209,7 @@ def test_api_runs_listing(clients, both, query) -> None:
         res = client.get("/api/runs" + query)
         out[kind] = (res.status_code, _without_now(scrub(res.json(), both[kind][1])))
     assert out["team"] == out["folder"]
+    assert orjson.dumps(out["team"]) == orjson.dumps(out["folder"])
 
 
 def test_live_cursor_gives_nothing_new_over_both(clients, pair) -> None:

@@ -198,17 +198,18 @@ class TeamRunReading:
         cursor = dict(since)
         for w, s, n, *_ in rows:
             cursor[w] = max(cursor.get(w, 0), int(s) + int(n))
-        wanted: set[str] = set()
-        for _, _, _, names_, _, _ in chunks:
-            wanted.update(names_)
-        if names is not None:
-            wanted &= set(names)
+        # Names in order of first appearance (by writer, as the folder's segments), as metrics() gives them.
+        wanted: dict[str, None] = {}
+        for w, _, _, names_, _, _ in sorted(chunks, key=lambda c: (_writer_order(c[0]), c[1])):
+            for k in names_:
+                if names is None or k in names:
+                    wanted.setdefault(k, None)
         values: dict[tuple[str, int], dict[str, bytes]] = {}
         if chunks and wanted:
             starts = sorted({s for _, s, *_ in chunks})
             vrows = self.store._fetch("SELECT writer, start, name, vals FROM tracker_metric_values "
                                       "WHERE run_id = %s AND name = ANY(%s) AND start >= %s",
-                                      (self.id, sorted(wanted), starts[0]), binary=True)
+                                      (self.id, list(wanted), starts[0]), binary=True)
             for w, s, name, vals in vrows:
                 values.setdefault((w, int(s)), {})[name] = vals
         per_writer: dict[str, list[tuple[int, int, Any, Any, dict[str, bytes]]]] = {}
@@ -217,7 +218,7 @@ class TeamRunReading:
         parts = []
         for w in sorted(per_writer, key=_writer_order):
             skip0 = since.get(w, 0)
-            steps, times, cols_parts = [], [], {k: [] for k in sorted(wanted)}
+            steps, times, cols_parts = [], [], {k: [] for k in wanted}
             for s, n, st, tm, vals in per_writer[w]:
                 cut = max(0, skip0 - s)
                 steps.append(np.frombuffer(st, "<i8", n)[cut:])
