@@ -12,7 +12,8 @@ them) and let readers answer without parsing JSON per record:
 - ``tracker_writer_figures``: per writer, the per-metric figures of
   :meth:`tracker.RunView.metric_stats` (count, first, last, min, max and
   their steps) and its log-order key, combined across writers as the folder
-  store combines its segments';
+  store combines its segments', and its records per schema with the time
+  of the first (``schemas()`` without a scan of the run's events);
 - ``tracker_changes``: a stamp per run, from one sequence, taken by every
   commit that adds to the run: a live page asks whether it moved.
 
@@ -55,6 +56,7 @@ DDL_2 = [
         metrics bigint NOT NULL DEFAULT 0,
         max_time double precision,
         figures json NOT NULL,
+        schemas json NOT NULL,
         PRIMARY KEY (run_id, writer))""",
     "CREATE SEQUENCE tracker_change_seq",
     """CREATE TABLE tracker_changes (
@@ -176,44 +178,61 @@ def migrate_to_2(cur: Any) -> None:
     cur.execute("SELECT run_id, writer FROM tracker_writers ORDER BY run_id, writer")
     pairs = cur.fetchall()
     for run_id, writer in pairs:
-        # As if synced again from the start: the derived rows of every metrics record, in order.
-        cur.execute("SELECT run_id, writer, seq, kind, schema, step, time, data::text FROM tracker_events "
-                    "WHERE run_id = %s AND writer = %s AND kind = 'record' AND schema = %s ORDER BY seq",
-                    (run_id, writer, METRICS))
-        rows = cur.fetchall()
-        for i in range(0, len(rows), CHUNK):
-            add_batch_fresh(cur, run_id, writer, rows[i:i + CHUNK])
-        if not rows:
-            stamp(cur, run_id)
+        # As if synced again from the start: the derived rows of every record, in order, a chunk at a time.
+        with cur.connection.cursor(name="tracker_migrate") as events:
+            events.execute("SELECT run_id, writer, seq, kind, schema, step, time, data::text FROM tracker_events "
+                           "WHERE run_id = %s AND writer = %s AND kind = 'record' ORDER BY seq", (run_id, writer))
+            while rows := events.fetchmany(CHUNK):
+                add_batch_fresh(cur, run_id, writer, rows)
+        stamp(cur, run_id)
 
 
 def add_batch_fresh(cur: Any, run_id: str, writer: str, rows: list[tuple]) -> None:
     """:func:`add_batch` for rows known to be new (no lock, no check against ``synced_seq``)."""
-    np = _numpy()
-    part = part_of(rows)
     stamp(cur, run_id)
-    if part is None:
+    recs = [r for r in rows if r[3] == "record"]
+    if not recs:
         return
+    np = _numpy()
     from tracker.read.index.segments import metric_stats
 
-    cur.execute("SELECT metrics, max_time, figures::text FROM tracker_writer_figures "
+    counts: dict[str, list[Any]] = {}
+    for r in recs:
+        c = counts.get(r[4])
+        if c is None:
+            counts[r[4]] = [1, float(r[6])]
+        else:
+            c[0] += 1
+            c[1] = min(c[1], float(r[6]))
+    part = part_of(recs)
+    cur.execute("SELECT metrics, max_time, figures::text, schemas::text FROM tracker_writer_figures "
                 "WHERE run_id = %s AND writer = %s", (run_id, writer))
     got = cur.fetchone()
-    count, prev_max, figures = (int(got[0]), got[1], decode_nonfinite(orjson.loads(got[2]))) if got else (0, None, {})
-    stats = metric_stats(part)
-    run_max = float(np.max(part.time)) if prev_max is None else max(prev_max, float(np.max(part.time)))
-    if prev_max is not None:
-        for s in stats.values():
-            for k in ("first_key", "last_key", "min_key", "max_key"):
-                if s.get(k) is not None:
-                    s[k] = max(prev_max, s[k])
-    figures = _combine_writer(figures, stats)
+    count, prev_max, figures, schemas = (int(got[0]), got[1], decode_nonfinite(orjson.loads(got[2])),
+                                         orjson.loads(got[3])) if got else (0, None, {}, {})
+    for name, (n, first) in counts.items():
+        old = schemas.get(name)
+        schemas[name] = [n, first] if old is None else [old[0] + n, min(old[1], first)]
+    run_max = prev_max
+    if part is not None:
+        stats = metric_stats(part)
+        top = float(np.max(part.time))
+        run_max = top if prev_max is None else max(prev_max, top)
+        if prev_max is not None:
+            for st in stats.values():
+                for k in ("first_key", "last_key", "min_key", "max_key"):
+                    if st.get(k) is not None:
+                        st[k] = max(prev_max, st[k])
+        figures = _combine_writer(figures, stats)
     cur.execute(
-        """INSERT INTO tracker_writer_figures (run_id, writer, metrics, max_time, figures) VALUES (%s, %s, %s, %s, %s)
+        """INSERT INTO tracker_writer_figures (run_id, writer, metrics, max_time, figures, schemas)
+           VALUES (%s, %s, %s, %s, %s, %s)
            ON CONFLICT (run_id, writer) DO UPDATE SET metrics = EXCLUDED.metrics, max_time = EXCLUDED.max_time,
-               figures = EXCLUDED.figures""",
-        (run_id, writer, count + part.n, run_max, orjson.dumps(encode_nonfinite(figures)).decode()))
-    _add_columns(cur, run_id, writer, count, part)
+               figures = EXCLUDED.figures, schemas = EXCLUDED.schemas""",
+        (run_id, writer, count + (part.n if part is not None else 0), run_max,
+         orjson.dumps(encode_nonfinite(figures)).decode(), orjson.dumps(schemas).decode()))
+    if part is not None:
+        _add_columns(cur, run_id, writer, count, part)
 
 
 MIGRATIONS = {2: migrate_to_2}

@@ -639,12 +639,6 @@ class TeamRunView(TeamRunReading, RecordsRunMixin):
         except psycopg.Error as exc:
             raise self.store._error(exc) from None
 
-    def schemas(self) -> list[str]:
-        """The schema names present in the run, in order of first appearance."""
-        rows = self.store._query("SELECT schema, min(time) FROM tracker_events WHERE run_id = %s AND kind = 'record' "
-                                 "GROUP BY schema ORDER BY 2", (self.id,))
-        return [r[0] for r in rows]
-
 
 def open_team_store(url: str, host: Any = None) -> TeamStore:
     """Open the team database at ``url`` for reading (the reading API of :func:`tracker.open_store`)."""

@@ -176,6 +176,15 @@ class TeamRunReading:
         """Per metric: ``count``, ``first``, ``last``, ``min``, ``max`` and their steps (as over a folder)."""
         return self.store.figures([self.id]).get(self.id, {})
 
+    def schemas(self) -> list[str]:
+        """The schema names present in the run, in order of first appearance (from the writers' figures)."""
+        rows = self.store._fetch("SELECT schemas::text FROM tracker_writer_figures WHERE run_id = %s", (self.id,))
+        first: dict[str, float] = {}
+        for (text,) in rows:
+            for name, (_, t) in orjson.loads(text).items():
+                first[name] = min(first.get(name, t), t)
+        return sorted(first, key=lambda k: first[k])
+
     def metric_columns(self, names: list[str] | None = None,
                        since: dict[str, int] | None = None) -> tuple[dict[str, Any], dict[str, int]]:
         """The ``metrics`` records as columns in log order, and the cursor after them.
