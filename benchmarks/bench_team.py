@@ -132,27 +132,38 @@ def body(args) -> None:  # noqa: ANN001 - argparse namespace
             synced = time.perf_counter() - t0
             quiet_sync(small, url)
 
-            def page(rid: str) -> float:
+            def page(rid: str, client: object) -> float:
+                def both() -> None:
+                    client.get(f"/api/runs/{rid}?parts=info,schemas,metric_names,panels").raise_for_status()
+                    res = client.get(f"/api/runs/{rid}/metrics?names=loss&max_points=2000")
+                    assert len(res.json()["series"]["loss"]["x"]) <= 2000
+
+                return wall(both)
+
+            def fresh(rid: str) -> float:
                 with TestClient(tracker.ui.create_app(url)) as client:
-                    def both() -> None:
-                        client.get(f"/api/runs/{rid}?parts=info,schemas,metric_names,panels").raise_for_status()
-                        res = client.get(f"/api/runs/{rid}/metrics?names=loss&max_points=2000")
-                        assert len(res.json()["series"]["loss"]["x"]) <= 2000
+                    return page(rid, client)
 
-                    return wall(both)
+            def again(rid: str) -> float:
+                # A second look (another member of the lab opens the same run): the drawn series are kept
+                # while the run's change stamp holds.
+                with TestClient(tracker.ui.create_app(url)) as client:
+                    page(rid, client)
+                    return page(rid, client)
 
-            value, floor = [], []
-            page(small_id)
-            for _ in range(rounds):
-                floor.append(page(small_id))
-                value.append(page(big_id))
-            ratio = median([a / b for a, b in zip(value, floor, strict=True)])
-            emit("team", f"a {n_big:,}-step run's page over the database (GET /api/runs/ID, then its first chart, "
-                 "fresh app)", unit="s", clock="wall", floor_name="the same for a 1,000-step run",
-                 value=round(median(value), 4), floor=round(median(floor), 4), ratio=round(ratio, 3),
-                 ratio_min=round(min(a / b for a, b in zip(value, floor, strict=True)), 3),
-                 ratio_max=round(max(a / b for a, b in zip(value, floor, strict=True)), 3), rounds=rounds,
-                 target="<= 3x", met=ratio <= 3.0, sync_s=round(synced, 1), records=n_big)
+            for how, fn in (("fresh app: the first look", fresh), ("the same app, a second look", again)):
+                value, floor = [], []
+                fn(small_id)
+                for _ in range(rounds):
+                    floor.append(fn(small_id))
+                    value.append(fn(big_id))
+                ratios = [a / b for a, b in zip(value, floor, strict=True)]
+                ratio = median(ratios)
+                emit("team", f"a {n_big:,}-step run's page over the database (GET /api/runs/ID, then its first "
+                     f"chart), {how}", unit="s", clock="wall", floor_name="the same for a 1,000-step run",
+                     value=round(median(value), 4), floor=round(median(floor), 4), ratio=round(ratio, 3),
+                     ratio_min=round(min(ratios), 3), ratio_max=round(max(ratios), 3), rounds=rounds,
+                     target="<= 3x", met=ratio <= 3.0, sync_s=round(synced, 1), records=n_big)
     finally:
         if server is not None:
             server.stop()  # type: ignore[attr-defined]

@@ -114,7 +114,8 @@ def test_an_older_layout_is_named_by_readers_and_migrated_by_sync(tmp_path: Path
     with psycopg.connect(pg_url, autocommit=True) as conn:
         for stmt in DDL_2:
             words = stmt.split()
-            conn.execute(f"DROP {words[1]} {words[2]} CASCADE")
+            if words[0] == "CREATE":
+                conn.execute(f"DROP {words[1]} {words[2]} CASCADE")
         conn.execute("DELETE FROM tracker_layout WHERE layout > 1")
     res = run_tracker("--store", pg_url, "runs")
     assert res.returncode == 1 and res.stderr.count("\n") == 1

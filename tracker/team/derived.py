@@ -58,6 +58,10 @@ DDL_2 = [
         figures json NOT NULL,
         schemas json NOT NULL,
         PRIMARY KEY (run_id, writer))""",
+    # Stored as they are (no compression): a chart reads megabytes of floats that would barely compress.
+    "ALTER TABLE tracker_metric_chunks ALTER COLUMN steps SET STORAGE EXTERNAL, "
+    "ALTER COLUMN times SET STORAGE EXTERNAL",
+    "ALTER TABLE tracker_metric_values ALTER COLUMN vals SET STORAGE EXTERNAL",
     "CREATE SEQUENCE tracker_change_seq",
     """CREATE TABLE tracker_changes (
         run_id text PRIMARY KEY,

@@ -185,12 +185,14 @@ class TeamRunReading:
                 first[name] = min(first.get(name, t), t)
         return sorted(first, key=lambda k: first[k])
 
-    def metric_columns(self, names: list[str] | None = None,
-                       since: dict[str, int] | None = None) -> tuple[dict[str, Any], dict[str, int]]:
+    def metric_columns(self, names: list[str] | None = None, since: dict[str, int] | None = None, *,
+                       times: bool = True) -> tuple[dict[str, Any], dict[str, int]]:
         """The ``metrics`` records as columns in log order, and the cursor after them.
 
         :param names: only these metrics (``step`` and ``time`` always).
         :param since: a cursor returned before: only the records after it.
+        :param times: whether the caller needs ``time``; without it, a run of one writer
+            (whose order needs no times) is read without them and ``time`` is left out.
         :returns: ``({"step", "time", name: ...}, cursor)``; the cursor holds each
             writer's count of ``metrics`` records read.
         """
@@ -200,7 +202,12 @@ class TeamRunReading:
         from tracker.read.columns import merge_columns
 
         since = since or {}
-        rows = self.store._fetch("SELECT writer, start, n, names, steps, times FROM tracker_metric_chunks "
+        if not times:
+            got = self.store._fetch("SELECT count(DISTINCT writer) FROM tracker_metric_chunks WHERE run_id = %s",
+                                    (self.id,))
+            times = got[0][0] > 1  # several writers: their records are ordered by time
+        rows = self.store._fetch("SELECT writer, start, n, names, steps, "
+                                 + ("times" if times else "NULL::bytea") + " FROM tracker_metric_chunks "
                                  "WHERE run_id = %s ORDER BY writer, start", (self.id,), binary=True)
         chunks = [(w, int(s), int(n), names_, st, tm) for w, s, n, names_, st, tm in rows
                   if s + n > since.get(w, 0)]
@@ -227,26 +234,32 @@ class TeamRunReading:
         parts = []
         for w in sorted(per_writer, key=_writer_order):
             skip0 = since.get(w, 0)
-            steps, times, cols_parts = [], [], {k: [] for k in wanted}
+            steps, tms, cols_parts = [], [], {k: [] for k in wanted}
             for s, n, st, tm, vals in per_writer[w]:
                 cut = max(0, skip0 - s)
                 steps.append(np.frombuffer(st, "<i8", n)[cut:])
-                times.append(np.frombuffer(tm, "<f8", n)[cut:])
+                if tm is not None:
+                    tms.append(np.frombuffer(tm, "<f8", n)[cut:])
                 for k, acc in cols_parts.items():
                     raw = vals.get(k)
                     acc.append(np.frombuffer(raw, "<f8", n)[cut:] if raw is not None and len(raw) >= 8 * n
                                else np.full(n - cut, MISSING))
-            step = np.concatenate(steps).astype(np.int64) if steps else np.zeros(0, np.int64)
+            step = np.concatenate(steps).astype(np.int64, copy=False) if steps else np.zeros(0, np.int64)
             if not step.size:
                 continue
-            cols = {"step": step, "time": np.concatenate(times).astype(np.float64)}
+            cols = {"step": step}
+            if times:
+                cols["time"] = np.concatenate(tms).astype(np.float64, copy=False)
             for k, acc in cols_parts.items():
-                col = np.concatenate(acc).astype(np.float64)
+                col = np.concatenate(acc).astype(np.float64, copy=False)
                 if names is None and (col.view(np.uint64) == np.float64(MISSING).view(np.uint64)).all():
                     continue  # a metric this writer never logged
                 cols[k] = col
             parts.append((cols, int(step.size)))
-        merged, _ = merge_columns(parts)
+        if times:
+            merged, _ = merge_columns(parts)
+        else:  # one writer: its records in its own order
+            merged = parts[0][0] if parts else {"step": np.zeros(0, np.int64)}
         if names is not None:
             for k in names:
                 if k in wanted and k not in merged and merged["step"].size:

@@ -168,18 +168,19 @@ class Api:
             ref = matches[0]
         return self.store.run(ref)
 
-    def columns(self, view: Any, names: list[str] | None,
-                since: dict[str, int] | None) -> tuple[dict[str, np.ndarray], dict[str, int], list]:
+    def columns(self, view: Any, names: list[str] | None, since: dict[str, int] | None, *,
+                times: bool = True) -> tuple[dict[str, np.ndarray], dict[str, int], list]:
         """The run's ``metrics`` columns (after the cursor ``since``), the cursor to resume from, problems.
 
         A store that keeps columns of its own (the team database: ``view.metric_columns``) reads
-        them, only the metrics of ``names``; a folder reads its segments from byte offsets.
+        them, only the metrics of ``names`` (and ``time`` only when ``times``); a folder reads its
+        segments from byte offsets.
         """
         read = getattr(view, "metric_columns", None)
         if read is not None:
             if since is None:
-                return (*self.team.read(view, names), [])
-            cols, cursor = read(names, since)
+                return (*self.team.read(view, names, times), [])
+            cols, cursor = read(names, since, times=times)
             return cols, cursor, []
         if since is not None:
             return read_since(view.path, since)
@@ -255,14 +256,28 @@ class Api:
         if x_min is not None and x_max is not None and x_min > x_max:
             raise BadRequest(f"x_min: expected a number at most x_max ({x_max!r}), given {x_min!r}")
         since = request.query_params.get("since")
+        cursor = None
         if since is not None:
             try:
-                offsets = decode_cursor(since)
+                cursor = decode_cursor(since)
             except CursorError as exc:
                 raise BadRequest(str(exc)) from None
-            cols, offsets, problems = self.columns(view, names, offsets)
+        if cursor is None and hasattr(view, "metric_columns"):
+            # The team database: a series drawn before is kept while the run's change stamp holds.
+            key = (view.id, None if names is None else tuple(names), x, max_points, x_min, x_max)
+            series, offsets, n, problems = self.team.series(
+                view, key, lambda: self._series(view, names, x, max_points, x_min, x_max, None))
         else:
-            cols, offsets, problems = self.columns(view, names, None)
+            series, offsets, n, problems = self._series(view, names, x, max_points, x_min, x_max, cursor)
+        info = view.refresh()
+        body = {"series": series, "cursor": encode_cursor(offsets), "x": x, "status": info.status,
+                "records": n, "problems": problems[:20]}
+        return json_response(parts.strict(body))
+
+    def _series(self, view: Any, names: list[str] | None, x: str, max_points: int, x_min: float | None,
+                x_max: float | None, since: dict[str, int] | None) -> tuple[dict[str, Any], dict[str, int], int, list]:
+        """The downsampled series of the run's metrics, the cursor after them, their record count, problems."""
+        cols, offsets, problems = self.columns(view, names, since, times=x == "time")
         xs = cols["step"] if x == "step" else cols["time"]
         in_range = None
         if x_min is not None or x_max is not None:
@@ -280,11 +295,9 @@ class Api:
                 keep &= in_range
             if not keep.any():
                 continue
-            series[name] = series_json(xs[keep], col[keep], max_points, x == "step")
-        info = view.refresh()
-        body = {"series": series, "cursor": encode_cursor(offsets), "x": x, "status": info.status,
-                "records": int(cols["step"].size), "problems": problems[:20]}
-        return json_response(parts.strict(body))
+            series[name] = series_json(xs if keep.all() else xs[keep], col if keep.all() else col[keep], max_points,
+                                       x == "step")
+        return series, offsets, int(cols["step"].size), problems
 
     def panels(self, request: Request) -> Response:
         """``GET /api/runs/{id}/panels[?names=a,b]``: the plugins' figures for the schemas of the run."""
