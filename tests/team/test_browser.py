@@ -51,8 +51,8 @@ def page(driver: Any, url: str) -> dict[str, Any]:
     else:
         raise AssertionError(f"the run page {url} did not finish drawing")
     texts = {s.get_attribute("data-section"): s.text for s in css(driver, "[data-section]")}
-    return {"title": driver.title, "header": css(driver, "header, .run-header")[0].text if css(driver, "header, .run-header")
-            else "", "sections": texts,
+    heads = css(driver, "header, .run-header")
+    return {"title": driver.title, "header": heads[0].text if heads else "", "sections": texts,
             "charts": [c.get_attribute("data-metric") for c in css(driver, ".chart[data-metric]")],
             "source": driver.page_source}
 

@@ -9,7 +9,6 @@ database's URL with its password masked) by one placeholder.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from pathlib import Path
 from typing import Any
 
 import orjson

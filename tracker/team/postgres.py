@@ -468,6 +468,9 @@ class TeamStore(TeamReading, LazyHost):
         self._init_connection(connect(url, autocommit=True))
         check_layout(self.conn, url, create=False)
 
+    def _open_connection(self) -> Any:
+        return connect(self.url, autocommit=True)
+
     def _query(self, sql: str, params: tuple = ()) -> list[tuple]:
         return self._fetch(sql, params)
 

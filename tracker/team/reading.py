@@ -23,6 +23,7 @@ from tracker.core.errors import StoreError, StoreUnavailable, TrackerError
 from tracker.core.format import RECORD, decode_nonfinite
 from tracker.core.records import Record, RunInfo
 from tracker.core.urls import redact_url, url_password
+from tracker.read.index.catalog import CatalogEntry
 
 #: Records per page while streaming records after a cursor.
 PAGE = 5000
@@ -66,6 +67,9 @@ class TeamReading:
 
     # --- the connection: reopened after the server dropped it --------------------------------
 
+    def _open_connection(self) -> Any:  # pragma: no cover - provided by the store
+        raise NotImplementedError
+
     def _init_connection(self, conn: Any) -> None:
         self._conn = conn
         self._conn_lock = threading.Lock()
@@ -78,10 +82,8 @@ class TeamReading:
             with self._conn_lock:
                 conn = self._conn
                 if conn is None or conn.closed or conn.broken:
-                    from tracker.team.postgres import connect
-
                     try:
-                        conn = self._conn = connect(self.url, autocommit=True)
+                        conn = self._conn = self._open_connection()
                     except TrackerError as exc:
                         raise StoreUnavailable(str(exc)) from None
         return conn
@@ -146,18 +148,50 @@ class TeamReading:
 
     def catalog(self, project: str | None = None, status: str | None = None,
                 tag: str | None = None) -> list[Any]:
-        """Every run's info and per-metric figures (what the folder store's catalog gives), newest first."""
-        from tracker.read.index.catalog import CatalogEntry
+        """Every run's info and per-metric figures (what the folder store's catalog gives), newest first.
 
+        The figures are read once, for every run, when the first entry's are asked for
+        (a listing without metric columns reads none).
+        """
         infos = self.runs(project=project, status=status, tag=tag)  # type: ignore[attr-defined]
-        figures = self.figures() if infos else {}
-        return [CatalogEntry(info, figures.get(info.id, {}), {}) for info in infos]
+        shared = _SharedFigures(self)
+        return [TeamEntry(info, shared) for info in infos]
 
     def stamps(self, run_ids: list[str] | None = None) -> dict[str, int]:
         """``{run_id: change stamp}``: a stamp moves whenever a sync adds to the run."""
         where = " WHERE run_id = ANY(%s)" if run_ids is not None else ""
         return dict(self._fetch(f"SELECT run_id, stamp FROM tracker_changes{where}",
                                 (list(run_ids),) if run_ids is not None else ()))
+
+
+class _SharedFigures:
+    """Every run's figures, fetched on first need and shared by the entries of one listing."""
+
+    def __init__(self, store: TeamReading) -> None:
+        self.store = store
+        self.figures: dict[str, dict[str, dict[str, Any]]] | None = None
+
+    def get(self, run_id: str) -> dict[str, dict[str, Any]]:
+        if self.figures is None:
+            self.figures = self.store.figures()
+        return self.figures.get(run_id, {})
+
+
+class TeamEntry(CatalogEntry):
+    """A catalog entry of the team database: its figures come from the listing's shared read."""
+
+    __slots__ = ("_shared",)
+
+    def __init__(self, info: RunInfo, shared: _SharedFigures) -> None:
+        super().__init__(info, None, {})
+        self._shared = shared
+
+    @property
+    def metrics(self) -> dict[str, dict[str, Any]]:
+        """Per metric count, first, last, min, max and their steps."""
+        if self._metrics is None:
+            self._metrics = self._shared.get(self.info.id)
+        return self._metrics
 
 
 def _writer_order(writer: str) -> str:
@@ -216,7 +250,7 @@ class TeamRunReading:
             cursor[w] = max(cursor.get(w, 0), int(s) + int(n))
         # Names in order of first appearance (by writer, as the folder's segments), as metrics() gives them.
         wanted: dict[str, None] = {}
-        for w, _, _, names_, _, _ in sorted(chunks, key=lambda c: (_writer_order(c[0]), c[1])):
+        for _w, _, _, names_, _, _ in sorted(chunks, key=lambda c: (_writer_order(c[0]), c[1])):
             for k in names_:
                 if names is None or k in names:
                     wanted.setdefault(k, None)
