@@ -95,8 +95,11 @@ def test_a_run_synced_half_way_is_never_finished(tmp_path: Path, pg_url: str) ->
     with psycopg.connect(pg_url, autocommit=True) as conn:  # as if the writer had been silent for ten minutes
         conn.execute("UPDATE tracker_writers SET seen_at = now() - interval '10 minutes'")
     assert TeamStore(pg_url).run("half").info.status == "crashed"
+    seen, cursor = view.records_after({})  # what `tracker tail -f` printed so far
     # The next sync finishes it: every record once, and now it is finished.
     quiet_sync(store, pg_url)
+    more, _ = view.records_after(cursor)  # and what it prints next
+    assert [r.step for r in seen + more] == list(range(60_000))
     view = TeamStore(pg_url).run("half")
     assert view.info.status == "finished"
     assert view.metrics()["step"].tolist() == list(range(60_000))

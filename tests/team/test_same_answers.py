@@ -92,6 +92,7 @@ CLI_CASES = [
     ("export", "{fft_study}", "--schema", "fft.loss_point", "--format", "csv"),
     ("tail", "multi", "--format", "jsonl"),
     ("tail", "{alpha}", "-n", "5"),
+    ("tail", "multi", "-f", "--format", "jsonl"),  # a finished run: prints its records, then says it finished
     ("tail", "capture1", "--schema", "image", "--format", "jsonl"),
     ("query", "SELECT run_id, name, count, min, max, last FROM metric_stats ORDER BY run_id, name", "--format",
      "json"),
