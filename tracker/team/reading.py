@@ -25,8 +25,8 @@ from tracker.core.records import Record, RunInfo
 from tracker.core.urls import redact_url, url_password
 from tracker.read.index.catalog import CatalogEntry
 
-#: Records per page while streaming records after a cursor.
-PAGE = 5000
+#: Seconds a listing with running runs is kept while nothing in the database changed.
+LISTING_TTL = 3.0
 
 
 def one_line(url: str, exc: BaseException) -> str:
@@ -153,9 +153,28 @@ class TeamReading:
         The figures are read once, for every run, when the first entry's are asked for
         (a listing without metric columns reads none).
         """
-        infos = self.runs(project=project, status=status, tag=tag)  # type: ignore[attr-defined]
+        entries = self._listing()
+        return [e for e in entries if (project is None or e.info.project == project)
+                and (status is None or e.info.status == status) and (tag is None or tag in e.info.tags)]
+
+    def _listing(self) -> list[Any]:
+        """Every run's entry, newest first; read again only when the database changed (or, while a run
+        is running, after :data:`LISTING_TTL` seconds: its writer may have gone silent)."""
+        import time
+
+        got = self._fetch("SELECT (SELECT count(*) FROM tracker_runs), (SELECT max(synced_at) FROM tracker_runs), "
+                          "(SELECT max(stamp) FROM tracker_changes), (SELECT max(seen_at) FROM tracker_writers), "
+                          "(SELECT count(*) FROM tracker_writers WHERE status = 'running')")[0]
+        key, running = got[:4], got[4]
+        cached = getattr(self, "_cached_listing", None)
+        now = time.monotonic()
+        if cached is not None and cached[0] == key and (not running or now - cached[1] < LISTING_TTL):
+            return cached[2]
+        infos = self.runs()  # type: ignore[attr-defined]
         shared = _SharedFigures(self)
-        return [TeamEntry(info, shared) for info in infos]
+        entries = [TeamEntry(info, shared) for info in infos]
+        self._cached_listing = (key, now, entries)
+        return entries
 
     def stamps(self, run_ids: list[str] | None = None) -> dict[str, int]:
         """``{run_id: change stamp}``: a stamp moves whenever a sync adds to the run."""
@@ -192,6 +211,17 @@ class TeamEntry(CatalogEntry):
         if self._metrics is None:
             self._metrics = self._shared.get(self.info.id)
         return self._metrics
+
+    @property
+    def finite(self) -> bool:
+        """Whether the info holds no NaN or infinity.
+
+        Read from JSON, only ``last_metrics`` is decoded back to floats (the other fields keep
+        the strings the store writes), so only its values are looked at.
+        """
+        if self._finite is None:
+            self._finite = all(v - v == 0.0 for v in self.info.last_metrics.values() if type(v) is float)
+        return self._finite
 
 
 def _writer_order(writer: str) -> str:
