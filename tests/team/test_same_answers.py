@@ -230,3 +230,29 @@ def test_images_and_downloads(clients, pair) -> None:
     assert res.status_code == 500 and f"sha256/{sha[:2]}/{sha[2:]}" in res.json()["error"]
     unknown = "0" * 64
     assert clients["team"].get(f"/api/runs/capture1/blobs/{unknown}").status_code == 404
+
+
+def test_blobs_through_the_protocol_reader(pair, both, monkeypatch) -> None:
+    """With a ``BlobReader`` behind the team store (here the folder's own blob store, as a bucket would be),
+    images, downloads and folder listings over the database are the folder's, byte for byte."""
+    from starlette.testclient import TestClient
+
+    import tracker.ui
+    from tracker.capture.blobs import BlobStore
+    from tracker.team.postgres import TeamStore
+
+    store, url, _ = pair
+    monkeypatch.setattr(TeamStore, "blobs", property(lambda self: BlobStore(store)))
+    with TestClient(tracker.ui.create_app(str(store))) as folder, TestClient(tracker.ui.create_app(url)) as team:
+        parts = {k: c.get("/api/runs/capture1?parts=images,artifacts").json() for k, c in
+                 (("folder", folder), ("team", team))}
+        assert parts["team"] == parts["folder"]
+        shas = [i["sha256"] for i in parts["folder"]["images"]["samples"]]
+        shas += [a["sha256"] for a in parts["folder"]["artifacts"] if not a["folder"]]
+        shas += [m["sha256"] for a in parts["folder"]["artifacts"] if a["folder"] for m in a["members"]]
+        for sha in shas:
+            a = folder.get(f"/api/runs/capture1/blobs/{sha}?download=1")
+            b = team.get(f"/api/runs/capture1/blobs/{sha}?download=1")
+            assert (b.status_code, b.content, b.headers["content-type"]) == \
+                (a.status_code, a.content, a.headers["content-type"]) == (200, a.content, a.headers["content-type"])
+            assert b.headers["content-disposition"].startswith("attachment")

@@ -8,7 +8,9 @@ them) and let readers answer without parsing JSON per record:
   records of each writer as binary columns (int64 steps, float64 times and
   one float64 column per metric name, :data:`tracker.MISSING` where a record
   lacks it), in chunks of up to :data:`CHUNK` records, so a chart of a
-  million-step run reads a few megabytes instead of a million JSON rows;
+  million-step run reads a few megabytes instead of a million JSON rows
+  (steps that go up by one stride, as in most training loops, are kept as
+  their first step and stride: ``steps`` is NULL);
 - ``tracker_writer_figures``: per writer, the per-metric figures of
   :meth:`tracker.RunView.metric_stats` (count, first, last, min, max and
   their steps) and its log-order key, combined across writers as the folder
@@ -17,7 +19,7 @@ them) and let readers answer without parsing JSON per record:
 - ``tracker_changes``: a stamp per run, from one sequence, taken by every
   commit that adds to the run: a live page asks whether it moved.
 
-Layout 2 adds them; :func:`migrate` creates and fills them from the events of
+Layout 2 adds them; :func:`migrate_to_2` creates and fills them from the events of
 a layout-1 database (run by ``tracker sync`` under its creation lock).
 """
 
@@ -40,7 +42,9 @@ DDL_2 = [
         n integer NOT NULL,
         last_seq bigint NOT NULL,
         names text[] NOT NULL,
-        steps bytea NOT NULL,
+        step0 bigint,
+        step_by bigint,
+        steps bytea,
         times bytea NOT NULL,
         PRIMARY KEY (run_id, writer, start))""",
     """CREATE TABLE tracker_metric_values (
@@ -131,23 +135,42 @@ def add_batch(cur: Any, run_id: str, writer: str, rows: list[tuple]) -> None:
     add_batch_fresh(cur, run_id, writer, [r for r in rows if r[2] > done])
 
 
+def _stride(steps: Any) -> int | None:
+    """The stride of ``steps`` when they go by one (``None``: they do not, or there is only one)."""
+    np = _numpy()
+    if steps.size < 2:
+        return None
+    d = np.diff(steps)
+    return int(d[0]) if (d == d[0]).all() else None
+
+
 def _add_columns(cur: Any, run_id: str, writer: str, count: int, part: Any) -> None:
     """Append the part's columns to the writer's last chunk while it has room, else start a new one."""
     from tracker.core.summary import MISSING
 
     np = _numpy()
-    cur.execute("SELECT start, n, names FROM tracker_metric_chunks WHERE run_id = %s AND writer = %s "
-                "ORDER BY start DESC LIMIT 1", (run_id, writer))
+    cur.execute("SELECT start, n, names, step0, step_by, steps IS NULL FROM tracker_metric_chunks "
+                "WHERE run_id = %s AND writer = %s ORDER BY start DESC LIMIT 1", (run_id, writer))
     last = cur.fetchone()
     n = part.n
     last_seq = int(part.seq[-1])
+    new_steps = part.step.astype("<i8")
     if last is not None and last[1] + n <= CHUNK:
         start, old_n, old_names = int(last[0]), int(last[1]), list(last[2])
         names = old_names + [k for k in part.cols if k not in old_names]
-        cur.execute("UPDATE tracker_metric_chunks SET n = n + %s, last_seq = %s, names = %s, steps = steps || %s, "
+        step0, by, ranged = last[3], last[4], last[5]
+        if ranged:
+            by = by if by is not None else int(new_steps[0]) - int(step0)
+            if (new_steps == step0 + by * (old_n + np.arange(n, dtype=np.int64))).all():
+                step_sql, step_args = "step_by = %s", [by]
+            else:  # the steps stop going by one stride: written out from here on
+                old = (step0 + (last[4] or 0) * np.arange(old_n, dtype=np.int64)).astype("<i8")
+                step_sql, step_args = "step0 = NULL, step_by = NULL, steps = %s", [old.tobytes() + new_steps.tobytes()]
+        else:
+            step_sql, step_args = "steps = steps || %s", [new_steps.tobytes()]
+        cur.execute(f"UPDATE tracker_metric_chunks SET n = n + %s, last_seq = %s, names = %s, {step_sql}, "  # noqa: S608
                     "times = times || %s WHERE run_id = %s AND writer = %s AND start = %s",
-                    (n, last_seq, names, part.step.astype("<i8").tobytes(), part.time.astype("<f8").tobytes(),
-                     run_id, writer, start))
+                    (n, last_seq, names, *step_args, part.time.astype("<f8").tobytes(), run_id, writer, start))
         pad_new = np.full(n, MISSING, "<f8").tobytes()
         pad_old = np.full(old_n, MISSING, "<f8").tobytes()
         for name in names:
@@ -161,10 +184,12 @@ def _add_columns(cur: Any, run_id: str, writer: str, count: int, part: Any) -> N
                             "VALUES (%s, %s, %s, %s, %s)", (run_id, name, writer, start, pad_old + vals))
         return
     start = count
-    cur.execute("INSERT INTO tracker_metric_chunks (run_id, writer, start, n, last_seq, names, steps, times) "
-                "VALUES (%s, %s, %s, %s, %s, %s, %s, %s)",
-                (run_id, writer, start, n, last_seq, list(part.cols), part.step.astype("<i8").tobytes(),
-                 part.time.astype("<f8").tobytes()))
+    by = _stride(new_steps)
+    ranged = n == 1 or by is not None
+    cur.execute("INSERT INTO tracker_metric_chunks (run_id, writer, start, n, last_seq, names, step0, step_by, steps, "
+                "times) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
+                (run_id, writer, start, n, last_seq, list(part.cols), int(new_steps[0]) if ranged else None,
+                 by if ranged else None, None if ranged else new_steps.tobytes(), part.time.astype("<f8").tobytes()))
     cur.executemany("INSERT INTO tracker_metric_values (run_id, name, writer, start, vals) VALUES (%s, %s, %s, %s, %s)",
                     [(run_id, name, writer, start, col.astype("<f8").tobytes()) for name, col in part.cols.items()])
 

@@ -224,6 +224,15 @@ class TeamEntry(CatalogEntry):
         return self._finite
 
 
+def _steps(raw: bytes | None, step0: int | None, by: int | None, n: int) -> Any:
+    """A chunk's steps: written out, or from its first step and stride."""
+    import numpy as np
+
+    if raw is not None:
+        return np.frombuffer(raw, "<i8", n)
+    return np.int64(step0) + np.int64(by or 0) * np.arange(n, dtype=np.int64)
+
+
 def _writer_order(writer: str) -> str:
     # The folder store orders a run's segments by file name, <writer>.jsonl.
     return writer + ".jsonl"
@@ -270,11 +279,11 @@ class TeamRunReading:
             got = self.store._fetch("SELECT count(DISTINCT writer) FROM tracker_metric_chunks WHERE run_id = %s",
                                     (self.id,))
             times = got[0][0] > 1  # several writers: their records are ordered by time
-        rows = self.store._fetch("SELECT writer, start, n, names, steps, "
+        rows = self.store._fetch("SELECT writer, start, n, names, steps, step0, step_by, "
                                  + ("times" if times else "NULL::bytea") + " FROM tracker_metric_chunks "
                                  "WHERE run_id = %s ORDER BY writer, start", (self.id,), binary=True)
-        chunks = [(w, int(s), int(n), names_, st, tm) for w, s, n, names_, st, tm in rows
-                  if s + n > since.get(w, 0)]
+        chunks = [(w, int(s), int(n), names_, _steps(st, s0, by, int(n)), tm)
+                  for w, s, n, names_, st, s0, by, tm in rows if s + n > since.get(w, 0)]
         cursor = dict(since)
         for w, s, n, *_ in rows:
             cursor[w] = max(cursor.get(w, 0), int(s) + int(n))
@@ -301,7 +310,7 @@ class TeamRunReading:
             steps, tms, cols_parts = [], [], {k: [] for k in wanted}
             for s, n, st, tm, vals in per_writer[w]:
                 cut = max(0, skip0 - s)
-                steps.append(np.frombuffer(st, "<i8", n)[cut:])
+                steps.append(st[cut:])
                 if tm is not None:
                     tms.append(np.frombuffer(tm, "<f8", n)[cut:])
                 for k, acc in cols_parts.items():
