@@ -4,8 +4,9 @@ Requests go through Starlette's test client (the whole app), wall time (the
 database works in another process).
 
 - ``GET /api/runs`` (and with ``stats=loss``, what the runs page asks) over
-  10,000 runs in the database; the target is 1 s. Floor: the same request
-  over a folder store of 10,000 runs.
+  10,000 runs in the database, the first request of a fresh app and then
+  repeated (the page refreshes every few seconds); the target is 1 s. Floor:
+  the same request over a folder store of 10,000 runs.
 - A 1,000,000-step run's page over the database: ``GET /api/runs/ID`` (the
   page's first request) and its first chart (``/metrics?names=loss``) on a
   fresh app; floor: the same for a 1,000-step run; the target is 3x.
@@ -108,6 +109,19 @@ def body(args) -> None:  # noqa: ANN001 - argparse namespace
             quiet_sync(tmp / "tmpl", url)
             clone_runs(url, template, n_runs)
             made = time.perf_counter() - t0
+            # The first request of a fresh app (nothing kept yet), as after `tracker ui` starts.
+            value, floor = [], []
+            for _ in range(rounds):
+                with TestClient(tracker.ui.create_app(folder)) as local:
+                    floor.append(wall(lambda: local.get("/api/runs?stats=loss").raise_for_status()))  # noqa: B023
+                with TestClient(tracker.ui.create_app(url)) as team:
+                    value.append(wall(lambda: team.get("/api/runs?stats=loss").raise_for_status()))  # noqa: B023
+            v = median(value)
+            emit("team", f"GET /api/runs?stats=loss over the database, {n_runs:,} runs, first request of a fresh app",
+                 unit="s", clock="wall", floor_name=f"the same over a folder store of {n_runs:,} runs",
+                 value=round(v, 4), floor=round(median(floor), 4),
+                 ratio=round(median([a / b for a, b in zip(value, floor, strict=True)]), 3), rounds=rounds,
+                 target="<= 1 s", met=v <= 1.0, setup_s=round(made, 1))
             for query in ("", "?stats=loss"):
                 value, floor = [], []
                 with TestClient(tracker.ui.create_app(url)) as team, \
@@ -118,7 +132,8 @@ def body(args) -> None:  # noqa: ANN001 - argparse namespace
                         floor.append(wall(lambda: local.get("/api/runs" + query).raise_for_status()))  # noqa: B023
                         value.append(wall(lambda: team.get("/api/runs" + query).raise_for_status()))  # noqa: B023
                 v = median(value)
-                emit("team", f"GET /api/runs{query} over the database, {n_runs:,} runs", unit="s", clock="wall",
+                emit("team", f"GET /api/runs{query} over the database, {n_runs:,} runs, repeated (the page's refresh)",
+                     unit="s", clock="wall",
                      floor_name=f"the same over a folder store of {n_runs:,} runs", value=round(v, 4),
                      floor=round(median(floor), 4),
                      ratio=round(median([a / b for a, b in zip(value, floor, strict=True)]), 3), rounds=rounds,

@@ -18,7 +18,7 @@ def test_bench_team_quick_prints_each_measurement_beside_its_floor(pg_url: str, 
                           capture_output=True, text=True, cwd=tmp_path, env=env, timeout=300)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     rows = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
-    assert len(rows) == 4
+    assert len(rows) == 5
     for r in rows:
         assert r["benchmark"] == "team" and r["value"] > 0 and r["floor"] > 0 and "target" in r, r
     assert "s3cret" not in proc.stdout + proc.stderr
