@@ -295,8 +295,8 @@ class Api:
                 keep &= in_range
             if not keep.any():
                 continue
-            series[name] = series_json(xs if keep.all() else xs[keep], col if keep.all() else col[keep], max_points,
-                                       x == "step")
+            whole = keep.all()
+            series[name] = series_json(xs if whole else xs[keep], col if whole else col[keep], max_points, x == "step")
         return series, offsets, int(cols["step"].size), problems
 
     def panels(self, request: Request) -> Response:
