@@ -381,7 +381,8 @@ def _blob_stream(view: Any, sha: str, meta: dict[str, Any], disposition: str, he
 def create_app(store: Any = None, *, hosts: tuple[str, ...] = (), frame_ancestors: bytes = b"'none'") -> Starlette:
     """The dashboard as an ASGI app over ``store``.
 
-    :param store: a :class:`tracker.Store`, a store folder, or ``None`` for the
+    :param store: a :class:`tracker.Store`, a store folder, a ``postgresql://`` URL (the team
+        database, read through the same reading protocol), or ``None`` for the
         store of ``TRACKER_STORE`` / tracker.toml / ``./.tracker``. A folder
         that does not exist yet is served as an empty store.
     :param hosts: names the ``Host`` header may give besides the loopback ones (see :mod:`.hosts`).
