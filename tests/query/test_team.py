@@ -15,7 +15,7 @@ import psycopg
 import pytest
 
 import tracker
-from tracker.team.postgres import TeamStore, mask_url, sync
+from tracker.team.postgres import LAYOUT, TeamStore, mask_url, sync
 
 from .support import child, norm, reader_metrics, reader_records, run_tracker, wait_for
 
@@ -249,10 +249,10 @@ def test_errors_are_one_line_and_mask_the_password(pg_server: object, pg_url: st
     assert res.returncode == 0, res.stderr
     # A database written by a newer tracker is refused, by sync and by readers.
     with psycopg.connect(pg_url, autocommit=True) as conn:
-        conn.execute("INSERT INTO tracker_layout (layout) VALUES (2)")
+        conn.execute("INSERT INTO tracker_layout (layout) VALUES (%s)", (LAYOUT + 1,))
     res = run_tracker("--store", str(store), "sync", pg_url)
-    assert res.returncode == 1 and "layout 2" in res.stderr and res.stderr.count("\n") == 1
-    with pytest.raises(tracker.TrackerError, match="layout 2"):
+    assert res.returncode == 1 and f"layout {LAYOUT + 1}" in res.stderr and res.stderr.count("\n") == 1
+    with pytest.raises(tracker.TrackerError, match=f"layout {LAYOUT + 1}"):
         TeamStore(pg_url)
     assert mask_url("postgresql://u:pw@h:5/d") == "postgresql://u:***@h:5/d"
 

@@ -19,13 +19,12 @@ def trainable(config: dict) -> None:
 
 
 def test_each_trial_is_a_run(tmp_store: Path, tmp_path: Path) -> None:
-    import ray
-
-    from tracker.integrations.raytune import TrackerLoggerCallback
-
     import sys
 
+    import ray
     import ray.cloudpickle
+
+    from tracker.integrations.raytune import TrackerLoggerCallback
 
     # Ray's workers do not import the test suite: the trainable travels by value. And the local
     # cluster listens on the loopback address only.

@@ -85,14 +85,21 @@ class CliContext:
         return resolve_store_path(self._store_path, self.config)
 
     @property
+    def given_store(self) -> str | None:
+        """The store as given (``--store``, else ``TRACKER_STORE``): a folder or a ``postgresql://`` URL."""
+        return self._store_path if self._store_path is not None else os.environ.get("TRACKER_STORE")
+
+    @property
     def store(self) -> StoreReader:
         """The opened store: a folder (:class:`tracker.Store`) or the team database, through the reading protocol.
 
         :raises StoreError: when the folder does not exist or is not a store.
         """
         if self._store is None:
-            raw = self._store_path if self._store_path is not None else os.environ.get("TRACKER_STORE")
-            if raw is not None and str(raw).startswith(("postgresql://", "postgres://")):
+            from tracker.core.urls import is_database_url
+
+            raw = self.given_store
+            if is_database_url(raw):
                 # The team database: the same reading API over PostgreSQL.
                 from tracker.team.postgres import open_team_store
 

@@ -178,7 +178,9 @@ def export_cmd(obj: CliContext, run: str, schema: str | None, fmt: str | None, o
             require_schema(host, schema)
         fail(f"run {view.id} has no {schema} records (it holds: {', '.join(held) or 'no records'}); "
              "nothing written")
-    paths = view.segment_paths()
+    # A folder's segments give the progress bar its size; the team database has no files (reading protocol only).
+    segment_paths = getattr(view, "segment_paths", None)
+    paths = segment_paths() if segment_paths is not None else []
     size = sum(p.stat().st_size for p in paths)
     to_terminal = output is None and is_terminal()
     count: int | None = None
@@ -186,7 +188,7 @@ def export_cmd(obj: CliContext, run: str, schema: str | None, fmt: str | None, o
         fields, count = _field_names(view, schema)
     else:
         fields = [name for name, _, _ in compiled.fields] if compiled is not None else []
-    if count is None and size >= PROGRESS_MIN_BYTES and is_terminal(click.get_text_stream("stderr")):
+    if count is None and paths and size >= PROGRESS_MIN_BYTES and is_terminal(click.get_text_stream("stderr")):
         count = _count_marked(paths, schema_mark(schema))
     written = 0
     if fmt == "parquet":

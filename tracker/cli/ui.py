@@ -125,14 +125,16 @@ def serve(obj: CliContext, host: str, port: int, no_open: bool, auth: str | None
         import uvicorn
     except ImportError:
         fail(INSTALL_HINT)
+    from tracker.core.urls import is_database_url
     from tracker.store import Store
     from tracker.ui.app import create_app
     from tracker.ui.auth import TokenAuth, UsersAuth, make_auth
 
     gate = make_auth(None if auth is None else "token" if auth == "token" else Path(auth))
-    store = Store(obj.store_path, host=lambda: obj.host)
+    # The team database (postgresql://...) is served like a folder; a folder that does not exist yet is empty.
+    store = obj.store if is_database_url(obj.given_store) else Store(obj.store_path, host=lambda: obj.host)
+    where = redact_url(store.path)
     app = create_app(store, hosts=(host,), auth=gate)
-    where = redact_url(raw) if raw and "://" in raw else str(store.path)
     shown = f"[{host}]" if ":" in host and not host.startswith("[") else host
     url = f"http://{shown if host not in ('0.0.0.0', '::') else '127.0.0.1'}:{port}/"
     if not is_loopback(host):

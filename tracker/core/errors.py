@@ -30,6 +30,13 @@ class StoreError(TrackerError):
     """The store cannot be read or written (permissions, full disk, bad folder)."""
 
 
+class StoreUnavailable(StoreError):
+    """The store's server cannot be reached right now (the team database dropped the connection).
+
+    A later read tries again; the dashboard answers 503 with the message.
+    """
+
+
 class RunNotFound(TrackerError, LookupError):
     """No run, or more than one run, matches an id or id prefix."""
 

@@ -16,15 +16,21 @@ _USERINFO = re.compile(r"^(?P<head>[A-Za-z][A-Za-z0-9+.-]*://[^:/@?#]*):(?P<secr
 #: ``password=...`` in a query string (libpq takes it there too).
 _QUERY_PASSWORD = re.compile(r"(?P<head>[?&](?:password|sslpassword)=)(?P<secret>[^&#]*)", re.IGNORECASE)
 MASK = "***"
+REDACTED = MASK
+#: The schemes of the team database (a store given as one of these is the team store).
+DATABASE_SCHEMES = ("postgresql://", "postgres://")
 
 
-def redact_url(url: str) -> str:
+def redact_url(url: Any) -> str:
     """``url`` with any password replaced by ``***``: in ``user:password@`` and in ``?password=``.
 
-    A URL without a password comes back unchanged; so does text that is not a URL.
+    A URL without a password comes back unchanged; so does text that is not a URL. Anything that
+    is not a string is shown as ``str(url)``, redacted the same way.
+
+    >>> redact_url("postgresql://lab:s3cret@db.example/runs")
+    'postgresql://lab:***@db.example/runs'
     """
-    if not isinstance(url, str):
-        return url
+    url = str(url)
     out = _USERINFO.sub(lambda m: f"{m['head']}:{MASK}@" if m["secret"] else m[0], url, count=1)
     return _QUERY_PASSWORD.sub(lambda m: m["head"] + MASK if m["secret"] else m[0], out)
 
@@ -40,6 +46,17 @@ def url_secrets(url: str) -> list[str]:
     return found
 
 
+def url_password(url: Any) -> str | None:
+    """The password written in ``url`` (``user:password@``), else ``None`` (to scrub it from a message)."""
+    m = _USERINFO.match(str(url))
+    return (m["secret"] or None) if m is not None else None
+
+
+def is_database_url(text: Any) -> bool:
+    """Whether ``text`` names the team database (``postgresql://`` or ``postgres://``) rather than a folder."""
+    return isinstance(text, str) and text.startswith(DATABASE_SCHEMES)
+
+
 def team_url(config: Any) -> str | None:
     """The team database runs stream to: ``[team] url``, else ``TRACKER_TEAM_URL``, else ``None``."""
     url = getattr(config, "team_url", None)
@@ -48,4 +65,5 @@ def team_url(config: Any) -> str | None:
     return os.environ.get("TRACKER_TEAM_URL") or None
 
 
-__all__ = ["MASK", "redact_url", "team_url", "url_secrets"]
+__all__ = ["DATABASE_SCHEMES", "MASK", "REDACTED", "is_database_url", "redact_url", "team_url", "url_password",
+           "url_secrets"]

@@ -61,6 +61,7 @@ class Follower:
         self.offsets: dict[Path, int] = {}
         self.lines: dict[Path, int] = {}
         self.tops: dict[Path, float] = {}  # each segment's largest time so far (merge_log_order)
+        self.seqs: dict[str, int] = {}  # over the team database: each writer's last sequence number read
 
     def _segment(self, path: Path, chunk: int) -> Iterator[Record]:
         for end, line in iter_lines(path, self.offsets.get(path, 0), chunk):
@@ -88,6 +89,11 @@ class Follower:
         complete line, without parsing them again); later calls parse only
         the lines appended since, from each segment's offset.
         """
+        after = getattr(self.view, "records_after", None)
+        if after is not None:
+            # The team database: each writer's records after the last sequence number read.
+            records, self.seqs = after(self.seqs, self.schema)
+            return iter(records)
         if not self.offsets and index_enabled():
             records, ends = self.view.covered_records(self.schema)
             for path, (offset, lines, top) in ends.items():

@@ -34,9 +34,11 @@ from tracker.core.records import Problem, Record, RunInfo
 from tracker.query._core import LineChunks, LineError, parse_line, read_segment, run_status
 from tracker.read.protocol import RecordsRunMixin
 from tracker.read.reader import LazyHost
+from tracker.team.reading import TeamReading, TeamRunReading
 
-#: The table layout this version reads and writes; a database with a newer one is refused.
-LAYOUT = 1
+#: The table layout this version reads and writes; a database with a newer one is refused, an older
+#: one is migrated by ``tracker sync`` (tracker/team/derived.py) and named in one line by readers.
+LAYOUT = 2
 INSTALL_HINT = 'pip install "tracker-core[team]"'
 SCHEMES = ("postgresql://", "postgres://")
 #: Events per transaction while syncing.
@@ -90,8 +92,10 @@ def is_team_url(text: Any) -> bool:
 
 
 def mask_url(url: str) -> str:
-    """``url`` with its password replaced by ``***``."""
-    return re.sub(r"^(postgres(?:ql)?://[^:/@]*):[^@/]*@", r"\1:***@", url)
+    """``url`` with its password replaced by ``***`` (:func:`tracker.core.urls.redact_url`)."""
+    from tracker.core.urls import redact_url
+
+    return redact_url(url)
 
 
 def _secret(url: str) -> str | None:
@@ -144,13 +148,24 @@ def check_layout(conn: Any, url: str, *, create: bool) -> None:
         if not exists and create:
             for stmt in DDL:
                 cur.execute(stmt)
-            cur.execute("INSERT INTO tracker_layout (layout) VALUES (%s)", (LAYOUT,))
+            cur.execute("INSERT INTO tracker_layout (layout) VALUES (1)")
             exists = True
         if not exists:
             raise TrackerError(f"{mask_url(url)} holds no tracker tables (`tracker sync {mask_url(url)}` "
                                "creates them)")
         cur.execute("SELECT max(layout) FROM tracker_layout")
         layout = cur.fetchone()[0]
+        if create and layout is not None and layout < LAYOUT:
+            from tracker.team.derived import MIGRATIONS
+
+            for step in range(layout + 1, LAYOUT + 1):  # under the lock: one process migrates, once
+                MIGRATIONS[step](cur)
+                cur.execute("INSERT INTO tracker_layout (layout) VALUES (%s)", (step,))
+            layout = LAYOUT
+    if layout is not None and layout < LAYOUT:
+        raise TrackerError(f"{mask_url(url)} uses table layout {layout}, older than layout {LAYOUT} that this "
+                           f"tracker reads: `tracker sync {mask_url(url)}` migrates it (run it once, with a role "
+                           "that may create tables)")
     if layout is None or layout > LAYOUT:
         raise TrackerError(f"{mask_url(url)} uses table layout {layout}, newer than layout {LAYOUT} that this "
                            "tracker reads and writes: upgrade tracker-core")
@@ -220,6 +235,7 @@ class Syncer:
         except _psycopg().Error as exc:
             self.close()
             raise self._fail(exc) from None
+        self.runs_known = {r for r, _ in self.state}
         self.seen_sizes: dict[str, tuple[int, int]] = {}
         self.live: set[tuple[str, str]] = set()
 
@@ -264,6 +280,9 @@ class Syncer:
             if self.seen_sizes.get(str(path)) == sig and (rid, writer) not in self.live:
                 continue
             facts = _writer_facts(path, self.timeout)
+            if rid not in self.runs_known:
+                self._sync_info(rid)  # a new run is listed before its records: a sync cut short shows it running
+                self.runs_known.add(rid)
             if state is not None and state[0] == st.st_size and state[2] == facts["status"]:
                 self.seen_sizes[str(path)] = sig
                 if facts["status"] == "running":
@@ -326,6 +345,9 @@ class Syncer:
             last_seq = state[1] if state is not None else 0
         status = facts["status"] if final else "running"
         with self.conn.transaction(), self.conn.cursor() as cur:
+            from tracker.team.derived import add_batch
+
+            add_batch(cur, rid, writer, rows)  # columns and figures of the new records, in this transaction
             if rows:
                 with cur.copy("COPY _tracker_in (run_id, writer, seq, kind, schema, step, time, data) "
                               "FROM STDIN") as cp:
@@ -436,7 +458,7 @@ def sync(store: Any, url: str, *, follow: bool = False, interval: float = 1.0, b
 
 # --- reading -------------------------------------------------------------------------------------
 
-class TeamStore(LazyHost):
+class TeamStore(TeamReading, LazyHost):
     """The team database opened for reading, with the folder store's reading API.
 
     :param url: ``postgresql://[user[:password]@]host[:port]/database``; what it
@@ -448,17 +470,14 @@ class TeamStore(LazyHost):
         self.url = url
         self.path = mask_url(url)
         self._host = host
-        self.conn = connect(url, autocommit=True)
+        self._init_connection(connect(url, autocommit=True))
         check_layout(self.conn, url, create=False)
 
+    def _open_connection(self) -> Any:
+        return connect(self.url, autocommit=True)
+
     def _query(self, sql: str, params: tuple = ()) -> list[tuple]:
-        psycopg = _psycopg()
-        try:
-            with self.conn.cursor() as cur:
-                cur.execute(sql, params)
-                return cur.fetchall()
-        except psycopg.Error as exc:
-            raise TrackerError(f"reading {self.path} failed: {_one_line(self.url, exc)}") from None
+        return self._fetch(sql, params)
 
     def _timeout(self) -> float:
         try:
@@ -558,7 +577,7 @@ class TeamStore(LazyHost):
                                          "time": float(t), "w": writer, "seq": int(seq)})
                     f.write(head[:-1] + b',"data":' + data.encode() + b"}\n")
         except psycopg.Error as exc:
-            raise TrackerError(f"reading {self.path} failed: {_one_line(self.url, exc)}") from None
+            raise self._error(exc) from None
         finally:
             for f in files.values():
                 f.close()
@@ -566,10 +585,11 @@ class TeamStore(LazyHost):
 
     def close(self) -> None:
         """Close the connection."""
-        self.conn.close()
+        if self._conn is not None:
+            self._conn.close()
 
 
-class TeamRunView(RecordsRunMixin):
+class TeamRunView(TeamRunReading, RecordsRunMixin):
     """One run of the team database, read-only (the :class:`tracker.RunView` interface)."""
 
     def __init__(self, store: TeamStore, run_id: str) -> None:
@@ -625,13 +645,7 @@ class TeamRunView(RecordsRunMixin):
                             data = compiled.decode(data) if compiled is not None else decode_nonfinite(data)
                         yield Record(step, t, name, data, writer, seq)
         except psycopg.Error as exc:
-            raise TrackerError(f"reading {self.store.path} failed: {_one_line(self.store.url, exc)}") from None
-
-    def schemas(self) -> list[str]:
-        """The schema names present in the run, in order of first appearance."""
-        rows = self.store._query("SELECT schema, min(time) FROM tracker_events WHERE run_id = %s AND kind = 'record' "
-                                 "GROUP BY schema ORDER BY 2", (self.id,))
-        return [r[0] for r in rows]
+            raise self.store._error(exc) from None
 
 
 def open_team_store(url: str, host: Any = None) -> TeamStore:

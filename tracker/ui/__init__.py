@@ -17,8 +17,9 @@ def create_app(store: Any = None, *, hosts: tuple[str, ...] = (), frame_ancestor
                auth: Any = None) -> Any:
     """The dashboard as a Starlette (ASGI) app over ``store``.
 
-    :param store: a :class:`tracker.Store`, a store folder, or ``None`` for
-        the store of ``TRACKER_STORE`` / tracker.toml / ``./.tracker``.
+    :param store: a :class:`tracker.Store`, a store folder, a ``postgresql://`` URL (the team
+        database, docs/team.md), or ``None`` for the store of ``TRACKER_STORE`` / tracker.toml /
+        ``./.tracker``.
     :param hosts: names the ``Host`` header may give besides the loopback ones.
     :param frame_ancestors: who may frame the pages (a CSP source list; default: nobody).
     :param auth: who gets in: ``None`` (no login: loopback only), ``"token"``, a users file

@@ -24,12 +24,12 @@ from starlette.responses import FileResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from tracker.core.errors import RunNotFound, StoreError, TrackerError
+from tracker.core.errors import RunNotFound, StoreError, StoreUnavailable, TrackerError
 from tracker.read.index import gc_paused
 from tracker.ui import parts
 from tracker.ui.auth import AuthMiddleware, make_auth
 from tracker.ui.hosts import HostCheck
-from tracker.ui.live import MetricsCache, read_since
+from tracker.ui.live import MetricsCache, TeamColumnsCache, read_since
 from tracker.ui.logged import axes_json, axis_series
 from tracker.ui.series import (
     DEFAULT_MAX_POINTS,
@@ -165,6 +165,7 @@ class Api:
         self.store = store
         self.cache = MetricsCache()
         self.stats = parts.StatsCache()
+        self.team = TeamColumnsCache()
 
     # --- helpers ----------------------------------------------------------------------------
 
@@ -186,6 +187,24 @@ class Api:
                 raise RunNotFound(f"{ref!r} is ambiguous: {len(matches)} runs match ({shown})", matches)
             ref = matches[0]
         return self.store.run(ref)
+
+    def columns(self, view: Any, names: list[str] | None, since: dict[str, int] | None, *,
+                times: bool = True) -> tuple[dict[str, np.ndarray], dict[str, int], list]:
+        """The run's ``metrics`` columns (after the cursor ``since``), the cursor to resume from, problems.
+
+        A store that keeps columns of its own (the team database: ``view.metric_columns``) reads
+        them, only the metrics of ``names`` (and ``time`` only when ``times``); a folder reads its
+        segments from byte offsets.
+        """
+        read = getattr(view, "metric_columns", None)
+        if read is not None:
+            if since is None:
+                return (*self.team.read(view, names, times), [])
+            cols, cursor = read(names, since, times=times)
+            return cols, cursor, []
+        if since is not None:
+            return read_since(view.path, since)
+        return self.cache.read(view.path)
 
     # --- endpoints ----------------------------------------------------------------------------
 
@@ -273,17 +292,36 @@ class Api:
         if x_min is not None and x_max is not None and x_min > x_max:
             raise BadRequest(f"x_min: expected a number at most x_max ({x_max!r}), given {x_min!r}")
         since = request.query_params.get("since")
+        cursor = None
         if since is not None:
             try:
-                offsets = decode_cursor(since)
+                cursor = decode_cursor(since)
             except CursorError as exc:
                 raise BadRequest(str(exc)) from None
-            cols, offsets, problems = read_since(view.path, offsets)
+        if cursor is None and hasattr(view, "metric_columns"):
+            # The team database: a series drawn before is kept while the run's change stamp holds.
+            key = (view.id, None if names is None else tuple(names), x, max_points, x_min, x_max)
+            series, offsets, n, problems, axes = self.team.series(
+                view, key, lambda: self._series(view, names, x, max_points, x_min, x_max, None))
         else:
-            cols, offsets, problems = self.cache.read(view.path)
-        xs = cols["time"] if x == "time" else cols["step"]
+            series, offsets, n, problems, axes = self._series(view, names, x, max_points, x_min, x_max, cursor)
+        info = view.refresh()
+        body = {"series": series, "cursor": encode_cursor(offsets), "x": x, "axes": axes, "status": info.status,
+                "records": n, "problems": problems[:20]}
+        return json_response(parts.strict(body))
+
+    def _series(self, view: Any, names: list[str] | None, x: str, max_points: int, x_min: float | None,
+                x_max: float | None, since: dict[str, int] | None) -> tuple[dict[str, Any], dict[str, int], int, list,
+                                                                       dict[str, str]]:
+        """The downsampled series of the run's metrics, the cursor after them, their record count, problems,
+        and the x-axis of each metric drawn against another (``x=defined``)."""
         # x=defined: the metrics define_metric gave an x-axis are drawn against it, the others by step.
-        axes = {k: v for k, v in axes_json(view).items() if v in cols} if x == "defined" else {}
+        axes = axes_json(view) if x == "defined" else {}
+        wanted = names if names is None or not axes else list(dict.fromkeys(
+            [*names, *(axes[n] for n in names if n in axes)]))
+        cols, offsets, problems = self.columns(view, wanted, since, times=x == "time")
+        axes = {k: v for k, v in axes.items() if v in cols}
+        xs = cols["time"] if x == "time" else cols["step"]
         in_range = None
         if x_min is not None or x_max is not None:
             in_range = np.ones(xs.shape, dtype=bool)
@@ -305,11 +343,9 @@ class Api:
                 keep &= in_range
             if not keep.any():
                 continue
-            series[name] = series_json(xs[keep], col[keep], max_points, x != "time")
-        info = view.refresh()
-        body = {"series": series, "cursor": encode_cursor(offsets), "x": x, "axes": axes, "status": info.status,
-                "records": int(cols["step"].size), "problems": problems[:20]}
-        return json_response(parts.strict(body))
+            whole = keep.all()
+            series[name] = series_json(xs if whole else xs[keep], col if whole else col[keep], max_points, x != "time")
+        return series, offsets, int(cols["step"].size), problems, axes
 
     def panels(self, request: Request) -> Response:
         """``GET /api/runs/{id}/panels[?names=a,b]``: the plugins' figures for the schemas of the run."""
@@ -344,15 +380,50 @@ def _blob(api: Api, request: Request) -> Response:
     view = api.view(request.path_params["id"])
     try:
         path, meta = checked_blob(view, sha)
+    except StoreUnavailable:
+        raise
     except StoreError as exc:
         return error(500, str(exc))
     except TrackerError as exc:
         return error(404, str(exc))
     disposition = "attachment" if request.query_params.get("download") else "inline"
+    headers = {"cache-control": "private, max-age=31536000, immutable", "x-content-type-options": "nosniff"}
+    if path is None:
+        return _blob_stream(view, sha, meta, disposition, headers)
     return FileResponse(path, media_type=meta["media_type"], filename=meta["name"] or sha,
-                        content_disposition_type=disposition,
-                        headers={"cache-control": "private, max-age=31536000, immutable",
-                                 "x-content-type-options": "nosniff"})
+                        content_disposition_type=disposition, headers=headers)
+
+
+def _blob_stream(view: Any, sha: str, meta: dict[str, Any], disposition: str, headers: dict[str, str]) -> Response:
+    """A blob read through its store's ``BlobReader`` (a bucket behind the team store), checked as it is read.
+
+    The first bytes are read before the answer starts, so a missing blob is a 500 naming it; a
+    blob whose bytes turn out not to match its name ends the body early (never served as complete).
+    """
+    from urllib.parse import quote
+
+    from starlette.responses import StreamingResponse
+
+    from tracker.ui.capture import blob_reader
+
+    try:
+        f = blob_reader(view).open(sha)
+        first = f.read(1 << 16)
+    except StoreError as exc:
+        return error(500, str(exc))
+
+    def body() -> Any:
+        try:
+            chunk = first
+            while chunk:
+                yield chunk
+                chunk = f.read(1 << 16)
+        finally:
+            f.close()
+
+    name = meta["name"] or sha
+    headers = {**headers, "content-disposition": f"{disposition}; filename*=utf-8''{quote(name)}"}
+    return StreamingResponse(body(), media_type=meta["media_type"], headers=headers)
 
 
 def _sweeps(api: Any, request: Request) -> Response:
@@ -369,7 +440,8 @@ def create_app(store: Any = None, *, hosts: tuple[str, ...] = (), frame_ancestor
                auth: Any = None) -> Starlette:
     """The dashboard as an ASGI app over ``store``.
 
-    :param store: a :class:`tracker.Store`, a store folder, or ``None`` for the
+    :param store: a :class:`tracker.Store`, a store folder, a ``postgresql://`` URL (the team
+        database, read through the same reading protocol), or ``None`` for the
         store of ``TRACKER_STORE`` / tracker.toml / ``./.tracker``. A folder
         that does not exist yet is served as an empty store.
     :param hosts: names the ``Host`` header may give besides the loopback ones (see :mod:`.hosts`).
@@ -378,10 +450,11 @@ def create_app(store: Any = None, *, hosts: tuple[str, ...] = (), frame_ancestor
     :param auth: who gets in (see :mod:`.auth`): ``None`` (anyone who reaches it: loopback only),
         ``"token"`` (a random token, ``app.state.auth.token``), a users file, or a :class:`.auth.Auth`.
     """
+    from tracker.core.urls import is_database_url
     from tracker.store import Store, open_store
 
-    if store is None:
-        store = open_store()
+    if store is None or is_database_url(store):
+        store = open_store(store)  # a postgresql:// URL opens the team database
     elif isinstance(store, (str, os.PathLike)):
         store = Store(store)
     api = Api(store)
@@ -394,6 +467,8 @@ def create_app(store: Any = None, *, hosts: tuple[str, ...] = (), frame_ancestor
                 return error(400, str(exc))
             except RunNotFound as exc:
                 return error(404, str(exc), candidates=list(getattr(exc, "candidates", None) or []))
+            except StoreUnavailable as exc:
+                return error(503, str(exc))
             except StoreError as exc:
                 return error(500, f"the store cannot be read: {exc}")
             except TrackerError as exc:

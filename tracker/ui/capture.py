@@ -28,20 +28,47 @@ def _num(v: Any) -> float | None:
     return v if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) else None
 
 
-def artifacts_json(view: Any) -> list[dict[str, Any]]:
-    """The run's artifacts in log order, with the files of each folder (from its manifest)."""
-    from tracker.capture.artifacts import artifacts
+def blob_reader(view: Any) -> Any:
+    """Where the bytes of ``view``'s blobs are read: a folder's blob store, else its store's ``blobs``.
+
+    The team store gives the reading protocol's ``BlobReader`` (``exists``, ``open``), which a
+    bucket may stand behind.
+    """
     from tracker.capture.blobs import BlobStore
 
+    store = view.store
+    return BlobStore(store) if isinstance(store, (str, Path)) else store.blobs
+
+
+def read_manifest(blobs: Any, sha: str) -> Any:
+    """The folder manifest in blob ``sha``, through a blob store or any ``BlobReader``.
+
+    :raises StoreError: the blob is missing, damaged or not a manifest.
+    """
+    if hasattr(blobs, "read_manifest"):
+        return blobs.read_manifest(sha)
+    from tracker.capture.blobs import Manifest
+
+    with blobs.open(sha) as f:
+        data = f.read()
+    return Manifest.decode(data, sha, f"blob {sha}")
+
+
+def artifacts_json(view: Any) -> list[dict[str, Any]]:
+    """The run's artifacts in log order, with the files of each folder (from its manifest)."""
+    if "artifact" not in view.schemas():
+        return []
     out = []
-    blobs = BlobStore(view.store)
-    for a in artifacts(view):
-        row = {"name": a.name, "kind": a.kind, "size": a.size, "files": a.files, "sha256": a.sha256,
-               "step": a.step, "time": a.time, "folder": a.folder, "reference": a.reference}
-        if a.folder:
+    blobs = blob_reader(view)
+    for r in view.records("artifact"):
+        d = r.data
+        row = {"name": d["name"], "kind": d["kind"], "size": d["size"], "files": int(d.get("files") or 1),
+               "sha256": d["sha256"], "step": r.step, "time": r.time, "folder": bool(d.get("folder")),
+               "reference": bool(d.get("reference"))}
+        if row["folder"]:
             try:
                 row["members"] = [{"path": e.path, "size": e.size, "sha256": e.sha256}
-                                  for e in blobs.read_manifest(a.sha256).files]
+                                  for e in read_manifest(blobs, d["sha256"]).files]
             except StoreError as exc:
                 row["error"] = str(exc)
         out.append(row)
@@ -110,11 +137,13 @@ def system_json(view: Any) -> dict[str, Any]:
     return out
 
 
-def checked_blob(view: Any, sha: str) -> tuple[Path, dict[str, Any]]:
+def checked_blob(view: Any, sha: str) -> tuple[Path | None, dict[str, Any]]:
     """The path of blob ``sha`` if run ``view`` refers to it and its bytes hash to ``sha``.
 
     :returns: the blob's path and what the run says of it (``name``, ``kind``,
-        ``size``, ``media_type``).
+        ``size``, ``media_type``); over a store without blob folder (the team
+        database) no path: the caller reads the bytes through ``blob_reader(view).open``,
+        which checks them as they are read.
     :raises TrackerError: ``sha`` is not a hash, or the run names no such blob
         (the dashboard answers 404); :class:`StoreError`: the blob is missing
         or damaged (it answers 500 naming it).
@@ -125,7 +154,7 @@ def checked_blob(view: Any, sha: str) -> tuple[Path, dict[str, Any]]:
         raise TrackerError(f"not a sha256: {sha!r}")
     found: dict[str, Any] | None = None
     present = view.schemas()
-    blobs = BlobStore(view.store)
+    blobs = blob_reader(view)
     if "image" in present:
         for r in view.records("image"):
             if r.data.get("sha256") == sha:
@@ -142,7 +171,7 @@ def checked_blob(view: Any, sha: str) -> tuple[Path, dict[str, Any]]:
                          "media_type": "application/octet-stream"}
             elif d.get("folder"):
                 try:
-                    members = blobs.read_manifest(d["sha256"]).files
+                    members = read_manifest(blobs, d["sha256"]).files
                 except (StoreError, KeyError):
                     continue
                 for e in members:
@@ -158,6 +187,8 @@ def checked_blob(view: Any, sha: str) -> tuple[Path, dict[str, Any]]:
                 break
     if found is None:
         raise TrackerError(f"run {view.id} names no stored file {sha}")
+    if not isinstance(blobs, BlobStore):
+        return None, found
     path = blobs.path(sha)
     try:
         got, size = hash_file(path)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -51,3 +52,55 @@ class MetricsCache:
                 parts.append(seg.columns())
                 problems += seg.problems
             return merge(parts), offsets, problems
+
+
+class TeamColumnsCache:
+    """Columns and drawn series of recently viewed runs of the team database, kept while their stamp holds.
+
+    A run's stamp moves with every sync that adds to it (tracker/team/derived.py),
+    so a page loaded again (by anyone: the dashboard is shared) reads one number
+    instead of the run's columns.
+
+    :param max_entries: how many reads of each kind to keep.
+    """
+
+    def __init__(self, max_entries: int = 16) -> None:
+        self.max_entries = max_entries
+        self._entries: OrderedDict[tuple, tuple[int, Any]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def _get(self, key: tuple, stamp: int) -> Any:
+        with self._lock:
+            hit = self._entries.get(key)
+            if hit is not None and hit[0] == stamp:
+                self._entries.move_to_end(key)
+                return hit[1]
+        return None
+
+    def _put(self, key: tuple, stamp: int, value: Any) -> None:
+        with self._lock:
+            self._entries[key] = (stamp, value)
+            self._entries.move_to_end(key)
+            while len(self._entries) > self.max_entries:
+                self._entries.popitem(last=False)
+
+    def read(self, view: Any, names: list[str] | None,
+             times: bool = True) -> tuple[dict[str, np.ndarray], dict[str, int]]:
+        """The run's columns (of ``names``, or every metric; ``time`` when ``times``) and the cursor after them."""
+        key = ("columns", view.id, None if names is None else tuple(sorted(set(names))), times)
+        stamp = view.stamp()
+        hit = self._get(key, stamp)
+        if hit is None:
+            hit = view.metric_columns(names, times=times)
+            self._put(key, stamp, hit)
+        return hit
+
+    def series(self, view: Any, key: tuple, make: Any) -> Any:
+        """What ``make()`` returns for ``key`` (a request's series), made again only when the run's stamp moved."""
+        stamp = view.stamp()
+        full = ("series", *key)
+        hit = self._get(full, stamp)
+        if hit is None:
+            hit = make()
+            self._put(full, stamp, hit)
+        return hit

@@ -1,0 +1,24 @@
+"""``benchmarks/bench_team.py --quick`` keeps working against the test server (never looks at its times)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_bench_team_quick_prints_each_measurement_beside_its_floor(pg_url: str, tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TRACKER_")}
+    env["TRACKER_BENCH_PG"] = pg_url
+    proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "bench_team.py"), "--quick", "--repeat", "1"],
+                          capture_output=True, text=True, cwd=tmp_path, env=env, timeout=300)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    rows = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
+    assert len(rows) == 5
+    for r in rows:
+        assert r["benchmark"] == "team" and r["value"] > 0 and r["floor"] > 0 and "target" in r, r
+    assert "s3cret" not in proc.stdout + proc.stderr
