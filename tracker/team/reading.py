@@ -378,6 +378,19 @@ class TeamRunReading:
             raise self.store._error(exc) from None
         return out, new
 
+    def writers_seen(self) -> list[dict[str, Any]]:
+        """The run's writers as the database has them (what a crashed run's page names), in segment order:
+        id, host, process, the time of each one's last line, its bytes synced."""
+        rows = self.store._fetch("SELECT writer, ended_at, synced_bytes FROM tracker_writers "
+                                 "WHERE run_id = %s AND is_writer ORDER BY writer", (self.id,))
+        out = []
+        for writer, last, size in rows:
+            host, _, _ = writer.rpartition("-")
+            host, _, pid = host.rpartition("-")
+            out.append({"writer": writer, "host": host or None, "pid": int(pid) if pid.isdigit() else None,
+                        "last_written": last, "bytes": int(size)})
+        return out
+
     def stamp(self) -> int:
         """The run's change stamp (moves whenever a sync adds to the run)."""
         return self.store.stamps([self.id]).get(self.id, 0)

@@ -15,8 +15,10 @@ import os
 import threading
 import warnings
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
+from tracker.core.errors import TrackerError
 from tracker.core.figures import figures_json
 from tracker.core.format import RUN_ID_RE
 from tracker.core.text import flatten
@@ -216,41 +218,49 @@ def _problems(view: Any, api: Any) -> list[dict[str, Any]]:
 
 
 def writers_seen(run_dir: Any) -> list[dict[str, Any]]:
-    """The run's writers as its segment names tell them (``<host>-<pid>-<hex>.jsonl``), with the time
-    each segment was last written: what a crashed run's page says about who was logging, where."""
+    """The run's writers as its segments tell them (``<host>-<pid>-<hex>.jsonl``), with the time of
+    each one's last line: what a crashed run's page says about who was logging, where."""
+    from tracker.read.segment import read_segment, segment_paths
+
     out = []
     try:
-        with os.scandir(run_dir) as it:
-            entries = [e for e in it if e.is_file() and e.name.endswith(".jsonl") and not e.name.startswith(".")]
-    except OSError:
+        paths = segment_paths(Path(run_dir))
+    except TrackerError:
         return out
-    for e in sorted(entries, key=lambda e: e.name):
-        writer = e.name[:-len(".jsonl")]
-        host, _, rest = writer.rpartition("-")
-        host, _, pid = host.rpartition("-")
-        try:
-            st = e.stat()
-        except OSError:
-            continue
-        out.append({"writer": writer, "host": host or None, "pid": int(pid) if pid.isdigit() else None,
-                    "last_written": st.st_mtime, "bytes": st.st_size})
+    for path in paths:
+        seg = read_segment(path)
+        out.append(writer_json(path.stem, (seg.last or {}).get("time") or seg.mtime, seg.size))
     return out
+
+
+def writer_json(writer: str, last_written: float | None, size: int) -> dict[str, Any]:
+    """One writer of a run: its id, host and process (from the id), when its last line was written, its bytes."""
+    host, _, _ = writer.rpartition("-")
+    host, _, pid = host.rpartition("-")
+    return {"writer": writer, "host": host or None, "pid": int(pid) if pid.isdigit() else None,
+            "last_written": last_written, "bytes": size}
 
 
 def _info(view: Any, api: Any) -> dict[str, Any]:
     out = info_json(view.info)
     if out.get("status") == "crashed":
         # What is known of a run whose writer died: when it last logged, by which host and process.
-        out["writers_seen"] = writers_seen(view.path)
+        # The team database keeps its writers in a table; a folder has them as segment files.
+        of_view = getattr(view, "writers_seen", None)
+        out["writers_seen"] = of_view() if of_view is not None else writers_seen(view.path)
     return out
 
 
 def _build(view: Any, api: Any) -> dict[str, int] | None:
     """How much of the run's JSONL has no derived data yet (stat calls only): the page's progress line."""
+    from tracker.core.urls import is_database_url
     from tracker.read.index.cold import cold_bytes
 
     path = getattr(api.store, "path", None)
-    return cold_bytes(path, view.id) if path is not None and hasattr(api.store, "catalog") else None
+    # Only a folder builds derived data as it is read; the team database has nothing to build.
+    if path is None or not hasattr(api.store, "catalog") or is_database_url(str(path)):
+        return None
+    return cold_bytes(path, view.id)
 
 
 #: The parts of ``GET /api/runs/{id}``, in order: ``(name, fn(view, api))``.
