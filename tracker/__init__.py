@@ -43,11 +43,13 @@ if TYPE_CHECKING:  # what the names are, for type checkers and readers; loaded l
     from .store import RunView, Store, open_store
     from .summary import MISSING, Summarizer, Summary, Table
     from .wandb import (
+        AlertLevel,
         Api,
         Histogram,
         Image,
         Settings,
         UnsupportedError,
+        alert,
         define_metric,
         init,
         login,
@@ -76,7 +78,8 @@ for _module, _names in {
     "schema": "Schema",
     "store": "RunView Store open_store",
     "summary": "MISSING Summarizer Summary Table",
-    "wandb": "Api Histogram Image Settings UnsupportedError define_metric init login save unwatch watch",
+    "wandb": "AlertLevel Api Histogram Image Settings UnsupportedError alert define_metric init login save unwatch "
+             "watch",
 }.items():
     _LAZY.update(dict.fromkeys(_names.split(), _module))
 del _module, _names
@@ -167,6 +170,8 @@ sys.modules[__name__].__class__ = _Package
 
 
 __all__ = [  # one name per line: additions merge cleanly
+    "AlertLevel",
+    "alert",
     "Api",
     "Histogram",
     "Image",

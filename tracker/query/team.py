@@ -32,7 +32,7 @@ from ..errors import RunNotFound, TrackerError
 from ..format import RECORD, decode_nonfinite, encode_nonfinite
 from ..reader import LazyHost
 from ..records import Problem, Record, RunInfo
-from ._core import LineChunks, LineError, parse_line, read_segment, run_status
+from ._core import LineChunks, LineError, is_observer, parse_line, read_segment, run_status
 from .protocol import RecordsRunMixin
 
 #: The table layout this version reads and writes; a database with a newer one is refused.
@@ -182,7 +182,7 @@ def _writer_facts(path: Path, timeout: float) -> dict[str, Any]:
     """What the writers table says of a segment: writer or not, host, times, status, finish data."""
     seg = read_segment(path)
     header = seg.header
-    is_writer = header is not None
+    is_writer = header is not None and not is_observer(seg)  # an alert watcher's segment: records only
     fin = seg.finish
     if fin is not None:
         data = fin.get("data") or {}

@@ -1,0 +1,36 @@
+"""Fixtures of the alert tests: the `alert` built-in loaded, and a store to watch."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tracker.host import set_host
+
+from ..entrypoints import ensure_core_entry_points
+
+
+@pytest.fixture(scope="session", autouse=True)
+def core_entry_points(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """The `alert` built-in is found through its entry point, in this process and in child processes."""
+    ensure_core_entry_points(tmp_path_factory.mktemp("entry-points"))
+
+
+@pytest.fixture
+def host_of(tmp_store: Path) -> Iterator:
+    """``host_of(toml_text)``: a tracker.toml written in the test's folder and the process host built from it."""
+    old = set_host(None)
+
+    def make(text: str):
+        import tracker
+
+        cfg = Path.cwd() / "tracker.toml"
+        cfg.write_text(text)
+        host = tracker.Host(config=tracker.load_config(cfg))
+        set_host(host)
+        return host
+
+    yield make
+    set_host(old)
