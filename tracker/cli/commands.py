@@ -53,6 +53,14 @@ CORE_COMMANDS: dict[str, tuple[str, str, str]] = {
            "Move runs to the trash (<store>/trash), by id or by selection; `tracker restore` brings them back."),
     "restore": ("restore", "restore_cmd", "Move runs back from the trash (see `tracker runs --trash`)."),
     "gc": ("gc", "gc_cmd", "Empty the trash for good, then remove blobs that no run in the store references."),
+    "alerts": ("alerts", "alerts_cmd",
+               "List alerts (of one run, or of every run): time, run, level, title, sent or suppressed, "
+               "condition."),
+    "watch": ("alerts", "watch_cmd",
+              "Check the alert rules of tracker.toml against the store's runs and deliver what fires, until "
+              "Ctrl-C."),
+    "mcp": ("mcp", "mcp_cmd",
+            "Serve the store to assistants over the Model Context Protocol (stdio, or --http on loopback)."),
     "du": ("du", "du_cmd",
            "Show the bytes each run and each project takes: JSONL, blobs, index; largest first; the total."),
 }

@@ -65,9 +65,11 @@ def can_open_browser() -> bool:
               help="Address to listen on; anything but a loopback address makes the store readable by the network.")
 @click.option("--port", default=5170, show_default=True, type=click.IntRange(0, 65535), help="Port to listen on.")
 @click.option("--no-open", is_flag=True, help="Do not open a browser.")
+@click.option("--watch", is_flag=True,
+              help="Also check the alert rules of tracker.toml, as `tracker watch` does (it records its alerts).")
 @click.pass_obj
 @handle_errors
-def ui_cmd(obj: CliContext, host: str, port: int, no_open: bool) -> None:
+def ui_cmd(obj: CliContext, host: str, port: int, no_open: bool, watch: bool = False) -> None:
     """Serve the dashboard: runs, charts (live while runs go), comparisons, plugin panels.
 
     Read-only; a store that does not exist yet is shown empty until runs appear.
@@ -93,6 +95,13 @@ def ui_cmd(obj: CliContext, host: str, port: int, no_open: bool) -> None:
     if not is_loopback(host):
         click.echo(f"tracker: warning: listening on {host}: the store {store.path} becomes readable by anyone "
                    "who can reach this machine on the network", err=True)
+    stop_watch = None
+    if watch:
+        from ..alerts.watch import Watcher, start_in_thread
+
+        if not Watcher(store, obj.host).rules:  # a rule that does not parse: one line, before serving
+            click.echo("tracker: warning: --watch: no [[alerts.rules]] in tracker.toml", err=True)
+        stop_watch = start_in_thread(store, obj.host)
     sock = listen(host, port)
     config = uvicorn.Config(app, host=host, port=port, log_level="warning", access_log=False)
     server = uvicorn.Server(config)
@@ -119,6 +128,8 @@ def ui_cmd(obj: CliContext, host: str, port: int, no_open: bool) -> None:
         pass
     finally:
         sock.close()
+        if stop_watch is not None:
+            stop_watch.set()
     if not server.started:
         fail(f"cannot listen on {host}:{port} (is the port in use? choose another with --port)")
     click.echo("tracker ui: stopped")
