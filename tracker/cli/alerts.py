@@ -102,9 +102,11 @@ def watch_cmd(obj: CliContext, once: bool) -> None:
     from ..alerts.record import flush
     from ..alerts.watch import Watcher
 
-    store = obj.store
-    if not hasattr(store, "catalog") or not hasattr(store, "path"):
+    from ..store import Store
+
+    if str(obj.store_path).startswith(("postgresql://", "postgres://")):
         fail("tracker watch needs a folder store (it records its alerts in the runs' folders)")
+    store = Store(obj.store_path, host=lambda: obj.host)  # a store not made yet is watched as empty
     host = obj.host
     watcher = Watcher(store, host, on_alert=_print_alert)
     if not watcher.rules:
