@@ -19,7 +19,8 @@ PACKAGE = Path(tracker.__file__).parent
 READ_CORE = ["format", "segment", "edits", "records", "errors", "summary", "columns", "reader", "values", "bus",
              "schema", "config", "host", "pluginmanager", "hookspecs", "figures", "index"]
 #: Capability folders, and the modules that stand above the core.
-ABOVE = ["lifecycle", "query", "capture", "ui", "integrations", "alerts", "mcp", "cli", "api", "wandb", "store", "route", "writer"]
+ABOVE = ["lifecycle", "query", "capture", "ui", "integrations", "alerts", "mcp", "cli", "api", "wandb", "store",
+         "route", "writer"]
 
 
 def modules(name: str) -> list[Path]:

@@ -101,7 +101,6 @@ def watch_cmd(obj: CliContext, once: bool) -> None:
     """
     from ..alerts.record import flush
     from ..alerts.watch import Watcher
-
     from ..store import Store
 
     if str(obj.store_path).startswith(("postgresql://", "postgres://")):

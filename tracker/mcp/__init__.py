@@ -1,5 +1,5 @@
 """The Model Context Protocol server of ``tracker mcp``: read-only tools over a store for assistants.
-May import the read core, ``tracker.ui.series`` (numpy only), ``tracker.alerts`` and ``tracker.cli.query``; the SDK only in server.py.
+May import the read core, ``tracker.ui.series``, ``tracker.cli.query``, ``tracker.cli.alerts``; mcp in server.py.
 
 :mod:`.tools` holds what each tool answers as plain data (no SDK), so the
 answers are tested without a client; :mod:`.server` registers them with the
