@@ -221,6 +221,16 @@ RUN_PARTS[-1:-1] = [("artifacts", _capture("artifacts_json")), ("images", _captu
                     ("system", _capture("system_figures"))]
 
 
+def _alerts(view: Any, api: Any) -> list[dict[str, Any]]:
+    # Issue 34: the run's alerts (run.alert and the watcher's rules), read only when it holds some.
+    from ..alerts.record import read_alerts
+
+    return read_alerts(view) if "alert" in view.schema_counts() else []
+
+
+RUN_PARTS[-1:-1] = [("alerts", _alerts)]
+
+
 def add_run_part(name: str, fn: Callable[[Any, Any], Any], *, before: str | None = None) -> None:
     """Add a part to the run endpoint (a later name replaces an earlier one of the same name).
 

@@ -1,6 +1,7 @@
 // The runs page: every run, filtered and sorted in the page, virtualised, or the parameters view of the
 // same runs; state lives in the URL. Sorting and filtering never fetch: only the periodic refresh does.
 
+import { alertBadge } from "./alerts.js";
 import { paramsDefaults, paramsView, specOf } from "./params.js";
 import { setQuery } from "./state.js";
 import { api, clear, dot, el, errorBox, fmtAgo, fmtDuration, fmtNum, fmtValue, loading, num, runColor, shortId, statusBadge } from "./util.js";
@@ -253,7 +254,8 @@ export function mount(root, params, ctx) {
   function cell(c, r) {
     const v = c.get(r);
     if (c.key === "name") {
-      return el("td", { class: "name" }, dot(runColor(r.id)), el("a", { href: `/runs/${encodeURIComponent(r.id)}`, text: r.name || shortId(r.id) }));
+      return el("td", { class: "name" }, dot(runColor(r.id)), el("a", { href: `/runs/${encodeURIComponent(r.id)}`, text: r.name || shortId(r.id) }),
+        r.alerts ? alertBadge(r) : null);
     }
     if (c.key === "status") return el("td", {}, statusBadge(r.status));
     if (c.key === "tags") return el("td", { text: r.tags.join(", ") });
