@@ -71,7 +71,8 @@ def test_every_tool_over_stdio(tmp_store: Path, runs: dict[str, str]) -> None:
              ("compare_runs", {"runs": [runs["a"], runs["b"]]}),
              ("query", {"sql": "SELECT run_id, count(*) AS n FROM metrics GROUP BY run_id ORDER BY n", "limit": 1}),
              ("list_alerts", {}), ("list_sweeps", {}),
-             ("get_run", {"run": "nosuchrun"}), ("get_metrics", {"run": runs["b"], "names": ["acc"]})]
+             ("get_run", {"run": "nosuchrun"}), ("get_metrics", {"run": runs["b"], "names": ["acc"]}),
+             ("query", {"sql": "SELECT title, level, suppressed FROM alert"})]
     out = asyncio.run(session_calls(tmp_store, calls, resource=f"tracker://runs/{runs['b']}"))
     assert set(out["tools"]) == TOOLS
     res = {i: (err, doc) for i, (_, err, doc, _) in enumerate(out["calls"])}
@@ -95,6 +96,8 @@ def test_every_tool_over_stdio(tmp_store: Path, runs: dict[str, str]) -> None:
     assert err and "no run matches 'nosuchrun'" in text and "Traceback" not in text
     err, text = res[8]
     assert err and "has no metric 'acc'" in text
+    err, doc = res[9]
+    assert not err and doc["rows"] == [{"title": "plateau", "level": "WARN", "suppressed": False}]
     body = json.loads(out["resource"].contents[0].text)
     assert body["id"] == runs["b"] and body["name"] == "b"
 
