@@ -398,3 +398,101 @@ def test_no_thread_outlives_delivery(host_of, receiver: Receiver) -> None:
         time.sleep(0.05)
     assert not any(t.name == "tracker-alerts" for t in threading.enumerate())
     assert os.environ.get("TRACKER_STORE")
+
+
+def self_signed(tmp_path: Path) -> tuple[Path, Path]:
+    import shutil
+
+    if shutil.which("openssl") is None:
+        pytest.skip("needs the openssl command (package openssl) to make a certificate")
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj",
+                    "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", str(key), "-out",
+                    str(cert)], check=True, capture_output=True)
+    return cert, key
+
+
+def test_email_with_starttls_and_a_password_from_the_environment(host_of, tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    import ssl
+
+    from aiosmtpd.controller import Controller
+    from aiosmtpd.handlers import Message
+    from aiosmtpd.smtp import AuthResult
+
+    cert, key = self_signed(tmp_path)
+    server_ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    server_ctx.load_cert_chain(cert, key)
+    monkeypatch.setenv("SSL_CERT_FILE", str(cert))  # the client trusts this one certificate
+    monkeypatch.setenv("SMTP_SECRET", "s3cret")
+    got: list = []
+    logins: list = []
+
+    class Keep(Message):
+        def handle_message(self, message) -> None:  # noqa: ANN001
+            got.append(message)
+
+    def authenticator(server, session, envelope, mechanism, auth_data):  # noqa: ANN001, ANN202
+        logins.append((auth_data.login, auth_data.password, session.ssl is not None))
+        return AuthResult(success=auth_data.password == b"s3cret")
+
+    port = free_port()
+    ctl = Controller(Keep(), hostname="127.0.0.1", port=port, tls_context=server_ctx, require_starttls=True,
+                     authenticator=authenticator, auth_required=True)
+    ctl.start()
+    try:
+        host_of(f'[alerts.channels.mail]\ntype = "email"\nhost = "127.0.0.1"\nport = {port}\n'
+                'from = "t@example.org"\nto = "me@example.org"\nuser = "tracker"\npassword_env = "SMTP_SECRET"\n')
+        with tracker.start_run(name="tls") as run:
+            run.alert("secure", "over STARTTLS", level="WARN")
+        assert flush(10)
+        end = time.monotonic() + 10
+        while not got and time.monotonic() < end:
+            time.sleep(0.02)
+        assert got and got[0]["Subject"] == "[tracker] WARN: secure"
+        assert logins == [(b"tracker", b"s3cret", True)]  # logged in only once the connection was encrypted
+    finally:
+        ctl.stop()
+
+
+def test_desktop_channel_calls_notify_send(host_of, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                           capfd: pytest.CaptureFixture) -> None:
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    calls = tmp_path / "calls.json"
+    fake = bin_dir / "notify-send"
+    fake.write_text(f"#!{sys.executable}\nimport json, sys\nopen({str(calls)!r}, 'a').write(json.dumps(sys.argv[1:]) "
+                    "+ '\\n')\n")
+    fake.chmod(0o755)
+    host_of('[alerts.channels.here]\ntype = "desktop"\n')
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    with tracker.start_run(name="desk") as run:
+        run.alert("look", "at me", level="ERROR")
+    assert flush(10)
+    argv = json.loads(calls.read_text().splitlines()[0])
+    assert argv[:4] == ["-u", "critical", "-a", "tracker"] and argv[4] == "look" and f"desk ({run.id})" in argv[5]
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    with tracker.start_run(name="desk2") as run:
+        run.alert("look", "again")
+    assert flush(10)
+    err = capfd.readouterr().err
+    assert "notify-send is not installed" in err and "after 1 attempt:" in err  # not retried
+
+
+def test_alerts_follow_prints_new_ones(tmp_store: Path, tmp_path: Path) -> None:
+    with tracker.start_run(name="long") as run:
+        run.alert("first", "one")
+    follow = subprocess.Popen([sys.executable, "-m", "tracker", "alerts", "-f", "--format", "json"],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert follow.stdout is not None
+        assert json.loads(follow.stdout.readline())["title"] == "first"
+        script = tmp_path / "more.py"
+        script.write_text(f"import tracker\nwith tracker.start_run(run_id={run.id!r}, resume=True) as r:\n"
+                          "    r.alert('second', 'two', level='WARN')\n")
+        subprocess.run([sys.executable, str(script)], check=True, timeout=60)
+        line = json.loads(follow.stdout.readline())
+        assert (line["title"], line["level"], line["run_id"]) == ("second", "WARN", run.id)
+    finally:
+        follow.send_signal(signal.SIGINT)
+        follow.communicate(timeout=30)
