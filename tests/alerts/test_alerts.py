@@ -496,3 +496,25 @@ def test_alerts_follow_prints_new_ones(tmp_store: Path, tmp_path: Path) -> None:
     finally:
         follow.send_signal(signal.SIGINT)
         follow.communicate(timeout=30)
+
+
+def test_a_run_running_before_the_watcher_is_checked_from_its_figures_then_its_new_lines(
+        host_of, receiver: Receiver, tmp_path: Path) -> None:
+    host = host_of(webhook_toml(receiver.url, '[[alerts.rules]]\nwhen = "loss > 10"\n'
+                                              '[[alerts.rules]]\nwhen = "acc < 0.1"\n'))
+    proc, run_id = start_loop(tmp_path, "early", "1,50,2")
+    try:
+        watcher = Watcher(tracker.open_store(), host)
+        fired = watcher.poll()
+        assert [(a.run_id, a.condition, a.step) for a in fired] == [(run_id, "loss > 10", 2)]
+        assert "loss = 50 at step 1" in fired[0].text
+        assert watcher.poll() == []
+        with tracker.start_run(run_id=run_id, resume=True) as more:  # a second writer logs meanwhile
+            more.log({"acc": 0.5})
+            more.log({"acc": 0.05})
+        fired = watcher.poll()
+        assert [(a.condition, a.run_name) for a in fired] == [("acc < 0.1", "early")]
+        assert "acc = 0.05 at step 4" in fired[0].text
+    finally:
+        proc.communicate("\n", timeout=30)
+    assert flush(10) and len(receiver.wait(2)) == 2

@@ -1,18 +1,21 @@
-"""The watcher: rules checked against the run catalog and the new lines of running runs.
+"""The watcher: rules checked against the runs' segment ends and the lines appended since the last look.
 
-Each poll lists the store through its catalog (each run's info, per-metric
-figures and records per schema, kept up to date by reading only the lines
-appended since the last look), then per rule and run:
+Each poll lists the run folders; a run that has ended and whose files have
+not changed since the last look costs one ``scandir``. For the others:
 
-- ``run crashed | failed | finished``: the run's status;
-- ``METRIC > x`` (``<``, ``>=``, ``<=``): the metric's max (or min) in the catalog;
-- ``METRIC is nan``: the lines appended since the last poll (the catalog keeps
-  no NaN count), read from the offset reached before;
-- ``no record for D``: the time of the run's last line, while it runs.
+- ``run crashed | failed | finished`` and ``no record for D``: the run's
+  info from the two ends of its segments (status, time of the last line), as
+  ``tracker runs`` derives it, without reading its records;
+- ``METRIC is nan`` and ``METRIC > x`` (``<``, ``>=``, ``<=``): the lines
+  appended since the last poll, read from the offset reached before; only
+  lines naming a watched metric are parsed.
 
-A rule fires once per run and condition: the alert is recorded in the run
-(its ``condition`` field names the rule), so a watcher started again does
-not send it twice. Runs that had ended before the watcher started are left alone.
+A run already running when the watcher starts is first checked against its
+per-metric figures (count, min, max, last: the derived data every reader
+keeps), then followed from the end of its files. A rule fires once per run
+and condition: the alert is recorded in the run (its ``condition`` field
+names the rule), so a watcher started again does not send it twice. Runs that
+had ended before the watcher started are left alone.
 """
 
 from __future__ import annotations
@@ -27,15 +30,14 @@ from pathlib import Path
 from typing import Any
 
 import attrs
+import orjson
 
 from ..errors import StoreError, TrackerError
-from ..format import METRICS, RECORD, LineError, parse_line
-from ..segment import segment_paths
+from ..format import METRICS, RECORD, decode_nonfinite
+from ..segment import is_observer, read_run_info, read_segment, segment_paths
 from .channels import Alert, build_channels
-from .record import ALERT, deliver, read_alerts, write_observed
+from .record import ALERT, deliver, write_observed
 from .rules import Rule, parse_rules
-
-_NAN = b'"NaN"'
 
 
 @attrs.define
@@ -46,8 +48,8 @@ class _RunState:
     settled: bool = False            # ended before the watcher started: left alone until it changes
     fired: set[str] = attrs.field(factory=set)
     offsets: dict[str, int] = attrs.field(factory=dict)
-    from_end: bool = False           # a run already running at start: its tails start at the end
-    nan_steps: dict[str, int | None] = attrs.field(factory=dict)
+    signature: Any = None            # the run's files as last seen (names, sizes, times)
+    hits: dict[str, tuple[Any, Any]] = attrs.field(factory=dict)   # rule key -> (value, step) seen in new lines
 
 
 class Watcher:
@@ -71,7 +73,7 @@ class Watcher:
         self.clock = clock
         self.runs: dict[str, _RunState] = {}
         self.polls = 0
-        self._nan_metrics = {r.condition.metric for r in self.rules if r.condition.kind == "nan"}
+        self.root = Path(store.path) / "runs"
 
     # --- one poll -------------------------------------------------------------------------------
 
@@ -82,37 +84,68 @@ class Watcher:
         fired: list[Alert] = []
         if not self.rules:
             return fired
-        for entry in self.store.catalog():
-            info = entry.info
-            rules = [r for r in self.rules if r.watches(info.project, info.tags)]
-            if not rules:
-                continue
-            st = self.runs.get(info.id)
-            if st is None:
-                st = self.runs[info.id] = _RunState(status=info.status, settled=first and info.status != "running",
-                                                    from_end=first)
-                if entry.schemas.get(ALERT):
-                    st.fired = {a["condition"] for a in read_alerts(self.store.run(info.id)) if a["condition"]}
-            if st.settled:
-                if info.status == st.status:
-                    continue
-                st.settled = False  # resumed since: watched from now on
-            st.status = info.status
-            if info.status == "running" or not st.offsets.get("_final"):
-                self._tail(info.id, st, rules, entry)
-                if info.status != "running":
-                    st.offsets["_final"] = 1
-            for rule in rules:
-                if rule.key in st.fired:
-                    continue
-                detail = self._check(rule, entry, st)
-                if detail is not None:
-                    fired.append(self._fire(rule, entry, st, detail))
+        for run_id in self.store.run_ids():
+            try:
+                fired.extend(self._poll_run(run_id, first))
+            except (StoreError, OSError) as exc:  # a run removed meanwhile, or unreadable: the others go on
+                print(f"tracker: warning: watch: run {run_id}: {exc}", file=sys.stderr)
         return fired
 
-    def _check(self, rule: Rule, entry: Any, st: _RunState) -> str | None:
+    def _poll_run(self, run_id: str, first: bool) -> list[Alert]:
+        run_dir = self.root / run_id
+        st = self.runs.get(run_id)
+        sig = _signature(run_dir)
+        if st is not None and st.status != "running" and sig == st.signature:
+            return []  # ended, and nothing changed since the last look
+        segs = [read_segment(p) for p in segment_paths(run_dir)]
+        info = read_run_info(run_dir, run_id, segs, self.host.config.heartbeat_timeout, lambda problem: None)
+        if st is None:
+            st = self.runs[run_id] = _RunState(status=info.status, settled=first and info.status != "running")
+            st.fired = _recorded_conditions(segs)
+            if first and info.status == "running" and self._metric_rules(info):
+                # Already running: what it logged so far from its per-metric figures, then its new lines.
+                sizes = {p.name: p.stat().st_size for p in segment_paths(run_dir)}
+                self._from_stats(run_id, st, info)
+                st.offsets.update(sizes)
+        st.signature = sig
+        if st.settled:
+            if info.status == st.status:
+                return []
+            st.settled = False  # resumed since: watched from now on
+        st.status = info.status
+        rules = [r for r in self.rules if r.watches(info.project, info.tags) and r.key not in st.fired]
+        if not rules:
+            return []
+        self._tail(run_dir, st, [r for r in rules if r.condition.metric is not None])
+        out = []
+        for rule in rules:
+            detail = self._check(rule, info, st)
+            if detail is not None:
+                out.append(self._fire(rule, info, st, detail))
+        return out
+
+    def _metric_rules(self, info: Any) -> list[Rule]:
+        return [r for r in self.rules if r.condition.metric is not None and r.watches(info.project, info.tags)]
+
+    def _from_stats(self, run_id: str, st: _RunState, info: Any) -> None:
+        """Metric conditions over what a run logged before the watcher started, from its per-metric figures."""
+        view = getattr(self.store, "_view", self.store.run)(run_id)
+        stats = view.metric_stats()
+        for rule in self._metric_rules(info):
+            cond, s = rule.condition, stats.get(rule.condition.metric)
+            if not s:
+                continue
+            if cond.kind == "nan":
+                if _isnan(s.get("last")) or (s.get("count") and s.get("min") is None):
+                    st.hits[rule.key] = (math.nan, s.get("last_step"))
+                continue
+            key = "max" if cond.op in (">", ">=") else "min"
+            if s.get(key) is not None and cond.holds(s[key]):
+                st.hits[rule.key] = (s[key], s.get(f"{key}_step"))
+
+    def _check(self, rule: Rule, info: Any, st: _RunState) -> str | None:
         """What the run shows that meets ``rule`` (a sentence), or ``None``."""
-        info, cond = entry.info, rule.condition
+        cond = rule.condition
         if cond.kind in ("crashed", "failed", "finished"):
             if info.status != cond.kind:
                 return None
@@ -127,40 +160,24 @@ class Watcher:
             if silent < (cond.seconds or 0):
                 return None
             return f"no record for {_duration(silent)} (the last at step {info.last_step})"
-        stats = entry.metrics.get(cond.metric)
+        if rule.key not in st.hits:
+            return None
+        value, step = st.hits[rule.key]
         if cond.kind == "nan":
-            if cond.metric in st.nan_steps:
-                return f"{cond.metric} is NaN at step {st.nan_steps[cond.metric]}"
-            if stats and st.from_end and (_isnan(stats.get("last")) or (stats.get("count") and
-                                                                          stats.get("min") is None)):
-                return f"{cond.metric} is NaN (its last value)"
-            return None
-        if not stats:
-            return None
-        key = "max" if cond.op in (">", ">=") else "min"
-        value = stats.get(key)
-        if value is None or not cond.holds(value):
-            return None
-        return f"{cond.metric} = {value:g} at step {stats.get(f'{key}_step')} ({cond.text})"
+            return f"{cond.metric} is NaN at step {step}"
+        return f"{cond.metric} = {value:g} at step {step} ({cond.text})"
 
-    def _tail(self, run_id: str, st: _RunState, rules: list[Rule], entry: Any) -> None:
-        """Read the lines appended to the run since the last poll, when a ``METRIC is nan`` rule watches it."""
-        wanted = {r.condition.metric for r in rules if r.condition.kind == "nan" and r.key not in st.fired}
-        if not wanted:
+    def _tail(self, run_dir: Path, st: _RunState, rules: list[Rule]) -> None:
+        """Read the lines appended to the run's segments since the last poll, for the metric rules."""
+        rules = [r for r in rules if r.key not in st.hits]
+        if not rules:
             return
-        run_dir = Path(self.store.path) / "runs" / run_id
-        try:
-            paths = segment_paths(run_dir)
-        except StoreError:
-            return
-        for path in paths:
+        needles = {r.condition.metric: b'"' + orjson.dumps(r.condition.metric)[1:-1] + b'":' for r in rules}
+        for path in segment_paths(run_dir):
             try:
-                size = os.stat(path).st_size
-                off = st.offsets.get(path.name)
-                if off is None:
-                    off = size if st.from_end else 0
+                size = path.stat().st_size
+                off = st.offsets.get(path.name, 0)
                 if size <= off:
-                    st.offsets[path.name] = off
                     continue
                 with open(path, "rb") as f:
                     f.seek(off)
@@ -169,31 +186,34 @@ class Watcher:
                 continue
             end = data.rfind(b"\n") + 1
             st.offsets[path.name] = off + end
-            if _NAN not in data[:end]:
-                continue  # no NaN anywhere in the new lines: nothing to parse
-            for line in data[:end].split(b"\n"):
-                if _NAN not in line:
+            chunk = data[:end]
+            wanted = {m: n for m, n in needles.items() if n in chunk}
+            if not wanted:
+                continue  # no new line names a watched metric: nothing to parse
+            for line in chunk.split(b"\n"):
+                if b'"schema":"metrics"' not in line or not any(n in line for n in wanted.values()):
                     continue
                 try:
-                    ev = parse_line(line)
-                except LineError:
+                    ev = orjson.loads(line)
+                except orjson.JSONDecodeError:
+                    continue  # a damaged line: tracker verify reports it
+                if ev.get("kind") != RECORD or ev.get("schema") != METRICS or not isinstance(ev.get("data"), dict):
                     continue
-                if ev.get("kind") != RECORD or ev.get("schema") != METRICS:
-                    continue
-                values = ev.get("data") or {}
-                for m in wanted:
-                    if values.get(m) == "NaN" and m not in st.nan_steps:
-                        st.nan_steps[m] = ev.get("step")
+                for rule in rules:
+                    if rule.key in st.hits:
+                        continue
+                    value = decode_nonfinite(ev["data"].get(rule.condition.metric))
+                    if rule.condition.holds(value):
+                        st.hits[rule.key] = (value, ev.get("step"))
 
-    def _fire(self, rule: Rule, entry: Any, st: _RunState, detail: str) -> Alert:
-        info = entry.info
+    def _fire(self, rule: Rule, info: Any, st: _RunState, detail: str) -> Alert:
         st.fired.add(rule.key)
         label = f"{info.name} ({info.id})" if info.name else info.id
         title = rule.title or f"{rule.condition.text}: {label}"
         text = f"Run {label}" + (f" of project {info.project}" if info.project else "") + f": {detail}."
         step = info.last_step if isinstance(info.last_step, int) else 0
         try:
-            write_observed(Path(self.store.path) / "runs" / info.id,
+            write_observed(self.root / info.id,
                            {"title": title, "text": text, "level": rule.level, "suppressed": False,
                             "condition": rule.key}, step, fsync=self.host.config.fsync)
         except TrackerError as exc:
@@ -215,6 +235,32 @@ class Watcher:
             except TrackerError as exc:
                 print(f"tracker: warning: watch: {exc}", file=sys.stderr)
             stop.wait(self.interval)
+
+
+def _signature(run_dir: Path) -> Any:
+    """The run's files as a comparable value: each segment's name, size and time, and the edits' folder time."""
+    try:
+        with os.scandir(run_dir) as it:
+            segs = sorted((e.name, e.stat().st_size, e.stat().st_mtime_ns) for e in it if e.name.endswith(".jsonl"))
+    except OSError:
+        return None
+    try:
+        edits = os.stat(run_dir / "edits").st_mtime_ns
+    except OSError:
+        edits = None
+    return segs, edits
+
+
+def _recorded_conditions(segs: list[Any]) -> set[str]:
+    """The conditions a watcher already recorded in the run (its observer segments, one record each)."""
+    out = set()
+    for seg in segs:
+        if is_observer(seg):
+            for ev in seg.tail:
+                data = ev.get("data") or {}
+                if ev.get("kind") == RECORD and ev.get("schema") == ALERT and data.get("condition"):
+                    out.add(data["condition"])
+    return out
 
 
 def _isnan(v: Any) -> bool:
