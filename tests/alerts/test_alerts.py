@@ -518,3 +518,20 @@ def test_a_run_running_before_the_watcher_is_checked_from_its_figures_then_its_n
     finally:
         proc.communicate("\n", timeout=30)
     assert flush(10) and len(receiver.wait(2)) == 2
+
+
+def test_watch_once_since_covers_runs_that_ended_before_and_never_sends_twice(tmp_store: Path,
+                                                                             receiver: Receiver) -> None:
+    (Path.cwd() / "tracker.toml").write_text(webhook_toml(receiver.url, '[[alerts.rules]]\nwhen = "run finished"\n'))
+    with tracker.start_run(name="done") as run:
+        run.log({"loss": 1.0})
+    argv = [sys.executable, "-m", "tracker", "watch", "--once"]
+    quiet = subprocess.run(argv, capture_output=True, text=True, timeout=60)
+    assert quiet.returncode == 0 and quiet.stdout == ""          # ended before the look: left alone
+    first = subprocess.run(argv + ["--since", "10m"], capture_output=True, text=True, timeout=60)
+    assert first.returncode == 0 and "run finished" in first.stdout
+    again = subprocess.run(argv + ["--since", "10m"], capture_output=True, text=True, timeout=60)
+    assert again.returncode == 0 and again.stdout == ""          # already recorded in the run
+    assert [b["alert"]["run_id"] for b in receiver.wait(1)] == [run.id]
+    time.sleep(0.5)
+    assert len(receiver.bodies) == 1

@@ -15,7 +15,7 @@ per-metric figures (count, min, max, last: the derived data every reader
 keeps), then followed from the end of its files. A rule fires once per run
 and condition: the alert is recorded in the run (its ``condition`` field
 names the rule), so a watcher started again does not send it twice. Runs that
-had ended before the watcher started are left alone.
+had ended before the watcher started (or before ``since`` seconds earlier) are left alone.
 """
 
 from __future__ import annotations
@@ -58,11 +58,13 @@ class Watcher:
     :param store: a folder store (``tracker.open_store(path)``).
     :param host: the plugin host whose configuration holds the rules and channels.
     :param on_alert: called with each alert fired (the CLI prints it).
+    :param since: seconds back from the start: runs that ended earlier than that are left alone
+        (default 0: only runs that end while the watcher runs).
     :raises ConfigError: a rule that does not parse, or a channel that cannot be built.
     """
 
     def __init__(self, store: Any, host: Any, on_alert: Callable[[Alert], None] | None = None,
-                 clock: Callable[[], float] = time.time) -> None:
+                 clock: Callable[[], float] = time.time, since: float | None = None) -> None:
         self.store = store
         self.host = host
         alerts = host.config.alerts
@@ -74,6 +76,7 @@ class Watcher:
         self.runs: dict[str, _RunState] = {}
         self.polls = 0
         self.root = Path(store.path) / "runs"
+        self.settle_before = clock() - (since or 0.0)
 
     # --- one poll -------------------------------------------------------------------------------
 
@@ -100,7 +103,8 @@ class Watcher:
         segs = [read_segment(p) for p in segment_paths(run_dir)]
         info = read_run_info(run_dir, run_id, segs, self.host.config.heartbeat_timeout, lambda problem: None)
         if st is None:
-            st = self.runs[run_id] = _RunState(status=info.status, settled=first and info.status != "running")
+            old = info.status != "running" and (info.ended_at or 0.0) < self.settle_before
+            st = self.runs[run_id] = _RunState(status=info.status, settled=first and old)
             st.fired = _recorded_conditions(segs)
             if first and info.status == "running" and self._metric_rules(info):
                 # Already running: what it logged so far from its per-metric figures, then its new lines.

@@ -88,10 +88,13 @@ def alerts_cmd(obj: CliContext, run: str | None, follow: bool, fmt: str) -> None
 
 
 @click.command("watch")
-@click.option("--once", is_flag=True, help="Check the rules once and exit (for cron or a script).")
+@click.option("--once", is_flag=True, help="Check the rules once and exit (for cron or a script; see --since).")
+@click.option("--since", metavar="DURATION", default=None,
+              help="Also check runs that ended this long before the start (30s, 10m, 2h); by default only runs "
+                   "that end while watching. A condition already recorded in a run is never sent again.")
 @click.pass_obj
 @handle_errors
-def watch_cmd(obj: CliContext, once: bool) -> None:
+def watch_cmd(obj: CliContext, once: bool, since: str | None) -> None:
     """Check the alert rules of tracker.toml against the store's runs and deliver what fires, until Ctrl-C.
 
     \b
@@ -100,20 +103,26 @@ def watch_cmd(obj: CliContext, once: bool) -> None:
     channels = ["slack"]
     """
     from ..alerts.record import flush
+    from ..alerts.rules import parse_duration
     from ..alerts.watch import Watcher
+
+    try:
+        back = parse_duration(since) if since is not None else 0.0
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--since") from None
     from ..store import Store
 
     if str(obj.store_path).startswith(("postgresql://", "postgres://")):
         fail("tracker watch needs a folder store (it records its alerts in the runs' folders)")
     store = Store(obj.store_path, host=lambda: obj.host)  # a store not made yet is watched as empty
     host = obj.host
-    watcher = Watcher(store, host, on_alert=_print_alert)
+    watcher = Watcher(store, host, on_alert=_print_alert, since=back)
     if not watcher.rules:
         where = host.config.file or "tracker.toml (none found)"
         fail(f"{where}: no [[alerts.rules]] to check; see docs/alerts.md")
     click.echo(f"tracker: watching {store.path}: {len(watcher.rules)} rule{'s' if len(watcher.rules) > 1 else ''}, "
-               f"channels {', '.join(watcher.channels) or 'none'}; every {watcher.interval:g} s (Ctrl-C stops)",
-               err=True)
+               f"channels {', '.join(watcher.channels) or 'none'}"
+               + ("; once" if once else f"; every {watcher.interval:g} s (Ctrl-C stops)"), err=True)
     stop = threading.Event()
     try:
         if once:
