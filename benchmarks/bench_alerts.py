@@ -96,6 +96,7 @@ def free_port() -> int:
 
 def body(args) -> None:  # noqa: ANN001 - argparse namespace
     n = 5_000 if args.quick else 50_000
+    parts = set(args.parts.split(","))
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(Path(tracker.__file__).parent.parent),
                                                          os.environ.get("PYTHONPATH", "")])}
     with scratch() as tmp:
@@ -104,7 +105,7 @@ def body(args) -> None:  # noqa: ANN001 - argparse namespace
         os.environ["TRACKER_STORE"] = str(store)
         values = dict(FOUR_FLOATS)
         wall = time.perf_counter
-        for interval in (2.0, 0.5):
+        for interval in (2.0, 0.5) if "log" in parts else ():
             (tmp / "tracker.toml").write_text(RULES.format(interval=interval))
             tracker.set_host(None)
             with tracker.start_run(project="bench", name="watched", system_metrics=False) as run:
@@ -113,6 +114,7 @@ def body(args) -> None:  # noqa: ANN001 - argparse namespace
                                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
                 try:
                     time.sleep(1.5 if args.quick else 3.0)
+                    c0, t0 = cpu_seconds(watch.pid), time.monotonic()
                     for clock, clock_name in ((wall, "wall"), (time.process_time, "cpu")):
                         def watched(clock=clock, pid=watch.pid) -> float:  # noqa: ANN001
                             os.kill(pid, signal.SIGCONT)
@@ -126,10 +128,13 @@ def body(args) -> None:  # noqa: ANN001 - argparse namespace
                                 os.kill(pid, signal.SIGCONT)
 
                         res = side_by_side(watched, paused, args.repeat)
+                        # The watcher's CPU over the whole measurement (it runs half of the time).
+                        share = 2 * (cpu_seconds(watch.pid) - c0) / (time.monotonic() - t0)
                         emit("alerts", f"run.log, 4 floats, tracker watch checking 3 rules on the run every "
                              f"{interval:g} s ({clock_name} clock)", unit="us/call", calls=n, clock=clock_name,
                              floor_name="the same loop with the watcher paused (SIGSTOP)",
-                             target=1.05 if interval == 2.0 else None, load=os.getloadavg()[0], **res)
+                             target=1.05 if interval == 2.0 else None, load=round(os.getloadavg()[0], 1),
+                             watcher_cpu_share=round(share, 3), **res)
                 finally:
                     os.kill(watch.pid, signal.SIGCONT)
                     watch.terminate()
@@ -137,7 +142,7 @@ def body(args) -> None:  # noqa: ANN001 - argparse namespace
         # A delivery being retried in the background (a receiver that is down) while the loop logs.
         down = f"http://127.0.0.1:{free_port()}/hook"
         for backoff, what in ((1.0, "the default backoff (1 s, doubling)"),
-                              (0.01, "a backoff of 10 ms, doubling (a stress test)")):
+                              (0.01, "a backoff of 10 ms, doubling (a stress test)")) if "retry" in parts else ():
             (tmp / "tracker.toml").write_text(f'[alerts]\nretries = 100\nbackoff = {backoff}\n'
                                               f'[alerts.channels.hook]\ntype = "webhook"\nurl = "{down}"\n')
             tracker.set_host(None)
@@ -160,6 +165,8 @@ def body(args) -> None:  # noqa: ANN001 - argparse namespace
             delivery._sender.retries = 0  # what is still queued ends at its next attempt
             delivery._FINISH_TIMEOUT[0] = 0.1
         # The watcher over 1,000 running runs.
+        if "watcher" not in parts:
+            return
         many = 100 if args.quick else 1_000
         store2 = tmp / "many"
         env2 = {**env, "TRACKER_STORE": str(store2)}
@@ -198,4 +205,5 @@ def body(args) -> None:  # noqa: ANN001 - argparse namespace
 
 
 if __name__ == "__main__":
-    sys.exit(main_guard(body, parse_args(__doc__.splitlines()[0])))
+    sys.exit(main_guard(body, parse_args(__doc__.splitlines()[0], parts={
+        "default": "log,retry,watcher", "help": "which figures: log, retry, watcher (comma-separated)"})))
