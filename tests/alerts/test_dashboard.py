@@ -69,8 +69,9 @@ def test_badge_and_section_in_chromium(tmp_store: Path, alert_store: dict[str, s
                 rows = driver.find_elements(By.CSS_SELECTOR, "table.alerts tbody tr")
                 time.sleep(0.1)
             cells = [[td.text for td in r.find_elements(By.TAG_NAME, "td")] for r in rows]
-            assert [c[3] for c in cells] == [XSS, "plateau", "plateau"]      # shown as text, never as HTML
-            assert cells[0][4] == "<b>not bold</b>" and [c[5] for c in cells] == ["sent", "sent", "suppressed"]
+            assert [c[1] for c in cells] == [XSS, "plateau", "plateau"]      # shown as text, never as HTML
+            assert cells[0][2] == "<b>not bold</b>" and [c[3] for c in cells] == ["sent", "sent", "suppressed"]
+            assert [c[0] for c in cells] == ["ERROR", "WARN", "WARN"]
             assert not driver.find_elements(By.CSS_SELECTOR, "table.alerts img, table.alerts b")
             driver.get(f"{server.url}/runs/{alert_store['quiet']}")
             time.sleep(1.0)

@@ -10,7 +10,7 @@ export function alertBadge(r) {
     title: `${n} alert${n === 1 ? "" : "s"}`, "aria-label": `${n} alert${n === 1 ? "" : "s"}`, text: `⚠ ${n}` });
 }
 
-/** Every alert of the run, oldest first: time, step, level, title, text, sent or suppressed, condition. */
+/** Every alert of the run, oldest first: level, title, text, sent or suppressed, step, time, condition. */
 export function alertsSection(ctx) {
   const list = ctx.detail.alerts;
   if (!Array.isArray(list)) {
@@ -18,13 +18,13 @@ export function alertsSection(ctx) {
     return box("Alerts", errorBox(`alerts: ${err}`));
   }
   if (!list.length) return null;
-  const head = el("tr", {}, ["time", "step", "level", "title", "text", "sent", "condition"].map((c) => el("th", { text: c })));
+  // What it says first (level, title, text), when last: a phone shows the first columns.
+  const head = el("tr", {}, ["level", "title", "text", "sent", "step", "time", "condition"].map((c) => el("th", { text: c })));
   const rows = list.map((a) => el("tr", { class: `alert-${String(a.level).toLowerCase()}`, dataset: { alert: a.title } },
-    el("td", { text: fmtTime(a.time) }), el("td", { class: "num", text: fmtNum(a.step) }),
     el("td", {}, el("span", { class: `alert-level level-${String(a.level).toLowerCase()}`, text: a.level })),
     el("td", { text: a.title }), el("td", { class: "alert-text", text: a.text }),
-    el("td", { text: a.suppressed ? "suppressed" : "sent" }),
-    el("td", { class: "muted", text: a.condition || "run.alert()" })));
+    el("td", { text: a.suppressed ? "suppressed" : "sent" }), el("td", { class: "num", text: fmtNum(a.step) }),
+    el("td", { text: fmtTime(a.time) }), el("td", { class: "muted", text: a.condition || "run.alert()" })));
   const node = box("Alerts", el("div", { class: "table-wrap" }, el("table", { class: "grid alerts" }, el("thead", {}, head), el("tbody", {}, rows))));
   node.id = "alerts";
   return node;
