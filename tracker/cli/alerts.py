@@ -25,7 +25,11 @@ def store_alerts(store: Any, ref: str | None) -> list[dict[str, Any]]:
         view = store.run(ref)
         views = [(view, view.info.name)]
     else:
-        views = [(store.run(e.info.id), e.info.name) for e in store.catalog() if e.schemas.get(ALERT)]
+        catalog = getattr(store, "catalog", None)
+        if catalog is not None:
+            views = [(store.run(e.info.id), e.info.name) for e in catalog() if e.schemas.get(ALERT)]
+        else:  # the team store: no records per schema in its listing
+            views = [(store.run(i.id), i.name) for i in store.runs()]
     out = []
     for view, name in views:
         for a in read_alerts(view):

@@ -54,6 +54,21 @@ def capped(key: str, items: list[Any], limit: int) -> dict[str, Any]:
     return {key: items[:limit], "total": len(items), "truncated": len(items) > limit}
 
 
+class _Entry:
+    """A run as listed: its info, and records per schema when the store's catalog gives them."""
+
+    def __init__(self, info: Any, schemas: dict[str, int] | None = None) -> None:
+        self.info, self.schemas = info, schemas or {}
+
+
+def entries(store: Any, project: str | None = None, status: str | None = None, tag: str | None = None) -> list[Any]:
+    """The store's catalog entries, or (a store without a catalog: the team store) its infos."""
+    catalog = getattr(store, "catalog", None)
+    if catalog is not None:
+        return catalog(project, status, tag)
+    return [_Entry(info) for info in store.runs(project, status, tag)]
+
+
 def _run_row(entry: Any) -> dict[str, Any]:
     info = entry.info
     return {"id": info.id, "name": info.name, "project": info.project, "status": info.status,
@@ -66,8 +81,8 @@ def list_runs(store: Any, project: str | None = None, status: str | None = None,
               limit: int | None = 50) -> dict[str, Any]:
     """Runs newest first (id, name, project, status, times, tags, last step, alerts, last metric values)."""
     n = _limit(limit, 50)
-    entries = store.catalog(project, status, tag)
-    return strict({"runs": [_run_row(e) for e in entries[:n]], "total": len(entries), "truncated": len(entries) > n})
+    found = entries(store, project, status, tag)
+    return strict({"runs": [_run_row(e) for e in found[:n]], "total": len(found), "truncated": len(found) > n})
 
 
 def get_run(store: Any, run: str) -> dict[str, Any]:
@@ -166,7 +181,7 @@ def list_sweeps(store: Any) -> dict[str, Any]:
         for p in sorted(folder.iterdir()):
             if p.is_dir():
                 sweeps[p.name] = {"id": p.name, "trials": 0, "states": {}, "projects": []}
-    for e in store.catalog():
+    for e in entries(store):
         for t in e.info.tags:
             if t.startswith("sweep:"):
                 s = sweeps.setdefault(t[6:], {"id": t[6:], "trials": 0, "states": {}, "projects": []})
