@@ -534,3 +534,18 @@ def test_watch_once_since_covers_runs_that_ended_before_and_never_sends_twice(tm
     assert [b["alert"]["run_id"] for b in receiver.wait(1)] == [run.id]
     time.sleep(0.5)
     assert len(receiver.bodies) == 1
+
+
+def test_new_lines_are_read_in_pieces(host_of, monkeypatch: pytest.MonkeyPatch) -> None:
+    import tracker.alerts.watch as watch_module
+
+    monkeypatch.setattr(watch_module, "TAIL_CHUNK", 512)  # a piece holds a few lines; the first line is longer
+    host = host_of('[[alerts.rules]]\nwhen = "loss is nan"\n[[alerts.rules]]\nwhen = "acc >= 0.99"\n')
+    watcher = Watcher(tracker.open_store(), host)
+    watcher.poll()
+    with tracker.start_run(name="long", config={"notes": "x" * 2000}) as run:
+        for i in range(1000):
+            run.log({"loss": float("nan") if i == 777 else 1.0, "acc": i / 1000})
+    fired = {a.condition: a for a in watcher.poll()}
+    assert set(fired) == {"loss is nan", "acc >= 0.99"}
+    assert "at step 777" in fired["loss is nan"].text and "acc = 0.99 at step 990" in fired["acc >= 0.99"].text

@@ -37,7 +37,7 @@ class Sender:
         self.retries = retries
         self.backoff = backoff
         self.report = report or _stderr
-        self._queue: queue.Queue[tuple[Alert, Channel, int, float]] = queue.Queue()
+        self._queue: queue.Queue[tuple[Alert, Channel, int, int, float]] = queue.Queue()
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
         self._pending = 0
@@ -45,12 +45,19 @@ class Sender:
         #: (channel name, alert title, outcome) of every finished delivery: "sent" or the last error.
         self.log: list[tuple[str, str, str]] = []
 
-    def submit(self, alert: Alert, channels: list[Channel]) -> None:
-        """Queue ``alert`` for each channel; returns at once."""
+    def submit(self, alert: Alert, channels: list[Channel], retries: int | None = None,
+               backoff: float | None = None) -> None:
+        """Queue ``alert`` for each channel; returns at once.
+
+        :param retries: attempts after the first (default: the sender's).
+        :param backoff: seconds before the first retry, doubling (default: the sender's).
+        """
+        r = self.retries if retries is None else retries
+        b = self.backoff if backoff is None else backoff
         with self._lock:
             for ch in channels:
                 self._pending += 1
-                self._queue.put((alert, ch, 0, 0.0))
+                self._queue.put((alert, ch, 0, r, b))
             if channels and (self._thread is None or not self._thread.is_alive()):
                 self._thread = threading.Thread(target=self._loop, name="tracker-alerts", daemon=True)
                 self._thread.start()
@@ -72,44 +79,35 @@ class Sender:
         return True
 
     def _loop(self) -> None:
-        waiting: list[tuple[float, Alert, Channel, int]] = []  # retries, by due time
+        waiting: list[tuple[float, tuple[Alert, Channel, int, int, float]]] = []  # retries, by due time
         while True:
             if waiting and waiting[0][0] <= time.monotonic():  # a due retry goes before new work
-                _, alert, ch, attempt = waiting.pop(0)
-                retry_at = self._attempt(alert, ch, attempt)
-                if retry_at is not None:
-                    waiting.append((retry_at, alert, ch, attempt + 1))
-                    waiting.sort(key=lambda w: w[0])
-                continue
-            timeout = IDLE
-            if waiting:
-                waiting.sort(key=lambda w: w[0])
-                timeout = max(0.0, waiting[0][0] - time.monotonic())
-            try:
-                alert, ch, attempt, _ = self._queue.get(timeout=timeout)
-            except queue.Empty:
-                if waiting and waiting[0][0] <= time.monotonic():
-                    _, alert, ch, attempt = waiting.pop(0)
-                else:
+                job = waiting.pop(0)[1]
+            else:
+                timeout = max(0.0, waiting[0][0] - time.monotonic()) if waiting else IDLE
+                try:
+                    job = self._queue.get(timeout=timeout)
+                except queue.Empty:
                     with self._lock:
                         if not waiting and self._queue.empty():
                             self._thread = None
                             return
                     continue
-            retry_at = self._attempt(alert, ch, attempt)
+            retry_at = self._attempt(*job)
             if retry_at is not None:
-                waiting.append((retry_at, alert, ch, attempt + 1))
+                alert, ch, attempt, retries, backoff = job
+                waiting.append((retry_at, (alert, ch, attempt + 1, retries, backoff)))
                 waiting.sort(key=lambda w: w[0])
 
-    def _attempt(self, alert: Alert, ch: Channel, attempt: int) -> float | None:
+    def _attempt(self, alert: Alert, ch: Channel, attempt: int, retries: int, backoff: float) -> float | None:
         """Send once; the time of the next attempt, or ``None`` when this delivery is over."""
         try:
             ch.send(alert)
             outcome = "sent"
         except Exception as exc:  # noqa: BLE001 - a channel never raises into the process that alerts
             permanent = isinstance(exc, ChannelError) and exc.permanent
-            if not permanent and attempt < self.retries:
-                return time.monotonic() + min(MAX_BACKOFF, self.backoff * 2 ** attempt)
+            if not permanent and attempt < retries:
+                return time.monotonic() + min(MAX_BACKOFF, backoff * 2 ** attempt)
             outcome = str(exc) if isinstance(exc, ChannelError) else f"{type(exc).__name__}: {exc}"
             tries = attempt + 1
             self.report(f"tracker: warning: alert {alert.title!r} of run {alert.run_label} not delivered to "
@@ -135,13 +133,13 @@ _FINISH_TIMEOUT = [10.0]
 
 
 def get_sender(alerts: dict[str, Any]) -> Sender:
-    """The process's sender, with ``[alerts] retries`` and ``backoff`` of the first caller's config."""
+    """The process's sender; ``[alerts] finish_timeout`` of the latest caller's configuration applies at exit."""
     global _sender
     with _sender_lock:
         if _sender is None:
-            _sender = Sender(retries=int(alerts.get("retries", 5)), backoff=float(alerts.get("backoff", 1.0)))
-            _FINISH_TIMEOUT[0] = float(alerts.get("finish_timeout", 10.0))
+            _sender = Sender()
             atexit.register(_flush_at_exit)
+        _FINISH_TIMEOUT[0] = float(alerts.get("finish_timeout", 10.0))
         return _sender
 
 

@@ -102,7 +102,8 @@ def deliver(host: Any, item: Alert, channel_names: Iterable[str] | None = None) 
         sender.report(f"tracker: warning: alert {item.title!r} not delivered: {exc}")
         return
     names = list(channels) if channel_names is None else [n for n in channel_names if n in channels]
-    sender.submit(item, [channels[n] for n in names])
+    sender.submit(item, [channels[n] for n in names], retries=int(alerts.get("retries", 5)),
+                  backoff=float(alerts.get("backoff", 1.0)))
 
 
 def flush(timeout: float | None = None) -> bool:
@@ -143,8 +144,3 @@ def read_alerts(view: Any) -> list[dict[str, Any]]:
                     "text": d.get("text", ""), "level": d.get("level", "INFO"),
                     "suppressed": bool(d.get("suppressed", False)), "condition": d.get("condition", "")})
     return out
-
-
-def alert_counts(view: Any) -> int:
-    """How many alerts a run holds, from its catalog entry's record counts when it has them."""
-    return sum(1 for _ in view.records(ALERT))

@@ -39,6 +39,9 @@ from .channels import Alert, build_channels
 from .record import ALERT, deliver, write_observed
 from .rules import Rule, parse_rules
 
+#: Bytes of new lines read at a time.
+TAIL_CHUNK = 4 << 20
+
 
 @attrs.define
 class _RunState:
@@ -185,30 +188,44 @@ class Watcher:
                     continue
                 with open(path, "rb") as f:
                     f.seek(off)
-                    data = f.read(size - off)
+                    while off < size and rules:
+                        # At most a few MiB at a time: a run that logged a lot since the last look
+                        # is read in pieces, never held whole.
+                        data = f.read(min(TAIL_CHUNK, size - off))
+                        end = data.rfind(b"\n") + 1
+                        if end == 0:
+                            if len(data) < TAIL_CHUNK:
+                                break  # a line still being written: read once it is complete
+                            end = len(data)  # a line longer than a chunk: not a metrics record
+                        else:
+                            self._scan(data[:end], st, rules, needles)
+                        off += end
+                        f.seek(off)
+                        rules = [r for r in rules if r.key not in st.hits]
             except OSError:
                 continue
-            end = data.rfind(b"\n") + 1
-            st.offsets[path.name] = off + end
-            chunk = data[:end]
-            wanted = {m: n for m, n in needles.items() if n in chunk}
-            if not wanted:
-                continue  # no new line names a watched metric: nothing to parse
-            for line in chunk.split(b"\n"):
-                if b'"schema":"metrics"' not in line or not any(n in line for n in wanted.values()):
+            st.offsets[path.name] = off
+
+    def _scan(self, chunk: bytes, st: _RunState, rules: list[Rule], needles: dict[str, bytes]) -> None:
+        """Check the complete lines of ``chunk`` against the metric rules; only lines naming a watched metric."""
+        wanted = [n for m, n in needles.items() if n in chunk]
+        if not wanted:
+            return  # no line names a watched metric: nothing to parse
+        for line in chunk.split(b"\n"):
+            if b'"schema":"metrics"' not in line or not any(n in line for n in wanted):
+                continue
+            try:
+                ev = orjson.loads(line)
+            except orjson.JSONDecodeError:
+                continue  # a damaged line: tracker verify reports it
+            if ev.get("kind") != RECORD or ev.get("schema") != METRICS or not isinstance(ev.get("data"), dict):
+                continue
+            for rule in rules:
+                if rule.key in st.hits:
                     continue
-                try:
-                    ev = orjson.loads(line)
-                except orjson.JSONDecodeError:
-                    continue  # a damaged line: tracker verify reports it
-                if ev.get("kind") != RECORD or ev.get("schema") != METRICS or not isinstance(ev.get("data"), dict):
-                    continue
-                for rule in rules:
-                    if rule.key in st.hits:
-                        continue
-                    value = decode_nonfinite(ev["data"].get(rule.condition.metric))
-                    if rule.condition.holds(value):
-                        st.hits[rule.key] = (value, ev.get("step"))
+                value = decode_nonfinite(ev["data"].get(rule.condition.metric))
+                if rule.condition.holds(value):
+                    st.hits[rule.key] = (value, ev.get("step"))
 
     def _fire(self, rule: Rule, info: Any, st: _RunState, detail: str) -> Alert:
         st.fired.add(rule.key)
