@@ -120,8 +120,10 @@ def test_a_million_step_run_comes_back_downsampled(tmp_store: Path) -> None:
     run_id = make_big_run(tmp_store)
     subprocess.run([sys.executable, "-m", "tracker", "index"], check=True, capture_output=True)
     out = asyncio.run(session_calls(tmp_store, [("get_metrics", {"run": run_id}),
-                                                ("get_metrics", {"run": run_id, "max_points": 2000})]))
-    (_, err, doc, seconds), (_, err2, doc2, seconds2) = out["calls"]
+                                                ("get_metrics", {"run": run_id, "max_points": 2000}),
+                                                ("query", {"sql": "SELECT step, value FROM metrics", "limit": 5})]))
+    (_, err, doc, seconds), (_, err2, doc2, seconds2), (_, err3, rows, _) = out["calls"]
+    assert not err3 and len(rows["rows"]) == 5 and rows["total"] == BIG_N and rows["truncated"]
     assert not err and not err2
     loss = doc["series"]["loss"]
     assert loss["points_logged"] == BIG_N and len(loss["x"]) == 200 and loss["downsampled"]

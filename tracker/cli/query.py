@@ -64,6 +64,30 @@ def run_query(store: Any, sql: str, use_index: bool = True) -> tuple[list[str], 
     return columns, rows
 
 
+def run_query_capped(store: Any, sql: str, limit: int) -> tuple[list[str], list[dict[str, Any]], int]:
+    """Like :func:`run_query`, fetching at most ``limit`` rows; also the number of rows of the whole result.
+
+    Only ``limit`` rows are turned into Python values, so a query over millions of rows costs the
+    count, not their transfer.
+    """
+    from ..errors import QueryError
+    from ..query.sql import duckdb_module, query
+
+    duckdb = duckdb_module()
+    rel = query(store, sql)
+    if rel is None:
+        return [], [], 0
+    try:
+        columns = list(rel.columns)
+        json_cols = [str(t) == "JSON" for t in rel.types]
+        raw = rel.limit(limit).fetchall()
+        total = len(raw) if len(raw) < limit else int(rel.aggregate("count(*)").fetchall()[0][0])
+    except duckdb.Error as exc:
+        raise QueryError(str(exc)) from None
+    rows = [{c: _plain(v, j) for c, v, j in zip(columns, row, json_cols, strict=True)} for row in raw]
+    return columns, rows, total
+
+
 @click.command("query")
 @click.argument("sql", metavar="SQL")
 @click.option("--no-index", is_flag=True,

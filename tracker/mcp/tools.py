@@ -155,11 +155,11 @@ def _flatten(d: Any, prefix: str = "") -> dict[str, Any]:
 
 def query(store: Any, sql: str, limit: int | None = 100) -> dict[str, Any]:
     """Read-only SQL over the store's views, as ``tracker query`` runs it; rows capped at ``limit``."""
-    from ..cli.query import run_query
+    from ..cli.query import run_query_capped
 
     n = _limit(limit, 100, 1000)
-    columns, rows = run_query(store, sql)
-    return strict({"columns": columns, **capped("rows", rows, n)})
+    columns, rows, total = run_query_capped(store, sql, n)
+    return strict({"columns": columns, "rows": rows, "total": total, "truncated": total > n})
 
 
 def list_alerts(store: Any, run: str | None = None, limit: int | None = 100) -> dict[str, Any]:
