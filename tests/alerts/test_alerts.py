@@ -121,7 +121,10 @@ def test_slack_discord_teams_payload_shapes() -> None:
     assert webhook_format("https://x.webhook.office.com/webhookb2/y", "auto") == "teams"
     slack = webhook_payload(a, "slack")
     assert "fft-a (abc)" in slack["text"] and "loss is nan" in slack["text"]
-    assert "fft-a (abc)" in webhook_payload(a, "discord")["content"]
+    discord = webhook_payload(a, "discord")
+    assert "fft-a (abc)" in discord["content"] and discord["allowed_mentions"] == {"parse": []}
+    ping = tracker.alerts.channels.Alert(title="<!channel> & co", text="", level="INFO", run_id="abc")
+    assert "&lt;!channel&gt; &amp; co" in webhook_payload(ping, "slack")["text"]
     card = webhook_payload(a, "teams")["attachments"][0]
     assert card["contentType"] == "application/vnd.microsoft.card.adaptive"
     assert "fft-a (abc)" in card["content"]["body"][1]["text"]
@@ -152,6 +155,7 @@ def test_email_through_an_smtp_server(host_of) -> None:
             """))
         with tracker.start_run(name="mailed") as run:
             run.alert("done", "the run is done", level="INFO")
+            run.alert("two\nlines", "a title with a line break is one line in the subject")
         assert flush(10)
         end = time.monotonic() + 10
         while not got and time.monotonic() < end:
@@ -159,6 +163,9 @@ def test_email_through_an_smtp_server(host_of) -> None:
         assert got, "no mail arrived"
         msg = got[0]
         assert msg["Subject"] == "[tracker] INFO: done" and msg["To"] == "me@example.org"
+        while len(got) < 2 and time.monotonic() < end:
+            time.sleep(0.02)
+        assert got[1]["Subject"] == "[tracker] INFO: two lines"
         assert f"mailed ({run.id})" in msg.get_payload()
     finally:
         ctl.stop()

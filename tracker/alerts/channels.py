@@ -87,10 +87,10 @@ _LEVEL_COLOURS = {"INFO": "2EB67D", "WARN": "ECB22E", "ERROR": "E01E5A"}
 def webhook_payload(alert: Alert, fmt: str) -> dict[str, Any]:
     """The JSON body of a webhook POST in format ``fmt`` (``slack``, ``discord``, ``teams`` or ``json``)."""
     head = f"[{alert.level}] {alert.title}"
-    if fmt == "slack":
-        return {"text": f"*{head}*\n{alert.body()}"}
-    if fmt == "discord":
-        return {"content": f"**{head}**\n{alert.body()}"[:2000]}
+    if fmt == "slack":  # &, < and > are Slack's control characters: escaped, so a title never pings a channel
+        return {"text": _slack_escape(f"*{head}*\n{alert.body()}")}
+    if fmt == "discord":  # no mention in an alert's text ever notifies anyone
+        return {"content": f"**{head}**\n{alert.body()}"[:2000], "allowed_mentions": {"parse": []}}
     if fmt == "teams":  # an Adaptive Card, what Teams' workflow webhooks (and the old connectors) take
         return {"type": "message", "attachments": [{
             "contentType": "application/vnd.microsoft.card.adaptive",
@@ -100,6 +100,10 @@ def webhook_payload(alert: Alert, fmt: str) -> dict[str, Any]:
                              "color": {"ERROR": "Attention", "WARN": "Warning"}.get(alert.level, "Default")},
                             {"type": "TextBlock", "text": alert.body(), "wrap": True}]}}]}
     return {"alert": alert.to_json()}
+
+
+def _slack_escape(text: str) -> str:
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
 def webhook_format(url: str, fmt: str) -> str:
@@ -155,7 +159,7 @@ class Email:
 
     def send(self, alert: Alert) -> None:
         msg = EmailMessage()
-        msg["Subject"] = f"[tracker] {alert.level}: {alert.title}"
+        msg["Subject"] = " ".join(f"[tracker] {alert.level}: {alert.title}".split())  # one line, always
         msg["From"] = self.sender
         msg["To"] = ", ".join(self.to)
         msg.set_content(alert.body())
