@@ -173,6 +173,15 @@ def test_http_transport_serves_the_tools(tmp_store: Path, runs: dict[str, str]) 
 
     try:
         assert sorted(asyncio.run(talk())) == ["a", "b"]
+        import httpx
+
+        hello = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                 "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                            "clientInfo": {"name": "page", "version": "1"}}}
+        # A web page reaching 127.0.0.1 through a DNS name it controls (DNS rebinding) is turned away.
+        res = httpx.post(f"http://127.0.0.1:{port}/mcp", json=hello, timeout=10,
+                         headers={"Host": f"evil.example:{port}", "Accept": "application/json, text/event-stream"})
+        assert res.status_code == 421
     finally:
         proc.terminate()
         proc.wait(timeout=30)
