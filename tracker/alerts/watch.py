@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 import sys
 import threading
 import time
@@ -33,7 +34,7 @@ import attrs
 import orjson
 
 from ..errors import StoreError, TrackerError
-from ..format import METRICS, RECORD, decode_nonfinite
+from ..format import METRICS_HEAD, RECORD
 from ..segment import is_observer, read_run_info, read_segment, segment_paths
 from .channels import Alert, build_channels
 from .record import ALERT, deliver, write_observed
@@ -179,7 +180,6 @@ class Watcher:
         rules = [r for r in rules if r.key not in st.hits]
         if not rules:
             return
-        needles = {r.condition.metric: b'"' + orjson.dumps(r.condition.metric)[1:-1] + b'":' for r in rules}
         for path in segment_paths(run_dir):
             try:
                 size = path.stat().st_size
@@ -198,34 +198,13 @@ class Watcher:
                                 break  # a line still being written: read once it is complete
                             end = len(data)  # a line longer than a chunk: not a metrics record
                         else:
-                            self._scan(data[:end], st, rules, needles)
+                            _scan(data[:end], st, rules)
                         off += end
                         f.seek(off)
                         rules = [r for r in rules if r.key not in st.hits]
             except OSError:
                 continue
             st.offsets[path.name] = off
-
-    def _scan(self, chunk: bytes, st: _RunState, rules: list[Rule], needles: dict[str, bytes]) -> None:
-        """Check the complete lines of ``chunk`` against the metric rules; only lines naming a watched metric."""
-        wanted = [n for m, n in needles.items() if n in chunk]
-        if not wanted:
-            return  # no line names a watched metric: nothing to parse
-        for line in chunk.split(b"\n"):
-            if b'"schema":"metrics"' not in line or not any(n in line for n in wanted):
-                continue
-            try:
-                ev = orjson.loads(line)
-            except orjson.JSONDecodeError:
-                continue  # a damaged line: tracker verify reports it
-            if ev.get("kind") != RECORD or ev.get("schema") != METRICS or not isinstance(ev.get("data"), dict):
-                continue
-            for rule in rules:
-                if rule.key in st.hits:
-                    continue
-                value = decode_nonfinite(ev["data"].get(rule.condition.metric))
-                if rule.condition.holds(value):
-                    st.hits[rule.key] = (value, ev.get("step"))
 
     def _fire(self, rule: Rule, info: Any, st: _RunState, detail: str) -> Alert:
         st.fired.add(rule.key)
@@ -256,6 +235,83 @@ class Watcher:
             except TrackerError as exc:
                 print(f"tracker: warning: watch: {exc}", file=sys.stderr)
             stop.wait(self.interval)
+
+
+_patterns: dict[str, re.Pattern[bytes]] = {}
+_STEP = re.compile(rb"-?\d+")
+
+
+def _number_pattern(key: bytes) -> re.Pattern[bytes]:
+    """The numbers that follow ``key`` (``"loss":``) anywhere in a chunk of lines."""
+    if key not in _patterns:
+        _patterns[key] = re.compile(re.escape(key) + rb"(-?[0-9][0-9.eE+-]*)")
+    return _patterns[key]
+
+
+def _metrics_step(chunk: bytes, pos: int) -> int | None:
+    """The step of the ``metrics`` record whose ``data`` holds the bytes at ``pos``, or ``None`` when the line
+    is another kind of line, or ``pos`` is not inside its ``data`` (the store's line format: docs/format.md)."""
+    start = chunk.rfind(b"\n", 0, pos) + 1
+    if not chunk.startswith(METRICS_HEAD, start):
+        return None
+    data = chunk.find(b',"data":{', start, pos)
+    m = _STEP.match(chunk, start + len(METRICS_HEAD))
+    return int(m.group()) if data >= 0 and m is not None else None
+
+
+def _first_literal(chunk: bytes, needle: bytes) -> tuple[int, int] | None:
+    """``(position, step)`` of the first ``metrics`` record holding ``needle`` in its data."""
+    pos = chunk.find(needle)
+    while pos >= 0:
+        step = _metrics_step(chunk, pos)
+        if step is not None:
+            return pos, step
+        pos = chunk.find(needle, pos + 1)
+    return None
+
+
+def _scan(chunk: bytes, st: _RunState, rules: list[Rule]) -> None:
+    """Check the complete lines of ``chunk`` against the metric rules; the first line meeting a rule is its hit.
+
+    No line is parsed as JSON: the watched metric's values are found by their key's bytes (a C-speed scan),
+    and only when one of them meets the rule is its line looked at (a ``metrics`` record, the value in its data).
+    """
+    for rule in rules:
+        cond = rule.condition
+        if rule.key in st.hits or cond.metric is None:
+            continue
+        key = orjson.dumps(cond.metric) + b":"
+        quoted = key + b'"' in chunk  # NaN and infinities are strings in the store: none here, nothing to find
+        if cond.kind == "nan":
+            found = _first_literal(chunk, key + b'"NaN"') if quoted else None
+            if found is not None:
+                st.hits[rule.key] = (math.nan, found[1])
+            continue
+        up = cond.op in (">", ">=")
+        best: tuple[int, float, int] | None = None  # position, value, step
+        inf = _first_literal(chunk, key + (b'"Infinity"' if up else b'"-Infinity"')) if quoted else None
+        if inf is not None and cond.holds(math.inf if up else -math.inf):
+            best = (inf[0], math.inf if up else -math.inf, inf[1])
+        pattern = _number_pattern(key)
+        values = pattern.findall(chunk)
+        if values:
+            try:
+                numbers = list(map(float, values))
+            except ValueError:  # a damaged number somewhere: look at each
+                numbers = [math.inf if up else -math.inf]
+            if cond.holds(max(numbers) if up else min(numbers)):
+                for m in pattern.finditer(chunk, 0, best[0] if best else len(chunk)):
+                    try:
+                        value = float(m.group(1))
+                    except ValueError:
+                        continue
+                    if cond.holds(value):
+                        step = _metrics_step(chunk, m.start())
+                        if step is not None:
+                            best = (m.start(), value, step)
+                            break
+        if best is not None:
+            st.hits[rule.key] = (best[1], best[2])
 
 
 def _signature(run_dir: Path) -> Any:
