@@ -5,9 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from tracker.config import find_config, load_config, resolve_store_path
 
 import tracker
+from tracker.core.config import find_config, load_config, resolve_store_path
 
 
 def _write(path: Path, text: str) -> Path:
@@ -54,7 +54,7 @@ def test_defaults_without_a_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     ("[store]\ndurability = 'sometimes'\n",
      "[store] durability: expected one of 'process', 'fsync', given 'sometimes'"),
     ("[store]\npaht = 'x'\n", "unknown key [store] paht; allowed: durability, heartbeat_interval"),
-    ("[stor]\n", "unknown key stor; allowed: plugins, store"),
+    ("[stor]\n", "unknown key stor; allowed: alerts, plugins, store"),
     ("[plugins]\ndisable = 'fft_study'\n", "[plugins] disable: expected a list of plugin names, given 'fft_study'"),
     ("[plugins]\nfoo = 1\n", "[plugins] foo: expected 'disable' or a [plugins.<name>] table, given 1"),
     ("[store]\nheartbeat_timeout = -1\n", "[store] heartbeat_timeout: expected a positive number of seconds"),

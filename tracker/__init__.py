@@ -51,11 +51,13 @@ if TYPE_CHECKING:  # what the names are, for type checkers and readers; loaded l
     from tracker.host.host import Host, get_host, list_plugins, set_host
     from tracker.host.pluginmanager import PluginInfo, PluginManager, get_plugin_manager
     from tracker.integrations.wandb.init import (
+        AlertLevel,
         Api,
         Histogram,
         Image,
         Settings,
         UnsupportedError,
+        alert,
         define_metric,
         init,
         login,
@@ -89,7 +91,7 @@ for _module, _names in {
     "core.summary": "MISSING Summarizer Summary Table",
     "sweeps": "agent sweep",
     "integrations.wandb.init": (
-        "Api Histogram Image Settings UnsupportedError define_metric init login save unwatch watch"),
+        "AlertLevel Api Histogram Image Settings UnsupportedError alert define_metric init login save unwatch watch"),
 }.items():
     _LAZY.update(dict.fromkeys(_names.split(), _module))
 del _module, _names
@@ -234,6 +236,8 @@ sys.modules[__name__].__class__ = _Package
 
 
 __all__ = [  # one name per line: additions merge cleanly
+    "AlertLevel",
+    "alert",
     "Api",
     "Histogram",
     "Image",

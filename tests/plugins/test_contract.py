@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 import tracker
-from tracker import hookspecs
+from tracker.host import hookspecs
 
 HOOKS = [name for name, fn in vars(hookspecs).items() if name.startswith("tracker_") and callable(fn)]
 BUILTIN = Path(tracker.__file__).parent / "builtin"
@@ -63,6 +63,11 @@ class Recorder:
         self.calls.append("tracker_panels")
         return []
 
+    @tracker.hookimpl
+    def tracker_alert_channels(self) -> dict:
+        self.calls.append("tracker_alert_channels")
+        return {}
+
 
 def test_lifecycle_order(make_tracker_host) -> None:  # noqa: ANN001
     rec = Recorder()
@@ -72,6 +77,10 @@ def test_lifecycle_order(make_tracker_host) -> None:  # noqa: ANN001
     make_cli(host)
     assert host.panels == {}  # the dashboard asks for panels last, and only once
     assert host.panels == {}
+    from tracker.alerts.channels import channel_types
+
+    assert set(channel_types(host)) == {"webhook", "email", "command", "desktop"}  # when an alert is delivered
+    channel_types(host)
     assert rec.calls == list(hookspecs.HOOK_ORDER)
 
 
@@ -151,3 +160,34 @@ def test_builtins_import_only_public_names() -> None:
                 assert {a.name for a in node.names} <= public, f"{path.name} imports private names"
             if isinstance(node, ast.ImportFrom) and node.level:
                 pytest.fail(f"{path.name} uses a relative import")
+
+
+def test_hook_tracker_alert_channels(make_tracker_host, tmp_path) -> None:  # noqa: ANN001
+    from tracker.alerts.channels import build_channels
+
+    sent = []
+
+    class Pager:
+        def __init__(self, name: str, options: dict) -> None:
+            self.name, self.team = name, options["team"]
+
+        def send(self, alert) -> None:  # noqa: ANN001
+            sent.append((self.team, alert.title))
+
+    class Channels:
+        @tracker.hookimpl
+        def tracker_alert_channels(self) -> dict:
+            return {"pager": Pager}
+
+    class Taken:
+        @tracker.hookimpl
+        def tracker_alert_channels(self) -> dict:
+            return {"webhook": Pager}
+
+    host = make_tracker_host(Channels(), Taken(), names=["pager", "taken"])
+    with pytest.warns(tracker.TrackerWarning, match="channel type 'webhook' is already offered by 'tracker'"):
+        channels = build_channels({"channels": {"oncall": {"type": "pager", "team": "ml"}}}, host)
+    channels["oncall"].send(tracker.alerts.channels.Alert(title="t", text="x", level="INFO", run_id="r"))
+    assert sent == [("ml", "t")] and host.pm.infos["taken"].status == "broken"
+    with pytest.raises(tracker.ConfigError, match="type: expected one of command, desktop, email, pager, webhook"):
+        build_channels({"channels": {"x": {"type": "sms"}}}, host)

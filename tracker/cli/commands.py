@@ -57,6 +57,14 @@ CORE_COMMANDS: dict[str, tuple[str, str, str]] = {
               "Create, show, list and stop hyperparameter sweeps (W&B's sweep files, run on Optuna)."),
     "agent": ("sweep", "agent_cmd",
               "Run trials of a sweep until it is done (or --count trials ran); start one per GPU or machine."),
+    "alerts": ("alerts", "alerts_cmd",
+               "List alerts (of one run, or of every run): time, run, level, title, sent or suppressed, "
+               "condition."),
+    "watch": ("alerts", "watch_cmd",
+              "Check the alert rules of tracker.toml against the store's runs and deliver what fires, until "
+              "Ctrl-C."),
+    "mcp": ("mcp", "mcp_cmd",
+            "Serve the store to assistants over the Model Context Protocol (stdio, or --http on loopback)."),
     "du": ("du", "du_cmd",
            "Show the bytes each run and each project takes: JSONL, blobs, index; largest first; the total."),
 }

@@ -2,66 +2,13 @@
 
 from __future__ import annotations
 
-import datetime as _dt
-import decimal
-import uuid
-from typing import Any
-
 import click
-import orjson
 
 from tracker.cli import CliContext
 from tracker.cli.options import format_option, handle_errors
 from tracker.cli.render import csv_text, dumps, table_text
 from tracker.core.text import human_rows
-
-
-def _plain(value: Any, is_json: bool) -> Any:
-    """A DuckDB value as plain data: JSON columns parsed, exotic types as numbers or text."""
-    if value is None:
-        return None
-    if is_json and isinstance(value, str):
-        try:
-            return orjson.loads(value)
-        except orjson.JSONDecodeError:
-            return value
-    if isinstance(value, decimal.Decimal):
-        return float(value)
-    if isinstance(value, (_dt.datetime, _dt.date, _dt.time)):
-        return value.isoformat()
-    if isinstance(value, _dt.timedelta):
-        return value.total_seconds()
-    if isinstance(value, uuid.UUID):
-        return str(value)
-    if isinstance(value, (bytes, bytearray, memoryview)):
-        return bytes(value).hex()
-    if isinstance(value, (list, tuple)):
-        return [_plain(v, False) for v in value]
-    if isinstance(value, dict):
-        return {str(k): _plain(v, False) for k, v in value.items()}
-    return value
-
-
-def run_query(store: Any, sql: str, use_index: bool = True) -> tuple[list[str], list[dict[str, Any]]]:
-    """Column names and rows (as dicts of plain values) of ``sql`` over ``store``.
-
-    :raises QueryError: carrying DuckDB's message, also for errors met while fetching.
-    """
-    from tracker.core.errors import QueryError
-    from tracker.query.sql import duckdb_module, query
-
-    duckdb = duckdb_module()
-    rel = query(store, sql, use_index=use_index)
-    if rel is None:
-        return [], []
-    try:
-        columns = list(rel.columns)
-        json_cols = [str(t) == "JSON" for t in rel.types]
-        raw = rel.fetchall()
-    except duckdb.Error as exc:
-        raise QueryError(str(exc)) from None
-    rows = [{c: _plain(v, j) for c, v, j in zip(columns, row, json_cols, strict=True)} for row in raw]
-    return columns, rows
+from tracker.query.rows import run_query, run_query_capped  # noqa: F401 - the command's rows, and the MCP tool's
 
 
 @click.command("query")

@@ -72,9 +72,11 @@ def can_open_browser() -> bool:
 @click.option("--auth", metavar="token|USERS.toml",
               help="Who gets in: 'token' (a random token, in the URL printed) or a users file of "
                    "`tracker ui passwd`; needed on any address but loopback.")
+@click.option("--watch", is_flag=True,
+              help="Also check the alert rules of tracker.toml, as `tracker watch` does (it records its alerts).")
 @click.pass_context
 @handle_errors
-def ui_cmd(ctx: click.Context, host: str, port: int, no_open: bool, auth: str | None) -> None:
+def ui_cmd(ctx: click.Context, host: str, port: int, no_open: bool, auth: str | None, watch: bool = False) -> None:
     """Serve the dashboard: runs, charts (live while runs go), comparisons, plugin panels.
 
     Read-only; a store that does not exist yet is shown empty until runs appear.
@@ -87,12 +89,13 @@ def ui_cmd(ctx: click.Context, host: str, port: int, no_open: bool, auth: str | 
       tracker ui
       tracker --store runs/.tracker ui --port 8080 --no-open
       tracker ui --host 0.0.0.0 --auth token
+      tracker ui --watch
     """
     if ctx.invoked_subcommand is not None:
         return
     raw = _raw_store(ctx)
     try:
-        serve(ctx.obj, host, port, no_open, auth, raw)
+        serve(ctx.obj, host, port, no_open, auth, raw, watch=watch)
     except TrackerError as exc:
         fail(_redacted(str(exc), raw))
 
@@ -113,7 +116,8 @@ def _redacted(text: str, raw: str | None) -> str:
     return text
 
 
-def serve(obj: CliContext, host: str, port: int, no_open: bool, auth: str | None, raw: str | None = None) -> None:
+def serve(obj: CliContext, host: str, port: int, no_open: bool, auth: str | None, raw: str | None = None, *,
+          watch: bool = False) -> None:
     """``tracker ui``: check the options, then serve until Ctrl-C (see :func:`ui_cmd`)."""
     if not is_loopback(host) and not auth:
         where = redact_url(raw) if raw and "://" in raw else str(obj.store_path)
@@ -141,6 +145,13 @@ def serve(obj: CliContext, host: str, port: int, no_open: bool, auth: str | None
         click.echo(f"tracker: warning: listening on {host}: anyone who can reach this machine may try to log in; "
                    "plain http shows the token or password to the network on the way: keep it on a trusted network, "
                    "or behind HTTPS or an SSH tunnel", err=True)
+    stop_watch = None
+    if watch:
+        from tracker.alerts.watch import Watcher, start_in_thread
+
+        if not Watcher(store, obj.host).rules:  # a rule that does not parse: one line, before serving
+            click.echo("tracker: warning: --watch: no [[alerts.rules]] in tracker.toml", err=True)
+        stop_watch = start_in_thread(store, obj.host)
     sock = listen(host, port)
     config = uvicorn.Config(app, host=host, port=port, log_level="warning", access_log=False)
     server = uvicorn.Server(config)
@@ -170,6 +181,8 @@ def serve(obj: CliContext, host: str, port: int, no_open: bool, auth: str | None
         pass
     finally:
         sock.close()
+        if stop_watch is not None:
+            stop_watch.set()
     if not server.started:
         fail(f"cannot listen on {host}:{port} (is the port in use? choose another with --port)")
     click.echo("tracker ui: stopped")

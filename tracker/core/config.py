@@ -38,6 +38,8 @@ class Config:
     :ivar system_interval: ``[system] interval``: seconds between samples.
     :ivar team_url: ``[team] url``: the team database every run streams to (``postgresql://...``).
     :ivar team_blobs: ``[team] blobs``: where the team's blobs live (``s3://bucket/prefix``...).
+    :ivar alerts: the ``[alerts]`` table, checked: ``channels`` (by name), ``rules`` (a list),
+        ``interval``, ``retries``, ``backoff``, ``finish_timeout`` (see docs/alerts.md).
     """
 
     file: Path | None = None
@@ -51,6 +53,7 @@ class Config:
     system_interval: float = 10.0
     team_url: str | None = None
     team_blobs: str | None = None
+    alerts: dict[str, Any] = attrs.field(factory=dict)
 
     @property
     def fsync(self) -> bool:
@@ -99,7 +102,7 @@ def _check(file: Path, raw: dict[str, Any]) -> Config:
     def bad(key: str, allowed: str, given: Any) -> ConfigError:
         return ConfigError(f"{file}: {key}: expected {allowed}, given {given!r}")
 
-    _only(file, "", raw, {"store", "plugins", "system", "team"})
+    _only(file, "", raw, {"store", "plugins", "system", "team", "alerts"})
     store = raw.get("store", {})
     if not isinstance(store, dict):
         raise bad("store", "a table", store)
@@ -137,6 +140,8 @@ def _check(file: Path, raw: dict[str, Any]) -> Config:
     kw["plugins"] = tables
     kw.update(_check_system(file, raw.get("system", {}), bad))
     kw.update(_check_team(file, raw.get("team", {}), bad))
+    if "alerts" in raw:
+        kw["alerts"] = _check_alerts(file, raw["alerts"], bad)
     return Config(**kw)
 
 
@@ -179,6 +184,101 @@ def _check_team(file: Path, team: Any, bad: Any) -> dict[str, Any]:
                       redact_url(blobs) if isinstance(blobs, str) else blobs)
         kw["team_blobs"] = blobs
     return kw
+
+
+#: The keys of each built-in channel type (``type`` included); a plugin's type takes any keys.
+ALERT_CHANNEL_KEYS: dict[str, set[str]] = {
+    "webhook": {"type", "url", "format", "timeout"},
+    "email": {"type", "host", "port", "from", "to", "user", "password_env", "starttls", "timeout"},
+    "command": {"type", "command", "timeout"},
+    "desktop": {"type"},
+}
+WEBHOOK_FORMATS = ("auto", "json", "slack", "discord", "teams")
+ALERT_LEVELS = ("INFO", "WARN", "ERROR")
+
+
+def _check_alerts(file: Path, alerts: Any, bad: Any) -> dict[str, Any]:
+    """``[alerts]``: every key and type checked here; the ``when`` of each rule is parsed where
+    rules are used (:mod:`tracker.alerts.rules`), with the same kind of message."""
+    if not isinstance(alerts, dict):
+        raise bad("alerts", "a table", alerts)
+    _only(file, "alerts", alerts, {"channels", "rules", "interval", "retries", "backoff", "finish_timeout"})
+    for key in ("interval", "backoff", "finish_timeout"):
+        v = alerts.get(key, 1.0)
+        if type(v) not in (int, float) or not v > 0:
+            raise bad(f"[alerts] {key}", "a positive number of seconds", v)
+    retries = alerts.get("retries", 0)
+    if type(retries) is not int or not 0 <= retries <= 100:
+        raise bad("[alerts] retries", "an int from 0 to 100", retries)
+    channels = alerts.get("channels", {})
+    if not isinstance(channels, dict):
+        raise bad("[alerts] channels", "a table of [alerts.channels.<name>] tables", channels)
+    for name, ch in channels.items():
+        where = f"[alerts.channels.{name}]"
+        if not isinstance(ch, dict):
+            raise bad(where, "a table with a type", ch)
+        kind = ch.get("type")
+        if not isinstance(kind, str) or not kind:
+            raise bad(f"{where} type", "webhook, email, command, desktop or a plugin's channel type", kind)
+        if kind in ALERT_CHANNEL_KEYS:
+            _only(file, f"alerts.channels.{name}", ch, ALERT_CHANNEL_KEYS[kind])
+        _check_channel(where, kind, ch, bad)
+    rules = alerts.get("rules", [])
+    if not isinstance(rules, list):
+        raise bad("[[alerts.rules]]", "an array of tables", rules)
+    for i, rule in enumerate(rules, 1):
+        where = f"[[alerts.rules]] #{i}"
+        if not isinstance(rule, dict):
+            raise bad(where, "a table", rule)
+        _only(file, f"alerts.rules #{i}", rule, {"when", "project", "tags", "channels", "level", "title"})
+        if not isinstance(rule.get("when"), str) or not rule["when"].strip():
+            raise bad(f"{where} when", 'a condition such as "loss is nan" or "run crashed"', rule.get("when"))
+        for key in ("project", "title"):
+            if key in rule and not isinstance(rule[key], str):
+                raise bad(f"{where} {key}", "a string", rule[key])
+        for key in ("tags", "channels"):
+            if key in rule and (not isinstance(rule[key], list) or not all(isinstance(x, str) for x in rule[key])):
+                raise bad(f"{where} {key}", "a list of strings", rule[key])
+        for name in rule.get("channels", []):
+            if name not in channels:
+                raise bad(f"{where} channels", "names of [alerts.channels.<name>] tables "
+                          f"({', '.join(sorted(channels)) or 'none defined'})", name)
+        if "level" in rule and rule["level"] not in ALERT_LEVELS:
+            raise bad(f"{where} level", "one of " + ", ".join(ALERT_LEVELS), rule["level"])
+    return alerts
+
+
+def _check_channel(where: str, kind: str, ch: dict[str, Any], bad: Any) -> None:
+    """The values of a built-in channel type's keys."""
+    if "timeout" in ch and (type(ch["timeout"]) not in (int, float) or not ch["timeout"] > 0):
+        raise bad(f"{where} timeout", "a positive number of seconds", ch["timeout"])
+    if kind == "webhook":
+        url = ch.get("url")
+        if not isinstance(url, str) or not url.startswith(("http://", "https://")):
+            raise bad(f"{where} url", "an http:// or https:// URL", url)
+        if ch.get("format", "auto") not in WEBHOOK_FORMATS:
+            raise bad(f"{where} format", "one of " + ", ".join(WEBHOOK_FORMATS), ch.get("format"))
+    elif kind == "email":
+        for key in ("host", "from"):
+            if not isinstance(ch.get(key), str) or not ch[key]:
+                raise bad(f"{where} {key}", "a non-empty string", ch.get(key))
+        to = ch.get("to")
+        if not (isinstance(to, str) and to) and not (isinstance(to, list) and to and
+                                                     all(isinstance(x, str) and x for x in to)):
+            raise bad(f"{where} to", "an address or a list of addresses", to)
+        port = ch.get("port", 587)
+        if type(port) is not int or not 0 < port < 65536:
+            raise bad(f"{where} port", "a port number (1..65535)", port)
+        for key in ("user", "password_env"):
+            if key in ch and not isinstance(ch[key], str):
+                raise bad(f"{where} {key}", "a string", ch[key])
+        if "starttls" in ch and type(ch["starttls"]) is not bool:
+            raise bad(f"{where} starttls", "true or false", ch["starttls"])
+    elif kind == "command":
+        cmd = ch.get("command")
+        if not (isinstance(cmd, str) and cmd.strip()) and not (
+                isinstance(cmd, list) and cmd and all(isinstance(x, str) for x in cmd)):
+            raise bad(f"{where} command", "a list of strings, or a string split as a shell would", cmd)
 
 
 def _only(file: Path, table: str, values: dict[str, Any], allowed: set[str]) -> None:

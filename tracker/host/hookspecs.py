@@ -19,6 +19,8 @@ first needed (not at import):
 5. ``tracker_commands(cli)``: only when the command line is built.
 6. ``tracker_panels()``: only when the dashboard (``tracker ui``) first asks
    for a run's panels; never while logging.
+7. ``tracker_alert_channels()``: only when an alert is first delivered
+   (``run.alert``, ``tracker watch``); never while logging.
 
 Within one hook, implementations are called in pluggy's order:
 ``@hookimpl(tryfirst=True)`` first, ``@hookimpl(trylast=True)`` last, the
@@ -36,7 +38,8 @@ would have nothing to wrap.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 import pluggy
 
@@ -55,7 +58,7 @@ hookimpl = pluggy.HookimplMarker(PROJECT)
 
 #: The hook names in the order they fire.
 HOOK_ORDER = ("tracker_configure", "tracker_schemas", "tracker_summarizers",
-              "tracker_subscribe", "tracker_commands", "tracker_panels")
+              "tracker_subscribe", "tracker_commands", "tracker_panels", "tracker_alert_channels")
 
 
 @hookspec
@@ -151,4 +154,29 @@ def tracker_panels() -> list[Panel]:
     :returns: the panels; a name offered twice is an error.
 
     .. versionadded:: 0.2
+    """
+
+
+@hookspec
+def tracker_alert_channels() -> dict[str, Callable[[str, dict[str, Any]], Any]]:
+    """Offer channel types for alerts, by type name: where ``run.alert`` and ``tracker watch`` deliver.
+
+    Called once per plugin manager, the first time an alert is delivered
+    (``run.alert`` with channels configured, or ``tracker watch`` starting);
+    never while logging. Each entry maps a type name (what
+    ``[alerts.channels.<name>] type = "..."`` names in tracker.toml) to a
+    factory ``factory(name, options)``: ``name`` is the channel's name, and
+    ``options`` its table (``type`` included). The factory returns an object
+    with a ``send(alert)`` method, which gets a ``tracker.alerts.channels.Alert``
+    (``title``, ``text``, ``level``, ``run_id``, ``run_name``, ``project``,
+    ``condition``, ``step``, ``body()``) and raises on failure: it is called
+    from a background thread and retried with backoff, so it may block on the
+    network. A factory that raises for bad options makes a configuration error
+    naming the channel. The built-in types (``webhook``, ``email``,
+    ``command``, ``desktop``) cannot be taken over.
+
+    :returns: a dict of type name -> factory; a name already offered leaves
+        this plugin reported broken, naming the first owner.
+
+    .. versionadded:: 0.4
     """

@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from tracker.core.format import LineChunks, LineError, parse_line
-from tracker.read.segment import read_segment, run_status
+from tracker.read.segment import is_observer, read_segment, run_status
 
 
 def segment_finish(path: Path) -> dict[str, Any] | None:
@@ -17,4 +17,4 @@ def segment_finish(path: Path) -> dict[str, Any] | None:
         return None
 
 
-__all__ = ["LineChunks", "LineError", "parse_line", "read_segment", "run_status", "segment_finish"]
+__all__ = ["LineChunks", "LineError", "is_observer", "parse_line", "read_segment", "run_status", "segment_finish"]

@@ -178,6 +178,12 @@ def read_segment(path: Path) -> Segment:
     return seg
 
 
+def is_observer(seg: Segment) -> bool:
+    """Whether the segment is an observer's (its first line says ``"observer"``): not a writer of the run."""
+    data = (seg.header or {}).get("data")
+    return isinstance(data, dict) and bool(data.get("observer"))
+
+
 def run_status(writers: list[tuple[float, float, str, dict | None]]) -> tuple[str, dict | None]:
     """The run's status from its writers' (start, end, status, finish event).
 
@@ -238,6 +244,11 @@ def read_run_info(path: Path, run_id: str, segs: list[Segment], timeout: float |
     system: list[dict[str, Any]] = []
     for s in segs:
         if s.header is None and s.last is None:
+            continue
+        if is_observer(s):
+            # An observer (the alert watcher) adds records to a run that is not its own:
+            # they count as records, never as a writer's status, start or end.
+            records += max(0, int((s.last or {}).get("seq", 1)) - 1)
             continue
         status, end, count, step, metrics = _writer_figures(s, timeout)
         records += count

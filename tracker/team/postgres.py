@@ -31,7 +31,7 @@ import orjson
 from tracker.core.errors import RunNotFound, TrackerError
 from tracker.core.format import RECORD, decode_nonfinite, encode_nonfinite
 from tracker.core.records import Problem, Record, RunInfo
-from tracker.query._core import LineChunks, LineError, parse_line, read_segment, run_status
+from tracker.query._core import LineChunks, LineError, is_observer, parse_line, read_segment, run_status
 from tracker.read.protocol import RecordsRunMixin
 from tracker.read.reader import LazyHost
 from tracker.team.reading import TeamReading, TeamRunReading
@@ -197,7 +197,7 @@ def _writer_facts(path: Path, timeout: float) -> dict[str, Any]:
     """What the writers table says of a segment: writer or not, host, times, status, finish data."""
     seg = read_segment(path)
     header = seg.header
-    is_writer = header is not None
+    is_writer = header is not None and not is_observer(seg)  # an alert watcher's segment: records only
     fin = seg.finish
     if fin is not None:
         data = fin.get("data") or {}

@@ -236,6 +236,10 @@ class Api:
         # and those (most) are taken as they are.
         plain = {e.info.id for e in entries if e.finite} if entries is not None else set()
         out["runs"] = [row if row["id"] in plain else parts.strict(row) for row in out["runs"]]
+        if entries is not None:  # the runs list's alert badge (issue 34): records per schema from the catalog
+            alerts = {e.info.id: e.schemas.get("alert", 0) for e in entries}
+            for row in out["runs"]:
+                row["alerts"] = alerts.get(row["id"], 0)
         if stats:
             by_id = {e.info.id: e for e in entries} if entries is not None else None
             for row in out["runs"]:

@@ -299,8 +299,15 @@ def _logged(name: str) -> Callable[[Any, Any], Any]:
     return part
 
 
+def _alerts(view: Any, api: Any) -> list[dict[str, Any]]:
+    # The run's alerts (run.alert and the watcher's rules), read only when it holds some.
+    from tracker.alerts.record import read_alerts
+
+    return read_alerts(view) if "alert" in view.schema_counts() else []
+
+
 RUN_PARTS[-1:-1] = [("texts", _logged("texts_json")), ("tables", _logged("tables_json")),
-                    ("axes", _logged("axes_json"))]
+                    ("axes", _logged("axes_json")), ("alerts", _alerts)]
 
 
 def add_run_part(name: str, fn: Callable[[Any, Any], Any], *, before: str | None = None) -> None:

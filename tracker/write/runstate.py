@@ -46,7 +46,6 @@ UNSUPPORTED: dict[str, str] = {
     "Molecule": "log the file with run.log_artifact(path)",
     "plot": "plugins draw figures in the dashboard (the tracker_panels hook)",
     "plot_table": "plugins draw figures in the dashboard (the tracker_panels hook)",
-    "alert": "no notifications; watch a run with `tracker tail RUN -f`",
     "restore": "use tracker.open_store().run(ID).copy_artifact(name, dest)",
     "controller": "agents share the sweep through its storage: run `tracker agent SWEEP_ID` (docs/sweeps.md)",
     "log_code": "the run records its git commit and command line in its env",
@@ -281,6 +280,20 @@ class WandbRunMethods:
         :param log: ``"gradients"``, ``"parameters"``, ``"all"`` or ``None``.
         """
         self._wandb().watch(models, log=log, log_freq=log_freq)
+
+    def alert(self, title: str, text: str, level: Any = None, wait_duration: Any = None) -> bool:
+        """W&B's ``run.alert``: record an ``alert`` in the run and deliver it to every configured channel.
+
+        ``level`` is ``"INFO"`` (default), ``"WARN"`` or ``"ERROR"`` (or a
+        ``tracker.AlertLevel``); the same ``title`` again within
+        ``wait_duration`` seconds (a number or a ``timedelta``) of the last one
+        sent is recorded as suppressed and not sent. Delivery (``[alerts.channels]``
+        of tracker.toml) happens in a background thread, with retries; it never
+        raises here. Returns whether the alert was sent.
+        """
+        from tracker.write.alert import record_alert
+
+        return record_alert(self, title, text, level, wait_duration)
 
     def unwatch(self, models: Any = None) -> None:
         """Remove the hooks :meth:`watch` put on ``models`` (all watched models by default)."""

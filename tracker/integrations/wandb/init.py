@@ -13,6 +13,7 @@ naming the call and what to use instead (docs/wandb.md lists every call).
 
 from __future__ import annotations
 
+import enum
 import os
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
@@ -37,8 +38,8 @@ if TYPE_CHECKING:
 # ``tracker.Table(columns=..., data=...)`` (W&B's call) makes a W&B table; tracker.Table stays the column table.
 _SummaryTable.wandb_table = Table
 
-__all__ = ["UNSUPPORTED", "Api", "Histogram", "Image", "RunConfig", "RunSummary", "Settings", "Table",
-           "UnsupportedError",
+__all__ = ["UNSUPPORTED", "AlertLevel", "Api", "Histogram", "Image", "RunConfig", "RunSummary", "Settings", "Table",
+           "UnsupportedError", "alert",
            "define_metric", "init", "login", "save", "unsupported", "unwatch", "watch"]
 
 
@@ -210,6 +211,19 @@ def watch(models: Any, criterion: Any = None, log: str | None = "gradients", log
 def unwatch(models: Any = None) -> None:
     """Remove the hooks of :func:`watch`."""
     _active_run("unwatch").unwatch(models)
+
+
+class AlertLevel(str, enum.Enum):
+    """W&B's ``wandb.AlertLevel``: the level of :func:`alert` (plain strings work too)."""
+
+    INFO = "INFO"
+    WARN = "WARN"
+    ERROR = "ERROR"
+
+
+def alert(title: str, text: str, level: Any = None, wait_duration: Any = None) -> bool:
+    """W&B's ``wandb.alert`` on the active run: see :meth:`tracker.Run.alert`."""
+    return _active_run("alert").alert(title, text, level, wait_duration)
 
 
 class Settings(dict):

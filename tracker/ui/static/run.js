@@ -2,6 +2,7 @@
 // its own loading and error state); a running run updates in place. The charts' state lives in the URL.
 
 import { MetricChart } from "./chart.js";
+import { alertsSection } from "./alerts.js";
 import { artifactsSection, imagesSection, systemSection } from "./capture.js";
 import { tablesSection, textsSection } from "./logged.js";
 import { panelNode, tableNode } from "./panels.js";
@@ -25,6 +26,7 @@ const TRACE_LINES = 10;
  */
 export const SECTIONS = [
   { id: "error", title: "Error", render: errorSection },
+  { id: "alerts", title: "Alerts", render: alertsSection, part: "alerts", when: (ctx) => has(ctx, "alert") },
   { id: "charts", title: "Metrics", render: chartsSection, part: "metric_names" },
   { id: "config", title: "Config", render: configSection },
   { id: "summary-values", title: "Summary values", render: summaryValuesSection },

@@ -1,6 +1,7 @@
 // The runs page: every run, filtered and sorted in the page, virtualised, or the parameters view of the
 // same runs; state lives in the URL. Sorting and filtering never fetch: only the periodic refresh does.
 
+import { alertBadge } from "./alerts.js";
 import { paramsDefaults, paramsView, specOf } from "./params.js";
 import { setQuery } from "./state.js";
 import { alignDecimals, ApiError, clear, dot, el, errorBox, fmtAgo, fmtDuration, fmtNum, fmtValue, loading, num, runColor, runColors, shortId, statusBadge } from "./util.js";
@@ -327,7 +328,8 @@ export function mount(root, params, ctx) {
     if (c.key === "name") {
       // A selected run shows the colour the compare page will give it (moved only when close to another's).
       const color = state.sel.includes(r.id) && selColors ? selColors[r.id] || runColor(r.id) : runColor(r.id);
-      return el("td", { class: "name" }, dot(color), el("a", { href: `/runs/${encodeURIComponent(r.id)}`, text: r.name || shortId(r.id) }));
+      return el("td", { class: "name" }, dot(color), el("a", { href: `/runs/${encodeURIComponent(r.id)}`, text: r.name || shortId(r.id) }),
+        r.alerts ? alertBadge(r) : null);
     }
     if (c.key === "status") return el("td", {}, statusBadge(r.status));
     if (c.key === "tags") return el("td", { text: r.tags.join(", ") });

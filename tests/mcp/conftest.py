@@ -1,0 +1,1 @@
+"""The MCP tests: fixtures come from tests/conftest.py."""
