@@ -16,9 +16,13 @@ from tracker.cli.options import fail, handle_errors
               help="With --follow: seconds between looks at the store.")
 @click.option("--batch-size", type=click.IntRange(min=1), default=20_000, show_default=True, metavar="N",
               help="Events per transaction.")
+@click.option("--blobs", "blobs", metavar="BUCKET", default=None,
+              help="Upload the runs' blobs to this bucket (s3://, gs://, az://, file://); "
+                   "default: [team] blobs or TRACKER_TEAM_BLOBS.")
 @click.pass_obj
 @handle_errors
-def sync_cmd(obj: CliContext, url: str, follow: bool, interval: float, batch_size: int) -> None:
+def sync_cmd(obj: CliContext, url: str, follow: bool, interval: float, batch_size: int,
+             blobs: str | None) -> None:
     """Copy every run of the store into a PostgreSQL database (idempotent; needs psycopg).
 
     Events are keyed by run, writer and sequence number: syncing again, or
@@ -27,10 +31,16 @@ def sync_cmd(obj: CliContext, url: str, follow: bool, interval: float, batch_siz
     from the URL, the PG* environment variables or ~/.pgpass. Read the
     database with `tracker --store URL runs` (show, summary, compare, query).
 
+    With [team] blobs set (or --blobs), every blob a synced run references
+    is uploaded to the bucket by its sha256, skipping what is there;
+    credentials come from the client's environment (AWS_*, AWS_ENDPOINT_URL,
+    GOOGLE_APPLICATION_CREDENTIALS, AZURE_*).
+
     \b
     Examples:
       tracker sync postgresql://tracker@db.lab/experiments
       tracker sync postgresql://db.lab/experiments --follow
+      tracker sync postgresql://db.lab/experiments --blobs s3://lab-bucket/tracker
       tracker --store postgresql://db.lab/experiments runs
     """
     from tracker.team.postgres import is_team_url, mask_url, sync
@@ -50,10 +60,27 @@ def sync_cmd(obj: CliContext, url: str, follow: bool, interval: float, batch_siz
             click.echo(f"+{rep.events_read - shown[0]} events", err=True)
             shown[0] = rep.events_read
 
-    rep = sync(store, url, follow=follow, interval=interval, batch=batch_size, on_pass=on_pass)
+    from tracker.cli.terminal import progress
+
+    rep = sync(store, url, follow=follow, interval=interval, batch=batch_size, on_pass=on_pass, blobs=blobs,
+               blob_progress=lambda total, label: progress(total, label))
     click.echo(f"synced {rep.runs} run{'s' if rep.runs != 1 else ''} ({rep.segments} segments) to {mask_url(url)}: "
                f"{rep.events_read} events read, {rep.events_new} new, in {rep.seconds:.1f}s "
                f"({rep.rate():.0f} events/s)" + (f"; {rep.problems} damaged lines skipped" if rep.problems else ""))
+    if rep.blobs is not None:
+        _report_blobs(rep.blobs)
+
+
+def _report_blobs(b) -> None:  # noqa: ANN001 - a tracker.team.blobs.BlobReport
+    from tracker.lifecycle import human_bytes
+
+    click.echo(f"blobs: {b.uploaded} uploaded ({human_bytes(b.uploaded_bytes)}), {b.present} already in {b.url}"
+               + (f", {b.not_local} not in this store (references to outside files)" if b.not_local else ""))
+    if b.errors:
+        for message in b.errors[:5]:
+            click.echo(f"tracker: {message}", err=True)
+        fail(f"the blobs of {b.pending} run{'s' if b.pending != 1 else ''} are not all in {b.url}; the local blobs "
+             "are kept: run `tracker sync` again to upload what is missing")
 
 
 __all__ = ["sync_cmd"]

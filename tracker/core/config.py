@@ -36,6 +36,7 @@ class Config:
     :ivar plugins: the ``[plugins.<name>]`` tables.
     :ivar system_enabled: ``[system] enabled``: sample system metrics during runs (needs psutil).
     :ivar system_interval: ``[system] interval``: seconds between samples.
+    :ivar team_blobs: ``[team] blobs``: the bucket of the team's blobs (``s3://``, ``gs://``, ``az://``, ``file://``).
     """
 
     file: Path | None = None
@@ -47,6 +48,7 @@ class Config:
     plugins: dict[str, dict[str, Any]] = attrs.field(factory=dict)
     system_enabled: bool = True
     system_interval: float = 10.0
+    team_blobs: str | None = None
 
     @property
     def fsync(self) -> bool:
@@ -95,7 +97,7 @@ def _check(file: Path, raw: dict[str, Any]) -> Config:
     def bad(key: str, allowed: str, given: Any) -> ConfigError:
         return ConfigError(f"{file}: {key}: expected {allowed}, given {given!r}")
 
-    _only(file, "", raw, {"store", "plugins", "system"})
+    _only(file, "", raw, {"store", "plugins", "system", "team"})
     store = raw.get("store", {})
     if not isinstance(store, dict):
         raise bad("store", "a table", store)
@@ -132,7 +134,24 @@ def _check(file: Path, raw: dict[str, Any]) -> Config:
             raise bad(f"[plugins] {key}", "'disable' or a [plugins.<name>] table", value)
     kw["plugins"] = tables
     kw.update(_check_system(file, raw.get("system", {}), bad))
+    kw.update(_check_team_blobs(file, raw.get("team", {}), bad))
     return Config(**kw)
+
+
+#: What ``[team] blobs`` may name: a bucket (or a folder) that the object-storage client speaks.
+BLOB_SCHEMES = ("s3://", "gs://", "az://", "abfs://", "file://")
+
+
+def _check_team_blobs(file: Path, team: Any, bad: Any) -> dict[str, Any]:
+    """``[team] blobs``: a bucket URL (the other ``[team]`` keys are checked beside it)."""
+    if not isinstance(team, dict):
+        raise bad("team", "a table", team)
+    if "blobs" not in team:
+        return {}
+    v = team["blobs"]
+    if not isinstance(v, str) or not v.startswith(BLOB_SCHEMES) or len(v) <= len(v.split("://")[0]) + 3:
+        raise bad("[team] blobs", "a bucket URL starting with " + ", ".join(BLOB_SCHEMES), v)
+    return {"team_blobs": v}
 
 
 def _check_system(file: Path, system: Any, bad: Any) -> dict[str, Any]:

@@ -31,10 +31,10 @@ def _num(v: Any) -> float | None:
 def artifacts_json(view: Any) -> list[dict[str, Any]]:
     """The run's artifacts in log order, with the files of each folder (from its manifest)."""
     from tracker.capture.artifacts import artifacts
-    from tracker.capture.blobs import BlobStore
+    from tracker.capture.blobs import blobs_of
 
     out = []
-    blobs = BlobStore(view.store)
+    blobs = blobs_of(view)
     for a in artifacts(view):
         row = {"name": a.name, "kind": a.kind, "size": a.size, "files": a.files, "sha256": a.sha256,
                "step": a.step, "time": a.time, "folder": a.folder, "reference": a.reference}
@@ -119,13 +119,13 @@ def checked_blob(view: Any, sha: str) -> tuple[Path, dict[str, Any]]:
         (the dashboard answers 404); :class:`StoreError`: the blob is missing
         or damaged (it answers 500 naming it).
     """
-    from tracker.capture.blobs import BlobStore, hash_file
+    from tracker.capture.blobs import blobs_of, hash_file
 
     if not isinstance(sha, str) or not _SHA_RE.fullmatch(sha):
         raise TrackerError(f"not a sha256: {sha!r}")
     found: dict[str, Any] | None = None
     present = view.schemas()
-    blobs = BlobStore(view.store)
+    blobs = blobs_of(view)
     if "image" in present:
         for r in view.records("image"):
             if r.data.get("sha256") == sha:
@@ -151,7 +151,10 @@ def checked_blob(view: Any, sha: str) -> tuple[Path, dict[str, Any]]:
                                  "media_type": "application/octet-stream"}
     if found is None:
         raise TrackerError(f"run {view.id} names no stored file {sha}")
-    path = blobs.path(sha)
+    try:
+        path = blobs.fetch(sha, found["size"])  # over the team store: from the bucket, checked, into the cache
+    except StoreError as exc:
+        raise StoreError(f"run {view.id}: {exc}") from None
     try:
         got, size = hash_file(path)
     except NotAFileError as exc:
