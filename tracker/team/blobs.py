@@ -360,7 +360,7 @@ class BucketBlobs:
             for page in _obstore().list(self.client, "sha256/", chunk_size=1000):
                 for meta in page:
                     key = meta["path"]
-                    sha = key[7:9] + key[10:] if len(key) == 73 else ""
+                    sha = key[7:9] + key[10:] if len(key) == 72 else ""
                     if _SHA_RE.fullmatch(sha) and key == object_key(sha):
                         out[sha] = int(meta["size"])
         except Exception as exc:  # noqa: BLE001 - the client's errors, shown in one line
