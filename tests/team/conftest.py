@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -23,10 +24,14 @@ class S3Server:
 
         app = DomainDispatcherApplication(create_backend_app)
         self.requests: list[tuple[str, str, str]] = []
+        #: Seconds each uploaded part waits before it is answered: a slow link, so a kill lands mid-upload.
+        self.part_delay = 0.0
 
         def counting(environ: dict[str, Any], start_response: Any) -> Any:
-            self.requests.append((environ["REQUEST_METHOD"], environ.get("PATH_INFO", ""),
-                                  environ.get("QUERY_STRING", "")))
+            req = (environ["REQUEST_METHOD"], environ.get("PATH_INFO", ""), environ.get("QUERY_STRING", ""))
+            self.requests.append(req)
+            if self.part_delay and req[0] == "PUT" and "partNumber=" in req[2]:
+                time.sleep(self.part_delay)
             return app(environ, start_response)
 
         self.server = make_server("127.0.0.1", 0, counting, True, request_handler=MotoRequestHandler)
