@@ -58,6 +58,8 @@ CONCURRENCY = 8
 CACHE_BYTES = 10 << 30
 #: Seconds after a failed request to the bucket before a sync in ``--follow`` tries again.
 RETRY_AFTER = 5.0
+#: Seconds a listing of the bucket is taken as what it holds (after that, a new blob is asked about by HEAD).
+LISTING_TRUSTED = 60.0
 _SHA_RE = re.compile(r"[0-9a-f]{64}")
 
 
@@ -147,7 +149,8 @@ def _obstore() -> Any:
 def _one_line(exc: BaseException) -> str:
     """The first line of a client error, with anything that looks like a credential removed."""
     text = next((p.strip() for p in str(exc).splitlines() if p.strip()), type(exc).__name__)
-    for name in ("AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AZURE_STORAGE_ACCOUNT_KEY", "AZURE_STORAGE_SAS_TOKEN"):
+    for name in ("AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AZURE_STORAGE_ACCOUNT_KEY", "AZURE_STORAGE_SAS_TOKEN",
+                 "AZURE_STORAGE_SAS_KEY", "AZURE_STORAGE_CLIENT_SECRET", "GOOGLE_SERVICE_ACCOUNT_KEY"):
         secret = os.environ.get(name)
         if secret:
             text = text.replace(secret, "***")
@@ -204,7 +207,7 @@ class BucketBlobs:
         from obstore.store import from_url
 
         kw: dict[str, Any] = {"retry_config": {"max_retries": 3, "retry_timeout": timedelta(seconds=30)},
-                              "client_options": {"connect_timeout": "5s"}}
+                              "client_options": {"connect_timeout": "5s", "timeout": "120s"}}
         if self.url.startswith("file://"):
             path = self.url[len("file://"):]
             if not path.startswith("/"):
@@ -259,8 +262,12 @@ class BucketBlobs:
         """
         final = self.path(sha)
         try:
-            os.utime(final)  # most recently used: the last to leave the cache
-            return final
+            # Cached files were checked on the way in and are read-only; a size that disagrees with the
+            # record means the cache was tampered with: fetched again.
+            if size is None or final.stat().st_size == size:
+                os.utime(final)  # most recently used: the last to leave the cache
+                return final
+            os.unlink(final)
         except FileNotFoundError:
             pass
         except OSError as exc:
@@ -378,26 +385,35 @@ class BucketBlobs:
 
         :raises StoreError: the local blob is damaged or unreadable, or the bucket refused it.
         """
+        from concurrent.futures import ThreadPoolExecutor
+
         obstore = _obstore()
         key = object_key(sha)
         h = hashlib.sha256()
         sent = [0]
+        # One worker hashes each part while the client sends the one before (hashlib releases the GIL).
+        hasher = ThreadPoolExecutor(1, thread_name_prefix="tracker-upload-hash")
 
         def chunks(f: IO[bytes]) -> Iterator[bytes]:
+            pending = None
             while True:
                 data = f.read(PART)
                 if not data:
                     break
-                h.update(data)
+                if pending is not None:
+                    pending.result()
+                pending = hasher.submit(h.update, data)
                 sent[0] += len(data)
                 yield data
                 if on_bytes is not None:
                     on_bytes(len(data))
+            if pending is not None:
+                pending.result()
             if h.hexdigest() != sha or sent[0] != size:
                 raise _Damaged(f"local blob {path} is damaged: its {sent[0]} bytes hash to {h.hexdigest()}")
 
         try:
-            with open(path, "rb") as f:
+            with open(path, "rb") as f, hasher:
                 if size < PART:
                     data = b"".join(chunks(f))
                     obstore.put(self.client, key, data, use_multipart=False)
@@ -491,7 +507,7 @@ class BlobSync:
         self.report = BlobReport(url=bucket.shown)
         #: sha -> size of what the bucket is known to hold.
         self.known: dict[str, int] = {}
-        self.listed = False
+        self.listed_at: float | None = None
         #: run id -> the signature of its segments when its blobs were last handled.
         self.done: dict[str, tuple] = {}
         self.failed_at = 0.0
@@ -542,7 +558,8 @@ class BlobSync:
             self._fail(f"run {rid}: {exc}")
             return
         unknown = [w for w in wanted if self.known.get(w[0]) != w[2]]
-        if unknown and not self.listed:
+        fresh = self.listed_at is not None and time.monotonic() - self.listed_at < LISTING_TRUSTED
+        if unknown and self.listed_at is None:
             try:
                 if len(unknown) == 1:
                     size = self.bucket.head(unknown[0][0])
@@ -552,12 +569,12 @@ class BlobSync:
                 else:
                     self.known.update(self.bucket.listing())
                     self.report.listings += 1
-                    self.listed = True
+                    self.listed_at = time.monotonic()
             except StoreError as exc:
                 self._fail(f"run {rid}: {exc}")
                 return
-        elif unknown:
-            # Listed earlier in this sync: a blob logged since is asked about alone, before any upload.
+        elif unknown and not fresh:
+            # Listed a while ago (--follow): a blob logged since is asked about alone, before any upload.
             for sha, _p, _size in unknown:
                 if sha in self.known:
                     continue

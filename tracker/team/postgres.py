@@ -464,9 +464,11 @@ class TeamStore(LazyHost):
     def blobs(self) -> Any:
         """The team's blobs: the bucket of ``[team] blobs`` (or ``TRACKER_TEAM_BLOBS``), fetched checked into a
         local cache; without one, opening a blob is a StoreError saying so."""
-        from tracker.team.blobs import team_blobs
+        if getattr(self, "_blobs", None) is None:
+            from tracker.team.blobs import team_blobs
 
-        return team_blobs(self.host.config, self.path)
+            self._blobs = team_blobs(self.host.config, self.path)
+        return self._blobs
 
     def _query(self, sql: str, params: tuple = ()) -> list[tuple]:
         psycopg = _psycopg()
