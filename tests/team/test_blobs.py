@@ -290,3 +290,28 @@ def test_the_cache_stays_within_its_bound(tmp_path: Path, bucket: Bucket) -> Non
     assert sum(p.stat().st_size for p in cached) <= 3000 and blobs.path(shas[-1]).is_file()
     assert clear_cache(tmp_path / "c") == (len(cached), 1000 * len(cached))
     assert not list((tmp_path / "c").glob("sha256/*/*"))
+
+
+def test_follow_uploads_each_blob_as_the_run_logs_it(tmp_path: Path, pg_url: str, bucket: Bucket) -> None:
+    import threading
+
+    from ..query.support import wait_for
+
+    store = tmp_path / "store"
+    run = tracker.start_run("lab", store=store, run_id="live", system_metrics=False)
+    stop = threading.Event()
+    done: list[Any] = []
+    t = threading.Thread(target=lambda: done.append(quiet_sync(store, pg_url, follow=True, interval=0.2, stop=stop,
+                                                               blobs=bucket.url)))
+    t.start()
+    try:
+        for i in range(3):
+            f = tmp_path / f"ckpt{i}.bin"
+            f.write_bytes(os.urandom(2000))
+            sha = run.log_artifact(f, kind="checkpoint").sha256
+            wait_for(lambda sha=sha: bucket.key(sha) in bucket.keys(), timeout=30)
+    finally:
+        stop.set()
+        t.join(60)
+        run.finish()
+    assert done and done[0].blobs.uploaded == 3 and not done[0].blobs.errors

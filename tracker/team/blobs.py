@@ -50,10 +50,11 @@ from tracker.core.config import BLOB_SCHEMES
 from tracker.core.errors import StoreError, TrackerError
 
 INSTALL_HINT = 'pip install "tracker-core[blobs]"'
-#: Objects at least this large are uploaded in parts (multipart upload); smaller ones in one PUT.
-PART = 8 << 20
-#: Parts in flight at once during one multipart upload.
-CONCURRENCY = 8
+#: Objects at least this large are uploaded in parts of this size (multipart upload, obstore's default part);
+#: smaller ones in one PUT. Parts grow for objects beyond 9,000 parts (S3 allows 10,000 per upload).
+PART = 5 << 20
+#: Parts in flight at once during one multipart upload (obstore's default).
+CONCURRENCY = 12
 #: Default bound of the local cache of fetched blobs.
 CACHE_BYTES = 10 << 30
 #: Seconds after a failed request to the bucket before a sync in ``--follow`` tries again.
@@ -68,6 +69,12 @@ def object_key(sha: str) -> str:
     if type(sha) is not str or not _SHA_RE.fullmatch(sha):
         raise StoreError(f"not a sha256 (64 lowercase hex digits): {sha!r}")
     return f"sha256/{sha[:2]}/{sha[2:]}"
+
+
+def part_size(size: int) -> int:
+    """The part size of a multipart upload of ``size`` bytes: :data:`PART`, or whole MiB so that at most
+    9,000 parts are sent."""
+    return max(PART, -(-size // 9000 // (1 << 20)) << 20 if size > PART * 9000 else PART)
 
 
 def shown_url(url: str) -> str:
@@ -394,10 +401,12 @@ class BucketBlobs:
         # One worker hashes each part while the client sends the one before (hashlib releases the GIL).
         hasher = ThreadPoolExecutor(1, thread_name_prefix="tracker-upload-hash")
 
+        part = part_size(size)
+
         def chunks(f: IO[bytes]) -> Iterator[bytes]:
             pending = None
             while True:
-                data = f.read(PART)
+                data = f.read(part)
                 if not data:
                     break
                 if pending is not None:
@@ -418,7 +427,7 @@ class BucketBlobs:
                     data = b"".join(chunks(f))
                     obstore.put(self.client, key, data, use_multipart=False)
                 else:
-                    obstore.put(self.client, key, chunks(f), chunk_size=PART, max_concurrency=CONCURRENCY)
+                    obstore.put(self.client, key, chunks(f), chunk_size=part, max_concurrency=CONCURRENCY)
         except _Damaged as exc:
             raise StoreError(f"{exc}; not uploaded (`tracker verify` checks the store)") from None
         except OSError as exc:
