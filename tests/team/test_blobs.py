@@ -315,3 +315,33 @@ def test_follow_uploads_each_blob_as_the_run_logs_it(tmp_path: Path, pg_url: str
         t.join(60)
         run.finish()
     assert done and done[0].blobs.uploaded == 3 and not done[0].blobs.errors
+
+
+def test_a_terminal_shows_the_upload_progress(tmp_path: Path, pg_url: str, bucket: Bucket) -> None:
+    import pty
+    import subprocess
+    import sys
+
+    store = tmp_path / "store"
+    (tmp_path / "w.bin").write_bytes(os.urandom(6 << 20))
+    with tracker.start_run("lab", store=store, run_id="bar", system_metrics=False) as run:
+        run.log_artifact(tmp_path / "w.bin")
+    master, slave = pty.openpty()
+    env = {k: v for k, v in os.environ.items() if k not in ("TRACKER_STORE", "TRACKER_CONFIG")}
+    proc = subprocess.Popen([sys.executable, "-m", "tracker", "--store", str(store), "sync", pg_url, "--blobs",
+                             bucket.url], stdout=subprocess.PIPE, stderr=slave, env=env)
+    os.close(slave)
+    seen = b""
+    while True:
+        try:
+            chunk = os.read(master, 4096)
+        except OSError:
+            break
+        if not chunk:
+            break
+        seen += chunk
+    out, _ = proc.communicate(timeout=60)
+    os.close(master)
+    assert proc.returncode == 0, seen.decode(errors="replace")
+    assert b"blobs of bar" in seen and b"100%" in seen  # the bar, drawn on the terminal
+    assert b"blobs: 1 uploaded" in out

@@ -47,7 +47,7 @@ def test_kill_during_a_large_upload_ten_times_then_resume(tmp_path: Path, pg_url
             run.log_artifact(tmp_path / f"s{i}.txt")
     big_key = bucket.key(big_sha)
     if bucket.server is not None:
-        bucket.server.part_delay = 0.3
+        bucket.server.part_delay = 1.0
     cmd = [sys.executable, "-m", "tracker", "--store", str(store), "sync", pg_url, "--blobs", bucket.url]
     interrupted = 0
     try:
@@ -57,7 +57,7 @@ def test_kill_during_a_large_upload_ten_times_then_resume(tmp_path: Path, pg_url
             end = time.monotonic() + 60
             while not _mid_upload(bucket, big_key, since) and proc.poll() is None and time.monotonic() < end:
                 time.sleep(0.002)
-            time.sleep(random.uniform(0, 0.05 if bucket.kind == "file" else 0.4))
+            time.sleep(random.uniform(0, 0.05 if bucket.kind == "file" else 0.5))
             os.kill(proc.pid, signal.SIGKILL)
             proc.wait()
             keys = _bucket_keys(bucket)

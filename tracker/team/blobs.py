@@ -521,6 +521,7 @@ class BlobSync:
         self.done: dict[str, tuple] = {}
         self.failed_at = 0.0
         self.pending: set[str] = set()
+        self.not_local: set[str] = set()
 
     def _signature(self, rid: str) -> tuple:
         run_dir = Path(self.store.path) / "runs" / rid
@@ -549,7 +550,8 @@ class BlobSync:
             try:
                 out.append((sha, p, p.stat().st_size))
             except OSError:
-                self.report.not_local += 1
+                self.not_local.add(sha)
+                self.report.not_local = len(self.not_local)
         return out
 
     def sync_run(self, rid: str) -> None:
