@@ -13,7 +13,7 @@ Figures, against an S3 server (moto in server mode, a separate process on
   sends per run (the target: at most one listing per run) and its time next to
   one listing of the bucket alone.
 
-Run: ``python benchmarks/bench_blobs.py [--quick] [--size-mb N]``; one JSON line per figure.
+Run: ``python benchmarks/bench_blobs.py [--quick] [--size-mb N] [--backends s3,file]``; one JSON line per figure.
 Needs the ``blobs`` extra (obstore) and ``moto[server]``.
 """
 
@@ -216,6 +216,8 @@ def body(args) -> None:  # noqa: ANN001
             os.environ["TRACKER_BLOB_CACHE"] = str(tmp / "cache")
             (tmp / "bucket").mkdir()
             for label, url in (("S3 (moto)", "s3://bench/tracker"), ("file://", f"file://{tmp}/bucket/tracker")):
+                if args.backends and label.split()[0].rstrip(":/").lower() not in args.backends.split(","):
+                    continue
                 bench_large(tmp, url, label, size, args)
                 bench_resync(tmp, url, label.split()[0].rstrip(":/"), args)
     finally:
@@ -231,4 +233,5 @@ if __name__ == "__main__":
     sys.exit(main_guard(body, parse_args(__doc__.splitlines()[0],
                                          size_mb=dict(type=int, default=None,
                                                       help="the large artifact's size in MB (default 1024, "
-                                                           "quick 64)"))))
+                                                           "quick 64)"),
+                                         backends=dict(default="", help="only these, comma-separated: s3, file"))))

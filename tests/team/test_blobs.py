@@ -158,6 +158,9 @@ def test_every_reading_path_fetches_from_the_bucket(tmp_path: Path, pg_url: str,
     res = run_tracker("--store", pg_url, "get", "alpha", "model.pt", "-o", str(tmp_path / "got.pt"), env=env)
     assert res.returncode == 0, res.stderr
     assert (tmp_path / "got.pt").read_bytes() == made["big"]
+    res = run_tracker("--store", pg_url, "artifacts", "alpha", "--format", "json", env=env)
+    assert res.returncode == 0, res.stderr
+    assert "model.pt" in res.stdout and f"sha256/{made['model'][:2]}/{made['model'][2:]}" in res.stdout
     # the dashboard: an image and an artifact download
     monkeypatch.setenv("TRACKER_TEAM_BLOBS", bucket.url)
     from starlette.testclient import TestClient
