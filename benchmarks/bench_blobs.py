@@ -98,7 +98,8 @@ def bench_large(tmp: Path, url: str, label: str, size: int, args) -> None:  # no
     import obstore
 
     from tracker.capture.blobs import hash_file
-    from tracker.team.blobs import CONCURRENCY, PART, BlobSync, BucketBlobs, object_key
+    from tracker.team.blobs import CONCURRENCY, PART, BucketBlobs, object_key
+    from tracker.team.blobsync import BlobSync
 
     src = tmp / "big.bin"
     if not src.exists():
@@ -153,7 +154,8 @@ def bench_resync(tmp: Path, url: str, label: str, args) -> None:  # noqa: ANN001
     import numpy as np
     import obstore
 
-    from tracker.team.blobs import BlobSync, BucketBlobs
+    from tracker.team.blobs import BucketBlobs
+    from tracker.team.blobsync import BlobSync
 
     runs = 10 if args.quick else 50
     store = tmp / f"rstore-{label}"

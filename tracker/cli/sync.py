@@ -71,7 +71,7 @@ def sync_cmd(obj: CliContext, url: str, follow: bool, interval: float, batch_siz
         _report_blobs(rep.blobs)
 
 
-def _report_blobs(b) -> None:  # noqa: ANN001 - a tracker.team.blobs.BlobReport
+def _report_blobs(b) -> None:  # noqa: ANN001 - a tracker.team.blobsync.BlobReport
     from tracker.lifecycle import human_bytes
 
     click.echo(f"blobs: {b.uploaded} uploaded ({human_bytes(b.uploaded_bytes)}), {b.present} already in {b.url}"

@@ -172,7 +172,7 @@ class SyncReport:
     events_new: int = 0
     problems: int = 0
     seconds: float = 0.0
-    #: what was done with blobs (:class:`tracker.team.blobs.BlobReport`), when ``[team] blobs`` is set
+    #: what was done with blobs (:class:`tracker.team.blobsync.BlobReport`), when ``[team] blobs`` is set
     blobs: Any = None
 
     def rate(self) -> float:
@@ -219,7 +219,7 @@ class Syncer:
         self.conn.commit()
         self.seen_sizes: dict[str, tuple[int, int]] = {}
         self.live: set[tuple[str, str]] = set()
-        self.blob_sync: Any = None  # a tracker.team.blobs.BlobSync: uploads each run's blobs after its records
+        self.blob_sync: Any = None  # a tracker.team.blobsync.BlobSync: uploads each run's blobs after its records
 
     def close(self) -> None:
         """Close the connection."""
@@ -400,12 +400,12 @@ def sync(store: Any, url: str, *, follow: bool = False, interval: float = 1.0, b
     :param batch: events per transaction.
     :param blobs: the bucket to upload the runs' blobs to (default: ``TRACKER_TEAM_BLOBS``, ``[team] blobs``;
         none set: blobs stay local); ``blob_progress`` draws the uploads' progress (see
-        :class:`tracker.team.blobs.BlobSync`).
+        :class:`tracker.team.blobsync.BlobSync`).
     :raises TrackerError: one line for an unreachable database, a wrong
         password, a newer table layout or a connection lost mid-way.
     """
     t0 = time.perf_counter()
-    from tracker.team.blobs import open_blob_sync
+    from tracker.team.blobsync import open_blob_sync
 
     report = SyncReport()
     blob_sync = open_blob_sync(store, blobs, blob_progress)
