@@ -104,12 +104,17 @@ def log_artifact(write: Callable[[str, dict[str, Any], int | None], None], store
     return _artifact(store, data, s, t)
 
 
-def _artifact(store: Path, data: dict[str, Any], step: int, t: float) -> Artifact:
+def _artifact(store: Any, data: dict[str, Any], step: int, t: float) -> Artifact:
     from tracker.capture.blobs import blob_path
 
     ref = data.get("reference")
     sha = data["sha256"]
-    path = Path(ref) if ref else blob_path(store, sha)
+    if ref:
+        path = Path(ref)
+    elif isinstance(store, (str, os.PathLike)):
+        path = blob_path(store, sha)
+    else:  # the team store: the object's key under the bucket's prefix
+        path = Path("sha256", sha[:2], sha[2:])
     return Artifact(name=data["name"], kind=data["kind"], sha256=sha, size=data["size"], path=path,
                     step=step, time=t, folder=bool(data.get("folder")), reference=bool(ref),
                     files=int(data.get("files") or 1))
@@ -147,11 +152,19 @@ def open_artifact(view: Any, name: str) -> IO[bytes]:
 
     :raises TrackerError: unknown name, a folder, or bytes that are missing or of the wrong size.
     """
+    from tracker.capture.blobs import blobs_of
+
     a = find_artifact(view, name)
     if a.folder:
         raise TrackerError(f"artifact {name!r} of run {view.id} is a folder; use copy_artifact(name, dest)")
+    path = a.path
+    if not a.reference and not isinstance(view.store, (str, os.PathLike)):
+        try:  # the team store: fetched from the bucket into the local cache, size and hash checked
+            path = blobs_of(view).fetch(a.sha256, a.size)
+        except StoreError as exc:
+            raise StoreError(f"artifact {name!r} of run {view.id}: {exc}") from None
     try:
-        f = open_regular(a.path, buffering=-1)
+        f = open_regular(path, buffering=-1)
     except NotAFileError as exc:
         raise StoreError(f"artifact {name!r} of run {view.id}: {exc}") from None
     except FileNotFoundError:
@@ -160,7 +173,7 @@ def open_artifact(view: Any, name: str) -> IO[bytes]:
     size = os.fstat(f.fileno()).st_size
     if size != a.size:
         f.close()
-        raise StoreError(f"artifact {name!r} of run {view.id}: {a.path} has {size} bytes, the record says {a.size}")
+        raise StoreError(f"artifact {name!r} of run {view.id}: {path} has {size} bytes, the record says {a.size}")
     return f
 
 
@@ -175,13 +188,21 @@ def copy_artifact(view: Any, name: str, dest: str | os.PathLike[str]) -> Path:
     :raises TrackerError: unknown name, or ``dest`` exists (for a folder).
     :raises StoreError: a missing or damaged blob or referenced file, named.
     """
+    a = find_artifact(view, name)
+    try:
+        return _copy_artifact(view, a, name, Path(dest))
+    except StoreError as exc:
+        if view.id in str(exc):
+            raise
+        raise StoreError(f"artifact {name!r} of run {view.id}: {exc}") from None
+
+
+def _copy_artifact(view: Any, a: Artifact, name: str, out: Path) -> Path:
     import shutil
 
-    from tracker.capture.blobs import BlobStore, Manifest, copy_blob_out, copy_checked
+    from tracker.capture.blobs import Manifest, blobs_of, copy_blob_out, copy_checked
 
-    a = find_artifact(view, name)
-    out = Path(dest)
-    blobs = BlobStore(view.store)
+    blobs = blobs_of(view)
     if not a.folder:
         if a.reference:
             copy_checked(a.path, a.sha256, a.size, out, what=f"referenced file {a.path} (artifact {name!r})")
@@ -190,7 +211,7 @@ def copy_artifact(view: Any, name: str, dest: str | os.PathLike[str]) -> Path:
         return out
     if out.exists():
         raise TrackerError(f"{out} exists; copy_artifact writes a folder only to a new path")
-    manifest: Manifest = blobs.read_manifest(a.sha256)  # noqa: F821 - imported above
+    manifest: Manifest = blobs.read_manifest(a.sha256)
     tmp = out.parent / f".{out.name}.{os.getpid()}.part"
     tmp.mkdir(parents=True)
     try:

@@ -288,6 +288,13 @@ class BlobStore:
         """The blob of ``sha`` (whether or not it exists)."""
         return blob_path(self.store, sha)
 
+    def fetch(self, sha: str, size: int | None = None) -> Path:
+        """A local file holding the blob: here, its place in the store (whether or not it exists).
+
+        The team's bucket (:class:`tracker.team.blobs.BucketBlobs`) offers the same call, fetching into a cache.
+        """
+        return self.path(sha)
+
     def exists(self, sha256: str) -> bool:
         """Whether the blob of ``sha256`` is stored (the reading protocol's :class:`BlobReader`)."""
         return self.path(sha256).is_file()
@@ -576,12 +583,22 @@ def _unlink(path: Path) -> None:
         pass
 
 
-def copy_blob_out(blobs: BlobStore, sha: str, size: int | None, dest: Path) -> None:
+def blobs_of(view: Any) -> Any:
+    """Where run ``view``'s blobs are read from: its store folder's blobs, else its store's ``blobs``
+    (the team's bucket), each with ``fetch``, ``read_manifest``, ``exists`` and ``open``."""
+    store = view.store
+    if isinstance(store, (str, os.PathLike)):
+        return BlobStore(store)
+    return store.blobs
+
+
+def copy_blob_out(blobs: Any, sha: str, size: int | None, dest: Path) -> None:
     """Copy blob ``sha`` to ``dest`` under a temporary name, renamed only when size and hash match.
 
+    :param blobs: a :class:`BlobStore` or the team's bucket (fetched into its cache first).
     :raises StoreError: naming the blob when it is missing or damaged; nothing is left at ``dest``.
     """
-    src = blobs.path(sha)
+    src = blobs.fetch(sha, size)
     copy_checked(src, sha, size, dest, what=f"blob {src}")
 
 

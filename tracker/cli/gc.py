@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import click
 
 from tracker.cli import CliContext
@@ -17,6 +19,9 @@ from tracker.cli.render import dumps
 def gc_cmd(obj: CliContext, dry_run: bool, fmt: str) -> None:
     """Empty the trash for good, then remove blobs that no run in the store references.
 
+    Also empties this machine's cache of blobs fetched from the team's bucket
+    (over `--store postgresql://...`, that is all it does).
+
     Safe while other processes log: a blob younger than one hour is never
     removed, and a run that appears during gc keeps its blobs. Runs outside
     the trash are never touched.
@@ -29,10 +34,20 @@ def gc_cmd(obj: CliContext, dry_run: bool, fmt: str) -> None:
     import attrs
 
     from tracker.lifecycle import collect_garbage, human_bytes
+    from tracker.team.blobs import clear_cache
 
+    if not isinstance(obj.store.path, Path):  # the team store: only this machine's cache of its bucket
+        files, size = clear_cache(dry_run=dry_run)
+        if fmt == "json":
+            click.echo(dumps({"cache_blobs": files, "cache_bytes": size}))
+        else:
+            click.echo(f"blob cache: {'would remove' if dry_run else 'removed'} {files} "
+                       f"blob{'s' if files != 1 else ''} ({human_bytes(size)})")
+        return
     report = collect_garbage(obj.store, dry_run=dry_run)
+    files, size = clear_cache(dry_run=dry_run)
     if fmt == "json":
-        click.echo(dumps(attrs.asdict(report)))
+        click.echo(dumps({**attrs.asdict(report), "cache_blobs": files, "cache_bytes": size}))
         return
     verb = "would remove" if dry_run else "removed"
     n = len(report.trash_runs)
@@ -42,3 +57,5 @@ def gc_cmd(obj: CliContext, dry_run: bool, fmt: str) -> None:
                    f"({human_bytes(report.blob_bytes)}); kept {report.blobs_kept_young} younger than one hour")
     else:
         click.echo("blobs: none (this version stores no blobs)")
+    if files:
+        click.echo(f"blob cache: {verb} {files} fetched blob{'s' if files != 1 else ''} ({human_bytes(size)})")

@@ -18,11 +18,14 @@ from tracker.cli.options import fail, format_option, handle_errors
               help="Events per transaction.")
 @click.option("--status", is_flag=True, help="Copy nothing: show, per run, what is not in the database yet, "
                                              "and the store's follower.")
+@click.option("--blobs", "blobs", metavar="BUCKET", default=None,
+              help="Upload the runs' blobs to this bucket (s3://, gs://, az://, file://); "
+                   "default: [team] blobs or TRACKER_TEAM_BLOBS.")
 @format_option(("table", "json"))
 @click.pass_obj
 @handle_errors
 def sync_cmd(obj: CliContext, url: str | None, follow: bool, interval: float, batch_size: int, status: bool,
-             fmt: str) -> None:
+             blobs: str | None, fmt: str) -> None:
     """Copy every run of the store into a PostgreSQL database (idempotent; needs psycopg).
 
     Events are keyed by run, writer and sequence number: syncing again, or
@@ -33,11 +36,17 @@ def sync_cmd(obj: CliContext, url: str | None, follow: bool, interval: float, ba
     The URL defaults to tracker.toml's [team] url, else TRACKER_TEAM_URL,
     with which every run streams by itself (docs/team.md).
 
+    With [team] blobs set (or --blobs), every blob a synced run references
+    is uploaded to the bucket by its sha256, skipping what is there;
+    credentials come from the client's environment (AWS_*, AWS_ENDPOINT_URL,
+    GOOGLE_APPLICATION_CREDENTIALS, AZURE_*).
+
     \b
     Examples:
       tracker sync postgresql://tracker@db.lab/experiments
       tracker sync postgresql://db.lab/experiments --follow
       tracker sync --status
+      tracker sync postgresql://db.lab/experiments --blobs s3://lab-bucket/tracker
       tracker --store postgresql://db.lab/experiments runs
     """
     from tracker.core.urls import redact_url, team_url
@@ -66,10 +75,27 @@ def sync_cmd(obj: CliContext, url: str | None, follow: bool, interval: float, ba
             click.echo(f"+{rep.events_read - shown[0]} events", err=True)
             shown[0] = rep.events_read
 
-    rep = sync(store, url, follow=follow, interval=interval, batch=batch_size, on_pass=on_pass)
+    from tracker.cli.terminal import progress
+
+    rep = sync(store, url, follow=follow, interval=interval, batch=batch_size, on_pass=on_pass, blobs=blobs,
+               blob_progress=lambda total, label: progress(total, label))
     click.echo(f"synced {rep.runs} run{'s' if rep.runs != 1 else ''} ({rep.segments} segments) to {mask_url(url)}: "
                f"{rep.events_read} events read, {rep.events_new} new, in {rep.seconds:.1f}s "
                f"({rep.rate():.0f} events/s)" + (f"; {rep.problems} damaged lines skipped" if rep.problems else ""))
+    if rep.blobs is not None:
+        _report_blobs(rep.blobs)
+
+
+def _report_blobs(b) -> None:  # noqa: ANN001 - a tracker.team.blobsync.BlobReport
+    from tracker.lifecycle import human_bytes
+
+    click.echo(f"blobs: {b.uploaded} uploaded ({human_bytes(b.uploaded_bytes)}), {b.present} already in {b.url}"
+               + (f", {b.not_local} not in this store (references to outside files)" if b.not_local else ""))
+    if b.errors:
+        for message in b.errors[:5]:
+            click.echo(f"tracker: {message}", err=True)
+        fail(f"the blobs of {b.pending} run{'s' if b.pending != 1 else ''} are not all in {b.url}; the local blobs "
+             "are kept: run `tracker sync` again to upload what is missing")
 
 
 def _show_status(store: object, url: str, fmt: str) -> None:

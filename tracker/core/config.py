@@ -145,6 +145,10 @@ def _check(file: Path, raw: dict[str, Any]) -> Config:
     return Config(**kw)
 
 
+#: What ``[team] blobs`` may name: a bucket (or a folder) that the object-storage client speaks.
+BLOB_SCHEMES = ("s3://", "gs://", "az://", "abfs://", "file://")
+
+
 def _check_system(file: Path, system: Any, bad: Any) -> dict[str, Any]:
     """``[system] enabled`` (bool) and ``[system] interval`` (positive seconds)."""
     if not isinstance(system, dict):
@@ -179,8 +183,9 @@ def _check_team(file: Path, team: Any, bad: Any) -> dict[str, Any]:
         kw["team_url"] = url
     if "blobs" in team:
         blobs = team["blobs"]
-        if not isinstance(blobs, str) or not blobs:
-            raise bad("[team] blobs", "a non-empty string (a bucket URL such as s3://bucket/prefix)",
+        if not isinstance(blobs, str) or not blobs.startswith(BLOB_SCHEMES) or \
+                len(blobs) <= len(blobs.split("://")[0]) + 3:
+            raise bad("[team] blobs", "a bucket URL starting with " + ", ".join(BLOB_SCHEMES),
                       redact_url(blobs) if isinstance(blobs, str) else blobs)
         kw["team_blobs"] = blobs
     return kw

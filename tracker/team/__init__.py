@@ -1,4 +1,4 @@
-"""The team store: a lab's runs in PostgreSQL, written by ``tracker sync`` and read through the protocol.
+"""The team store: a lab's runs in PostgreSQL and its blobs in a bucket, written by `tracker sync`, read back.
 
-Imports the layers below the capabilities (core, host, read, capture, write); psycopg only when used.
+Imports the layers below the capabilities (core, host, read, capture, write); psycopg and obstore only when used.
 """

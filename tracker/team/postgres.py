@@ -187,6 +187,8 @@ class SyncReport:
     events_new: int = 0
     problems: int = 0
     seconds: float = 0.0
+    #: what was done with blobs (:class:`tracker.team.blobsync.BlobReport`), when ``[team] blobs`` is set
+    blobs: Any = None
 
     def rate(self) -> float:
         """Events read per second."""
@@ -238,6 +240,7 @@ class Syncer:
         self.runs_known = {r for r, _ in self.state}
         self.seen_sizes: dict[str, tuple[int, int]] = {}
         self.live: set[tuple[str, str]] = set()
+        self.blob_sync: Any = None  # a tracker.team.blobsync.BlobSync: uploads each run's blobs after its records
 
     def close(self) -> None:
         """Close the connection."""
@@ -258,6 +261,8 @@ class Syncer:
             for rid in self.store.run_ids():
                 if self._sync_run(rid, report):
                     changed = True
+                if self.blob_sync is not None:
+                    self.blob_sync.sync_run(rid)
         except psycopg.Error as exc:
             raise self._fail(exc) from None
         return changed
@@ -412,19 +417,28 @@ def _warning_class() -> type[Warning]:
 
 
 def sync(store: Any, url: str, *, follow: bool = False, interval: float = 1.0, batch: int = BATCH,
-         stop: threading.Event | None = None, on_pass: Callable[[SyncReport], None] | None = None) -> SyncReport:
+         stop: threading.Event | None = None, on_pass: Callable[[SyncReport], None] | None = None,
+         blobs: str | None = None, blob_progress: Callable[[int, str], Any] | None = None) -> SyncReport:
     """Copy every run of a folder store into the database at ``url`` (idempotent).
 
     :param follow: keep going: new records of running runs (and new runs)
         are copied every ``interval`` seconds until ``stop`` is set, SIGTERM
         or Ctrl-C.
     :param batch: events per transaction.
+    :param blobs: the bucket to upload the runs' blobs to (default: ``TRACKER_TEAM_BLOBS``, ``[team] blobs``;
+        none set: blobs stay local); ``blob_progress`` draws the uploads' progress (see
+        :class:`tracker.team.blobsync.BlobSync`).
     :raises TrackerError: one line for an unreachable database, a wrong
         password, a newer table layout or a connection lost mid-way.
     """
     t0 = time.perf_counter()
+    from tracker.team.blobsync import open_blob_sync
+
     report = SyncReport()
+    blob_sync = open_blob_sync(store, blobs, blob_progress)
     syncer = Syncer(store, url, batch=batch)
+    syncer.blob_sync = blob_sync
+    report.blobs = blob_sync.report if blob_sync is not None else None
     stop = stop or threading.Event()
     old = None
     if follow and threading.current_thread() is threading.main_thread():
@@ -475,6 +489,16 @@ class TeamStore(TeamReading, LazyHost):
 
     def _open_connection(self) -> Any:
         return connect(self.url, autocommit=True)
+
+    @property
+    def blobs(self) -> Any:
+        """The team's blobs: the bucket of ``[team] blobs`` (or ``TRACKER_TEAM_BLOBS``), fetched checked into a
+        local cache; without one, opening a blob is a StoreError saying so."""
+        if getattr(self, "_blobs", None) is None:
+            from tracker.team.blobs import team_blobs
+
+            self._blobs = team_blobs(self.host.config, self.path)
+        return self._blobs
 
     def _query(self, sql: str, params: tuple = ()) -> list[tuple]:
         return self._fetch(sql, params)
@@ -646,6 +670,24 @@ class TeamRunView(TeamRunReading, RecordsRunMixin):
                         yield Record(step, t, name, data, writer, seq)
         except psycopg.Error as exc:
             raise self.store._error(exc) from None
+
+    def artifacts(self) -> list[Any]:
+        """Every :class:`tracker.Artifact` of the run, in log order (bytes in the team's bucket)."""
+        from tracker.capture.artifacts import artifacts
+
+        return artifacts(self)
+
+    def open_artifact(self, name: str) -> Any:
+        """A binary file over file artifact ``name``, fetched from the team's bucket (checked, cached)."""
+        from tracker.capture.artifacts import open_artifact
+
+        return open_artifact(self, name)
+
+    def copy_artifact(self, name: str, dest: str | os.PathLike[str]) -> Path:
+        """Copy artifact ``name`` (a file or a folder) from the team's bucket to ``dest``, every hash checked."""
+        from tracker.capture.artifacts import copy_artifact
+
+        return copy_artifact(self, name, dest)
 
 
 def open_team_store(url: str, host: Any = None) -> TeamStore:

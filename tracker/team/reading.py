@@ -15,11 +15,11 @@ read opens a new one.
 from __future__ import annotations
 
 import threading
-from typing import IO, Any
+from typing import Any
 
 import orjson
 
-from tracker.core.errors import StoreError, StoreUnavailable, TrackerError
+from tracker.core.errors import StoreUnavailable, TrackerError
 from tracker.core.format import RECORD, decode_nonfinite
 from tracker.core.records import Record, RunInfo
 from tracker.core.urls import redact_url, url_password
@@ -37,25 +37,6 @@ def one_line(url: str, exc: BaseException) -> str:
     for secret in filter(None, (url_password(url), os.environ.get("PGPASSWORD"))):
         text = text.replace(secret, "***")
     return text
-
-
-class NoBucket:
-    """The team store's blobs while no bucket is configured: nothing is there, and reading says why.
-
-    (Blobs in object storage replace this with a reader over the lab's bucket.)
-    """
-
-    def __init__(self, where: str) -> None:
-        self.where = where
-
-    def exists(self, sha256: str) -> bool:
-        """Never: the team database holds no bytes."""
-        return False
-
-    def open(self, sha256: str) -> IO[bytes]:
-        """:raises StoreError: naming the blob's key and that no bucket is configured."""
-        raise StoreError(f"blob sha256/{sha256[:2]}/{sha256[2:]} of {self.where} is not available: the team "
-                         "database holds no file bytes and no bucket is configured for it")
 
 
 class TeamReading:
@@ -120,11 +101,6 @@ class TeamReading:
             raise self._error(exc) from None
 
     # --- what the dashboard and the CLI ask of a store --------------------------------------
-
-    @property
-    def blobs(self) -> Any:
-        """Where this store's blobs are read from (the reading protocol's ``BlobReader``)."""
-        return NoBucket(self.path)
 
     def figures(self, run_ids: list[str] | None = None) -> dict[str, dict[str, dict[str, Any]]]:
         """``{run_id: metric_stats}``: per run, per metric count, first, last, min, max and their steps."""
@@ -396,4 +372,4 @@ class TeamRunReading:
         return self.store.stamps([self.id]).get(self.id, 0)
 
 
-__all__ = ["NoBucket", "TeamReading", "TeamRunReading", "one_line"]
+__all__ = ["TeamReading", "TeamRunReading", "one_line"]

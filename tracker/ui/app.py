@@ -392,42 +392,8 @@ def _blob(api: Api, request: Request) -> Response:
         return error(404, str(exc))
     disposition = "attachment" if request.query_params.get("download") else "inline"
     headers = {"cache-control": "private, max-age=31536000, immutable", "x-content-type-options": "nosniff"}
-    if path is None:
-        return _blob_stream(view, sha, meta, disposition, headers)
     return FileResponse(path, media_type=meta["media_type"], filename=meta["name"] or sha,
                         content_disposition_type=disposition, headers=headers)
-
-
-def _blob_stream(view: Any, sha: str, meta: dict[str, Any], disposition: str, headers: dict[str, str]) -> Response:
-    """A blob read through its store's ``BlobReader`` (a bucket behind the team store), checked as it is read.
-
-    The first bytes are read before the answer starts, so a missing blob is a 500 naming it; a
-    blob whose bytes turn out not to match its name ends the body early (never served as complete).
-    """
-    from urllib.parse import quote
-
-    from starlette.responses import StreamingResponse
-
-    from tracker.ui.capture import blob_reader
-
-    try:
-        f = blob_reader(view).open(sha)
-        first = f.read(1 << 16)
-    except StoreError as exc:
-        return error(500, str(exc))
-
-    def body() -> Any:
-        try:
-            chunk = first
-            while chunk:
-                yield chunk
-                chunk = f.read(1 << 16)
-        finally:
-            f.close()
-
-    name = meta["name"] or sha
-    headers = {**headers, "content-disposition": f"{disposition}; filename*=utf-8''{quote(name)}"}
-    return StreamingResponse(body(), media_type=meta["media_type"], headers=headers)
 
 
 def _sweeps(api: Any, request: Request) -> Response:

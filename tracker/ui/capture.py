@@ -29,15 +29,11 @@ def _num(v: Any) -> float | None:
 
 
 def blob_reader(view: Any) -> Any:
-    """Where the bytes of ``view``'s blobs are read: a folder's blob store, else its store's ``blobs``.
+    """Where the bytes of ``view``'s blobs are read: a folder's blob store, else its store's ``blobs`` (the
+    team's bucket), each with ``fetch`` (a checked local copy), ``exists`` and ``open``."""
+    from tracker.capture.blobs import blobs_of
 
-    The team store gives the reading protocol's ``BlobReader`` (``exists``, ``open``), which a
-    bucket may stand behind.
-    """
-    from tracker.capture.blobs import BlobStore
-
-    store = view.store
-    return BlobStore(store) if isinstance(store, (str, Path)) else store.blobs
+    return blobs_of(view)
 
 
 def read_manifest(blobs: Any, sha: str) -> Any:
@@ -59,16 +55,16 @@ def artifacts_json(view: Any) -> list[dict[str, Any]]:
     if "artifact" not in view.schemas():
         return []
     out = []
+    from tracker.capture.artifacts import artifacts
+
     blobs = blob_reader(view)
-    for r in view.records("artifact"):
-        d = r.data
-        row = {"name": d["name"], "kind": d["kind"], "size": d["size"], "files": int(d.get("files") or 1),
-               "sha256": d["sha256"], "step": r.step, "time": r.time, "folder": bool(d.get("folder")),
-               "reference": bool(d.get("reference"))}
-        if row["folder"]:
+    for a in artifacts(view):
+        row = {"name": a.name, "kind": a.kind, "size": a.size, "files": a.files, "sha256": a.sha256,
+               "step": a.step, "time": a.time, "folder": a.folder, "reference": a.reference}
+        if a.folder:
             try:
                 row["members"] = [{"path": e.path, "size": e.size, "sha256": e.sha256}
-                                  for e in read_manifest(blobs, d["sha256"]).files]
+                                  for e in read_manifest(blobs, a.sha256).files]
             except StoreError as exc:
                 row["error"] = str(exc)
         out.append(row)
@@ -137,18 +133,17 @@ def system_json(view: Any) -> dict[str, Any]:
     return out
 
 
-def checked_blob(view: Any, sha: str) -> tuple[Path | None, dict[str, Any]]:
+def checked_blob(view: Any, sha: str) -> tuple[Path, dict[str, Any]]:
     """The path of blob ``sha`` if run ``view`` refers to it and its bytes hash to ``sha``.
 
     :returns: the blob's path and what the run says of it (``name``, ``kind``,
-        ``size``, ``media_type``); over a store without blob folder (the team
-        database) no path: the caller reads the bytes through ``blob_reader(view).open``,
-        which checks them as they are read.
+        ``size``, ``media_type``); over the team store the path is the bucket's object
+        fetched into the local cache (size and hash checked before it is kept).
     :raises TrackerError: ``sha`` is not a hash, or the run names no such blob
         (the dashboard answers 404); :class:`StoreError`: the blob is missing
         or damaged (it answers 500 naming it).
     """
-    from tracker.capture.blobs import BlobStore, hash_file
+    from tracker.capture.blobs import hash_file
 
     if not isinstance(sha, str) or not _SHA_RE.fullmatch(sha):
         raise TrackerError(f"not a sha256: {sha!r}")
@@ -187,9 +182,10 @@ def checked_blob(view: Any, sha: str) -> tuple[Path | None, dict[str, Any]]:
                 break
     if found is None:
         raise TrackerError(f"run {view.id} names no stored file {sha}")
-    if not isinstance(blobs, BlobStore):
-        return None, found
-    path = blobs.path(sha)
+    try:
+        path = blobs.fetch(sha, found["size"])  # over the team store: from the bucket, checked, into the cache
+    except StoreError as exc:
+        raise StoreError(f"run {view.id}: {exc}") from None
     try:
         got, size = hash_file(path)
     except NotAFileError as exc:
