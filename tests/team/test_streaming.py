@@ -109,7 +109,7 @@ def test_team_section_is_checked(tmp_path: Path) -> None:
     assert (c.team_url, c.team_blobs) == ("postgresql://u:pw@db/x", "s3://bucket/prefix")
     for body, words in [('url = "mysql://u:topsecret@db/x"', ("[team] url", "postgresql://", "u:***@db")),
                         ("url = 5", ("[team] url", "given 5")),
-                        ('blobs = ""', ("[team] blobs", "non-empty")),
+                        ('blobs = ""', ("[team] blobs", "a bucket URL starting with s3://")),
                         ('bucket = "s3://b"', ("unknown key [team] bucket", "allowed: blobs, url"))]:
         cfg.write_text(f"[team]\n{body}\n")
         with pytest.raises(tracker.ConfigError) as err:

@@ -12,7 +12,7 @@ from typing import Any
 
 #: ``scheme://user:password@``: the password part of a URL's authority (up to its last ``@``, so that an
 #: unescaped ``@`` in a password never leaves a part of it shown).
-_USERINFO = re.compile(r"^(?P<head>[A-Za-z][A-Za-z0-9+.-]*://[^:@/?#]*):(?P<secret>[^/?#]*(?:/[^@]*)?)@")
+_USERINFO = re.compile(r"^(?P<head>[A-Za-z][A-Za-z0-9+.-]*://[^:@/?#]*):(?P<secret>[^/?#]*(?:/[^@?#]*)?)@")
 #: ``password=...`` in a query string (libpq takes it there too).
 _QUERY_PASSWORD = re.compile(r"(?P<head>[?&](?:password|sslpassword|pass|pwd|secret|token)=)(?P<secret>[^&#]*)",
                              re.IGNORECASE)

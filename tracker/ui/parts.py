@@ -303,7 +303,7 @@ def _alerts(view: Any, api: Any) -> list[dict[str, Any]]:
     # The run's alerts (run.alert and the watcher's rules), read only when it holds some.
     from tracker.alerts.record import read_alerts
 
-    return read_alerts(view) if "alert" in view.schema_counts() else []
+    return read_alerts(view) if "alert" in view.schemas() else []
 
 
 RUN_PARTS[-1:-1] = [("texts", _logged("texts_json")), ("tables", _logged("tables_json")),
