@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 import textwrap
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,21 @@ def _one_thread() -> None:
     torch = sys.modules.get("torch")
     if torch is not None:
         torch.set_num_threads(1)
+
+
+@pytest.fixture
+def store(tracker_store: Path) -> Iterator[Path]:
+    """A fresh store with the installed plugins; the built-in ``table`` schema added if not installed yet."""
+    from tracker.builtin import table
+    from tracker.host.host import Host, set_host
+    from tracker.host.pluginmanager import get_plugin_manager
+
+    pm = get_plugin_manager()
+    if "table" not in pm.infos:
+        pm.add_plugin(table, "table", distribution="tracker-core", builtin=True)
+    old = set_host(Host(pm))
+    yield tracker_store
+    set_host(old)
 
 
 def run_script(code: str, tmp_path: Path, *args: str, env: dict[str, str] | None = None,

@@ -12,7 +12,6 @@ import dataclasses
 import math
 import os
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -25,23 +24,9 @@ from click.testing import CliRunner  # noqa: E402
 import tracker  # noqa: E402
 import tracker as wandb  # noqa: E402 - what a migrated script writes
 from tracker.cli import make_cli  # noqa: E402
-from tracker.host.host import Host, get_host, set_host  # noqa: E402
-from tracker.host.pluginmanager import get_plugin_manager  # noqa: E402
+from tracker.host.host import get_host  # noqa: E402
 
 from .conftest import run_script  # noqa: E402
-
-
-@pytest.fixture
-def store(tracker_store: Path) -> Iterator[Path]:
-    """A fresh store with the installed plugins; the built-in ``table`` schema added if not installed yet."""
-    from tracker.builtin import table
-
-    pm = get_plugin_manager()
-    if "table" not in pm.infos:
-        pm.add_plugin(table, "table", distribution="tracker-core", builtin=True)
-    old = set_host(Host(pm))
-    yield tracker_store
-    set_host(old)
 
 
 def _model() -> torch.nn.Module:

@@ -57,6 +57,9 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str
         run.log({"loss": 1.0}, step=0)
         run.log_artifact(weights, kind="model")
         ids["files"] = run.id
+    # A sweep, for the sweep page's route (Optuna is in the test extra).
+    ids["sweep"] = tracker.sweep({"method": "random", "metric": {"name": "loss"},
+                                  "parameters": {"lr": {"min": 0.001, "max": 0.1}}}, project="files", store=path)
     return path, ids, hashlib.sha256(weights.read_bytes()).hexdigest()
 
 
@@ -76,6 +79,8 @@ def sweep_urls(app, ids: dict[str, str], sha: str) -> list[tuple[str, str]]:
     queries = {"/api/compare": f"?runs={ids['alpha']},{ids['beta']}", "/api/runs/{id}/metrics": "?names=loss"}
     out = []
     for route in app.routes:
+        # A route of sweeps takes a sweep's id where the others take a run's.
+        fill["id"] = ids["sweep"] if "sweeps" in getattr(route, "path", "") else run_id
         if isinstance(route, Mount):
             assert route.path == "/static", f"a new mount {route.path}: teach this sweep its files"
             folder = Path(route.app.directory)

@@ -1,6 +1,5 @@
 """Capture: artifacts stored once by content, images, histograms and system metrics.
-Imports core, host and read; the write path (tracker.write) calls it, never the reverse.
-
+Imports core, host and read; the write path (tracker.write) calls into it, and it never imports the write path.
 
 The ``Run`` methods (``log_artifact``, ``log_image``, ``log_histogram``) and
 the ``RunView`` readers (``artifacts``, ``open_artifact``, ``copy_artifact``)

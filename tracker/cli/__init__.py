@@ -1,7 +1,6 @@
 """The ``tracker`` command line: ``make_cli()`` builds the click group.
 The top floor below the package face: imports anything below it (ui, integrations, store, ...).
 
-
 Core commands are flat verbs (``tracker runs``), one module per command,
 named after it, sharing :mod:`tracker.cli.options` (options and error
 handling), :mod:`tracker.cli.render` (tables, JSON, CSV),

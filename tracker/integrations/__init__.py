@@ -1,7 +1,6 @@
 """Integrations with training frameworks, the W&B drop-in, and importers of other trackers' runs.
 Imports the store and everything below it; never ui or cli.
 
-
 Each integration imports its framework only when it is imported itself, so
 ``import tracker`` stays fast::
 

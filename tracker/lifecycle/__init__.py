@@ -1,7 +1,6 @@
 """A run's life after the fact: edits (tags, name, notes, config, summary), trash, gc, du.
 A capability: imports core, host, read, capture and write, and only the reading protocol's stores.
 
-
 - :mod:`.edits`: ``edit`` events appended to a segment of each editing
   process (``<run>/edits/edits-*.jsonl``), applied by readers over the start event;
 - :mod:`.trash`: ``rm`` and ``restore`` move run folders to and from

@@ -1,9 +1,7 @@
 """SQL over a store (DuckDB) and ``tracker index``.
 A capability: imports core, host, read, capture and write; DuckDB only when used.
 
-
-DuckDB and psycopg are optional extras (``tracker-core[query]``,
-``tracker-core[team]``), imported only when a function here needs them.
+DuckDB is the optional extra ``tracker-core[query]``, imported only when a function here needs it.
 """
 
 from __future__ import annotations

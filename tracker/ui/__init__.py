@@ -1,7 +1,6 @@
 """The dashboard: ``tracker ui`` serves :func:`create_app` over a store (optional extra ``tracker-core[ui]``).
 Imports the store, integrations and everything below; Starlette only when create_app is called.
 
-
 Nothing here imports Starlette until :func:`create_app` is called, so
 ``import tracker.ui`` stays cheap and works without the extra.
 """

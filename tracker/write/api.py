@@ -49,6 +49,10 @@ _lock = threading.RLock()
 _stopped: list[Run] = []
 
 
+
+#: ``log()`` called without values (W&B's ``wandb.log()``: commit the pending step); ``log(None)`` stays an error.
+LEFT_OUT: Any = type("LeftOut", (), {"__repr__": lambda self: "<values left out>"})()
+
 class Run(WandbRunMethods):
     """A run being logged by this process. Use :func:`start_run` to make one.
 
@@ -138,7 +142,7 @@ class Run(WandbRunMethods):
         """The id of this process's segment of the run."""
         return self._att.writer.id
 
-    def log(self, values: dict[str, Any] | None = None, step: int | None = None, commit: bool | None = None) -> None:
+    def log(self, values: dict[str, Any] = LEFT_OUT, step: int | None = None, commit: bool | None = None) -> None:
         """Log scalar metrics (schema ``metrics``): ``{name: number}``.
 
         W&B's rules hold too (docs/wandb.md): ``commit=False`` merges
@@ -177,7 +181,7 @@ class Run(WandbRunMethods):
             if self.status == "stopped":
                 return  # a trial its sweep stopped: further values are dropped, as W&B drops them
             raise self._not_running()
-        if values is None:
+        if values is LEFT_OUT:
             values = {}
         if commit is not None or self._wb is not None or _wandb_values(values):
             self._wandb().log(values, step, commit)
@@ -539,7 +543,7 @@ def _require_run() -> Run:
     return run
 
 
-def log(values: dict[str, Any] | None = None, step: int | None = None, commit: bool | None = None) -> None:
+def log(values: dict[str, Any] = LEFT_OUT, step: int | None = None, commit: bool | None = None) -> None:
     """``Run.log`` on the active run (W&B's ``wandb.log``, ``commit`` included).
 
     :raises TrackerError: when no run is active.

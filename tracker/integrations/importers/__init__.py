@@ -1,4 +1,5 @@
 """Import other trackers' runs: ``tracker import tensorboard LOGDIR``, ``tracker import mlflow MLRUNS``.
+Imports the store and the write path below it; the sources' own libraries only when used.
 
 Each source run becomes one run, under an id derived from the source run's
 own identity (``tb-...``, ``mlflow-...``), which the run's config also keeps

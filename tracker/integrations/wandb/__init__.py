@@ -1,6 +1,7 @@
-"""What W&B scripts call beyond ``init`` and ``log``: media objects, ``define_metric``, ``save``,
-``watch``, ``sync_tensorboard``, ``WANDB_MODE=disabled`` and the public ``Api``.
+"""The W&B session layer: ``init`` with W&B's arguments, ``sync_tensorboard``, ``WANDB_MODE=disabled``, ``Api``.
+Imports the store and everything below it; W&B's log rules and media classes live on the write path
+(:mod:`tracker.write.wandb`), which the run reaches without importing this package.
 
-:mod:`tracker.integrations.wandb.init` and :class:`tracker.Run` reach these on first use; no
+:mod:`tracker.integrations.wandb.init` is what ``import tracker as wandb`` calls; no
 framework is imported before a call needs it.
 """
