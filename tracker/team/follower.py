@@ -72,6 +72,16 @@ class Follower:
     :param linger: seconds without a live run before :meth:`run` returns.
     """
 
+    def _blob_sync(self, store: Any) -> Any:
+        """The uploader of the store's blobs to ``[team] blobs`` (``None`` when no bucket is set or it is unusable)."""
+        from tracker.team.blobsync import open_blob_sync
+
+        try:
+            return open_blob_sync(store)
+        except TrackerError as exc:  # a bad bucket URL, or no obstore: records still stream
+            self.log(f"blobs are not uploaded: {exc}")
+            return None
+
     def __init__(self, root: Path, url: str, *, interval: float = INTERVAL, linger: float = LINGER,
                  full_every: float = FULL_EVERY, backoff_max: float = BACKOFF_MAX, give_up: float = GIVE_UP) -> None:
         self.root = Path(root).absolute()
@@ -209,6 +219,7 @@ class Follower:
                         break
                     continue
                 self.down_since = None
+                syncer.blob_sync = self._blob_sync(store)
                 self.log("connected" if self.state["error"] is None else "connected again: catching up")
                 self.state.update(connected=True, error=None, retry_at=None)
                 backoff = BACKOFF_FIRST
@@ -286,6 +297,10 @@ class Follower:
             try:
                 if syncer._sync_run(rid, report):
                     changed = True
+                    if syncer.blob_sync is not None:
+                        # The run's blobs follow its records into the bucket ([team] blobs), as `tracker sync`
+                        # uploads them; one that cannot go now stays pending for the next pass.
+                        syncer.blob_sync.sync_run(rid)
             except psycopg.Error:
                 raise
             except TrackerError as exc:  # the run's files (a run moved to the trash meanwhile)
