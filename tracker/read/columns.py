@@ -67,9 +67,12 @@ def merge_columns(parts: list[tuple[Columns, int]]) -> tuple[Columns, int]:
         cols, n = parts[0]
         # Fresh, writable arrays: a caller may change them, and the index's buffers are shared.
         return {k: v.copy() if not v.flags.writeable else v for k, v in cols.items()}, n
+    # Names in order of first appearance: the segment whose first record comes first in log order first
+    # (not by file name: a writer's id sorts by its pid as text, which says nothing of when it logged).
     names: dict[str, None] = {}
-    for cols, _ in parts:
-        for k in cols:
+    starts = [float(c["time"][0]) if n else float("inf") for c, n in parts]
+    for i in sorted(range(len(parts)), key=lambda i: (starts[i], i)):
+        for k in parts[i][0]:
             names.setdefault(k, None)
     merged = {}
     for k in names:
