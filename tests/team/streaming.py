@@ -16,6 +16,8 @@ from typing import Any
 from tracker.core.format import LineError, parse_line
 from tracker.write.stream import STATUS_FILE, follower_running, team_dir
 
+from ..query.support import wait_for
+
 #: Looks at live runs every 0.1 s, ends 2 s after the last run, restarted within 0.3 s when killed.
 FAST = {"TRACKER_FOLLOWER_INTERVAL": "0.1", "TRACKER_FOLLOWER_LINGER": "2", "TRACKER_FOLLOWER_CHECK": "0.3",
         "TRACKER_FOLLOWER_BACKOFF_MAX": "1"}
@@ -95,15 +97,8 @@ def safe(fn: Any, default: Any = None) -> Any:
 
 
 def wait(pred: Any, timeout: float = 30.0, every: float = 0.05) -> Any:
-    """Poll ``pred`` until true (returned) or ``timeout`` (AssertionError)."""
-    end = time.monotonic() + timeout
-    while True:
-        got = pred()
-        if got:
-            return got
-        if time.monotonic() > end:
-            raise AssertionError(f"condition not met within {timeout}s")
-        time.sleep(every)
+    """Poll ``pred`` until true (returned) or ``timeout`` (AssertionError): the query tests' ``wait_for``."""
+    return wait_for(pred, timeout, every)
 
 
 def run_tracker(folder: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
