@@ -50,8 +50,11 @@ def build_store(store: Path) -> dict[str, str]:
                            config={"lr": 0.1}) as run:
         for s in range(20):
             run.log({"loss": 2.0 - s * 0.05, "only_first": s}, step=s)
+    # The second writer on a machine whose name sorts before this one's: merging must order the metric
+    # names by which writer logged first, not by the writers' ids.
     child(store, """
-        import tracker
+        import tracker, tracker.write.writer
+        tracker.write.writer.safe_hostname = lambda: "0second"
         run = tracker.start_run(run_id="multi", resume=True)
         for s in range(20, 35):
             run.log({"loss": 1.0 - s * 0.01, "extra": True}, step=s)

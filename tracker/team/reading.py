@@ -301,8 +301,10 @@ class TeamRunReading:
                 cols["time"] = np.concatenate(tms).astype(np.float64, copy=False)
             for k, acc in cols_parts.items():
                 col = np.concatenate(acc).astype(np.float64, copy=False)
-                if names is None and (col.view(np.uint64) == np.float64(MISSING).view(np.uint64)).all():
-                    continue  # a metric this writer never logged
+                if (col.view(np.uint64) == np.float64(MISSING).view(np.uint64)).all():
+                    # A metric this writer never logged: left out, so that merging orders the names by the
+                    # writer that logged each first (by time), as over a folder, not by the writers' ids.
+                    continue
                 cols[k] = col
             parts.append((cols, int(step.size)))
         if times:
