@@ -13,10 +13,14 @@ them as a read of the JSONL would.
 
 from __future__ import annotations
 
+import gc
 import zlib
 from array import array
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from itertools import chain, groupby, repeat
+from operator import eq, getitem
 from typing import Any
 
 import orjson
@@ -41,6 +45,30 @@ from tracker.core.summary import MISSING
 KIND_INT = 1
 KIND_BOOL = 2
 _consume = deque(maxlen=0).extend
+_floats_only = frozenset({float}).issuperset
+_times_only = frozenset({float, int}).issuperset
+_BODY = slice(None, -CRC_TAIL_LEN)
+_TAIL = slice(-CRC_TAIL_LEN, None)
+#: Consecutive ``metrics`` lines from which the columnar pass (:meth:`Builder._bulk`) is worth its setup,
+#: and the most it takes at once (the parsed records of a batch stay in the CPU's caches).
+BULK_MIN = 8
+BULK_MAX = 512
+
+
+@contextmanager
+def gc_paused() -> Iterator[None]:
+    """The cyclic garbage collector held off: a listing makes many objects and no cycles, and the
+    collections those objects set off cost about a quarter of reading the catalog (26 against 19 µs
+    per run at 10,000 runs)."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
+
+
 
 
 class SchemaPart:
@@ -155,47 +183,152 @@ class Builder:
         return part
 
     def feed(self, lines: Iterable[bytes]) -> None:
-        """Take the next complete lines of the segment (without their newlines)."""
-        loads, crc32, consume, append = orjson.loads, zlib.crc32, _consume, array.append
+        """Take the next complete lines of the segment (without their newlines).
+
+        Each stretch of consecutive ``metrics`` lines is taken column by
+        column (:meth:`_bulk`); what that pass does not take (other events,
+        a damaged line among them) goes line by line (:meth:`_lines`), with
+        the same result.
+        """
+        lines = lines if type(lines) is list else list(lines)
+        starts = list(map(bytes.startswith, lines, repeat(METRICS_HEAD)))
+        i, n = 0, len(lines)
+        while i < n:
+            try:
+                j = starts.index(False, i)  # the end of this stretch of `metrics` lines
+            except ValueError:
+                j = n
+            if j - i < BULK_MIN:
+                self._lines(lines[i:j])
+            else:
+                with gc_paused():  # batches of parsed records: many objects, no cycles
+                    for at in range(i, j, BULK_MAX):
+                        batch = lines[at:min(at + BULK_MAX, j)]
+                        if not self._bulk(batch):
+                            self._lines(batch)
+            if j == n:
+                break
+            try:
+                i = starts.index(True, j)
+            except ValueError:
+                i = n
+            self._lines(lines[j:i])
+
+    def _bulk(self, lines: list[bytes]) -> bool:
+        """Take a stretch of ``metrics`` lines of one writer column by column; ``False`` (nothing taken)
+        unless every line is whole (its CRC), parses, and has the fields of a record of this version.
+
+        The loops run in C (``map`` over the lines); only a record whose
+        names differ from the previous record's, or whose values are not all
+        floats, is taken on its own, as :meth:`_lines` takes it.
+        """
+        if not all(map(eq, map(CRC_TAIL.__mod__, map(zlib.crc32, map(getitem, lines, repeat(_BODY)))),
+                       map(getitem, lines, repeat(_TAIL)))):
+            return False
+        try:
+            evs = list(map(orjson.loads, lines))
+            datas = list(map(getitem, evs, repeat("data")))
+            steps = list(map(getitem, evs, repeat("step")))
+            times = list(map(getitem, evs, repeat("time")))
+            seqs = list(map(getitem, evs, repeat("seq")))
+            writers = set(map(getitem, evs, repeat("w")))
+        except (ValueError, KeyError, TypeError):
+            return False
+        if len(writers) != 1 or set(map(type, writers)) != {str} or set(map(type, datas)) != {dict} \
+                or set(map(type, steps)) != {int} or set(map(type, seqs)) != {int} \
+                or not _times_only(map(type, times)) or min(steps) < -MAX_STEP or max(steps) > MAX_STEP:
+            return False
+        (w,) = writers
+        metrics = self.metrics
+        if metrics is None:
+            metrics = self._part(METRICS)  # type: ignore[assignment]
+        lineno = self.lineno
+
+        def take(at: int, end: int) -> None:  # the fields of records at..end-1, once their values are in
+            metrics.steps.extend(steps[at:end])
+            metrics.times.extend(times[at:end])
+            metrics.seqs.extend(seqs[at:end])
+            metrics.lines.extend(range(lineno + at + 1, lineno + end + 1))
+
+        def one(at: int) -> None:  # a record on its own, as a line would be taken
+            if metrics.add(datas[at]):
+                take(at, at + 1)
+            else:
+                self.problems.append([lineno + at + 1, "corrupt",
+                                      shape_problem(evs[at]) or "a metric value that is not a number"])
+
+        if w != metrics.last_writer:
+            metrics.writer(w)
+        at = 0
+        for names, group in groupby(map(tuple, datas)):
+            end = at + sum(1 for _ in group)
+            if names != metrics.names:
+                one(at)  # new names: their columns made (or padded) as for a line
+                at += 1
+            if at == end:
+                continue
+            flat = list(chain.from_iterable(map(dict.values, datas[at:end])))
+            if names == metrics.names and _floats_only(map(type, flat)):
+                # The previous record's names, all floats: each column extended at once.
+                width = len(names)
+                for k, a in enumerate(metrics.arrs):
+                    a.extend(flat[k::width] if width > 1 else flat)
+                take(at, end)
+            else:  # ints, bools or non-finite marks among the values
+                for i in range(at, end):
+                    one(i)
+            at = end
+        self.lineno = lineno + len(lines)
+        return True
+
+    def _lines(self, lines: list[bytes]) -> None:
+        """Take lines one by one."""
+        loads, crc32, consume, append, floats_only = orjson.loads, zlib.crc32, _consume, array.append, _floats_only
         head, tail, tail_len = METRICS_HEAD, CRC_TAIL, CRC_TAIL_LEN
+        low, high = -MAX_STEP, MAX_STEP
         lineno = self.lineno
         metrics = self.metrics
+        # The previous record's names and their columns, and the appenders of the record fields, kept
+        # in locals: a training loop's lines differ only in their values.
+        names: tuple[str, ...] | None = None
+        if metrics is not None:
+            names, arrs = metrics.names, metrics.arrs
+            add_step, add_time, add_seq, add_line = (metrics.steps.append, metrics.times.append,
+                                                     metrics.seqs.append, metrics.lines.append)
         for line in lines:
             lineno += 1
-            ev = None
             # A line of this version's writer for `metrics`: its CRC and a cheap shape check, one parse.
             if line.startswith(head) and line[-tail_len:] == tail % crc32(line[:-tail_len]):
                 try:
                     ev = loads(line)
-                except ValueError:
-                    ev = None
-                if ev is not None:
-                    data, step, t = ev.get("data"), ev.get("step"), ev.get("time")
-                    if type(data) is not dict or type(step) is not int or \
-                            (type(t) is not float and type(t) is not int) or not -MAX_STEP <= step <= MAX_STEP \
-                            or type(ev.get("seq")) is not int or type(ev.get("w")) is not str:
-                        ev = None
-                    else:
-                        if metrics is None:
-                            metrics = self._part(METRICS)  # type: ignore[assignment]
+                    data, step, t, seq, w = ev["data"], ev["step"], ev["time"], ev["seq"], ev["w"]
+                except (ValueError, KeyError, TypeError):
+                    pass  # the full parse below names what is wrong
+                else:
+                    if type(data) is dict and type(step) is int and (type(t) is float or type(t) is int) \
+                            and low <= step <= high and type(seq) is int and type(w) is str:
                         vals = data.values()
-                        # The names and float types of the previous record, as in a training loop:
-                        # the values go to their columns in one C-level map.
-                        if tuple(data) == metrics.names and tuple(map(type, vals)) == metrics.float_types:
-                            consume(map(append, metrics.arrs, vals))
+                        # The names of the previous record, all floats: the values go to their columns
+                        # in one C-level map.
+                        if tuple(data) == names and floats_only(map(type, vals)):
+                            consume(map(append, arrs, vals))
                             ok = True
                         else:
+                            if metrics is None:
+                                metrics = self._part(METRICS)  # type: ignore[assignment]
+                                add_step, add_time, add_seq, add_line = (
+                                    metrics.steps.append, metrics.times.append, metrics.seqs.append,
+                                    metrics.lines.append)
                             ok = metrics.add(data)
+                            names, arrs = metrics.names, metrics.arrs
                         if ok:
-                            w = ev["w"]
                             if w != metrics.last_writer:
                                 metrics.writer(w)
-                            metrics.steps.append(step)
-                            metrics.times.append(t)
-                            metrics.seqs.append(ev["seq"])
-                            metrics.lines.append(lineno)
+                            add_step(step)
+                            add_time(t)
+                            add_seq(seq)
+                            add_line(lineno)
                             continue
-                        ev = None
             try:
                 ev = parse_line(line)
             except LineError as exc:
@@ -213,10 +346,13 @@ class Builder:
             part = self._part(schema)
             if schema == METRICS:
                 metrics = part  # type: ignore[assignment]
+                add_step, add_time, add_seq, add_line = (metrics.steps.append, metrics.times.append,
+                                                         metrics.seqs.append, metrics.lines.append)
                 if not metrics.add(ev["data"]):
                     self.problems.append([lineno, "corrupt",
                                           shape_problem(ev) or "a metric value that is not a number"])
                     continue
+                names, arrs = metrics.names, metrics.arrs
             else:
                 part.data.append(orjson.dumps(ev["data"]))
                 part.special.append(NONFINITE_MARKS[0] in line or NONFINITE_MARKS[1] in line)

@@ -143,11 +143,19 @@ def metric_stats(part: SchemaCols) -> dict[str, dict[str, Any]]:
     if not part.n:
         return out
     keys = np.maximum.accumulate(part.time)
+    n = part.n
     for name, col in part.cols.items():
         present = col.view(np.uint64) != _MISSING_BITS
-        idx = np.flatnonzero(present)
-        if not idx.size:
-            continue
+        if present.all():  # the common case: a metric in every record, no copies of it
+            idx = None
+            first, last, count = 0, n - 1, n
+            vals = col
+        else:
+            idx = np.flatnonzero(present)
+            if not idx.size:
+                continue
+            first, last, count = int(idx[0]), int(idx[-1]), int(idx.size)
+            vals = col[idx]
         kinds = part.kinds.get(name)
 
         def value(i: int, col: Any = col, kinds: Any = kinds) -> Any:
@@ -156,21 +164,27 @@ def metric_stats(part: SchemaCols) -> dict[str, dict[str, Any]]:
                 return bool(v) if kinds[i] == 2 else int(v)
             return v
 
-        first, last = int(idx[0]), int(idx[-1])
         entry: dict[str, Any] = {
-            "count": int(idx.size),
+            "count": count,
             "first": value(first), "first_step": int(part.step[first]), "first_key": float(keys[first]),
             "last": value(last), "last_step": int(part.step[last]), "last_key": float(keys[last]),
             "min": None, "min_step": None, "min_key": None, "max": None, "max_step": None, "max_key": None,
         }
-        vals = col[idx]
-        ok = ~np.isnan(vals)
-        if ok.any():
-            vi = idx[ok]
+        nan = np.isnan(vals)
+        if nan.any():
+            ok = ~nan
+            if not ok.any():
+                out[name] = entry
+                continue
+            vi = np.flatnonzero(ok) if idx is None else idx[ok]
             v = vals[ok]
             lo, hi = int(vi[int(np.argmin(v))]), int(vi[int(np.argmax(v))])
-            entry.update({"min": value(lo), "min_step": int(part.step[lo]), "min_key": float(keys[lo]),
-                          "max": value(hi), "max_step": int(part.step[hi]), "max_key": float(keys[hi])})
+        elif idx is None:
+            lo, hi = int(np.argmin(vals)), int(np.argmax(vals))
+        else:
+            lo, hi = int(idx[int(np.argmin(vals))]), int(idx[int(np.argmax(vals))])
+        entry.update({"min": value(lo), "min_step": int(part.step[lo]), "min_key": float(keys[lo]),
+                      "max": value(hi), "max_step": int(part.step[hi]), "max_key": float(keys[hi])})
         out[name] = entry
     return out
 
