@@ -272,6 +272,21 @@ def hash_file(path: str | os.PathLike[str]) -> tuple[str, int]:
         return copy_hashing(f, None, os.fstat(f.fileno()).st_size)
 
 
+def file_problem(path: Path, sha: str) -> tuple[str | None, int]:
+    """What is wrong with ``path`` as the blob of ``sha`` (``None`` when its bytes hash to it), and its size."""
+    try:
+        got, size = hash_file(path)
+    except NotAFileError as exc:
+        return f"blob {exc}", 0
+    except FileNotFoundError:
+        return f"blob {path} is missing", 0
+    except OSError as exc:
+        return f"blob {path} cannot be read: {exc.strerror}", 0
+    if got != sha:
+        return f"blob {path} is damaged: its content hashes to {got}", size
+    return None, size
+
+
 class BlobStore:
     """The blob folder of one store.
 
@@ -409,16 +424,7 @@ class BlobStore:
             return f"blob {path} cannot be read: {exc.strerror}"
         if size is not None and actual != size:
             return f"blob {path} has {actual} bytes, the record says {size}"
-        if full:
-            try:
-                got, _ = hash_file(path)
-            except NotAFileError as exc:
-                return f"blob {exc}"
-            except OSError as exc:
-                return f"blob {path} cannot be read: {exc.strerror}"
-            if got != sha:
-                return f"blob {path} is damaged: its content hashes to {got}"
-        return None
+        return file_problem(path, sha)[0] if full else None
 
     def all(self) -> Iterator[tuple[str, Path]]:
         """Every blob present: ``(sha256, path)``."""

@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import Any
 
 from tracker.core.errors import StoreError, TrackerError
-from tracker.core.files import NotAFileError
 
 _SHA_RE = re.compile(r"[0-9a-f]{64}")
 SYSTEM_FIELDS = ("cpu_percent", "process_cpu_percent", "memory_used_bytes", "memory_percent", "process_rss_bytes",
@@ -143,7 +142,7 @@ def checked_blob(view: Any, sha: str) -> tuple[Path, dict[str, Any]]:
         (the dashboard answers 404); :class:`StoreError`: the blob is missing
         or damaged (it answers 500 naming it).
     """
-    from tracker.capture.blobs import hash_file
+    from tracker.capture.blobs import file_problem
 
     if not isinstance(sha, str) or not _SHA_RE.fullmatch(sha):
         raise TrackerError(f"not a sha256: {sha!r}")
@@ -186,16 +185,11 @@ def checked_blob(view: Any, sha: str) -> tuple[Path, dict[str, Any]]:
         path = blobs.fetch(sha, found["size"])  # over the team store: from the bucket, checked, into the cache
     except StoreError as exc:
         raise StoreError(f"run {view.id}: {exc}") from None
-    try:
-        got, size = hash_file(path)
-    except NotAFileError as exc:
-        raise StoreError(f"blob {exc}") from None
-    except FileNotFoundError:
-        raise StoreError(f"blob {path} is missing") from None
-    except OSError as exc:
-        raise StoreError(f"blob {path} cannot be read: {exc.strerror}") from None
-    if got != sha or (found["size"] is not None and size != found["size"]):
-        raise StoreError(f"blob {path} is damaged: its content hashes to {got}")
+    problem, size = file_problem(path, sha)
+    if problem is None and found["size"] is not None and size != found["size"]:
+        problem = f"blob {path} has {size} bytes, the record says {found['size']}"
+    if problem is not None:
+        raise StoreError(problem)
     found["size"] = size
     return path, found
 
