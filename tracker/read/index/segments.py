@@ -170,19 +170,18 @@ def metric_stats(part: SchemaCols) -> dict[str, dict[str, Any]]:
             "last": value(last), "last_step": int(part.step[last]), "last_key": float(keys[last]),
             "min": None, "min_step": None, "min_key": None, "max": None, "max_step": None, "max_key": None,
         }
+        def at(i: Any, idx: Any = idx) -> int:  # a position in ``vals`` as a record index
+            return int(i) if idx is None else int(idx[i])
+
         nan = np.isnan(vals)
         if nan.any():
-            ok = ~nan
-            if not ok.any():
+            ok = np.flatnonzero(~nan)
+            if not ok.size:
                 out[name] = entry
                 continue
-            vi = np.flatnonzero(ok) if idx is None else idx[ok]
-            v = vals[ok]
-            lo, hi = int(vi[int(np.argmin(v))]), int(vi[int(np.argmax(v))])
-        elif idx is None:
-            lo, hi = int(np.argmin(vals)), int(np.argmax(vals))
+            lo, hi = at(ok[np.argmin(vals[ok])]), at(ok[np.argmax(vals[ok])])
         else:
-            lo, hi = int(idx[int(np.argmin(vals))]), int(idx[int(np.argmax(vals))])
+            lo, hi = at(np.argmin(vals)), at(np.argmax(vals))
         entry.update({"min": value(lo), "min_step": int(part.step[lo]), "min_key": float(keys[lo]),
                       "max": value(hi), "max_step": int(part.step[hi]), "max_key": float(keys[hi])})
         out[name] = entry
