@@ -31,7 +31,7 @@ from tracker.core.values import MAX_INT, RESERVED, check_metrics, given, plain_c
 from tracker.host.bus import TrackerWarning
 from tracker.host.host import Host, get_host
 from tracker.write.origin import error_facts, origin_facts
-from tracker.write.route import Attachment, attach, detach
+from tracker.write.route import FAST_CHECK_METRICS, Attachment, attach, detach, fast_append
 from tracker.write.runstate import WandbRunMethods
 
 if TYPE_CHECKING:
@@ -169,14 +169,18 @@ class Run(WandbRunMethods):
         # with a TypeError, before writing anything. Anything else takes the
         # full check, which names the problem. A finished run has no routes.
         route = self._routes.get(METRICS)
-        if route is not None and commit is None and (self._wb is None or not self._wb.has_pending) \
-                and type(values) is dict \
-                and _all_numbers(map(type, values.values())) and _not_metric_names.isdisjoint(values):
-            try:
-                route.append(self._steps, step, _time(), values, strict=True)
-                return
-            except TypeError:
-                pass
+        if route is not None and commit is None and (self._wb is None or not self._wb.has_pending):
+            if fast_append is not None:
+                # The same checks and line in C (tracker/write/_fastline.c); None: take the full path.
+                if fast_append(route, self._steps, step, None, values, FAST_CHECK_METRICS) is not None:
+                    return
+            elif type(values) is dict and _all_numbers(map(type, values.values())) \
+                    and _not_metric_names.isdisjoint(values):
+                try:
+                    route.append(self._steps, step, _time(), values, strict=True)
+                    return
+                except TypeError:
+                    pass
         if self.status != "running":
             if self.status == "stopped":
                 return  # a trial its sweep stopped: further values are dropped, as W&B drops them

@@ -37,6 +37,8 @@ from tracker.core.format import (
     record_template,
 )
 from tracker.core.records import Event
+from tracker.core.values import RESERVED
+from tracker.write.fast import fastline
 from tracker.write.writer import Heartbeat, SegmentWriter, on_fork_in_child
 
 if TYPE_CHECKING:
@@ -48,6 +50,57 @@ _crc32 = zlib.crc32
 _write = os.write
 
 
+def _after_write(w: SegmentWriter, line: bytes, written: int, err: int, counts: tuple[int, int, int],
+                 last: dict[str, Any] | None, steps: list[int], step: int) -> int:
+    """Settle a write of the C fast path that failed (``err``) or came up short, as :meth:`Route.append` does.
+
+    Called with the writer's lock held; ``written`` bytes of ``line`` are in the file.
+    """
+    try:
+        if err:
+            raise OSError(err, os.strerror(err))
+        w.put_rest(line, written)
+        w.counts = counts
+        if last is not None:
+            w.last.update(last)
+        if step >= steps[0]:
+            steps[0] = step + 1
+    except BaseException as exc:
+        w.recover(exc, line, counts, last, steps, step)
+        raise
+    return step
+
+
+if fastline is not None:
+    fastline.configure(orjson.dumps, STRICT, RESERVED | {""}, encode_nonfinite, _after_write, _time)
+#: ``_fastline.append`` (the common case of :meth:`Route.append`, in C), or ``None``.
+fast_append: Callable[..., int | None] | None = fastline.append if fastline is not None else None
+#: Its flags: check ``run.log``'s values first; encode with ``STRICT``.
+FAST_CHECK_METRICS = fastline.CHECK_METRICS | fastline.STRICT if fastline is not None else 0
+FAST_STRICT = fastline.STRICT if fastline is not None else 0
+
+
+def line_parts(template: dict[str, Any]) -> tuple[bytes, bytes, bytes, bytes] | None:
+    """The constant parts of a record's line, between which step, time, seq and data go.
+
+    Taken from the encoded template itself, so a line put together from them
+    is byte for byte the one ``orjson.dumps`` of the filled-in template gives;
+    ``None`` (the C fast path then declines) if the template does not encode in
+    that order.
+    """
+    blank = _dumps(dict(template, step=0, time=0.0, seq=0, data=None))
+    try:
+        prefix, rest = blank.split(b'"step":0', 1)
+        time_mark, rest = rest.split(b'0.0', 1)
+        writer_mark, rest = rest.split(b'0,"data":', 1)
+    except ValueError:
+        return None
+    parts = (prefix + b'"step":', time_mark, writer_mark, b',"data":')
+    if rest != b"null}" or parts[0] + b"0" + time_mark + b"0.0" + writer_mark + b"0" + parts[3] + b"null}" != blank:
+        return None
+    return parts
+
+
 class Route:
     """The records of one schema of one run, from this process straight to its segment.
 
@@ -55,13 +108,17 @@ class Route:
     (sequence number, records, steps, latest metrics) are the writer's.
     """
 
-    __slots__ = ("schema", "writer", "template", "last")
+    __slots__ = ("schema", "writer", "template", "last", "fast")
 
     def __init__(self, writer: SegmentWriter, schema: str) -> None:
         self.schema = schema
         self.writer = writer
         self.template = record_template(schema, writer.id)
         self.last = schema == METRICS
+        parts = line_parts(self.template)
+        #: What the C fast path reads, in one attribute: the writer, whether to keep the latest
+        #: metrics, the lines' constant parts and the CRC-32 of the first (the line's CRC continues it).
+        self.fast = (writer, self.last, parts, _crc32(parts[0]) if parts else 0)
 
     def append(self, steps: list[int], step: int | None, time: float, data: dict[str, Any],
                strict: bool = False) -> int:
@@ -86,6 +143,10 @@ class Route:
         :raises TypeError: when ``data`` does not encode under ``STRICT`` (``strict``); nothing is written.
         :raises StoreError: when the line cannot be written.
         """
+        if fast_append is not None:
+            done = fast_append(self, steps, step, time, data, FAST_STRICT if strict else 0)
+            if done is not None:
+                return done
         w = self.writer
         template = self.template
         # ``with``, not acquire() then try: a signal between those two would leave the lock held.

@@ -22,6 +22,7 @@ from tracker.core.files import fsync_folder  # noqa: F401 - writers and blob sto
 from tracker.core.format import METRICS, RECORD, SEGMENT_SUFFIX, encode_line, event
 from tracker.core.values import MAX_INT
 from tracker.read.liveness import hostname, process_start, safe_hostname
+from tracker.write.fast import Lock
 
 _write = os.write
 #: Below every step a record may have (steps are ints within ±2**53): "no step yet".
@@ -44,7 +45,7 @@ class SegmentWriter:
     def __init__(self, run_dir: Path, *, fsync: bool = False, hidden: bool = False) -> None:
         self.run_dir = run_dir
         self.fsync = fsync
-        self.lock = threading.Lock()
+        self.lock = Lock()
         #: ``(seq of the last line, records, largest step)``, replaced as one tuple after each
         #: line (see :meth:`recover`); NO_STEP stands for "no step yet".
         self.counts: tuple[int, int, int] = (0, 0, NO_STEP)
@@ -330,7 +331,7 @@ def _after_fork() -> None:
     # A forked child must not share its parent's segment: each of its writers
     # is marked stale and opens a segment of its own on the next write.
     for w in list(_writers):
-        w.lock = threading.Lock()
+        w.lock = Lock()
         w.stale = True
     for callback in _fork_callbacks:
         callback()

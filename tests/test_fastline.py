@@ -1,0 +1,209 @@
+"""The logging fast path in C (tracker/write/_fastline.c) against the Python body it stands in for.
+
+Every line the C path writes must be the line the Python body of
+``Route.append`` writes for the same record, byte for byte; whatever it does
+not vouch for it must decline without writing or counting anything; and its
+lock must behave as ``threading.Lock``, which the rest of the writer uses.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import subprocess
+import sys
+import threading
+import time
+import zlib
+from pathlib import Path
+
+import orjson
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import tracker
+from tracker.core.format import METRICS, record_template
+from tracker.write import route as route_mod
+from tracker.write.fast import fastline
+from tracker.write.route import FAST_CHECK_METRICS, Route, line_parts
+from tracker.write.writer import SegmentWriter
+
+pytestmark = pytest.mark.skipif(fastline is None, reason="the C fast path was not built here (no C compiler)")
+
+names = st.one_of(st.sampled_from(["loss", "acc", "lr", "a/b", "é", "\"q\"", "tab\t", "step", "time", ""]),
+                  st.text(max_size=8))
+numbers = st.one_of(st.floats(), st.integers(min_value=-(2**60), max_value=2**60), st.booleans(),
+                    st.sampled_from([math.nan, math.inf, -math.inf, -0.0, 2**53 - 1, -(2**53 - 1)]))
+values = st.one_of(numbers, st.text(max_size=4), st.none(), st.lists(st.floats(), max_size=2))
+records = st.dictionaries(names, values, max_size=6)
+
+
+def _segment(w: SegmentWriter) -> bytes:
+    return Path(w.path).read_bytes()
+
+
+@pytest.fixture
+def writer(tmp_path: Path) -> SegmentWriter:
+    (tmp_path / "run").mkdir()
+    w = SegmentWriter(tmp_path / "run")
+    yield w
+    w.close()
+
+
+def _python_body(r: Route, steps: list[int], step: int | None, at: float, data: dict, strict: bool,
+                 monkeypatch: pytest.MonkeyPatch) -> int:
+    with monkeypatch.context() as m:
+        m.setattr(route_mod, "fast_append", None)
+        return r.append(steps, step, at, data, strict=strict)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=records, step=st.one_of(st.none(), st.integers(min_value=-(2**53 - 1), max_value=2**53 - 1)),
+       at=st.floats(allow_nan=False, allow_infinity=False), check=st.booleans())
+def test_the_c_path_writes_the_python_bodys_line_or_declines_having_done_nothing(
+        writer: SegmentWriter, monkeypatch: pytest.MonkeyPatch, data: dict, step: int | None, at: float,
+        check: bool) -> None:
+    r = Route(writer, METRICS)
+    steps = [7]
+    before_file, before_counts, before_last = _segment(writer), writer.counts, dict(writer.last)
+    flags = FAST_CHECK_METRICS if check else fastline.STRICT
+    got = fastline.append(r, steps, step, at, data, flags)
+    if got is None:
+        # Declined: nothing written, nothing counted; the Python body (or run.log's full check) follows.
+        assert (_segment(writer), writer.counts, writer.last, steps) == (before_file, before_counts,
+                                                                          before_last, [7])
+        plain = all(type(k) is str and k not in ("", "step", "time") for k in data) \
+            and all(type(v) in (float, int, bool) for v in data.values())
+        if check and plain:
+            assert any(type(v) is int and abs(v) > 2**53 - 1 for v in data.values())
+        return
+    c_line = _segment(writer)[len(before_file):]
+    c_counts, c_last, c_steps = writer.counts, dict(writer.last), list(steps)
+    # The same record again through the Python body, from the same counts: the same bytes.
+    writer.counts, writer.last, steps[0] = before_counts, dict(before_last), 7
+    mark = len(_segment(writer))
+    assert _python_body(r, steps, step, at, data, True, monkeypatch) == got
+    assert _segment(writer)[mark:] == c_line
+    assert (writer.counts, writer.last, steps) == (c_counts, c_last, c_steps)
+    head, crc = c_line.rstrip(b"\n").rsplit(b',"crc":"', 1)
+    assert int(crc[:8], 16) == zlib.crc32(head)
+    assert orjson.loads(c_line)["seq"] == c_counts[0] == before_counts[0] + 1
+
+
+def test_a_run_logs_the_same_lines_with_and_without_the_c_path(tmp_path: Path) -> None:
+    """Two real processes log the same steps, one with TRACKER_PURE_PYTHON=1: equal lines but for ids and times."""
+    script = (
+        "import sys, tracker\n"
+        "from tracker.write.route import fast_append\n"
+        "print('c' if fast_append else 'python')\n"
+        "with tracker.start_run(store=sys.argv[1], run_id=sys.argv[2], system_metrics=False) as run:\n"
+        "    for i in range(50):\n"
+        "        run.log({'loss': 1 / (i + 1), 'n': i, 'ok': i % 2 == 0, 'nan': float('nan') if i % 7 else 1.0})\n"
+        "        if i % 10 == 0:\n"
+        "            run.log({'val': float(i)}, step=1000 + i)\n"
+        "            run.log_record('metrics', {'rec': -float(i)})\n"
+    )
+    lines = {}
+    for mode, env in (("c", {}), ("python", {"TRACKER_PURE_PYTHON": "1"})):
+        res = subprocess.run([sys.executable, "-c", script, str(tmp_path / "store"), mode],
+                             env={**os.environ, **env}, capture_output=True, text=True, timeout=120)
+        assert res.returncode == 0, res.stderr
+        assert res.stdout.strip() == mode
+        (seg,) = (tmp_path / "store" / "runs" / mode).glob("*.jsonl")
+        lines[mode] = [orjson.loads(x) for x in seg.read_bytes().splitlines()
+                       if b'"kind":"record"' in x]
+    for line in lines["c"] + lines["python"]:
+        del line["w"], line["time"], line["crc"]
+    assert len(lines["c"]) == 60 and lines["c"] == lines["python"]
+    assert tracker.Store(tmp_path / "store").run("c").info.records == 60
+
+
+@settings(max_examples=200, deadline=None)
+@given(data=st.binary(max_size=300), start=st.integers(min_value=0, max_value=2**32 - 1))
+def test_crc32_is_zlibs(data: bytes, start: int) -> None:
+    assert fastline.crc32(data, start) == zlib.crc32(data, start)
+
+
+def test_line_parts_rebuild_the_encoded_template() -> None:
+    t = record_template("fft.loss_point", "host-1-abcdef")
+    prefix, time_mark, writer_mark, data_mark = line_parts(t)
+    filled = dict(t, step=-12, time=1.5e9, seq=42, data={"x": 1.0})
+    assert orjson.dumps(filled) == prefix + b"-12" + time_mark + b"1500000000.0" + writer_mark + b"42" \
+        + data_mark + b'{"x":1.0}}'
+    assert line_parts({"data": None, "step": 0}) is None  # not an event template: the C path declines
+
+
+def test_a_write_that_fails_in_c_is_settled_as_in_python(writer: SegmentWriter) -> None:
+    """A write refused by the system (here: a descriptor opened read-only) names the file; nothing is counted."""
+    r = Route(writer, METRICS)
+    steps = [0]
+    assert fastline.append(r, steps, None, 1.0, {"x": 1.0}, FAST_CHECK_METRICS) == 0
+    good = writer.fd
+    writer.fd = os.open(writer.path, os.O_RDONLY)
+    try:
+        counts = writer.counts
+        with pytest.raises(tracker.StoreError, match=str(writer.path.name)):
+            fastline.append(r, steps, None, 2.0, {"x": 2.0}, FAST_CHECK_METRICS)
+        assert writer.counts == counts and steps == [1] and writer.last == {"x": 1.0}
+        assert not writer.lock.locked()
+    finally:
+        os.close(writer.fd)
+        writer.fd = good
+    assert fastline.append(r, steps, None, 3.0, {"x": 3.0}, FAST_CHECK_METRICS) == 1
+    assert [orjson.loads(x)["seq"] for x in _segment(writer).splitlines()] == [1, 2]
+
+
+def test_the_c_path_declines_for_a_writer_that_is_not_direct(writer: SegmentWriter) -> None:
+    r = Route(writer, METRICS)
+    writer.direct = False  # fsync, closed, or a torn fragment to end: the Python body's put()
+    size = len(_segment(writer))
+    assert fastline.append(r, [0], None, 1.0, {"x": 1.0}, FAST_CHECK_METRICS) is None
+    assert len(_segment(writer)) == size and writer.counts == (0, 0, writer.counts[2])
+
+
+def test_threads_logging_through_the_c_path_never_share_a_step(tmp_path: Path) -> None:
+    with tracker.start_run(store=tmp_path / "store", run_id="threads", system_metrics=False) as run:
+        run.log({"x": 0.0})
+
+        def work(k: int) -> None:
+            for i in range(2000):
+                run.log({"x": float(i), "k": k})
+
+        threads = [threading.Thread(target=work, args=(k,)) for k in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    view = tracker.Store(tmp_path / "store").run("threads")
+    recs = list(view.records())
+    assert sorted(r.step for r in recs) == list(range(8001))
+    assert [r.seq for r in recs] == sorted(r.seq for r in recs)  # file order is seq order
+    assert view.problems == []
+
+
+def test_lock_behaves_as_threading_lock() -> None:
+    lock = fastline.Lock()
+    assert not lock.locked()
+    assert lock.acquire() is True and lock.locked()
+    assert lock.acquire(False) is False
+    start = time.monotonic()
+    assert lock.acquire(timeout=0.05) is False
+    assert time.monotonic() - start >= 0.04
+    with pytest.raises(ValueError, match="non-blocking"):
+        lock.acquire(False, 1.0)
+    lock.release()
+    with pytest.raises(RuntimeError, match="release unlocked lock"):
+        lock.release()
+    with lock:
+        assert lock.locked()
+        got = []
+        t = threading.Thread(target=lambda: got.append(lock.acquire(timeout=5)))
+        t.start()
+        time.sleep(0.05)
+        assert got == []  # the other thread waits
+    t.join()
+    assert got == [True] and lock.locked()
+    lock.release()
+    with pytest.raises(TypeError):
+        fastline.Lock(1)

@@ -1,0 +1,680 @@
+/*
+ * The logging fast path in C: tracker.write.route.Route.append's common case.
+ *
+ * One call does what the Python body of Route.append does for a record whose
+ * data encodes, and writes the same bytes: under the writer's lock it takes
+ * the step and sequence number, encodes the time and the data with one
+ * orjson.dumps (the same encoder and options), puts them between the route's
+ * constant parts of the line (made by route.line_parts from the same event
+ * template the Python body encodes), appends the line's CRC-32, writes the
+ * line with one write(2) and updates the writer's counts, its latest metrics
+ * and the run's automatic step. With CHECK_METRICS it first checks run.log's
+ * values (a plain dict of floats, ints and bools under str names that are
+ * not reserved).
+ *
+ * It declines (returns None, having changed nothing) whenever the Python body
+ * has something to do that this does not: values it does not vouch for, data
+ * orjson refuses, a writer that is not direct (fsync, closed, a torn fragment
+ * to end). A write that fails or comes up short is handed to the Python
+ * helper route._after_write, which settles it exactly as the Python body does.
+ * Building without a C compiler leaves tracker on the Python body alone.
+ */
+#define PY_SSIZE_T_CLEAN
+#define _GNU_SOURCE 1 /* memmem */
+#include <Python.h>
+
+#include <errno.h>
+#include <stdint.h>
+#include <string.h>
+#include <unistd.h>
+
+#define CHECK_METRICS 1
+#define STRICT 2
+
+/* ---- CRC-32 (zlib's: reflected, polynomial 0xEDB88320), slicing by 8 --------------------------- */
+
+static uint32_t crc_table[8][256];
+
+static void
+crc_init(void)
+{
+    for (uint32_t i = 0; i < 256; i++) {
+        uint32_t c = i;
+        for (int k = 0; k < 8; k++)
+            c = (c & 1) ? (c >> 1) ^ 0xEDB88320u : c >> 1;
+        crc_table[0][i] = c;
+    }
+    for (uint32_t i = 0; i < 256; i++) {
+        uint32_t c = crc_table[0][i];
+        for (int t = 1; t < 8; t++) {
+            c = crc_table[0][c & 0xff] ^ (c >> 8);
+            crc_table[t][i] = c;
+        }
+    }
+}
+
+static uint32_t
+crc32_of(const unsigned char *p, size_t n, uint32_t crc)
+{
+    uint32_t c = crc ^ 0xFFFFFFFFu;
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    while (n >= 8) {
+        uint32_t a, b;
+        memcpy(&a, p, 4);
+        memcpy(&b, p + 4, 4);
+        a ^= c;
+        c = crc_table[7][a & 0xff] ^ crc_table[6][(a >> 8) & 0xff] ^ crc_table[5][(a >> 16) & 0xff]
+            ^ crc_table[4][a >> 24] ^ crc_table[3][b & 0xff] ^ crc_table[2][(b >> 8) & 0xff]
+            ^ crc_table[1][(b >> 16) & 0xff] ^ crc_table[0][b >> 24];
+        p += 8;
+        n -= 8;
+    }
+#endif
+    while (n--)
+        c = crc_table[0][(c ^ *p++) & 0xff] ^ (c >> 8);
+    return c ^ 0xFFFFFFFFu;
+}
+
+/* ---- Lock: threading.Lock's behaviour, with a C-level acquire for append ------------------------- */
+
+typedef struct {
+    PyObject_HEAD
+    PyThread_type_lock lock;
+    int held;
+} LockObject;
+
+static PyTypeObject LockType;
+
+/* 1: taken; 0: not within the timeout (or not blocking); -1: a signal handler raised. */
+static int
+take(LockObject *self, int blocking, PY_TIMEOUT_T timeout_us)
+{
+    if (PyThread_acquire_lock(self->lock, NOWAIT_LOCK)) {
+        self->held = 1;
+        return 1;
+    }
+    if (!blocking)
+        return 0;
+    for (;;) {
+        PyLockStatus r;
+        Py_BEGIN_ALLOW_THREADS
+        r = PyThread_acquire_lock_timed(self->lock, timeout_us, 1);
+        Py_END_ALLOW_THREADS
+        if (r == PY_LOCK_ACQUIRED) {
+            self->held = 1;
+            return 1;
+        }
+        if (r == PY_LOCK_FAILURE)
+            return 0;
+        /* Interrupted by a signal: run its handlers, which may raise; then wait again. */
+        if (Py_MakePendingCalls() < 0)
+            return -1;
+    }
+}
+
+static void
+give(LockObject *self)
+{
+    self->held = 0;
+    PyThread_release_lock(self->lock);
+}
+
+static PyObject *
+Lock_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
+{
+    if (PyTuple_GET_SIZE(args) || (kwds && PyDict_GET_SIZE(kwds))) {
+        PyErr_SetString(PyExc_TypeError, "Lock() takes no arguments");
+        return NULL;
+    }
+    LockObject *self = (LockObject *)type->tp_alloc(type, 0);
+    if (self == NULL)
+        return NULL;
+    self->lock = PyThread_allocate_lock();
+    if (self->lock == NULL) {
+        Py_DECREF(self);
+        PyErr_SetString(PyExc_MemoryError, "cannot allocate a lock");
+        return NULL;
+    }
+    return (PyObject *)self;
+}
+
+static void
+Lock_dealloc(LockObject *self)
+{
+    if (self->lock != NULL) {
+        if (self->held)
+            PyThread_release_lock(self->lock);
+        PyThread_free_lock(self->lock);
+    }
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyObject *
+Lock_acquire(LockObject *self, PyObject *args, PyObject *kwds)
+{
+    static char *names[] = {"blocking", "timeout", NULL};
+    int blocking = 1;
+    double timeout = -1;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "|pd:acquire", names, &blocking, &timeout))
+        return NULL;
+    if (!blocking && timeout != -1) {
+        PyErr_SetString(PyExc_ValueError, "can't specify a timeout for a non-blocking call");
+        return NULL;
+    }
+    if (timeout < 0 && timeout != -1) {
+        PyErr_SetString(PyExc_ValueError, "timeout value must be a non-negative number");
+        return NULL;
+    }
+    PY_TIMEOUT_T us = timeout == -1 ? -1 : (PY_TIMEOUT_T)(timeout * 1e6);
+    int r = take(self, blocking, us);
+    if (r < 0)
+        return NULL;
+    return PyBool_FromLong(r);
+}
+
+static PyObject *
+Lock_release(LockObject *self, PyObject *Py_UNUSED(ignored))
+{
+    if (!self->held) {
+        PyErr_SetString(PyExc_RuntimeError, "release unlocked lock");
+        return NULL;
+    }
+    give(self);
+    Py_RETURN_NONE;
+}
+
+static PyObject *
+Lock_exit(LockObject *self, PyObject *Py_UNUSED(args))
+{
+    return Lock_release(self, NULL);
+}
+
+static PyObject *
+Lock_enter(LockObject *self, PyObject *Py_UNUSED(ignored))
+{
+    if (take(self, 1, -1) < 0)
+        return NULL;
+    Py_RETURN_TRUE;
+}
+
+static PyObject *
+Lock_locked(LockObject *self, PyObject *Py_UNUSED(ignored))
+{
+    return PyBool_FromLong(self->held);
+}
+
+static PyMethodDef Lock_methods[] = {
+    {"acquire", (PyCFunction)(void (*)(void))Lock_acquire, METH_VARARGS | METH_KEYWORDS,
+     "acquire(blocking=True, timeout=-1) -> bool, as threading.Lock's."},
+    {"release", (PyCFunction)Lock_release, METH_NOARGS, "Release the lock (RuntimeError when not held)."},
+    {"locked", (PyCFunction)Lock_locked, METH_NOARGS, "Whether the lock is held."},
+    {"__enter__", (PyCFunction)Lock_enter, METH_NOARGS, "Acquire the lock."},
+    {"__exit__", (PyCFunction)Lock_exit, METH_VARARGS, "Release the lock."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyTypeObject LockType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "tracker.write._fastline.Lock",
+    .tp_basicsize = sizeof(LockObject),
+    .tp_dealloc = (destructor)Lock_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "A lock that behaves as threading.Lock and that append takes without a method call.",
+    .tp_methods = Lock_methods,
+    .tp_new = Lock_new,
+};
+
+/* ---- what route.py hands over once (configure) --------------------------------------------------- */
+
+static PyObject *g_dumps;            /* orjson.dumps */
+static PyObject *g_option_strict;    /* tracker.core.format.STRICT */
+static PyObject *g_option_plain;     /* 0 */
+static PyObject *g_reserved;         /* names run.log's fast path leaves to the full check */
+static PyObject *g_encode_nonfinite; /* tracker.core.format.encode_nonfinite */
+static PyObject *g_after_write;      /* route._after_write: a failed or short write, settled in Python */
+static PyObject *g_time;             /* time.time */
+static PyObject *g_kwnames;          /* ("option",) */
+static PyObject *g_one;              /* 1 */
+
+static PyObject *s_fast, *s_last, *s_lock, *s_direct, *s_fd, *s_counts, *s_acquire, *s_release,
+    *s_recover;
+
+static int
+intern_all(void)
+{
+#define INTERN(var, text) if (!(var = PyUnicode_InternFromString(text))) return -1
+    INTERN(s_fast, "fast");
+    INTERN(s_last, "last");
+    INTERN(s_lock, "lock");
+    INTERN(s_direct, "direct");
+    INTERN(s_fd, "fd");
+    INTERN(s_counts, "counts");
+    INTERN(s_acquire, "acquire");
+    INTERN(s_release, "release");
+    INTERN(s_recover, "recover");
+#undef INTERN
+    /* Interned: orjson matches its keyword names by identity. */
+    PyObject *option = PyUnicode_InternFromString("option");
+    g_kwnames = option ? PyTuple_Pack(1, option) : NULL;
+    Py_XDECREF(option);
+    return g_kwnames ? 0 : -1;
+}
+
+static PyObject *
+configure(PyObject *self, PyObject *args)
+{
+    PyObject *dumps, *strict, *reserved, *encode, *after, *clock;
+    if (!PyArg_ParseTuple(args, "OOOOOO:configure", &dumps, &strict, &reserved, &encode, &after, &clock))
+        return NULL;
+    if (!PyAnySet_Check(reserved)) {
+        PyErr_SetString(PyExc_TypeError, "configure: the reserved names must be a set");
+        return NULL;
+    }
+    Py_XSETREF(g_dumps, Py_NewRef(dumps));
+    Py_XSETREF(g_option_strict, Py_NewRef(strict));
+    Py_XSETREF(g_reserved, Py_NewRef(reserved));
+    Py_XSETREF(g_encode_nonfinite, Py_NewRef(encode));
+    Py_XSETREF(g_after_write, Py_NewRef(after));
+    Py_XSETREF(g_time, Py_NewRef(clock));
+    Py_RETURN_NONE;
+}
+
+/* ---- the fast path ------------------------------------------------------------------------------- */
+
+/* 1: a plain dict of floats, ints and bools under str names none of which is reserved; 0: not; -1: error. */
+static int
+plain_metrics(PyObject *data)
+{
+    if (!PyDict_CheckExact(data))
+        return 0;
+    Py_ssize_t pos = 0;
+    PyObject *key, *value;
+    while (PyDict_Next(data, &pos, &key, &value)) {
+        if (!PyUnicode_CheckExact(key))
+            return 0;
+        if (!(PyFloat_CheckExact(value) || PyLong_CheckExact(value) || PyBool_Check(value)))
+            return 0;
+        int hit = PySet_Contains(g_reserved, key);
+        if (hit != 0)
+            return hit < 0 ? -1 : 0;
+    }
+    return 1;
+}
+
+static PyObject *
+encode(PyObject *obj, PyObject *option)
+{
+    PyObject *argv[2] = {obj, option};
+    return PyObject_Vectorcall(g_dumps, argv, 1, g_kwnames);
+}
+
+static PyObject *
+now(void)
+{
+    /* The clock route.py uses (time.time as imported): one clock for every line of a writer. */
+    return PyObject_CallNoArgs(g_time);
+}
+
+/* Decimal digits of v into out (at least 21 bytes); returns their count. */
+static int
+digits(char *out, long long v)
+{
+    char tmp[24];
+    int n = 0, neg = v < 0;
+    unsigned long long u = neg ? 0ULL - (unsigned long long)v : (unsigned long long)v;
+    do {
+        tmp[n++] = (char)('0' + u % 10);
+        u /= 10;
+    } while (u);
+    int len = 0;
+    if (neg)
+        out[len++] = '-';
+    while (n)
+        out[len++] = tmp[--n];
+    return len;
+}
+
+/*
+ * The line: prefix, step, ,"time":, time, ,"w":"<writer>","seq":, seq, ,"data":, data, then
+ * ,"crc":"xxxxxxxx"}\n with the CRC-32 of all before it (continued from the prefix's).
+ * parts: (prefix, time mark, writer and seq mark, data mark), as route.line_parts made them.
+ */
+static PyObject *
+build_line(PyObject *parts, uint32_t prefix_crc, long long step, const char *t, Py_ssize_t tn, long long seq,
+           const char *d, Py_ssize_t dn)
+{
+    static const char hex[] = "0123456789abcdef";
+    char sd[24], qd[24];
+    int sn = digits(sd, step), qn = digits(qd, seq);
+    PyObject *p0 = PyTuple_GET_ITEM(parts, 0), *p1 = PyTuple_GET_ITEM(parts, 1), *p2 = PyTuple_GET_ITEM(parts, 2),
+             *p3 = PyTuple_GET_ITEM(parts, 3);
+    Py_ssize_t head = PyBytes_GET_SIZE(p0) + sn + PyBytes_GET_SIZE(p1) + tn + PyBytes_GET_SIZE(p2) + qn
+        + PyBytes_GET_SIZE(p3) + dn;
+    PyObject *line = PyBytes_FromStringAndSize(NULL, head + 19);
+    if (line == NULL)
+        return NULL;
+    char *out = PyBytes_AS_STRING(line), *at = out;
+#define PUT(src, len) do { memcpy(at, (src), (size_t)(len)); at += (len); } while (0)
+    PUT(PyBytes_AS_STRING(p0), PyBytes_GET_SIZE(p0));
+    PUT(sd, sn);
+    PUT(PyBytes_AS_STRING(p1), PyBytes_GET_SIZE(p1));
+    PUT(t, tn);
+    PUT(PyBytes_AS_STRING(p2), PyBytes_GET_SIZE(p2));
+    PUT(qd, qn);
+    PUT(PyBytes_AS_STRING(p3), PyBytes_GET_SIZE(p3));
+    PUT(d, dn);
+#undef PUT
+    Py_ssize_t skip = PyBytes_GET_SIZE(p0);
+    uint32_t crc = crc32_of((const unsigned char *)out + skip, (size_t)(head - skip), prefix_crc);
+    memcpy(at, ",\"crc\":\"", 8);
+    for (int i = 0; i < 8; i++)
+        at[8 + i] = hex[(crc >> (28 - 4 * i)) & 0xf];
+    memcpy(at + 16, "\"}\n", 3);
+    return line;
+}
+
+static void
+release(PyObject *lock)
+{
+    if (Py_IS_TYPE(lock, &LockType)) {
+        give((LockObject *)lock);
+        return;
+    }
+    PyObject *exc_type, *exc_value, *exc_tb;
+    PyErr_Fetch(&exc_type, &exc_value, &exc_tb);
+    PyObject *r = PyObject_CallMethodNoArgs(lock, s_release);
+    if (r == NULL)
+        PyErr_WriteUnraisable(lock);
+    Py_XDECREF(r);
+    PyErr_Restore(exc_type, exc_value, exc_tb);
+}
+
+/*
+ * append(route, steps, step, time, data, flags) -> the record's step, or None (declined, nothing changed).
+ *
+ * route: a Route (its ``fast``: writer, last, the constant parts of its lines, the first part's CRC);
+ * steps: the run's [next automatic step]; step: an int or None
+ * (the next automatic one, taken under the lock); time: seconds since the epoch, or None for now;
+ * flags: CHECK_METRICS (check run.log's values first), STRICT (encode with STRICT).
+ */
+static PyObject *
+append(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 6) {
+        PyErr_SetString(PyExc_TypeError, "append takes 6 arguments");
+        return NULL;
+    }
+    PyObject *route = args[0], *steps = args[1], *step = args[2], *time = args[3], *data = args[4];
+    long flags = PyLong_AsLong(args[5]);
+    if (flags == -1 && PyErr_Occurred())
+        return NULL;
+    if (g_dumps == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "tracker.write._fastline: configure() was not called");
+        return NULL;
+    }
+    if (!PyList_CheckExact(steps) || PyList_GET_SIZE(steps) < 1)
+        Py_RETURN_NONE;
+    if (flags & CHECK_METRICS) {
+        int ok = plain_metrics(data);
+        if (ok <= 0)
+            return ok < 0 ? NULL : Py_NewRef(Py_None);
+    }
+    PyObject *writer = NULL, *is_last = NULL, *lock = NULL, *counts = NULL, *fd_obj = NULL,
+             *direct = NULL, *encoded = NULL, *line = NULL, *new_counts = NULL, *result = NULL, *t = NULL,
+             *seq = NULL, *records = NULL, *top = NULL, *r = NULL, *parts = NULL;
+    int locked = 0;
+
+    if (time == Py_None) {
+        if (!(t = now()))
+            goto done;
+        time = t;
+    }
+    /* route.fast: (writer, last, line parts, CRC of the first part): the route's constants in one attribute. */
+    PyObject *fast = PyObject_GetAttr(route, s_fast);
+    if (fast == NULL)
+        goto done;
+    if (!PyTuple_CheckExact(fast) || PyTuple_GET_SIZE(fast) != 4 || !PyTuple_CheckExact(PyTuple_GET_ITEM(fast, 2))
+        || PyTuple_GET_SIZE(PyTuple_GET_ITEM(fast, 2)) != 4 || !PyLong_CheckExact(PyTuple_GET_ITEM(fast, 3))) {
+        Py_DECREF(fast);
+        result = Py_NewRef(Py_None);  /* no parts: the Python body */
+        goto done;
+    }
+    for (int i = 0; i < 4; i++) {
+        if (!PyBytes_CheckExact(PyTuple_GET_ITEM(PyTuple_GET_ITEM(fast, 2), i))) {
+            Py_DECREF(fast);
+            result = Py_NewRef(Py_None);
+            goto done;
+        }
+    }
+    writer = Py_NewRef(PyTuple_GET_ITEM(fast, 0));
+    is_last = Py_NewRef(PyTuple_GET_ITEM(fast, 1));
+    parts = Py_NewRef(PyTuple_GET_ITEM(fast, 2));
+    uint32_t prefix_crc = (uint32_t)PyLong_AsUnsignedLongMask(PyTuple_GET_ITEM(fast, 3));
+    Py_DECREF(fast);
+    if (!(lock = PyObject_GetAttr(writer, s_lock)))
+        goto done;
+    if (Py_IS_TYPE(lock, &LockType)) {
+        if (take((LockObject *)lock, 1, -1) < 0)
+            goto done;
+    } else {
+        if (!(r = PyObject_CallMethodNoArgs(lock, s_acquire)))
+            goto done;
+        Py_CLEAR(r);
+    }
+    locked = 1;
+    if (!(direct = PyObject_GetAttr(writer, s_direct)))
+        goto done;
+    if (direct != Py_True) {
+        result = Py_NewRef(Py_None);  /* fsync, closed or torn: the Python body's put() */
+        goto done;
+    }
+    if (!(counts = PyObject_GetAttr(writer, s_counts)) || !(fd_obj = PyObject_GetAttr(writer, s_fd)))
+        goto done;
+    if (!PyTuple_CheckExact(counts) || PyTuple_GET_SIZE(counts) != 3) {
+        result = Py_NewRef(Py_None);
+        goto done;
+    }
+    int fd = (int)PyLong_AsLong(fd_obj);
+    if (fd == -1 && PyErr_Occurred())
+        goto done;
+    if (step == Py_None)
+        step = PyList_GET_ITEM(steps, 0);
+    if (!PyLong_CheckExact(step)) {
+        result = Py_NewRef(Py_None);
+        goto done;
+    }
+    Py_INCREF(step);
+    seq = PyNumber_Add(PyTuple_GET_ITEM(counts, 0), g_one);
+    if (seq == NULL)
+        goto done_step;
+    long long step_value = PyLong_AsLongLong(step), seq_value = PyLong_AsLongLong(seq);
+    if ((step_value == -1 || seq_value == -1) && PyErr_Occurred()) {
+        PyErr_Clear();
+        result = Py_NewRef(Py_None);
+        goto done_step;
+    }
+    /* The time and the data in one orjson call: [time,{...}] */
+    PyObject *option = (flags & STRICT) ? g_option_strict : g_option_plain;
+    const char *tb, *d;
+    Py_ssize_t tn, dn;
+    for (int attempt = 0;; attempt++) {
+        PyObject *pair = attempt == 0 ? PyTuple_Pack(2, time, data) : NULL;
+        if (attempt == 1) {
+            /* orjson writes NaN and infinities as null, and a record holds no other null where a
+             * float goes: only such records are encoded again, as the Python body does. */
+            PyObject *safe = PyObject_CallOneArg(g_encode_nonfinite, data);
+            if (safe != NULL)
+                pair = PyTuple_Pack(2, time, safe);
+            Py_XDECREF(safe);
+        }
+        Py_CLEAR(encoded);
+        if (pair != NULL)
+            encoded = encode(pair, option);
+        Py_XDECREF(pair);
+        if (encoded == NULL) {
+            if (PyErr_ExceptionMatches(PyExc_TypeError)) {
+                PyErr_Clear();  /* the Python path names the problem */
+                result = Py_NewRef(Py_None);
+            }
+            goto done_step;
+        }
+        const char *e = PyBytes_AS_STRING(encoded);
+        Py_ssize_t en = PyBytes_GET_SIZE(encoded);
+        const char *comma = en > 2 ? memchr(e, ',', (size_t)en) : NULL;
+        if (comma == NULL || e[0] != '[' || e[en - 1] != ']') {
+            result = Py_NewRef(Py_None);
+            goto done_step;
+        }
+        tb = e + 1;
+        tn = comma - tb;
+        d = comma + 1;
+        dn = e + en - 1 - d;
+        if (attempt == 1 || memmem(d, (size_t)dn, "null", 4) == NULL)
+            break;
+    }
+    if (!(line = build_line(parts, prefix_crc, step_value, tb, tn, seq_value, d, dn)))
+        goto done_step;
+    records = PyNumber_Add(PyTuple_GET_ITEM(counts, 1), g_one);
+    if (records == NULL)
+        goto done_step;
+    int above = PyObject_RichCompareBool(step, PyTuple_GET_ITEM(counts, 2), Py_GT);
+    if (above < 0)
+        goto done_step;
+    top = above ? Py_NewRef(step) : Py_NewRef(PyTuple_GET_ITEM(counts, 2));
+    if (!(new_counts = PyTuple_Pack(3, seq, records, top)))
+        goto done_step;
+    int last = PyObject_IsTrue(is_last);
+    if (last < 0)
+        goto done_step;
+
+    const char *buf = PyBytes_AS_STRING(line);
+    Py_ssize_t size = PyBytes_GET_SIZE(line), written;
+    for (;;) {
+        Py_BEGIN_ALLOW_THREADS
+        written = write(fd, buf, (size_t)size);
+        Py_END_ALLOW_THREADS
+        if (written >= 0 || errno != EINTR)
+            break;
+        if (PyErr_CheckSignals() < 0)
+            goto done_step;  /* a signal handler raised before anything was written */
+    }
+    if (written != size) {
+        /* An error or a short write: settled as the Python body settles it (put_rest, recover). */
+        PyObject *err = PyLong_FromLong(written < 0 ? errno : 0);
+        PyObject *got = PyLong_FromSsize_t(written < 0 ? 0 : written);
+        if (err && got) {
+            PyObject *hargs[8] = {writer, line, got, err, new_counts, last ? data : Py_None, steps, step};
+            result = PyObject_Vectorcall(g_after_write, hargs, 8, NULL);
+        }
+        Py_XDECREF(err);
+        Py_XDECREF(got);
+        goto done_step;
+    }
+    /* The line is in the file: the counts, the latest metrics, the automatic step. */
+    if (PyObject_SetAttr(writer, s_counts, new_counts) < 0)
+        goto recover;
+    if (last) {
+        PyObject *latest = PyObject_GetAttr(writer, s_last);
+        int bad = latest == NULL || PyDict_Update(latest, data) < 0;
+        Py_XDECREF(latest);
+        if (bad)
+            goto recover;
+    }
+    int ahead = PyObject_RichCompareBool(step, PyList_GET_ITEM(steps, 0), Py_GE);
+    if (ahead < 0)
+        goto recover;
+    if (ahead) {
+        PyObject *next = PyNumber_Add(step, g_one);
+        if (next == NULL)
+            goto recover;
+        PyList_SetItem(steps, 0, next);  /* steals next */
+    }
+    result = Py_NewRef(step);
+    goto done_step;
+
+recover: {
+        /* Something failed after the line was written: the writer settles the counts, as in Python. */
+        PyObject *exc_type, *exc_value, *exc_tb;
+        PyErr_Fetch(&exc_type, &exc_value, &exc_tb);
+        PyErr_NormalizeException(&exc_type, &exc_value, &exc_tb);
+        PyObject *rv = PyObject_CallMethodObjArgs(writer, s_recover, exc_value ? exc_value : Py_None, line,
+                                                  new_counts, last ? data : Py_None, steps, step, NULL);
+        if (rv == NULL) {
+            Py_XDECREF(exc_type);
+            Py_XDECREF(exc_value);
+            Py_XDECREF(exc_tb);
+        } else {
+            Py_DECREF(rv);
+            PyErr_Restore(exc_type, exc_value, exc_tb);
+        }
+    }
+done_step:
+    Py_DECREF(step);
+done:
+    if (locked)
+        release(lock);
+    Py_XDECREF(t);
+    Py_XDECREF(writer);
+    Py_XDECREF(is_last);
+    Py_XDECREF(parts);
+    Py_XDECREF(lock);
+    Py_XDECREF(direct);
+    Py_XDECREF(counts);
+    Py_XDECREF(fd_obj);
+    Py_XDECREF(encoded);
+    Py_XDECREF(line);
+    Py_XDECREF(new_counts);
+    Py_XDECREF(seq);
+    Py_XDECREF(records);
+    Py_XDECREF(top);
+    Py_XDECREF(r);
+    return result;
+}
+
+static PyObject *
+crc32_py(PyObject *self, PyObject *args)
+{
+    Py_buffer view;
+    unsigned int start = 0;
+    if (!PyArg_ParseTuple(args, "y*|I:crc32", &view, &start))
+        return NULL;
+    uint32_t crc = crc32_of((const unsigned char *)view.buf, (size_t)view.len, start);
+    PyBuffer_Release(&view);
+    return PyLong_FromUnsignedLong(crc);
+}
+
+static PyMethodDef methods[] = {
+    {"configure", configure, METH_VARARGS,
+     "configure(dumps, strict_option, reserved_names, encode_nonfinite, after_write, clock): what append uses."},
+    {"append", (PyCFunction)(void (*)(void))append, METH_FASTCALL,
+     "append(route, steps, step, time, data, flags) -> step, or None when declined (nothing changed)."},
+    {"crc32", crc32_py, METH_VARARGS, "crc32(data, start=0) -> zlib.crc32(data, start): the CRC append uses."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, "tracker.write._fastline",
+    "The logging fast path in C (Route.append's common case); tracker works without it.", -1, methods,
+};
+
+PyMODINIT_FUNC
+PyInit__fastline(void)
+{
+    crc_init();
+    if (intern_all() < 0)
+        return NULL;
+    g_option_plain = PyLong_FromLong(0);
+    g_one = PyLong_FromLong(1);
+    if (g_option_plain == NULL || g_one == NULL)
+        return NULL;
+    PyObject *m = PyModule_Create(&module);
+    if (m == NULL)
+        return NULL;
+    if (PyType_Ready(&LockType) < 0 || PyModule_AddObjectRef(m, "Lock", (PyObject *)&LockType) < 0
+        || PyModule_AddIntConstant(m, "CHECK_METRICS", CHECK_METRICS) < 0
+        || PyModule_AddIntConstant(m, "STRICT", STRICT) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}
