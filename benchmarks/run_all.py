@@ -110,7 +110,8 @@ def _targets(rows: list[dict]) -> list[str]:
                     "cannot reach 1.5x of the bare floor with this line format; what it costs above the exact-line "
                     "floor is the type check of the values, the writer's lock (which also hands out automatic "
                     "steps, so that threads never share one), the NaN test, the run's counts and the calls "
-                    "between them."]
+                    "between them. These figures are with the C fast path (tracker/write/_fastline.c, built at "
+                    "install); with TRACKER_PURE_PYTHON=1 the Python body costs about 4x."]
     if built:
         out += ["", f"Built from bytes precomputed per writer and schema (the constant prefix and its CRC, "
                     f"continued with `zlib.crc32`'s running value; `%d` for step and seq) the same line costs "
