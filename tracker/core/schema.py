@@ -349,3 +349,10 @@ def fn_takes_run(fn: Callable[..., Any]) -> bool:
     except (TypeError, ValueError):
         return False
     return len(params) >= 2
+
+
+#: What the C fast path of ``log_record`` (tracker/write/_fastline.c) needs to check a flat record
+#: as :meth:`CompiledSchema._flat_validate` does.
+validators_disabled = _validators_disabled
+NO_INSTANCE = _NO_INSTANCE
+NeedsInstance = _NeedsInstance

@@ -233,16 +233,21 @@ static PyObject *g_reserved;         /* names run.log's fast path leaves to the 
 static PyObject *g_encode_nonfinite; /* tracker.core.format.encode_nonfinite */
 static PyObject *g_after_write;      /* route._after_write: a failed or short write, settled in Python */
 static PyObject *g_time;             /* time.time */
+static PyObject *g_validators_disabled; /* attrs.validators.get_disabled */
+static PyObject *g_no_instance;      /* schema._NO_INSTANCE: what a validator gets for the instance */
+static PyObject *g_needs_instance;   /* schema._NeedsInstance: raised when a validator reads it */
 static PyObject *g_kwnames;          /* ("option",) */
 static PyObject *g_one;              /* 1 */
 
-static PyObject *s_fast, *s_last, *s_lock, *s_direct, *s_fd, *s_counts, *s_acquire, *s_release,
+static PyObject *s_routes, *s_steps, *s_fast, *s_last, *s_lock, *s_direct, *s_fd, *s_counts, *s_acquire, *s_release,
     *s_recover;
 
 static int
 intern_all(void)
 {
 #define INTERN(var, text) if (!(var = PyUnicode_InternFromString(text))) return -1
+    INTERN(s_routes, "_routes");
+    INTERN(s_steps, "_steps");
     INTERN(s_fast, "fast");
     INTERN(s_last, "last");
     INTERN(s_lock, "lock");
@@ -263,8 +268,9 @@ intern_all(void)
 static PyObject *
 configure(PyObject *self, PyObject *args)
 {
-    PyObject *dumps, *strict, *reserved, *encode, *after, *clock;
-    if (!PyArg_ParseTuple(args, "OOOOOO:configure", &dumps, &strict, &reserved, &encode, &after, &clock))
+    PyObject *dumps, *strict, *reserved, *encode, *after, *clock, *disabled, *no_instance, *needs_instance;
+    if (!PyArg_ParseTuple(args, "OOOOOOOOO:configure", &dumps, &strict, &reserved, &encode, &after, &clock,
+                          &disabled, &no_instance, &needs_instance))
         return NULL;
     if (!PyAnySet_Check(reserved)) {
         PyErr_SetString(PyExc_TypeError, "configure: the reserved names must be a set");
@@ -276,6 +282,9 @@ configure(PyObject *self, PyObject *args)
     Py_XSETREF(g_encode_nonfinite, Py_NewRef(encode));
     Py_XSETREF(g_after_write, Py_NewRef(after));
     Py_XSETREF(g_time, Py_NewRef(clock));
+    Py_XSETREF(g_validators_disabled, Py_NewRef(disabled));
+    Py_XSETREF(g_no_instance, Py_NewRef(no_instance));
+    Py_XSETREF(g_needs_instance, Py_NewRef(needs_instance));
     Py_RETURN_NONE;
 }
 
@@ -392,7 +401,8 @@ release(PyObject *lock)
 /*
  * append(route, steps, step, time, data, flags) -> the record's step, or None (declined, nothing changed).
  *
- * route: a Route (its ``fast``: writer, last, the constant parts of its lines, the first part's CRC);
+ * route: a Route (its ``fast``: writer, last, the constant parts of its lines, the first part's CRC, and
+ * the schema's flat checks, which only log_record reads);
  * steps: the run's [next automatic step]; step: an int or None
  * (the next automatic one, taken under the lock); time: seconds since the epoch, or None for now;
  * flags: CHECK_METRICS (check run.log's values first), STRICT (encode with STRICT).
@@ -433,7 +443,7 @@ append(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     PyObject *fast = PyObject_GetAttr(route, s_fast);
     if (fast == NULL)
         goto done;
-    if (!PyTuple_CheckExact(fast) || PyTuple_GET_SIZE(fast) != 4 || !PyTuple_CheckExact(PyTuple_GET_ITEM(fast, 2))
+    if (!PyTuple_CheckExact(fast) || PyTuple_GET_SIZE(fast) != 5 || !PyTuple_CheckExact(PyTuple_GET_ITEM(fast, 2))
         || PyTuple_GET_SIZE(PyTuple_GET_ITEM(fast, 2)) != 4 || !PyLong_CheckExact(PyTuple_GET_ITEM(fast, 3))) {
         Py_DECREF(fast);
         result = Py_NewRef(Py_None);  /* no parts: the Python body */
@@ -631,6 +641,189 @@ done:
     return result;
 }
 
+/* ---- log_record's fast path: a flat schema's checks, then append ---------------------------------- */
+
+#define MAX_INT 9007199254740991LL /* 2**53 - 1 */
+
+/*
+ * The fields of a record of a flat schema, checked as CompiledSchema._flat_validate checks them, in the
+ * class's field order: a new reference, or Py_None (declined: the Python path checks, converts or names
+ * the problem), or NULL with an exception that must propagate (one that is not an Exception).
+ */
+static PyObject *
+flat_fields(PyObject *flat, PyObject *values)
+{
+    /* flat: (names, getter, types, defaults, ints, strs, validators), as schema._compile_flat made it. */
+    if (!PyTuple_CheckExact(flat) || PyTuple_GET_SIZE(flat) != 7 || !PyDict_CheckExact(values))
+        return Py_NewRef(Py_None);
+    PyObject *names = PyTuple_GET_ITEM(flat, 0), *types = PyTuple_GET_ITEM(flat, 2),
+             *defaults = PyTuple_GET_ITEM(flat, 3), *ints = PyTuple_GET_ITEM(flat, 4),
+             *strs = PyTuple_GET_ITEM(flat, 5), *validators = PyTuple_GET_ITEM(flat, 6);
+    if (!PyTuple_CheckExact(names) || !PyTuple_CheckExact(types) || !PyDict_CheckExact(defaults)
+        || !PyTuple_CheckExact(ints) || !PyTuple_CheckExact(strs) || !PyTuple_CheckExact(validators)
+        || PyTuple_GET_SIZE(types) != PyTuple_GET_SIZE(names))
+        return Py_NewRef(Py_None);
+    Py_ssize_t n = PyTuple_GET_SIZE(names);
+    PyObject *merged = NULL, *out = NULL;
+    if (PyDict_GET_SIZE(values) != n) {
+        if (PyDict_GET_SIZE(values) > n || PyDict_GET_SIZE(defaults) == 0)
+            return Py_NewRef(Py_None);
+        if (!(merged = PyDict_Copy(defaults)) || PyDict_Update(merged, values) < 0) {
+            Py_XDECREF(merged);
+            return NULL;
+        }
+        if (PyDict_GET_SIZE(merged) != n) {
+            Py_DECREF(merged);
+            return Py_NewRef(Py_None);
+        }
+        values = merged;
+    }
+    /* Each field present, of its exact type; whether the dict is already in the class's order. */
+    PyObject *vals[64];
+    if (n > 64)
+        goto decline;
+    int in_order = 1;
+    Py_ssize_t pos = 0, i = 0;
+    PyObject *key, *value;
+    while (PyDict_Next(values, &pos, &key, &value)) {
+        if (i >= n || key != PyTuple_GET_ITEM(names, i)) {
+            int eq = i < n ? PyObject_RichCompareBool(key, PyTuple_GET_ITEM(names, i), Py_EQ) : 0;
+            if (eq < 0)
+                goto fail;
+            if (!eq)
+                in_order = 0;
+        }
+        i++;
+    }
+    for (i = 0; i < n; i++) {
+        PyObject *v = PyDict_GetItemWithError(values, PyTuple_GET_ITEM(names, i));
+        if (v == NULL) {
+            if (PyErr_Occurred())
+                goto fail;
+            goto decline;
+        }
+        if ((PyObject *)Py_TYPE(v) != PyTuple_GET_ITEM(types, i))
+            goto decline;
+        vals[i] = v;
+    }
+    for (i = 0; i < PyTuple_GET_SIZE(ints); i++) {
+        Py_ssize_t at = PyLong_AsSsize_t(PyTuple_GET_ITEM(ints, i));
+        if (at < 0 || at >= n)
+            goto decline_clear;
+        int overflow = 0;
+        long long v = PyLong_AsLongLongAndOverflow(vals[at], &overflow);
+        if (overflow || v > MAX_INT || v < -MAX_INT)
+            goto decline_clear;
+    }
+    for (i = 0; i < PyTuple_GET_SIZE(strs); i++) {
+        Py_ssize_t at = PyLong_AsSsize_t(PyTuple_GET_ITEM(strs, i));
+        if (at < 0 || at >= n)
+            goto decline_clear;
+        if (!PyUnicode_IS_ASCII(vals[at]) && PyUnicode_AsUTF8AndSize(vals[at], NULL) == NULL)
+            goto decline_clear;  /* a lone surrogate: the Python path names it */
+    }
+    if (PyTuple_GET_SIZE(validators)) {
+        PyObject *off = PyObject_CallNoArgs(g_validators_disabled);
+        if (off == NULL)
+            goto fail;
+        int disabled = PyObject_IsTrue(off);
+        Py_DECREF(off);
+        if (disabled)
+            goto decline_clear;
+        for (i = 0; i < PyTuple_GET_SIZE(validators); i++) {
+            PyObject *entry = PyTuple_GET_ITEM(validators, i);
+            if (!PyTuple_CheckExact(entry) || PyTuple_GET_SIZE(entry) != 3)
+                goto decline;
+            Py_ssize_t at = PyLong_AsSsize_t(PyTuple_GET_ITEM(entry, 0));
+            if (at < 0 || at >= n)
+                goto decline_clear;
+            /* Called as attrs calls a validator, without the instance (schema._NO_INSTANCE). */
+            PyObject *argv[3] = {g_no_instance, PyTuple_GET_ITEM(entry, 1), vals[at]};
+            PyObject *r = PyObject_Vectorcall(PyTuple_GET_ITEM(entry, 2), argv, 3, NULL);
+            if (r == NULL) {
+                /* A failure (or a validator that reads the instance) is the Python path's to report. */
+                if (PyErr_ExceptionMatches(PyExc_Exception) || PyErr_ExceptionMatches(g_needs_instance))
+                    goto decline_clear;
+                goto fail;
+            }
+            Py_DECREF(r);
+        }
+    }
+    if (in_order && PyDict_GET_SIZE(values) == n) {
+        out = Py_NewRef(values);
+    } else {
+        if (!(out = PyDict_New()))
+            goto fail;
+        for (i = 0; i < n; i++) {
+            if (PyDict_SetItem(out, PyTuple_GET_ITEM(names, i), vals[i]) < 0) {
+                Py_CLEAR(out);
+                goto fail;
+            }
+        }
+    }
+    Py_XDECREF(merged);
+    return out;
+decline_clear:
+    PyErr_Clear();
+decline:
+    Py_XDECREF(merged);
+    return Py_NewRef(Py_None);
+fail:
+    Py_XDECREF(merged);
+    return NULL;
+}
+
+/*
+ * log_record(run, schema, data) -> the record's step, or None (declined, nothing changed).
+ *
+ * A record of a flat schema at the next automatic step, by the run's route for the schema (run._routes,
+ * run._steps; the route's fast[4]: the schema's CompiledSchema._flat): checked as _flat_validate checks
+ * it, then written as append writes it.
+ */
+static PyObject *
+log_record(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 3) {
+        PyErr_SetString(PyExc_TypeError, "log_record takes 3 arguments");
+        return NULL;
+    }
+    PyObject *run = args[0], *schema = args[1], *data = args[2];
+    if (!PyUnicode_CheckExact(schema))
+        Py_RETURN_NONE;
+    PyObject *routes = PyObject_GetAttr(run, s_routes), *route = NULL, *fast = NULL, *steps = NULL,
+             *fields = NULL, *result = NULL;
+    if (routes == NULL)
+        return NULL;
+    if (!PyDict_CheckExact(routes) || !(route = PyDict_GetItemWithError(routes, schema))) {
+        result = PyErr_Occurred() ? NULL : Py_NewRef(Py_None);
+        goto done;
+    }
+    Py_INCREF(route);
+    if (!(fast = PyObject_GetAttr(route, s_fast)))
+        goto done;
+    if (!PyTuple_CheckExact(fast) || PyTuple_GET_SIZE(fast) != 5 || PyTuple_GET_ITEM(fast, 4) == Py_None) {
+        result = Py_NewRef(Py_None);
+        goto done;
+    }
+    if (!(steps = PyObject_GetAttr(run, s_steps)))
+        goto done;
+    fields = flat_fields(PyTuple_GET_ITEM(fast, 4), data);
+    if (fields == NULL || fields == Py_None) {
+        result = fields;
+        fields = NULL;
+        goto done;
+    }
+    PyObject *argv[6] = {route, steps, Py_None, Py_None, fields, g_option_plain};
+    result = append(self, argv, 6);
+done:
+    Py_XDECREF(routes);
+    Py_XDECREF(route);
+    Py_XDECREF(fast);
+    Py_XDECREF(steps);
+    Py_XDECREF(fields);
+    return result;
+}
+
 static PyObject *
 crc32_py(PyObject *self, PyObject *args)
 {
@@ -645,9 +838,12 @@ crc32_py(PyObject *self, PyObject *args)
 
 static PyMethodDef methods[] = {
     {"configure", configure, METH_VARARGS,
-     "configure(dumps, strict_option, reserved_names, encode_nonfinite, after_write, clock): what append uses."},
+     "configure(dumps, strict_option, reserved_names, encode_nonfinite, after_write, clock, validators_disabled, "
+     "no_instance, needs_instance): what append and log_record use."},
     {"append", (PyCFunction)(void (*)(void))append, METH_FASTCALL,
      "append(route, steps, step, time, data, flags) -> step, or None when declined (nothing changed)."},
+    {"log_record", (PyCFunction)(void (*)(void))log_record, METH_FASTCALL,
+     "log_record(run, schema, data) -> step, or None when declined (nothing changed)."},
     {"crc32", crc32_py, METH_VARARGS, "crc32(data, start=0) -> zlib.crc32(data, start): the CRC append uses."},
     {NULL, NULL, 0, NULL},
 };

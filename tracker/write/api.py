@@ -31,7 +31,7 @@ from tracker.core.values import MAX_INT, RESERVED, check_metrics, given, plain_c
 from tracker.host.bus import TrackerWarning
 from tracker.host.host import Host, get_host
 from tracker.write.origin import error_facts, origin_facts
-from tracker.write.route import FAST_CHECK_METRICS, Attachment, attach, detach, fast_append
+from tracker.write.route import FAST_CHECK_METRICS, Attachment, attach, detach, fast_append, fast_record
 from tracker.write.runstate import WandbRunMethods
 
 if TYPE_CHECKING:
@@ -214,6 +214,12 @@ class Run(WandbRunMethods):
         :raises SchemaError: unknown schema, missing or unknown field, wrong
             type, failed validator, bad step; every problem is named, nothing is written.
         """
+        if fast_record is not None and step is None:
+            # A flat schema's record at the next step by the schema's route, checked and written in C
+            # (tracker/write/_fastline.c); None: the path below checks, converts or names the problem.
+            data = fields if record is None else record if not fields and type(record) is dict else None
+            if data is not None and fast_record(self, schema, data) is not None:
+                return
         if not isinstance(schema, str):
             if record is not None:
                 raise TypeError("log_record(schema, record): schema must be a schema name (str)")

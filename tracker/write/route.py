@@ -37,6 +37,7 @@ from tracker.core.format import (
     record_template,
 )
 from tracker.core.records import Event
+from tracker.core.schema import NO_INSTANCE, NeedsInstance, validators_disabled
 from tracker.core.values import RESERVED
 from tracker.write.fast import fastline
 from tracker.write.writer import Heartbeat, SegmentWriter, on_fork_in_child
@@ -72,9 +73,13 @@ def _after_write(w: SegmentWriter, line: bytes, written: int, err: int, counts: 
 
 
 if fastline is not None:
-    fastline.configure(orjson.dumps, STRICT, RESERVED | {""}, encode_nonfinite, _after_write, _time)
+    fastline.configure(orjson.dumps, STRICT, RESERVED | {""}, encode_nonfinite, _after_write, _time,
+                       validators_disabled, NO_INSTANCE, NeedsInstance)
 #: ``_fastline.append`` (the common case of :meth:`Route.append`, in C), or ``None``.
 fast_append: Callable[..., int | None] | None = fastline.append if fastline is not None else None
+#: ``_fastline.log_record(run, schema, data)``: a record of a flat schema by the run's route, checked
+#: as ``CompiledSchema`` checks it, then appended; or ``None``.
+fast_record: Callable[..., int | None] | None = fastline.log_record if fastline is not None else None
 #: Its flags: check ``run.log``'s values first; encode with ``STRICT``.
 FAST_CHECK_METRICS = fastline.CHECK_METRICS | fastline.STRICT if fastline is not None else 0
 FAST_STRICT = fastline.STRICT if fastline is not None else 0
@@ -110,15 +115,17 @@ class Route:
 
     __slots__ = ("schema", "writer", "template", "last", "fast")
 
-    def __init__(self, writer: SegmentWriter, schema: str) -> None:
+    def __init__(self, writer: SegmentWriter, schema: str, flat: tuple | None = None) -> None:
+        """:param flat: the schema's flat checks (``CompiledSchema._flat``), for ``log_record``'s C path."""
         self.schema = schema
         self.writer = writer
         self.template = record_template(schema, writer.id)
         self.last = schema == METRICS
         parts = line_parts(self.template)
         #: What the C fast path reads, in one attribute: the writer, whether to keep the latest
-        #: metrics, the lines' constant parts and the CRC-32 of the first (the line's CRC continues it).
-        self.fast = (writer, self.last, parts, _crc32(parts[0]) if parts else 0)
+        #: metrics, the lines' constant parts, the CRC-32 of the first (the line's CRC continues it)
+        #: and the schema's flat checks.
+        self.fast = (writer, self.last, parts, _crc32(parts[0]) if parts else 0, flat)
 
     def append(self, steps: list[int], step: int | None, time: float, data: dict[str, Any],
                strict: bool = False) -> int:
@@ -213,7 +220,8 @@ class Attachment:
         """The route of ``schema``'s records, if only the store wants them (else they take the bus)."""
         route = self.routes.get(schema)
         if route is None and self.sink.only_store_wants(schema) and not self.writer.stale:
-            route = self.routes[schema] = Route(self.writer, schema)
+            compiled = self.sink.schemas.get(schema)
+            route = self.routes[schema] = Route(self.writer, schema, compiled._flat if compiled is not None else None)
         return route
 
 
@@ -223,6 +231,8 @@ class StoreSink:
     def __init__(self, host: Host) -> None:
         self.attached: dict[str, Attachment] = {}
         self.bus = host.bus
+        #: The host's compiled schemas: a route keeps its schema's flat checks for the C fast path.
+        self.schemas = host.schemas
         self.subscription = host.bus.subscribe(self, critical=True)
         host.bus.on_subscriptions_changed(self.forget_routes)
 
