@@ -207,3 +207,119 @@ def test_lock_behaves_as_threading_lock() -> None:
     lock.release()
     with pytest.raises(TypeError):
         fastline.Lock(1)
+
+
+# --- log_record of a flat schema, and Run.log / Run.log_record as C methods -----------------------
+
+phase_fields = st.fixed_dictionaries(
+    {"phase": st.sampled_from(["FULL", "PREDICT", "CORRECT", "full", "", "\ud800"]),
+     "phase_step": st.one_of(st.integers(min_value=-3, max_value=9), st.floats(max_value=3), st.booleans(),
+                             st.sampled_from([2**53, 2**53 + 1, 2**60, 2**70])),
+     "cycle": st.integers(min_value=-2, max_value=5),
+     "loss": st.one_of(st.floats(), st.integers(min_value=-3, max_value=3))},
+    optional={"phase_changed": st.one_of(st.booleans(), st.integers(0, 1)), "full_steps": st.integers(-1, 5),
+              "predict_steps": st.integers(-1, 5), "bogus": st.just(1.0)})
+quant_fields = st.fixed_dictionaries(
+    {"tensor": st.text(max_size=5), "bits": st.integers(min_value=0, max_value=20),
+     "granularity": st.sampled_from(["per_tensor", "per_channel", "x"]), "mode": st.sampled_from(["symmetric"]),
+     "mse": st.floats(), "mae": st.floats(min_value=0), "max_error": st.floats(min_value=0),
+     "sqnr_db": st.floats(), "outlier_rate": st.floats(min_value=-0.5, max_value=1.5),
+     "num_samples": st.integers(min_value=-1, max_value=10), "theoretical_max_error": st.floats(min_value=0)})
+
+
+def _record_lines(run: tracker.Run) -> list[dict]:
+    (seg,) = Path(run.path).glob("*.jsonl")
+    return [orjson.loads(x) for x in seg.read_bytes().splitlines() if b'"kind":"record"' in x]
+
+
+def _outcome(call) -> str | None:  # noqa: ANN001 - a callable
+    try:
+        call()
+    except tracker.SchemaError as exc:
+        return str(exc)
+    return None
+
+
+@pytest.fixture
+def two_runs(tmp_path: Path):  # noqa: ANN201 - a generator fixture
+    """A run logging through the C methods and one through the Python methods they wrap."""
+    fast = tracker.start_run(store=tmp_path / "store", run_id="c", system_metrics=False)
+    slow = tracker.start_run(store=tmp_path / "store", run_id="python", system_metrics=False)
+    yield fast, slow
+    fast.finish()
+    slow.finish()
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(schema_fields=st.one_of(st.tuples(st.just("phase.step"), phase_fields),
+                               st.tuples(st.just("quant.error"), quant_fields)),
+       as_mapping=st.booleans())
+def test_log_record_in_c_writes_what_the_python_method_writes(two_runs, monkeypatch: pytest.MonkeyPatch,
+                                                              schema_fields: tuple, as_mapping: bool) -> None:
+    fast, slow = two_runs
+    schema, fields = schema_fields
+    python_log_record = type(slow).log_record.__wrapped__
+    before = len(_record_lines(fast))
+    if as_mapping:
+        got = _outcome(lambda: fast.log_record(schema, dict(fields)))
+    else:
+        got = _outcome(lambda: fast.log_record(schema, **fields))
+    with monkeypatch.context() as m:
+        m.setattr(tracker.write.api, "fast_record", None)
+        m.setattr(tracker.write.route, "fast_append", None)
+        want = _outcome(lambda: python_log_record(slow, schema, **fields))
+    assert got == want  # the same SchemaError, naming the same problems, or none
+    c_lines, py_lines = _record_lines(fast), _record_lines(slow)
+    assert len(c_lines) == len(py_lines) == before + (want is None)
+    if want is None:
+        c, p = c_lines[-1], py_lines[-1]
+        assert list(c["data"].items()) == list(p["data"].items()) or (
+            str(c["data"]) == str(p["data"]))  # NaN != NaN: compared as text
+        assert (c["schema"], c["step"], c["seq"]) == (p["schema"], p["step"], p["seq"])
+
+
+def test_run_methods_keep_their_names_docs_and_signatures() -> None:
+    import inspect
+
+    for name in ("log", "log_record"):
+        method = getattr(tracker.Run, name)
+        assert method.__wrapped__.__name__ == method.__name__ == name
+        assert method.__doc__ == method.__wrapped__.__doc__ and method.__doc__.strip()
+        assert inspect.signature(method) == inspect.signature(method.__wrapped__)
+        assert method.__qualname__ == f"Run.{name}"
+
+
+def test_every_way_of_calling_the_c_methods(tmp_path: Path) -> None:
+    with tracker.start_run(store=tmp_path / "store", run_id="calls", system_metrics=False) as run:
+        bound = run.log
+        assert inspect_params(bound) == ["values", "step", "commit"]
+        bound({"a": 1.0})                                  # a bound method kept aside
+        tracker.Run.log(run, {"a": 2.0})                    # through the class
+        run.log({"a": 3.0}, step=10)                        # a step: the Python method
+        run.log({"a": 4.0}, commit=False)                   # W&B's pending step
+        run.log({"b": 5.0})                                 # commits it, with b
+        run.log()                                           # W&B's wandb.log(): an empty step
+        run.log({"s": "text", "a": 6.0})                    # a string: a text record beside
+        run.log_record("phase.step", phase="FULL", phase_step=0, cycle=0, loss=1.0)
+        run.log_record("phase.step", {"phase": "FULL", "phase_step": 1, "cycle": 0, "loss": 0.5})
+        run.log_record("phase.step", step=40, phase="PREDICT", phase_step=0, cycle=0, loss=0.4)
+        with pytest.raises(TypeError):
+            run.log({"a": 1.0}, 1, None, "extra")
+        with pytest.raises(tracker.SchemaError, match="phase"):
+            run.log_record("phase.step", phase="NOPE", phase_step=0, cycle=0, loss=1.0)
+        with pytest.raises(tracker.SchemaError, match="phase_step: expected an int within"):
+            run.log_record("phase.step", phase="FULL", phase_step=2**53 + 1, cycle=0, loss=1.0)
+        with pytest.raises(tracker.SchemaError, match="phase: expected a str"):
+            run.log_record("phase.step", phase="FULL\ud800", phase_step=1, cycle=0, loss=1.0)
+    recs = [(r.schema, r.step, r.data) for r in tracker.Store(tmp_path / "store").run("calls").records()]
+    metrics = [(step, data) for schema, step, data in recs if schema == "metrics"]
+    assert metrics == [(0, {"a": 1.0}), (1, {"a": 2.0}), (10, {"a": 3.0}), (11, {"a": 4.0, "b": 5.0}),
+                       (12, {}), (13, {"a": 6.0})]
+    assert [(step, data["phase_step"]) for schema, step, data in recs if schema == "phase.step"] == [
+        (14, 0), (15, 1), (40, 0)]
+
+
+def inspect_params(fn) -> list[str]:  # noqa: ANN001 - any callable
+    import inspect
+
+    return list(inspect.signature(fn).parameters)

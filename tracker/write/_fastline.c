@@ -24,9 +24,13 @@
 #include <Python.h>
 
 #include <errno.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 #include <unistd.h>
+
+/* What tracker/write/fast.py expects: a module built from other sources is not used. */
+#define INTERFACE 1
 
 #define CHECK_METRICS 1
 #define STRICT 2
@@ -239,13 +243,16 @@ static PyObject *g_needs_instance;   /* schema._NeedsInstance: raised when a val
 static PyObject *g_kwnames;          /* ("option",) */
 static PyObject *g_one;              /* 1 */
 
-static PyObject *s_routes, *s_steps, *s_fast, *s_last, *s_lock, *s_direct, *s_fd, *s_counts, *s_acquire, *s_release,
+static PyObject *s_metrics, *s_wb, *s_has_pending, *s_routes, *s_steps, *s_fast, *s_last, *s_lock, *s_direct, *s_fd, *s_counts, *s_acquire, *s_release,
     *s_recover;
 
 static int
 intern_all(void)
 {
 #define INTERN(var, text) if (!(var = PyUnicode_InternFromString(text))) return -1
+    INTERN(s_metrics, "metrics");
+    INTERN(s_wb, "_wb");
+    INTERN(s_has_pending, "has_pending");
     INTERN(s_routes, "_routes");
     INTERN(s_steps, "_steps");
     INTERN(s_fast, "fast");
@@ -643,7 +650,7 @@ done:
 
 /* ---- log_record's fast path: a flat schema's checks, then append ---------------------------------- */
 
-#define MAX_INT 9007199254740991LL /* 2**53 - 1 */
+#define MAX_INT 9007199254740992LL /* 2**53: tracker.core.values.MAX_INT */
 
 /*
  * The fields of a record of a flat schema, checked as CompiledSchema._flat_validate checks them, in the
@@ -774,6 +781,34 @@ fail:
 }
 
 /*
+ * The run's _routes, _steps and _wb (new references) from its instance dict: Run defines __getattr__,
+ * which sends every PyObject_GetAttr on it through a slower hook. 1: found; 0: not all there (the
+ * Python method then); -1: an error.
+ */
+static int
+run_state(PyObject *run, PyObject **routes, PyObject **steps, PyObject **wb)
+{
+    *routes = *steps = *wb = NULL;
+    PyObject *dict = PyObject_GenericGetDict(run, NULL);
+    if (dict == NULL)
+        return -1;
+    int found = 0;
+    if (PyDict_CheckExact(dict)) {
+        *routes = Py_XNewRef(PyDict_GetItemWithError(dict, s_routes));
+        *steps = *routes ? Py_XNewRef(PyDict_GetItemWithError(dict, s_steps)) : NULL;
+        *wb = *steps ? Py_XNewRef(PyDict_GetItemWithError(dict, s_wb)) : NULL;
+        found = *wb != NULL && PyDict_CheckExact(*routes) && PyList_CheckExact(*steps);
+    }
+    Py_DECREF(dict);
+    if (found)
+        return 1;
+    Py_CLEAR(*routes);
+    Py_CLEAR(*steps);
+    Py_CLEAR(*wb);
+    return PyErr_Occurred() ? -1 : 0;
+}
+
+/*
  * log_record(run, schema, data) -> the record's step, or None (declined, nothing changed).
  *
  * A record of a flat schema at the next automatic step, by the run's route for the schema (run._routes,
@@ -790,11 +825,11 @@ log_record(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     PyObject *run = args[0], *schema = args[1], *data = args[2];
     if (!PyUnicode_CheckExact(schema))
         Py_RETURN_NONE;
-    PyObject *routes = PyObject_GetAttr(run, s_routes), *route = NULL, *fast = NULL, *steps = NULL,
-             *fields = NULL, *result = NULL;
-    if (routes == NULL)
-        return NULL;
-    if (!PyDict_CheckExact(routes) || !(route = PyDict_GetItemWithError(routes, schema))) {
+    PyObject *routes, *steps, *wb, *route = NULL, *fast = NULL, *fields = NULL, *result = NULL;
+    int state = run_state(run, &routes, &steps, &wb);
+    if (state <= 0)
+        return state < 0 ? NULL : Py_NewRef(Py_None);
+    if (!(route = PyDict_GetItemWithError(routes, schema))) {
         result = PyErr_Occurred() ? NULL : Py_NewRef(Py_None);
         goto done;
     }
@@ -805,8 +840,6 @@ log_record(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         result = Py_NewRef(Py_None);
         goto done;
     }
-    if (!(steps = PyObject_GetAttr(run, s_steps)))
-        goto done;
     fields = flat_fields(PyTuple_GET_ITEM(fast, 4), data);
     if (fields == NULL || fields == Py_None) {
         result = fields;
@@ -816,12 +849,190 @@ log_record(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     PyObject *argv[6] = {route, steps, Py_None, Py_None, fields, g_option_plain};
     result = append(self, argv, 6);
 done:
-    Py_XDECREF(routes);
+    Py_DECREF(routes);
+    Py_DECREF(steps);
+    Py_DECREF(wb);
     Py_XDECREF(route);
     Py_XDECREF(fast);
-    Py_XDECREF(steps);
     Py_XDECREF(fields);
     return result;
+}
+
+/* ---- Run.log and Run.log_record as method descriptors: the fast paths without a Python frame ------- */
+
+#define KIND_LOG 0
+#define KIND_LOG_RECORD 1
+
+/* run.log(values): the run's metrics route, when no W&B step is pending. */
+static PyObject *
+log_fast(PyObject *run, PyObject *values)
+{
+    PyObject *routes, *steps, *wb, *result = NULL;
+    int state = run_state(run, &routes, &steps, &wb);
+    if (state <= 0)
+        return state < 0 ? NULL : Py_NewRef(Py_None);
+    PyObject *route = PyDict_GetItemWithError(routes, s_metrics);
+    if (route == NULL) {
+        result = PyErr_Occurred() ? NULL : Py_NewRef(Py_None);
+        goto done;
+    }
+    if (wb != Py_None) {
+        PyObject *pending = PyObject_GetAttr(wb, s_has_pending);
+        int yes = pending == NULL ? -1 : PyObject_IsTrue(pending);
+        Py_XDECREF(pending);
+        if (yes != 0) {
+            result = yes < 0 ? NULL : Py_NewRef(Py_None);
+            goto done;
+        }
+    }
+    PyObject *flags = PyLong_FromLong(CHECK_METRICS | STRICT);
+    if (flags == NULL)
+        goto done;
+    Py_INCREF(route);
+    PyObject *argv[6] = {route, steps, Py_None, Py_None, values, flags};
+    result = append(NULL, argv, 6);
+    Py_DECREF(route);
+    Py_DECREF(flags);
+done:
+    Py_DECREF(routes);
+    Py_DECREF(steps);
+    Py_DECREF(wb);
+    return result;
+}
+
+typedef struct {
+    PyObject_HEAD
+    PyObject *func;  /* the Python method: everything the fast path declines */
+    int kind;
+    PyObject *dict;  /* __name__, __qualname__, __doc__, __wrapped__ (functools.update_wrapper) */
+    vectorcallfunc vectorcall;
+} MethodObject;
+
+static PyObject *
+method_vectorcall(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+{
+    MethodObject *m = (MethodObject *)self;
+    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+    PyObject *r = NULL;  /* what a fast path answered: a step (done), None (declined) or NULL (raised) */
+    int tried = 0;
+    if (m->kind == KIND_LOG) {
+        /* run.log(values) */
+        if (nargs == 2 && kwnames == NULL) {
+            r = log_fast(args[0], args[1]);
+            tried = 1;
+        }
+    } else if (nargs >= 2) {
+        /* run.log_record(schema, **fields) or run.log_record(schema, a_dict): no step given */
+        PyObject *data = NULL;
+        if (nargs == 3 && kwnames == NULL && PyDict_CheckExact(args[2])) {
+            data = Py_NewRef(args[2]);
+        } else if (nargs == 2 && kwnames != NULL) {
+            if (!(data = PyDict_New()))
+                return NULL;
+            for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(kwnames); i++) {
+                PyObject *key = PyTuple_GET_ITEM(kwnames, i);
+                if (PyUnicode_CompareWithASCIIString(key, "step") == 0) {
+                    Py_CLEAR(data);  /* a step given: the Python method */
+                    break;
+                }
+                if (PyDict_SetItem(data, key, args[nargs + i]) < 0) {
+                    Py_DECREF(data);
+                    return NULL;
+                }
+            }
+        }
+        if (data != NULL) {
+            PyObject *argv[3] = {args[0], args[1], data};
+            r = log_record(NULL, argv, 3);
+            tried = 1;
+            Py_DECREF(data);
+        }
+    }
+    if (tried) {
+        if (r == NULL)
+            return NULL;
+        if (r != Py_None) {
+            Py_DECREF(r);
+            Py_RETURN_NONE;
+        }
+        Py_DECREF(r);
+    }
+    return PyObject_Vectorcall(m->func, args, nargsf, kwnames);
+}
+
+static PyObject *
+method_get(PyObject *self, PyObject *obj, PyObject *Py_UNUSED(type))
+{
+    if (obj == NULL || obj == Py_None)
+        return Py_NewRef(self);
+    return PyMethod_New(self, obj);
+}
+
+static int
+method_traverse(MethodObject *m, visitproc visit, void *arg)
+{
+    Py_VISIT(m->func);
+    Py_VISIT(m->dict);
+    return 0;
+}
+
+static int
+method_clear(MethodObject *m)
+{
+    Py_CLEAR(m->func);
+    Py_CLEAR(m->dict);
+    return 0;
+}
+
+static void
+method_dealloc(MethodObject *m)
+{
+    PyObject_GC_UnTrack(m);
+    method_clear(m);
+    Py_TYPE(m)->tp_free((PyObject *)m);
+}
+
+static PyGetSetDef method_getset[] = {
+    {"__dict__", PyObject_GenericGetDict, PyObject_GenericSetDict, NULL, NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PyTypeObject MethodType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "tracker.write._fastline.Method",
+    .tp_basicsize = sizeof(MethodObject),
+    .tp_dealloc = (destructor)method_dealloc,
+    .tp_vectorcall_offset = offsetof(MethodObject, vectorcall),
+    .tp_call = PyVectorcall_Call,
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_METHOD_DESCRIPTOR | Py_TPFLAGS_HAVE_VECTORCALL,
+    .tp_doc = "A method of Run whose common case runs in C; anything else calls its Python method (__wrapped__).",
+    .tp_traverse = (traverseproc)method_traverse,
+    .tp_clear = (inquiry)method_clear,
+    .tp_getset = method_getset,
+    .tp_descr_get = method_get,
+    .tp_dictoffset = offsetof(MethodObject, dict),
+};
+
+static PyObject *
+make_method(PyObject *Py_UNUSED(self), PyObject *args)
+{
+    PyObject *func;
+    int kind;
+    if (!PyArg_ParseTuple(args, "Oi:method", &func, &kind))
+        return NULL;
+    if (kind != KIND_LOG && kind != KIND_LOG_RECORD) {
+        PyErr_Format(PyExc_ValueError, "method: kind must be LOG or LOG_RECORD, given %d", kind);
+        return NULL;
+    }
+    MethodObject *m = PyObject_GC_New(MethodObject, &MethodType);
+    if (m == NULL)
+        return NULL;
+    m->func = Py_NewRef(func);
+    m->kind = kind;
+    m->dict = NULL;
+    m->vectorcall = method_vectorcall;
+    PyObject_GC_Track(m);
+    return (PyObject *)m;
 }
 
 static PyObject *
@@ -844,6 +1055,8 @@ static PyMethodDef methods[] = {
      "append(route, steps, step, time, data, flags) -> step, or None when declined (nothing changed)."},
     {"log_record", (PyCFunction)(void (*)(void))log_record, METH_FASTCALL,
      "log_record(run, schema, data) -> step, or None when declined (nothing changed)."},
+    {"method", make_method, METH_VARARGS,
+     "method(func, kind) -> a method descriptor: Run.log (LOG) or Run.log_record (LOG_RECORD) in C, func otherwise."},
     {"crc32", crc32_py, METH_VARARGS, "crc32(data, start=0) -> zlib.crc32(data, start): the CRC append uses."},
     {NULL, NULL, 0, NULL},
 };
@@ -867,6 +1080,9 @@ PyInit__fastline(void)
     if (m == NULL)
         return NULL;
     if (PyType_Ready(&LockType) < 0 || PyModule_AddObjectRef(m, "Lock", (PyObject *)&LockType) < 0
+        || PyType_Ready(&MethodType) < 0 || PyModule_AddIntConstant(m, "LOG", KIND_LOG) < 0
+        || PyModule_AddIntConstant(m, "LOG_RECORD", KIND_LOG_RECORD) < 0
+        || PyModule_AddIntConstant(m, "INTERFACE", INTERFACE) < 0
         || PyModule_AddIntConstant(m, "CHECK_METRICS", CHECK_METRICS) < 0
         || PyModule_AddIntConstant(m, "STRICT", STRICT) < 0) {
         Py_DECREF(m);

@@ -31,7 +31,15 @@ from tracker.core.values import MAX_INT, RESERVED, check_metrics, given, plain_c
 from tracker.host.bus import TrackerWarning
 from tracker.host.host import Host, get_host
 from tracker.write.origin import error_facts, origin_facts
-from tracker.write.route import FAST_CHECK_METRICS, Attachment, attach, detach, fast_append, fast_record
+from tracker.write.route import (
+    FAST_CHECK_METRICS,
+    Attachment,
+    attach,
+    detach,
+    fast_append,
+    fast_method,
+    fast_record,
+)
 from tracker.write.runstate import WandbRunMethods
 
 if TYPE_CHECKING:
@@ -192,6 +200,9 @@ class Run(WandbRunMethods):
             return
         self._write(METRICS, check_metrics(values), step, _time())
 
+    if not TYPE_CHECKING:
+        log = fast_method(log, "log")  # run.log(values) in C (tracker/write/_fastline.c), the rest above
+
     def log_at(self, time: float, values: dict[str, Any], step: int | None = None) -> None:
         """:meth:`log` with the record's wall time given: for importers, which keep the source's times.
 
@@ -242,6 +253,9 @@ class Run(WandbRunMethods):
             self._write(schema, data, step, _time())
         else:
             route.append(self._steps, step, _time(), data)
+
+    if not TYPE_CHECKING:
+        log_record = fast_method(log_record, "log_record")  # a flat schema's record at the next step, in C
 
     def _write(self, schema: str, data: dict[str, Any], step: int | None, time: float,
                advance: bool = True) -> None:

@@ -11,6 +11,9 @@ import os
 import threading
 from types import ModuleType
 
+#: The interface of ``_fastline.c`` this Python code is written against (its ``INTERFACE``).
+INTERFACE = 1
+
 
 def _load() -> ModuleType | None:
     if os.environ.get("TRACKER_PURE_PYTHON"):
@@ -19,7 +22,8 @@ def _load() -> ModuleType | None:
         from tracker.write import _fastline
     except ImportError:
         return None
-    return _fastline
+    # A module left from another version of the sources (an install not rebuilt) is not used.
+    return _fastline if getattr(_fastline, "INTERFACE", None) == INTERFACE else None
 
 
 #: The extension module, or ``None``.

@@ -13,6 +13,7 @@ child.
 from __future__ import annotations
 
 import errno
+import functools
 import os
 import secrets
 import threading
@@ -80,6 +81,21 @@ fast_append: Callable[..., int | None] | None = fastline.append if fastline is n
 #: ``_fastline.log_record(run, schema, data)``: a record of a flat schema by the run's route, checked
 #: as ``CompiledSchema`` checks it, then appended; or ``None``.
 fast_record: Callable[..., int | None] | None = fastline.log_record if fastline is not None else None
+
+
+def fast_method(func: Callable[..., Any], kind: str) -> Callable[..., Any]:
+    """``func`` (``Run.log`` or ``Run.log_record``) as a method whose common case runs in C, or ``func``.
+
+    The C method descriptor takes ``run.log(values)`` and ``run.log_record(schema, **fields)`` (or a
+    dict) without a Python frame, and calls ``func`` for anything it declines; it carries ``func``'s
+    name, docstring and signature (``__wrapped__``).
+    """
+    if fastline is None:
+        return func
+    method = fastline.method(func, {"log": fastline.LOG, "log_record": fastline.LOG_RECORD}[kind])
+    return functools.update_wrapper(method, func)
+
+
 #: Its flags: check ``run.log``'s values first; encode with ``STRICT``.
 FAST_CHECK_METRICS = fastline.CHECK_METRICS | fastline.STRICT if fastline is not None else 0
 FAST_STRICT = fastline.STRICT if fastline is not None else 0
