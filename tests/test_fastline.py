@@ -100,9 +100,12 @@ def test_a_run_logs_the_same_lines_with_and_without_the_c_path(tmp_path: Path) -
         "with tracker.start_run(store=sys.argv[1], run_id=sys.argv[2], system_metrics=False) as run:\n"
         "    for i in range(50):\n"
         "        run.log({'loss': 1 / (i + 1), 'n': i, 'ok': i % 2 == 0, 'nan': float('nan') if i % 7 else 1.0})\n"
+        "        run.log_record('phase.step', phase='FULL', phase_step=i, cycle=0, loss=0.1 * i)\n"
         "        if i % 10 == 0:\n"
         "            run.log({'val': float(i)}, step=1000 + i)\n"
         "            run.log_record('metrics', {'rec': -float(i)})\n"
+        "            run.log_record('phase.step', {'phase': 'PREDICT', 'phase_step': 0, 'cycle': i, 'loss': 1.0},\n"
+        "                           step=2000 + i)\n"
     )
     lines = {}
     for mode, env in (("c", {}), ("python", {"TRACKER_PURE_PYTHON": "1"})):
@@ -115,8 +118,8 @@ def test_a_run_logs_the_same_lines_with_and_without_the_c_path(tmp_path: Path) -
                        if b'"kind":"record"' in x]
     for line in lines["c"] + lines["python"]:
         del line["w"], line["time"], line["crc"]
-    assert len(lines["c"]) == 60 and lines["c"] == lines["python"]
-    assert tracker.Store(tmp_path / "store").run("c").info.records == 60
+    assert len(lines["c"]) == 115 and lines["c"] == lines["python"]
+    assert tracker.Store(tmp_path / "store").run("c").info.records == 115
 
 
 @settings(max_examples=200, deadline=None)
@@ -295,7 +298,12 @@ def test_every_way_of_calling_the_c_methods(tmp_path: Path) -> None:
         assert inspect_params(bound) == ["values", "step", "commit"]
         bound({"a": 1.0})                                  # a bound method kept aside
         tracker.Run.log(run, {"a": 2.0})                    # through the class
-        run.log({"a": 3.0}, step=10)                        # a step: the Python method
+        run.log({"a": 3.0}, step=10)                        # a step by keyword
+        run.log({"a": 3.5}, 9)                              # a step by position (out of order: kept)
+        with pytest.raises(tracker.SchemaError, match="step: expected an int within"):
+            run.log({"a": 0.0}, step=2**53 + 1)             # declined in C: the Python method names it
+        with pytest.raises(tracker.SchemaError, match="step"):
+            run.log({"a": 0.0}, step=True)
         run.log({"a": 4.0}, commit=False)                   # W&B's pending step
         run.log({"b": 5.0})                                 # commits it, with b
         run.log()                                           # W&B's wandb.log(): an empty step
@@ -303,6 +311,9 @@ def test_every_way_of_calling_the_c_methods(tmp_path: Path) -> None:
         run.log_record("phase.step", phase="FULL", phase_step=0, cycle=0, loss=1.0)
         run.log_record("phase.step", {"phase": "FULL", "phase_step": 1, "cycle": 0, "loss": 0.5})
         run.log_record("phase.step", step=40, phase="PREDICT", phase_step=0, cycle=0, loss=0.4)
+        run.log_record("phase.step", {"phase": "CORRECT", "phase_step": 0, "cycle": 1, "loss": 0.3}, step=41)
+        with pytest.raises(tracker.SchemaError, match="step"):
+            run.log_record("phase.step", step=-(2**60), phase="FULL", phase_step=0, cycle=0, loss=0.4)
         with pytest.raises(TypeError):
             run.log({"a": 1.0}, 1, None, "extra")
         with pytest.raises(tracker.SchemaError, match="phase"):
@@ -313,10 +324,11 @@ def test_every_way_of_calling_the_c_methods(tmp_path: Path) -> None:
             run.log_record("phase.step", phase="FULL\ud800", phase_step=1, cycle=0, loss=1.0)
     recs = [(r.schema, r.step, r.data) for r in tracker.Store(tmp_path / "store").run("calls").records()]
     metrics = [(step, data) for schema, step, data in recs if schema == "metrics"]
-    assert metrics == [(0, {"a": 1.0}), (1, {"a": 2.0}), (10, {"a": 3.0}), (11, {"a": 4.0, "b": 5.0}),
+    assert metrics == [(0, {"a": 1.0}), (1, {"a": 2.0}), (10, {"a": 3.0}), (9, {"a": 3.5}),
+                       (11, {"a": 4.0, "b": 5.0}),
                        (12, {}), (13, {"a": 6.0})]
     assert [(step, data["phase_step"]) for schema, step, data in recs if schema == "phase.step"] == [
-        (14, 0), (15, 1), (40, 0)]
+        (14, 0), (15, 1), (40, 0), (41, 0)]
 
 
 def inspect_params(fn) -> list[str]:  # noqa: ANN001 - any callable

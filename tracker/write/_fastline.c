@@ -57,10 +57,71 @@ crc_init(void)
     }
 }
 
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define HAVE_CLMUL 1
+#include <immintrin.h>
+
+/*
+ * CRC-32 by carry-less multiplication (Intel, "Fast CRC Computation for Generic Polynomials Using
+ * PCLMULQDQ"; the constants of Linux's crc32-pclmul for zlib's reflected polynomial): folds 64 bytes
+ * at a time, then 16, then reduces to 32 bits (Barrett). Takes and returns the running state (the CRC
+ * before its final inversion); n >= 64; handles n rounded down to 16 bytes, the rest is the caller's.
+ */
+__attribute__((target("pclmul,sse4.1"))) static uint32_t
+crc32_clmul(const unsigned char *p, size_t n, uint32_t state)
+{
+    const __m128i k2k1 = _mm_set_epi64x(0x1c6e41596LL, 0x154442bd4LL);
+    const __m128i k4k3 = _mm_set_epi64x(0x0ccaa009eLL, 0x1751997d0LL);
+    const __m128i k5 = _mm_set_epi64x(0, 0x163cd6124LL);
+    const __m128i poly = _mm_set_epi64x(0x1f7011641LL, 0x1db710641LL);
+    const __m128i mask32 = _mm_set_epi32(0, 0, 0, -1);
+    __m128i x1 = _mm_loadu_si128((const __m128i *)p), x2 = _mm_loadu_si128((const __m128i *)(p + 16)),
+            x3 = _mm_loadu_si128((const __m128i *)(p + 32)), x4 = _mm_loadu_si128((const __m128i *)(p + 48));
+    x1 = _mm_xor_si128(x1, _mm_cvtsi32_si128((int)state));
+    p += 64;
+    n -= 64;
+#define FOLD(x, k, next) _mm_xor_si128(_mm_xor_si128(_mm_clmulepi64_si128(x, k, 0x00), \
+                                                     _mm_clmulepi64_si128(x, k, 0x11)), next)
+    while (n >= 64) {
+        x1 = FOLD(x1, k2k1, _mm_loadu_si128((const __m128i *)p));
+        x2 = FOLD(x2, k2k1, _mm_loadu_si128((const __m128i *)(p + 16)));
+        x3 = FOLD(x3, k2k1, _mm_loadu_si128((const __m128i *)(p + 32)));
+        x4 = FOLD(x4, k2k1, _mm_loadu_si128((const __m128i *)(p + 48)));
+        p += 64;
+        n -= 64;
+    }
+    x1 = FOLD(x1, k4k3, x2);
+    x1 = FOLD(x1, k4k3, x3);
+    x1 = FOLD(x1, k4k3, x4);
+    while (n >= 16) {
+        x1 = FOLD(x1, k4k3, _mm_loadu_si128((const __m128i *)p));
+        p += 16;
+        n -= 16;
+    }
+#undef FOLD
+    /* 128 to 64 bits, then to 32 (both adding zeros to the message), then the Barrett reduction. */
+    x1 = _mm_xor_si128(_mm_srli_si128(x1, 8), _mm_clmulepi64_si128(k4k3, x1, 0x01));
+    x1 = _mm_xor_si128(_mm_srli_si128(x1, 4), _mm_clmulepi64_si128(_mm_and_si128(x1, mask32), k5, 0x00));
+    __m128i t = _mm_and_si128(_mm_clmulepi64_si128(_mm_and_si128(x1, mask32), poly, 0x10), mask32);
+    x1 = _mm_xor_si128(x1, _mm_clmulepi64_si128(t, poly, 0x00));
+    return (uint32_t)_mm_extract_epi32(x1, 1);
+}
+
+static int has_clmul;
+#endif
+
 static uint32_t
 crc32_of(const unsigned char *p, size_t n, uint32_t crc)
 {
     uint32_t c = crc ^ 0xFFFFFFFFu;
+#ifdef HAVE_CLMUL
+    if (n >= 64 && has_clmul) {
+        size_t whole = n & ~(size_t)15;
+        c = crc32_clmul(p, whole, c);
+        p += whole;
+        n -= whole;
+    }
+#endif
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
     while (n >= 8) {
         uint32_t a, b;
@@ -808,21 +869,36 @@ run_state(PyObject *run, PyObject **routes, PyObject **steps, PyObject **wb)
     return PyErr_Occurred() ? -1 : 0;
 }
 
+/* Whether a given step needs no conversion (None, or an int within ±2**53, as api.resolve_step passes it). */
+static int
+plain_step(PyObject *step)
+{
+    if (step == Py_None)
+        return 1;
+    if (!PyLong_CheckExact(step))
+        return 0;
+    int overflow = 0;
+    long long v = PyLong_AsLongLongAndOverflow(step, &overflow);
+    return !overflow && v <= MAX_INT && v >= -MAX_INT;
+}
+
 /*
- * log_record(run, schema, data) -> the record's step, or None (declined, nothing changed).
+ * log_record(run, schema, data[, step]) -> the record's step, or None (declined, nothing changed).
  *
- * A record of a flat schema at the next automatic step, by the run's route for the schema (run._routes,
+ * A record of a flat schema at step (by default the next automatic one), by the run's route for the schema (run._routes,
  * run._steps; the route's fast[4]: the schema's CompiledSchema._flat): checked as _flat_validate checks
  * it, then written as append writes it.
  */
 static PyObject *
 log_record(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
-    if (nargs != 3) {
-        PyErr_SetString(PyExc_TypeError, "log_record takes 3 arguments");
+    if (nargs != 3 && nargs != 4) {
+        PyErr_SetString(PyExc_TypeError, "log_record takes 3 or 4 arguments");
         return NULL;
     }
-    PyObject *run = args[0], *schema = args[1], *data = args[2];
+    PyObject *run = args[0], *schema = args[1], *data = args[2], *step = nargs == 4 ? args[3] : Py_None;
+    if (!plain_step(step))
+        Py_RETURN_NONE;
     if (!PyUnicode_CheckExact(schema))
         Py_RETURN_NONE;
     PyObject *routes, *steps, *wb, *route = NULL, *fast = NULL, *fields = NULL, *result = NULL;
@@ -846,7 +922,7 @@ log_record(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         fields = NULL;
         goto done;
     }
-    PyObject *argv[6] = {route, steps, Py_None, Py_None, fields, g_option_plain};
+    PyObject *argv[6] = {route, steps, step, Py_None, fields, g_option_plain};
     result = append(self, argv, 6);
 done:
     Py_DECREF(routes);
@@ -863,9 +939,9 @@ done:
 #define KIND_LOG 0
 #define KIND_LOG_RECORD 1
 
-/* run.log(values): the run's metrics route, when no W&B step is pending. */
+/* run.log(values, step): the run's metrics route, when no W&B step is pending. */
 static PyObject *
-log_fast(PyObject *run, PyObject *values)
+log_fast(PyObject *run, PyObject *values, PyObject *step)
 {
     PyObject *routes, *steps, *wb, *result = NULL;
     int state = run_state(run, &routes, &steps, &wb);
@@ -889,7 +965,7 @@ log_fast(PyObject *run, PyObject *values)
     if (flags == NULL)
         goto done;
     Py_INCREF(route);
-    PyObject *argv[6] = {route, steps, Py_None, Py_None, values, flags};
+    PyObject *argv[6] = {route, steps, step, Py_None, values, flags};
     result = append(NULL, argv, 6);
     Py_DECREF(route);
     Py_DECREF(flags);
@@ -916,24 +992,39 @@ method_vectorcall(PyObject *self, PyObject *const *args, size_t nargsf, PyObject
     PyObject *r = NULL;  /* what a fast path answered: a step (done), None (declined) or NULL (raised) */
     int tried = 0;
     if (m->kind == KIND_LOG) {
-        /* run.log(values) */
-        if (nargs == 2 && kwnames == NULL) {
-            r = log_fast(args[0], args[1]);
-            tried = 1;
+        /* run.log(values), run.log(values, step), run.log(values, step=step) */
+        PyObject *step = Py_None;
+        int plain = 0;
+        if (kwnames == NULL)
+            plain = nargs == 2 || nargs == 3;
+        else if (nargs == 2 && PyTuple_GET_SIZE(kwnames) == 1)
+            plain = PyUnicode_CompareWithASCIIString(PyTuple_GET_ITEM(kwnames, 0), "step") == 0;
+        if (plain) {
+            if (nargs == 3 || kwnames != NULL)
+                step = args[2];
+            if (step == Py_None || plain_step(step)) {
+                r = log_fast(args[0], args[1], step);
+                tried = 1;
+            }
         }
     } else if (nargs >= 2) {
-        /* run.log_record(schema, **fields) or run.log_record(schema, a_dict): no step given */
-        PyObject *data = NULL;
+        /* run.log_record(schema, **fields) or run.log_record(schema, a_dict), step= too */
+        PyObject *data = NULL, *step = Py_None;
         if (nargs == 3 && kwnames == NULL && PyDict_CheckExact(args[2])) {
             data = Py_NewRef(args[2]);
+        } else if (nargs == 3 && kwnames != NULL && PyTuple_GET_SIZE(kwnames) == 1
+                   && PyDict_CheckExact(args[2])
+                   && PyUnicode_CompareWithASCIIString(PyTuple_GET_ITEM(kwnames, 0), "step") == 0) {
+            data = Py_NewRef(args[2]);
+            step = args[3];
         } else if (nargs == 2 && kwnames != NULL) {
             if (!(data = PyDict_New()))
                 return NULL;
             for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(kwnames); i++) {
                 PyObject *key = PyTuple_GET_ITEM(kwnames, i);
                 if (PyUnicode_CompareWithASCIIString(key, "step") == 0) {
-                    Py_CLEAR(data);  /* a step given: the Python method */
-                    break;
+                    step = args[nargs + i];
+                    continue;
                 }
                 if (PyDict_SetItem(data, key, args[nargs + i]) < 0) {
                     Py_DECREF(data);
@@ -942,8 +1033,8 @@ method_vectorcall(PyObject *self, PyObject *const *args, size_t nargsf, PyObject
             }
         }
         if (data != NULL) {
-            PyObject *argv[3] = {args[0], args[1], data};
-            r = log_record(NULL, argv, 3);
+            PyObject *argv[4] = {args[0], args[1], data, step};
+            r = log_record(NULL, argv, 4);
             tried = 1;
             Py_DECREF(data);
         }
@@ -1070,6 +1161,10 @@ PyMODINIT_FUNC
 PyInit__fastline(void)
 {
     crc_init();
+#ifdef HAVE_CLMUL
+    __builtin_cpu_init();
+    has_clmul = __builtin_cpu_supports("pclmul") && __builtin_cpu_supports("sse4.1");
+#endif
     if (intern_all() < 0)
         return NULL;
     g_option_plain = PyLong_FromLong(0);
