@@ -79,11 +79,11 @@ def body(args) -> None:  # noqa: ANN001 - argparse namespace
             res = side_by_side(lambda: per_call(lambda i: log_record("bench.point", **POINT), n),
                                lambda: floor.run(POINT, n), args.repeat)
             emit("records", "run.log_record, bench.point (6 floats), keywords", unit="us/call", calls=n,
-                 clock="cpu", floor_name=floor_name, target=2.5, **res)
+                 clock="cpu", floor_name=floor_name, target=3.0, **res)
             res = side_by_side(lambda: per_call(lambda i: log_record("bench.point", POINT), n),
                                lambda: floor.run(POINT, n), args.repeat)
             emit("records", "run.log_record, bench.point (6 floats), a mapping", unit="us/call", calls=n,
-                 clock="cpu", floor_name=floor_name, target=2.5, **res)
+                 clock="cpu", floor_name=floor_name, target=3.0, **res)
             inst = Point(**POINT)
             res = side_by_side(lambda: per_call(lambda i: log_record(inst), n),
                                lambda: floor.run(POINT, n), args.repeat)
@@ -95,7 +95,7 @@ def body(args) -> None:  # noqa: ANN001 - argparse namespace
                 res = side_by_side(lambda: per_call(lambda i: log_record("fft.loss_point", **FFT_POINT), n),
                                    lambda: floor.run(full, n), args.repeat)
                 emit("records", "run.log_record, fft.loss_point (model_id + 5 floats), keywords",
-                     unit="us/call", calls=n, clock="cpu", floor_name=floor_name, target=2.5, **res)
+                     unit="us/call", calls=n, clock="cpu", floor_name=floor_name, target=3.0, **res)
         floor.close()
 
 
