@@ -222,12 +222,24 @@ phase_fields = st.fixed_dictionaries(
      "loss": st.one_of(st.floats(), st.integers(min_value=-3, max_value=3))},
     optional={"phase_changed": st.one_of(st.booleans(), st.integers(0, 1)), "full_steps": st.integers(-1, 5),
               "predict_steps": st.integers(-1, 5), "bogus": st.just(1.0)})
+fft_fields = st.fixed_dictionaries(
+    {"total_loss": st.floats(), "mel_err": st.one_of(st.floats(), st.integers(-2, 2)),
+     "spec_err": st.floats(min_value=-1e-300, max_value=1.0),
+     "welch_err": st.sampled_from([0.0, -0.0, math.nan, 1e308]),
+     "mean_gate": st.floats(min_value=-0.1, max_value=1.1)},
+    optional={"model_id": st.one_of(st.text(max_size=4), st.none())})
+edge = st.sampled_from([0.0, -0.0, -1.0, 1.0, 1.5, math.nan, math.inf, -math.inf])
 quant_fields = st.fixed_dictionaries(
-    {"tensor": st.text(max_size=5), "bits": st.integers(min_value=0, max_value=20),
-     "granularity": st.sampled_from(["per_tensor", "per_channel", "x"]), "mode": st.sampled_from(["symmetric"]),
-     "mse": st.floats(), "mae": st.floats(min_value=0), "max_error": st.floats(min_value=0),
-     "sqnr_db": st.floats(), "outlier_rate": st.floats(min_value=-0.5, max_value=1.5),
-     "num_samples": st.integers(min_value=-1, max_value=10), "theoretical_max_error": st.floats(min_value=0)})
+    # Mostly valid records, with one field or another at an edge: each bound is met, missed and NaN.
+    {"tensor": st.one_of(st.text(min_size=1, max_size=5), st.just("")),
+     "bits": st.one_of(st.integers(min_value=2, max_value=16), st.sampled_from([0, 1, 17, 2**60])),
+     "granularity": st.sampled_from(["per_tensor", "per_channel", "per_tensor", "x"]),
+     "mode": st.sampled_from(["symmetric", "asymmetric"]),
+     "mse": st.one_of(st.floats(min_value=0, max_value=10), edge), "mae": st.one_of(st.floats(0, 1), edge),
+     "max_error": st.floats(min_value=0, max_value=10), "sqnr_db": st.one_of(st.floats(-50, 50), edge),
+     "outlier_rate": st.one_of(st.floats(min_value=0, max_value=1), edge),
+     "num_samples": st.one_of(st.integers(min_value=0, max_value=10), st.just(-1)),
+     "theoretical_max_error": st.one_of(st.floats(min_value=0, max_value=1), edge)})
 
 
 def _record_lines(run: tracker.Run) -> list[dict]:
@@ -253,9 +265,10 @@ def two_runs(tmp_path: Path):  # noqa: ANN201 - a generator fixture
     slow.finish()
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=500, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(schema_fields=st.one_of(st.tuples(st.just("phase.step"), phase_fields),
-                               st.tuples(st.just("quant.error"), quant_fields)),
+                               st.tuples(st.just("quant.error"), quant_fields),
+                               st.tuples(st.just("fft.loss_point"), fft_fields)),
        as_mapping=st.booleans())
 def test_log_record_in_c_writes_what_the_python_method_writes(two_runs, monkeypatch: pytest.MonkeyPatch,
                                                               schema_fields: tuple, as_mapping: bool) -> None:

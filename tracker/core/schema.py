@@ -207,7 +207,7 @@ class CompiledSchema:
             if _validators_disabled():
                 return None
             try:
-                for i, attribute, check in validators:
+                for i, attribute, check, _bounds in validators:
                     check(_NO_INSTANCE, attribute, vals[i])
             except _NeedsInstance:
                 self._flat = None  # a validator reads other fields: always build the instance
@@ -312,7 +312,8 @@ def _compile_flat(cls: type, hints: dict[str, Any]) -> tuple | None:
         elif tp is str:
             strs.append(i)
         if f.validator is not None:
-            validators.append((i, f, f.validator))
+            # With the comparisons that stand for it, when it is one of tracker.validators' bounds.
+            validators.append((i, f, f.validator, getattr(f.validator, "bounds", None)))
     if not names:
         return None
     getter = operator.itemgetter(*names) if len(names) > 1 else (lambda d, _n=names[0]: (d[_n],))

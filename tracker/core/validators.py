@@ -69,7 +69,11 @@ def _a(value: Any) -> str:
     return "an int" if isinstance(value, int) and not isinstance(value, bool) else "a number"
 
 
-def _bound(test: Callable[[Any], bool], text: str, nan_ok: bool) -> Validator:
+# The rich comparison codes of Python's C API (Py_LE, Py_GT, Py_GE), for ``check.bounds``.
+_LE, _GT, _GE = 1, 4, 5
+
+
+def _bound(test: Callable[[Any], bool], text: str, nan_ok: bool, bounds: tuple) -> Validator:
     or_nan = " (or NaN)" if nan_ok else ""
 
     def check(_instance: Any, _attribute: Any, value: Any) -> None:
@@ -80,6 +84,10 @@ def _bound(test: Callable[[Any], bool], text: str, nan_ok: bool) -> Validator:
 
     check.__doc__ = f"value {text}{or_nan}."
     check.__qualname__ = check.__name__ = f"value {text}"
+    # ``(low comparison, low, high comparison, high, nan_ok)``: the same test as comparisons, which
+    # log_record's C fast path (tracker/write/_fastline.c) makes without calling ``check``; a value
+    # that fails them goes to ``check``, which names the problem.
+    check.bounds = (*bounds, nan_ok)  # type: ignore[attr-defined]
     return check
 
 
@@ -88,7 +96,7 @@ def at_least(low: float, *, nan_ok: bool = False) -> Validator:
 
     :param nan_ok: let NaN through (it is data, e.g. a diverged loss).
     """
-    return _bound(lambda x: x >= low, f">= {low:g}", nan_ok)
+    return _bound(lambda x: x >= low, f">= {low:g}", nan_ok, (_GE, low, None, None))
 
 
 def at_most(high: float, *, nan_ok: bool = False) -> Validator:
@@ -96,7 +104,7 @@ def at_most(high: float, *, nan_ok: bool = False) -> Validator:
 
     :param nan_ok: let NaN through.
     """
-    return _bound(lambda x: x <= high, f"<= {high:g}", nan_ok)
+    return _bound(lambda x: x <= high, f"<= {high:g}", nan_ok, (None, None, _LE, high))
 
 
 def greater_than(low: float, *, nan_ok: bool = False) -> Validator:
@@ -104,7 +112,7 @@ def greater_than(low: float, *, nan_ok: bool = False) -> Validator:
 
     :param nan_ok: let NaN through.
     """
-    return _bound(lambda x: x > low, f"> {low:g}", nan_ok)
+    return _bound(lambda x: x > low, f"> {low:g}", nan_ok, (_GT, low, None, None))
 
 
 def in_range(low: float, high: float, *, nan_ok: bool = False) -> Validator:
@@ -112,7 +120,7 @@ def in_range(low: float, high: float, *, nan_ok: bool = False) -> Validator:
 
     :param nan_ok: let NaN through.
     """
-    return _bound(lambda x: low <= x <= high, f"in [{low:g}, {high:g}]", nan_ok)
+    return _bound(lambda x: low <= x <= high, f"in [{low:g}, {high:g}]", nan_ok, (_GE, low, _LE, high))
 
 
 #: ``value >= 0``; NaN fails.

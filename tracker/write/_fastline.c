@@ -24,6 +24,7 @@
 #include <Python.h>
 
 #include <errno.h>
+#include <math.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
@@ -714,15 +715,56 @@ done:
 #define MAX_INT 9007199254740992LL /* 2**53: tracker.core.values.MAX_INT */
 
 /*
+ * A bound of tracker.validators (at_least, at_most, greater_than, in_range) without calling it: its
+ * check.bounds, (low comparison, low, high comparison, high, nan_ok). 1: the value is within; 0: it is
+ * not (or the comparison failed); -1: not such a bound (the validator is called).
+ */
+static int
+bounds_hold(PyObject *bounds, PyObject *value)
+{
+    if (!PyTuple_CheckExact(bounds) || PyTuple_GET_SIZE(bounds) != 5)
+        return -1;
+    if (PyTuple_GET_ITEM(bounds, 4) == Py_True && PyFloat_CheckExact(value)
+        && isnan(PyFloat_AS_DOUBLE(value)))
+        return 1;
+    for (int side = 0; side < 4; side += 2) {
+        PyObject *op = PyTuple_GET_ITEM(bounds, side), *limit = PyTuple_GET_ITEM(bounds, side + 1);
+        if (op == Py_None)
+            continue;
+        long code = PyLong_AsLong(op);
+        if (code != Py_LE && code != Py_GT && code != Py_GE) {
+            PyErr_Clear();
+            return -1;
+        }
+        int ok = PyObject_RichCompareBool(value, limit, (int)code);
+        if (ok <= 0) {
+            PyErr_Clear();
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* Whether kwnames[j] is "step" (given as log_record's step, not a field). */
+static int
+is_step_name(PyObject *name)
+{
+    return PyUnicode_CompareWithASCIIString(name, "step") == 0;
+}
+
+/*
  * The fields of a record of a flat schema, checked as CompiledSchema._flat_validate checks them, in the
  * class's field order: a new reference, or Py_None (declined: the Python path checks, converts or names
  * the problem), or NULL with an exception that must propagate (one that is not an Exception).
+ * The fields come from a dict (values), or from keyword names and values (values NULL: kwnames and
+ * kwvalues, a name "step" skipped), with the schema's defaults for those not given.
  */
 static PyObject *
-flat_fields(PyObject *flat, PyObject *values)
+flat_fields(PyObject *flat, PyObject *values, PyObject *kwnames, PyObject *const *kwvalues)
 {
     /* flat: (names, getter, types, defaults, ints, strs, validators), as schema._compile_flat made it. */
-    if (!PyTuple_CheckExact(flat) || PyTuple_GET_SIZE(flat) != 7 || !PyDict_CheckExact(values))
+    if (!PyTuple_CheckExact(flat) || PyTuple_GET_SIZE(flat) != 7 || (values && !PyDict_CheckExact(values))
+        || (!values && !kwnames))
         return Py_NewRef(Py_None);
     PyObject *names = PyTuple_GET_ITEM(flat, 0), *types = PyTuple_GET_ITEM(flat, 2),
              *defaults = PyTuple_GET_ITEM(flat, 3), *ints = PyTuple_GET_ITEM(flat, 4),
@@ -731,114 +773,130 @@ flat_fields(PyObject *flat, PyObject *values)
         || !PyTuple_CheckExact(ints) || !PyTuple_CheckExact(strs) || !PyTuple_CheckExact(validators)
         || PyTuple_GET_SIZE(types) != PyTuple_GET_SIZE(names))
         return Py_NewRef(Py_None);
-    Py_ssize_t n = PyTuple_GET_SIZE(names);
-    PyObject *merged = NULL, *out = NULL;
-    if (PyDict_GET_SIZE(values) != n) {
-        if (PyDict_GET_SIZE(values) > n || PyDict_GET_SIZE(defaults) == 0)
-            return Py_NewRef(Py_None);
-        if (!(merged = PyDict_Copy(defaults)) || PyDict_Update(merged, values) < 0) {
-            Py_XDECREF(merged);
-            return NULL;
-        }
-        if (PyDict_GET_SIZE(merged) != n) {
-            Py_DECREF(merged);
-            return Py_NewRef(Py_None);
-        }
-        values = merged;
-    }
-    /* Each field present, of its exact type; whether the dict is already in the class's order. */
-    PyObject *vals[64];
+    Py_ssize_t n = PyTuple_GET_SIZE(names), i, given = 0, found = 0;
+    PyObject *vals[64], *out = NULL;
     if (n > 64)
-        goto decline;
-    int in_order = 1;
-    Py_ssize_t pos = 0, i = 0;
-    PyObject *key, *value;
-    while (PyDict_Next(values, &pos, &key, &value)) {
-        if (i >= n || key != PyTuple_GET_ITEM(names, i)) {
-            int eq = i < n ? PyObject_RichCompareBool(key, PyTuple_GET_ITEM(names, i), Py_EQ) : 0;
-            if (eq < 0)
-                goto fail;
-            if (!eq)
-                in_order = 0;
-        }
-        i++;
+        return Py_NewRef(Py_None);
+    if (values) {
+        given = PyDict_GET_SIZE(values);
+    } else {
+        for (Py_ssize_t j = 0; j < PyTuple_GET_SIZE(kwnames); j++)
+            given += !is_step_name(PyTuple_GET_ITEM(kwnames, j));
     }
+    if (given > n || (given < n && PyDict_GET_SIZE(defaults) == 0))
+        return Py_NewRef(Py_None);
+    /* Each field given (or its default), of its exact type. */
     for (i = 0; i < n; i++) {
-        PyObject *v = PyDict_GetItemWithError(values, PyTuple_GET_ITEM(names, i));
-        if (v == NULL) {
-            if (PyErr_Occurred())
-                goto fail;
-            goto decline;
+        PyObject *name = PyTuple_GET_ITEM(names, i), *v = NULL;
+        if (values) {
+            v = PyDict_GetItemWithError(values, name);
+            if (v == NULL && PyErr_Occurred())
+                return NULL;
+        } else {
+            Py_ssize_t k = PyTuple_GET_SIZE(kwnames), j;
+            for (j = 0; j < k && PyTuple_GET_ITEM(kwnames, j) != name; j++)
+                ;
+            if (j == k) {  /* names are interned as a rule; compared by value otherwise */
+                for (j = 0; j < k; j++) {
+                    int eq = PyUnicode_Compare(PyTuple_GET_ITEM(kwnames, j), name);
+                    if (eq == -1 && PyErr_Occurred())
+                        return NULL;
+                    if (eq == 0)
+                        break;
+                }
+            }
+            if (j < k)
+                v = kwvalues[j];
+        }
+        if (v != NULL) {
+            found++;
+        } else {
+            v = PyDict_GetItemWithError(defaults, name);
+            if (v == NULL)
+                return PyErr_Occurred() ? NULL : Py_NewRef(Py_None);
         }
         if ((PyObject *)Py_TYPE(v) != PyTuple_GET_ITEM(types, i))
-            goto decline;
+            return Py_NewRef(Py_None);
         vals[i] = v;
     }
+    if (found != given)
+        return Py_NewRef(Py_None);  /* a field the schema does not have */
     for (i = 0; i < PyTuple_GET_SIZE(ints); i++) {
         Py_ssize_t at = PyLong_AsSsize_t(PyTuple_GET_ITEM(ints, i));
         if (at < 0 || at >= n)
-            goto decline_clear;
+            goto decline;
         int overflow = 0;
         long long v = PyLong_AsLongLongAndOverflow(vals[at], &overflow);
         if (overflow || v > MAX_INT || v < -MAX_INT)
-            goto decline_clear;
+            goto decline;
     }
     for (i = 0; i < PyTuple_GET_SIZE(strs); i++) {
         Py_ssize_t at = PyLong_AsSsize_t(PyTuple_GET_ITEM(strs, i));
         if (at < 0 || at >= n)
-            goto decline_clear;
+            goto decline;
         if (!PyUnicode_IS_ASCII(vals[at]) && PyUnicode_AsUTF8AndSize(vals[at], NULL) == NULL)
-            goto decline_clear;  /* a lone surrogate: the Python path names it */
+            goto decline;  /* a lone surrogate: the Python path names it */
     }
     if (PyTuple_GET_SIZE(validators)) {
         PyObject *off = PyObject_CallNoArgs(g_validators_disabled);
         if (off == NULL)
-            goto fail;
+            return NULL;
         int disabled = PyObject_IsTrue(off);
         Py_DECREF(off);
         if (disabled)
-            goto decline_clear;
+            goto decline;
         for (i = 0; i < PyTuple_GET_SIZE(validators); i++) {
             PyObject *entry = PyTuple_GET_ITEM(validators, i);
-            if (!PyTuple_CheckExact(entry) || PyTuple_GET_SIZE(entry) != 3)
-                goto decline;
+            if (!PyTuple_CheckExact(entry) || PyTuple_GET_SIZE(entry) != 4)
+                return Py_NewRef(Py_None);
             Py_ssize_t at = PyLong_AsSsize_t(PyTuple_GET_ITEM(entry, 0));
             if (at < 0 || at >= n)
-                goto decline_clear;
+                goto decline;
+            int within = bounds_hold(PyTuple_GET_ITEM(entry, 3), vals[at]);
+            if (within == 1)
+                continue;  /* one of tracker.validators' bounds, compared here */
+            if (within == 0)
+                goto decline;  /* outside: the validator names the problem on the Python path */
             /* Called as attrs calls a validator, without the instance (schema._NO_INSTANCE). */
             PyObject *argv[3] = {g_no_instance, PyTuple_GET_ITEM(entry, 1), vals[at]};
             PyObject *r = PyObject_Vectorcall(PyTuple_GET_ITEM(entry, 2), argv, 3, NULL);
             if (r == NULL) {
                 /* A failure (or a validator that reads the instance) is the Python path's to report. */
                 if (PyErr_ExceptionMatches(PyExc_Exception) || PyErr_ExceptionMatches(g_needs_instance))
-                    goto decline_clear;
-                goto fail;
+                    goto decline;
+                return NULL;
             }
             Py_DECREF(r);
         }
     }
-    if (in_order && PyDict_GET_SIZE(values) == n) {
-        out = Py_NewRef(values);
-    } else {
-        if (!(out = PyDict_New()))
-            goto fail;
-        for (i = 0; i < n; i++) {
-            if (PyDict_SetItem(out, PyTuple_GET_ITEM(names, i), vals[i]) < 0) {
-                Py_CLEAR(out);
-                goto fail;
+    /* A dict given whole and in the class's order is written as it is (as _flat_validate does). */
+    if (values && given == n) {
+        Py_ssize_t pos = 0;
+        PyObject *key, *value;
+        int in_order = 1;
+        for (i = 0; in_order && PyDict_Next(values, &pos, &key, &value); i++) {
+            if (key != PyTuple_GET_ITEM(names, i)) {
+                int eq = PyObject_RichCompareBool(key, PyTuple_GET_ITEM(names, i), Py_EQ);
+                if (eq < 0)
+                    return NULL;
+                in_order = eq;
             }
         }
+        if (in_order)
+            return Py_NewRef(values);
     }
-    Py_XDECREF(merged);
+    if (!(out = _PyDict_NewPresized(n)))
+        return NULL;
+    for (i = 0; i < n; i++) {
+        if (PyDict_SetItem(out, PyTuple_GET_ITEM(names, i), vals[i]) < 0) {
+            Py_DECREF(out);
+            return NULL;
+        }
+    }
     return out;
-decline_clear:
-    PyErr_Clear();
 decline:
-    Py_XDECREF(merged);
+    PyErr_Clear();
     return Py_NewRef(Py_None);
-fail:
-    Py_XDECREF(merged);
-    return NULL;
 }
 
 /*
@@ -883,23 +941,16 @@ plain_step(PyObject *step)
 }
 
 /*
- * log_record(run, schema, data[, step]) -> the record's step, or None (declined, nothing changed).
- *
- * A record of a flat schema at step (by default the next automatic one), by the run's route for the schema (run._routes,
- * run._steps; the route's fast[4]: the schema's CompiledSchema._flat): checked as _flat_validate checks
- * it, then written as append writes it.
+ * A record of a flat schema by the run's route for the schema (run._routes, run._steps; the route's
+ * fast[4]: the schema's CompiledSchema._flat), its fields from data (a dict) or from keywords (data
+ * NULL), at step (None: the next automatic one): checked as _flat_validate checks it, then written as
+ * append writes it. The step, or None (declined, nothing changed), or NULL (raised).
  */
 static PyObject *
-log_record(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+record_fast(PyObject *run, PyObject *schema, PyObject *data, PyObject *kwnames, PyObject *const *kwvalues,
+            PyObject *step)
 {
-    if (nargs != 3 && nargs != 4) {
-        PyErr_SetString(PyExc_TypeError, "log_record takes 3 or 4 arguments");
-        return NULL;
-    }
-    PyObject *run = args[0], *schema = args[1], *data = args[2], *step = nargs == 4 ? args[3] : Py_None;
-    if (!plain_step(step))
-        Py_RETURN_NONE;
-    if (!PyUnicode_CheckExact(schema))
+    if (!PyUnicode_CheckExact(schema) || !plain_step(step))
         Py_RETURN_NONE;
     PyObject *routes, *steps, *wb, *route = NULL, *fast = NULL, *fields = NULL, *result = NULL;
     int state = run_state(run, &routes, &steps, &wb);
@@ -916,14 +967,14 @@ log_record(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         result = Py_NewRef(Py_None);
         goto done;
     }
-    fields = flat_fields(PyTuple_GET_ITEM(fast, 4), data);
+    fields = flat_fields(PyTuple_GET_ITEM(fast, 4), data, kwnames, kwvalues);
     if (fields == NULL || fields == Py_None) {
         result = fields;
         fields = NULL;
         goto done;
     }
     PyObject *argv[6] = {route, steps, step, Py_None, fields, g_option_plain};
-    result = append(self, argv, 6);
+    result = append(NULL, argv, 6);
 done:
     Py_DECREF(routes);
     Py_DECREF(steps);
@@ -932,6 +983,17 @@ done:
     Py_XDECREF(fast);
     Py_XDECREF(fields);
     return result;
+}
+
+/* log_record(run, schema, data[, step]) -> the record's step, or None (declined, nothing changed). */
+static PyObject *
+log_record(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 3 && nargs != 4) {
+        PyErr_SetString(PyExc_TypeError, "log_record takes 3 or 4 arguments");
+        return NULL;
+    }
+    return record_fast(args[0], args[1], args[2], NULL, NULL, nargs == 4 ? args[3] : Py_None);
 }
 
 /* ---- Run.log and Run.log_record as method descriptors: the fast paths without a Python frame ------- */
@@ -1009,34 +1071,22 @@ method_vectorcall(PyObject *self, PyObject *const *args, size_t nargsf, PyObject
         }
     } else if (nargs >= 2) {
         /* run.log_record(schema, **fields) or run.log_record(schema, a_dict), step= too */
-        PyObject *data = NULL, *step = Py_None;
-        if (nargs == 3 && kwnames == NULL && PyDict_CheckExact(args[2])) {
-            data = Py_NewRef(args[2]);
-        } else if (nargs == 3 && kwnames != NULL && PyTuple_GET_SIZE(kwnames) == 1
-                   && PyDict_CheckExact(args[2])
-                   && PyUnicode_CompareWithASCIIString(PyTuple_GET_ITEM(kwnames, 0), "step") == 0) {
-            data = Py_NewRef(args[2]);
-            step = args[3];
-        } else if (nargs == 2 && kwnames != NULL) {
-            if (!(data = PyDict_New()))
-                return NULL;
-            for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(kwnames); i++) {
-                PyObject *key = PyTuple_GET_ITEM(kwnames, i);
-                if (PyUnicode_CompareWithASCIIString(key, "step") == 0) {
-                    step = args[nargs + i];
-                    continue;
-                }
-                if (PyDict_SetItem(data, key, args[nargs + i]) < 0) {
-                    Py_DECREF(data);
-                    return NULL;
-                }
+        if (nargs == 3 && PyDict_CheckExact(args[2])) {
+            if (kwnames == NULL) {
+                r = record_fast(args[0], args[1], args[2], NULL, NULL, Py_None);
+                tried = 1;
+            } else if (PyTuple_GET_SIZE(kwnames) == 1 && is_step_name(PyTuple_GET_ITEM(kwnames, 0))) {
+                r = record_fast(args[0], args[1], args[2], NULL, NULL, args[3]);
+                tried = 1;
             }
-        }
-        if (data != NULL) {
-            PyObject *argv[4] = {args[0], args[1], data, step};
-            r = log_record(NULL, argv, 4);
+        } else if (nargs == 2 && kwnames != NULL) {
+            PyObject *step = Py_None;
+            for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(kwnames); i++) {
+                if (is_step_name(PyTuple_GET_ITEM(kwnames, i)))
+                    step = args[nargs + i];
+            }
+            r = record_fast(args[0], args[1], NULL, kwnames, args + nargs, step);
             tried = 1;
-            Py_DECREF(data);
         }
     }
     if (tried) {
