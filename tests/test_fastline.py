@@ -26,10 +26,12 @@ import tracker
 from tracker.core.format import METRICS, record_template
 from tracker.write import route as route_mod
 from tracker.write.fast import fastline
-from tracker.write.route import FAST_CHECK_METRICS, Route, line_parts
+from tracker.write.route import Route, line_parts
 from tracker.write.writer import SegmentWriter
 
 pytestmark = pytest.mark.skipif(fastline is None, reason="the C fast path was not built here (no C compiler)")
+#: append's flags for run.log: check the values first, encode with orjson's STRICT options.
+FAST_CHECK_METRICS = fastline.CHECK_METRICS | fastline.STRICT if fastline is not None else 0
 
 names = st.one_of(st.sampled_from(["loss", "acc", "lr", "a/b", "é", "\"q\"", "tab\t", "step", "time", ""]),
                   st.text(max_size=8))
@@ -281,7 +283,6 @@ def test_log_record_in_c_writes_what_the_python_method_writes(two_runs, monkeypa
     else:
         got = _outcome(lambda: fast.log_record(schema, **fields))
     with monkeypatch.context() as m:
-        m.setattr(tracker.write.api, "fast_record", None)
         m.setattr(tracker.write.route, "fast_append", None)
         want = _outcome(lambda: python_log_record(slow, schema, **fields))
     assert got == want  # the same SchemaError, naming the same problems, or none

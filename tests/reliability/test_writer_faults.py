@@ -80,7 +80,6 @@ def test_ctrl_c_or_interrupt_right_after_the_write_counts_the_line(tmp_path: Pat
     # The C fast path runs no signal handler between its write and its counts: the window injected
     # into here is the Python body's (which a build without a C compiler uses).
     monkeypatch.setattr(tracker.write.route, "fast_append", None)
-    monkeypatch.setattr(tracker.write.api, "fast_append", None)
     monkeypatch.setattr(tracker.Run, "log", getattr(tracker.Run.log, "__wrapped__", tracker.Run.log))
     try:
         run = tracker.start_run(store=tmp_path / "store", run_id="injected")

@@ -1,23 +1,25 @@
 /*
- * The logging fast path in C: tracker.write.route.Route.append's common case.
+ * The logging fast paths in C: Run.log and Run.log_record's common cases, and Route.append's.
  *
- * One call does what the Python body of Route.append does for a record whose
- * data encodes, and writes the same bytes: under the writer's lock it takes
- * the step and sequence number, encodes the time and the data with one
- * orjson.dumps (the same encoder and options), puts them between the route's
- * constant parts of the line (made by route.line_parts from the same event
- * template the Python body encodes), appends the line's CRC-32, writes the
- * line with one write(2) and updates the writer's counts, its latest metrics
- * and the run's automatic step. With CHECK_METRICS it first checks run.log's
- * values (a plain dict of floats, ints and bools under str names that are
- * not reserved).
+ * append does what the Python body of tracker.write.route.Route.append does for a record whose data
+ * encodes, and writes the same bytes: under the writer's lock it takes the step and sequence number,
+ * encodes the time and the data with one orjson.dumps (the same encoder and options), puts them between
+ * the route's constant parts of the line (made by route.line_parts from the same event template the
+ * Python body encodes), appends the line's CRC-32, writes the line with one write(2) and updates the
+ * writer's counts, its latest metrics and the run's automatic step. With CHECK_METRICS it first checks
+ * run.log's values (a plain dict of floats, ints and bools under str names that are not reserved).
  *
- * It declines (returns None, having changed nothing) whenever the Python body
- * has something to do that this does not: values it does not vouch for, data
- * orjson refuses, a writer that is not direct (fsync, closed, a torn fragment
- * to end). A write that fails or comes up short is handed to the Python
- * helper route._after_write, which settles it exactly as the Python body does.
- * Building without a C compiler leaves tracker on the Python body alone.
+ * Run.log and Run.log_record are method descriptors of this module (method()): run.log(values[, step])
+ * goes straight to append; run.log_record(schema, **fields) (or a dict) of a flat schema is checked
+ * here as CompiledSchema._flat_validate checks it (exact types, int range, UTF-8, the field validators,
+ * tracker.validators' bounds compared without a call) and then appended.
+ *
+ * Each declines (returns None, having changed nothing) whenever the Python code has something to do
+ * that this does not: values it does not vouch for, data orjson refuses, a writer that is not direct
+ * (fsync, closed, a torn fragment to end), a record a validator refuses; the Python method then runs
+ * and names the problem. A write that fails or comes up short is handed to route._after_write, which
+ * settles it exactly as the Python body does. Building without a C compiler leaves tracker on its
+ * Python code alone.
  */
 #define PY_SSIZE_T_CLEAN
 #define _GNU_SOURCE 1 /* memmem */
@@ -985,17 +987,6 @@ done:
     return result;
 }
 
-/* log_record(run, schema, data[, step]) -> the record's step, or None (declined, nothing changed). */
-static PyObject *
-log_record(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
-{
-    if (nargs != 3 && nargs != 4) {
-        PyErr_SetString(PyExc_TypeError, "log_record takes 3 or 4 arguments");
-        return NULL;
-    }
-    return record_fast(args[0], args[1], args[2], NULL, NULL, nargs == 4 ? args[3] : Py_None);
-}
-
 /* ---- Run.log and Run.log_record as method descriptors: the fast paths without a Python frame ------- */
 
 #define KIND_LOG 0
@@ -1194,8 +1185,6 @@ static PyMethodDef methods[] = {
      "no_instance, needs_instance): what append and log_record use."},
     {"append", (PyCFunction)(void (*)(void))append, METH_FASTCALL,
      "append(route, steps, step, time, data, flags) -> step, or None when declined (nothing changed)."},
-    {"log_record", (PyCFunction)(void (*)(void))log_record, METH_FASTCALL,
-     "log_record(run, schema, data) -> step, or None when declined (nothing changed)."},
     {"method", make_method, METH_VARARGS,
      "method(func, kind) -> a method descriptor: Run.log (LOG) or Run.log_record (LOG_RECORD) in C, func otherwise."},
     {"crc32", crc32_py, METH_VARARGS, "crc32(data, start=0) -> zlib.crc32(data, start): the CRC append uses."},

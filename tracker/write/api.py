@@ -31,15 +31,7 @@ from tracker.core.values import MAX_INT, RESERVED, check_metrics, given, plain_c
 from tracker.host.bus import TrackerWarning
 from tracker.host.host import Host, get_host
 from tracker.write.origin import error_facts, origin_facts
-from tracker.write.route import (
-    FAST_CHECK_METRICS,
-    Attachment,
-    attach,
-    detach,
-    fast_append,
-    fast_method,
-    fast_record,
-)
+from tracker.write.route import Attachment, attach, detach, fast_method
 from tracker.write.runstate import WandbRunMethods
 
 if TYPE_CHECKING:
@@ -177,18 +169,14 @@ class Run(WandbRunMethods):
         # with a TypeError, before writing anything. Anything else takes the
         # full check, which names the problem. A finished run has no routes.
         route = self._routes.get(METRICS)
-        if route is not None and commit is None and (self._wb is None or not self._wb.has_pending):
-            if fast_append is not None:
-                # The same checks and line in C (tracker/write/_fastline.c); None: take the full path.
-                if fast_append(route, self._steps, step, None, values, FAST_CHECK_METRICS) is not None:
-                    return
-            elif type(values) is dict and _all_numbers(map(type, values.values())) \
-                    and _not_metric_names.isdisjoint(values):
-                try:
-                    route.append(self._steps, step, _time(), values, strict=True)
-                    return
-                except TypeError:
-                    pass
+        if route is not None and commit is None and (self._wb is None or not self._wb.has_pending) \
+                and type(values) is dict \
+                and _all_numbers(map(type, values.values())) and _not_metric_names.isdisjoint(values):
+            try:
+                route.append(self._steps, step, _time(), values, strict=True)
+                return
+            except TypeError:
+                pass
         if self.status != "running":
             if self.status == "stopped":
                 return  # a trial its sweep stopped: further values are dropped, as W&B drops them
@@ -201,7 +189,9 @@ class Run(WandbRunMethods):
         self._write(METRICS, check_metrics(values), step, _time())
 
     if not TYPE_CHECKING:
-        log = fast_method(log, "log")  # run.log(values) in C (tracker/write/_fastline.c), the rest above
+        # With the C extension: run.log(values[, step]) of plain numbers in C (tracker/write/_fastline.c),
+        # anything else by the method above.
+        log = fast_method(log, "log")
 
     def log_at(self, time: float, values: dict[str, Any], step: int | None = None) -> None:
         """:meth:`log` with the record's wall time given: for importers, which keep the source's times.
@@ -225,12 +215,6 @@ class Run(WandbRunMethods):
         :raises SchemaError: unknown schema, missing or unknown field, wrong
             type, failed validator, bad step; every problem is named, nothing is written.
         """
-        if fast_record is not None and step is None:
-            # A flat schema's record at the next step by the schema's route, checked and written in C
-            # (tracker/write/_fastline.c); None: the path below checks, converts or names the problem.
-            data = fields if record is None else record if not fields and type(record) is dict else None
-            if data is not None and fast_record(self, schema, data) is not None:
-                return
         if not isinstance(schema, str):
             if record is not None:
                 raise TypeError("log_record(schema, record): schema must be a schema name (str)")
@@ -255,7 +239,9 @@ class Run(WandbRunMethods):
             route.append(self._steps, step, _time(), data)
 
     if not TYPE_CHECKING:
-        log_record = fast_method(log_record, "log_record")  # a flat schema's record at the next step, in C
+        # With the C extension: a flat schema's record given as keywords or a dict, in C; anything else
+        # (an attrs instance, numpy values, a schema with converters) by the method above.
+        log_record = fast_method(log_record, "log_record")
 
     def _write(self, schema: str, data: dict[str, Any], step: int | None, time: float,
                advance: bool = True) -> None:

@@ -78,9 +78,6 @@ if fastline is not None:
                        validators_disabled, NO_INSTANCE, NeedsInstance)
 #: ``_fastline.append`` (the common case of :meth:`Route.append`, in C), or ``None``.
 fast_append: Callable[..., int | None] | None = fastline.append if fastline is not None else None
-#: ``_fastline.log_record(run, schema, data)``: a record of a flat schema by the run's route, checked
-#: as ``CompiledSchema`` checks it, then appended; or ``None``.
-fast_record: Callable[..., int | None] | None = fastline.log_record if fastline is not None else None
 
 
 def fast_method(func: Callable[..., Any], kind: str) -> Callable[..., Any]:
@@ -96,8 +93,7 @@ def fast_method(func: Callable[..., Any], kind: str) -> Callable[..., Any]:
     return functools.update_wrapper(method, func)
 
 
-#: Its flags: check ``run.log``'s values first; encode with ``STRICT``.
-FAST_CHECK_METRICS = fastline.CHECK_METRICS | fastline.STRICT if fastline is not None else 0
+#: ``fast_append``'s flag for a record encoded with ``STRICT``.
 FAST_STRICT = fastline.STRICT if fastline is not None else 0
 
 
