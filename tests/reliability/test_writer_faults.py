@@ -75,8 +75,7 @@ def test_ctrl_c_or_interrupt_right_after_the_write_counts_the_line(tmp_path: Pat
             raise KeyboardInterrupt
         return n
 
-    monkeypatch.setattr(tracker.write.writer, "_write", write_then_interrupt)  # lifecycle events and the bus
-    monkeypatch.setattr(tracker.write.route, "_write", write_then_interrupt)  # a route's one write
+    monkeypatch.setattr(tracker.write.writer, "_write", write_then_interrupt)  # every line's one write
     # The C fast path runs no signal handler between its write and its counts: the window injected
     # into here is the Python body's (which a build without a C compiler uses).
     monkeypatch.setattr(tracker.write.route, "fast_append", None)

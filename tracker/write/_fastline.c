@@ -17,7 +17,7 @@
  * Each declines (returns None, having changed nothing) whenever the Python code has something to do
  * that this does not: values it does not vouch for, data orjson refuses, a writer that is not direct
  * (fsync, closed, a torn fragment to end), a record a validator refuses; the Python method then runs
- * and names the problem. A write that fails or comes up short is handed to route._after_write, which
+ * and names the problem. A write that fails or comes up short is handed to SegmentWriter.commit, which
  * settles it exactly as the Python body does. Building without a C compiler leaves tracker on its
  * Python code alone.
  */
@@ -33,7 +33,7 @@
 #include <unistd.h>
 
 /* What tracker/write/fast.py expects: a module built from other sources is not used. */
-#define INTERFACE 1
+#define INTERFACE 2
 
 #define CHECK_METRICS 1
 #define STRICT 2
@@ -299,7 +299,6 @@ static PyObject *g_option_strict;    /* tracker.core.format.STRICT */
 static PyObject *g_option_plain;     /* 0 */
 static PyObject *g_reserved;         /* names run.log's fast path leaves to the full check */
 static PyObject *g_encode_nonfinite; /* tracker.core.format.encode_nonfinite */
-static PyObject *g_after_write;      /* route._after_write: a failed or short write, settled in Python */
 static PyObject *g_time;             /* time.time */
 static PyObject *g_validators_disabled; /* attrs.validators.get_disabled */
 static PyObject *g_no_instance;      /* schema._NO_INSTANCE: what a validator gets for the instance */
@@ -308,7 +307,7 @@ static PyObject *g_kwnames;          /* ("option",) */
 static PyObject *g_one;              /* 1 */
 
 static PyObject *s_metrics, *s_wb, *s_has_pending, *s_routes, *s_steps, *s_fast, *s_last, *s_lock, *s_direct, *s_fd, *s_counts, *s_acquire, *s_release,
-    *s_recover;
+    *s_recover, *s_commit;
 
 static int
 intern_all(void)
@@ -328,6 +327,7 @@ intern_all(void)
     INTERN(s_acquire, "acquire");
     INTERN(s_release, "release");
     INTERN(s_recover, "recover");
+    INTERN(s_commit, "commit");
 #undef INTERN
     /* Interned: orjson matches its keyword names by identity. */
     PyObject *option = PyUnicode_InternFromString("option");
@@ -339,9 +339,9 @@ intern_all(void)
 static PyObject *
 configure(PyObject *self, PyObject *args)
 {
-    PyObject *dumps, *strict, *reserved, *encode, *after, *clock, *disabled, *no_instance, *needs_instance;
-    if (!PyArg_ParseTuple(args, "OOOOOOOOO:configure", &dumps, &strict, &reserved, &encode, &after, &clock,
-                          &disabled, &no_instance, &needs_instance))
+    PyObject *dumps, *strict, *reserved, *encode, *clock, *disabled, *no_instance, *needs_instance;
+    if (!PyArg_ParseTuple(args, "OOOOOOOO:configure", &dumps, &strict, &reserved, &encode, &clock, &disabled,
+                          &no_instance, &needs_instance))
         return NULL;
     if (!PyAnySet_Check(reserved)) {
         PyErr_SetString(PyExc_TypeError, "configure: the reserved names must be a set");
@@ -351,7 +351,6 @@ configure(PyObject *self, PyObject *args)
     Py_XSETREF(g_option_strict, Py_NewRef(strict));
     Py_XSETREF(g_reserved, Py_NewRef(reserved));
     Py_XSETREF(g_encode_nonfinite, Py_NewRef(encode));
-    Py_XSETREF(g_after_write, Py_NewRef(after));
     Py_XSETREF(g_time, Py_NewRef(clock));
     Py_XSETREF(g_validators_disabled, Py_NewRef(disabled));
     Py_XSETREF(g_no_instance, Py_NewRef(no_instance));
@@ -470,25 +469,15 @@ release(PyObject *lock)
 }
 
 /*
- * append(route, steps, step, time, data, flags) -> the record's step, or None (declined, nothing changed).
- *
- * route: a Route (its ``fast``: writer, last, the constant parts of its lines, the first part's CRC, and
- * the schema's flat checks, which only log_record reads);
- * steps: the run's [next automatic step]; step: an int or None
- * (the next automatic one, taken under the lock); time: seconds since the epoch, or None for now;
- * flags: CHECK_METRICS (check run.log's values first), STRICT (encode with STRICT).
+ * One record by a route, its fast tuple given: fast is the route's ``fast`` (writer, last, the constant
+ * parts of its lines, the first part's CRC, and the schema's flat checks, which only log_record reads);
+ * steps: the run's [next automatic step]; step: an int or None (the next automatic one, taken under the
+ * lock); time: seconds since the epoch, or None for now; flags: CHECK_METRICS (check run.log's values
+ * first), STRICT (encode with STRICT). The record's step, or None (declined, nothing changed), or NULL.
  */
 static PyObject *
-append(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+write_record(PyObject *fast, PyObject *steps, PyObject *step, PyObject *time, PyObject *data, long flags)
 {
-    if (nargs != 6) {
-        PyErr_SetString(PyExc_TypeError, "append takes 6 arguments");
-        return NULL;
-    }
-    PyObject *route = args[0], *steps = args[1], *step = args[2], *time = args[3], *data = args[4];
-    long flags = PyLong_AsLong(args[5]);
-    if (flags == -1 && PyErr_Occurred())
-        return NULL;
     if (g_dumps == NULL) {
         PyErr_SetString(PyExc_RuntimeError, "tracker.write._fastline: configure() was not called");
         return NULL;
@@ -510,19 +499,13 @@ append(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
             goto done;
         time = t;
     }
-    /* route.fast: (writer, last, line parts, CRC of the first part): the route's constants in one attribute. */
-    PyObject *fast = PyObject_GetAttr(route, s_fast);
-    if (fast == NULL)
-        goto done;
     if (!PyTuple_CheckExact(fast) || PyTuple_GET_SIZE(fast) != 5 || !PyTuple_CheckExact(PyTuple_GET_ITEM(fast, 2))
         || PyTuple_GET_SIZE(PyTuple_GET_ITEM(fast, 2)) != 4 || !PyLong_CheckExact(PyTuple_GET_ITEM(fast, 3))) {
-        Py_DECREF(fast);
         result = Py_NewRef(Py_None);  /* no parts: the Python body */
         goto done;
     }
     for (int i = 0; i < 4; i++) {
         if (!PyBytes_CheckExact(PyTuple_GET_ITEM(PyTuple_GET_ITEM(fast, 2), i))) {
-            Py_DECREF(fast);
             result = Py_NewRef(Py_None);
             goto done;
         }
@@ -531,7 +514,6 @@ append(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     is_last = Py_NewRef(PyTuple_GET_ITEM(fast, 1));
     parts = Py_NewRef(PyTuple_GET_ITEM(fast, 2));
     uint32_t prefix_crc = (uint32_t)PyLong_AsUnsignedLongMask(PyTuple_GET_ITEM(fast, 3));
-    Py_DECREF(fast);
     if (!(lock = PyObject_GetAttr(writer, s_lock)))
         goto done;
     if (Py_IS_TYPE(lock, &LockType)) {
@@ -640,12 +622,17 @@ append(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
             goto done_step;  /* a signal handler raised before anything was written */
     }
     if (written != size) {
-        /* An error or a short write: settled as the Python body settles it (put_rest, recover). */
+        /* An error or a short write: writer.commit(line, counts, last, steps, step, written, error) writes
+         * the rest or settles the error as for any line (put_rest, recover). */
         PyObject *err = PyLong_FromLong(written < 0 ? errno : 0);
         PyObject *got = PyLong_FromSsize_t(written < 0 ? 0 : written);
         if (err && got) {
-            PyObject *hargs[8] = {writer, line, got, err, new_counts, last ? data : Py_None, steps, step};
-            result = PyObject_Vectorcall(g_after_write, hargs, 8, NULL);
+            PyObject *cargs[8] = {writer, line, new_counts, last ? data : Py_None, steps, step, got, err};
+            PyObject *rv = PyObject_VectorcallMethod(s_commit, cargs, 8, NULL);
+            if (rv != NULL) {
+                Py_DECREF(rv);
+                result = Py_NewRef(step);
+            }
         }
         Py_XDECREF(err);
         Py_XDECREF(got);
@@ -709,6 +696,28 @@ done:
     Py_XDECREF(records);
     Py_XDECREF(top);
     Py_XDECREF(r);
+    return result;
+}
+
+/*
+ * append(route, steps, step, time, data, flags) -> the record's step, or None (declined, nothing changed):
+ * write_record with the route's ``fast`` (Route.append's common case).
+ */
+static PyObject *
+append(PyObject *Py_UNUSED(self), PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 6) {
+        PyErr_SetString(PyExc_TypeError, "append takes 6 arguments");
+        return NULL;
+    }
+    long flags = PyLong_AsLong(args[5]);
+    if (flags == -1 && PyErr_Occurred())
+        return NULL;
+    PyObject *fast = PyObject_GetAttr(args[0], s_fast);
+    if (fast == NULL)
+        return NULL;
+    PyObject *result = write_record(fast, args[1], args[2], args[3], args[4], flags);
+    Py_DECREF(fast);
     return result;
 }
 
@@ -975,8 +984,7 @@ record_fast(PyObject *run, PyObject *schema, PyObject *data, PyObject *kwnames, 
         fields = NULL;
         goto done;
     }
-    PyObject *argv[6] = {route, steps, step, Py_None, fields, g_option_plain};
-    result = append(NULL, argv, 6);
+    result = write_record(fast, steps, step, Py_None, fields, 0);
 done:
     Py_DECREF(routes);
     Py_DECREF(steps);
@@ -1014,14 +1022,11 @@ log_fast(PyObject *run, PyObject *values, PyObject *step)
             goto done;
         }
     }
-    PyObject *flags = PyLong_FromLong(CHECK_METRICS | STRICT);
-    if (flags == NULL)
-        goto done;
-    Py_INCREF(route);
-    PyObject *argv[6] = {route, steps, step, Py_None, values, flags};
-    result = append(NULL, argv, 6);
-    Py_DECREF(route);
-    Py_DECREF(flags);
+    PyObject *fast = PyObject_GetAttr(route, s_fast);
+    if (fast != NULL) {
+        result = write_record(fast, steps, step, Py_None, values, CHECK_METRICS | STRICT);
+        Py_DECREF(fast);
+    }
 done:
     Py_DECREF(routes);
     Py_DECREF(steps);
@@ -1181,7 +1186,7 @@ crc32_py(PyObject *self, PyObject *args)
 
 static PyMethodDef methods[] = {
     {"configure", configure, METH_VARARGS,
-     "configure(dumps, strict_option, reserved_names, encode_nonfinite, after_write, clock, validators_disabled, "
+     "configure(dumps, strict_option, reserved_names, encode_nonfinite, clock, validators_disabled, "
      "no_instance, needs_instance): what append and log_record use."},
     {"append", (PyCFunction)(void (*)(void))append, METH_FASTCALL,
      "append(route, steps, step, time, data, flags) -> step, or None when declined (nothing changed)."},

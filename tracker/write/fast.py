@@ -12,7 +12,7 @@ import threading
 from types import ModuleType
 
 #: The interface of ``_fastline.c`` this Python code is written against (its ``INTERFACE``).
-INTERFACE = 1
+INTERFACE = 2
 
 
 def _load() -> ModuleType | None:

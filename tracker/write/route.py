@@ -49,33 +49,11 @@ if TYPE_CHECKING:
 _time = _time_mod.time
 _dumps = orjson.dumps
 _crc32 = zlib.crc32
-_write = os.write
-
-
-def _after_write(w: SegmentWriter, line: bytes, written: int, err: int, counts: tuple[int, int, int],
-                 last: dict[str, Any] | None, steps: list[int], step: int) -> int:
-    """Settle a write of the C fast path that failed (``err``) or came up short, as :meth:`Route.append` does.
-
-    Called with the writer's lock held; ``written`` bytes of ``line`` are in the file.
-    """
-    try:
-        if err:
-            raise OSError(err, os.strerror(err))
-        w.put_rest(line, written)
-        w.counts = counts
-        if last is not None:
-            w.last.update(last)
-        if step >= steps[0]:
-            steps[0] = step + 1
-    except BaseException as exc:
-        w.recover(exc, line, counts, last, steps, step)
-        raise
-    return step
 
 
 if fastline is not None:
-    fastline.configure(orjson.dumps, STRICT, RESERVED | {""}, encode_nonfinite, _after_write, _time,
-                       validators_disabled, NO_INSTANCE, NeedsInstance)
+    fastline.configure(orjson.dumps, STRICT, RESERVED | {""}, encode_nonfinite, _time, validators_disabled,
+                       NO_INSTANCE, NeedsInstance)
 #: ``_fastline.append`` (the common case of :meth:`Route.append`, in C), or ``None``.
 fast_append: Callable[..., int | None] | None = fastline.append if fastline is not None else None
 
@@ -146,7 +124,7 @@ class Route:
         The route's template is filled in under the writer's lock and encoded
         with one ``orjson.dumps``, so the line is the one
         :meth:`SegmentWriter.append` writes, byte for byte, without building an
-        event; in the common case it goes to the file with one ``os.write``.
+        event; :meth:`SegmentWriter.commit` writes it (one ``os.write`` in the common case).
 
         :param steps: the calling ``Run``'s counter of automatic steps
             (:meth:`SegmentWriter.next_steps`), advanced past the step written.
@@ -191,23 +169,8 @@ class Route:
                 encode_line({"schema": self.schema, "data": data})  # raises the SchemaError that names why
                 raise
             line = head + b',"crc":"%08x"}\n' % _crc32(head)
-            counts = (seq, records + 1, step if step > top else top)
-            last = data if self.last else None
-            try:
-                if w.direct:
-                    written = _write(w.fd, line)
-                    if written != len(line):
-                        w.put_rest(line, written)
-                else:
-                    w.put(line)
-                w.counts = counts
-                if last is not None:
-                    w.last.update(last)
-                if step >= steps[0]:
-                    steps[0] = step + 1
-            except BaseException as exc:
-                w.recover(exc, line, counts, last, steps, step)
-                raise
+            w.commit(line, (seq, records + 1, step if step > top else top), data if self.last else None,
+                     steps, step)
             return step
 
 

@@ -196,20 +196,41 @@ class SegmentWriter:
             line = encode_line(event(kind, schema, step, time, self.id, seq, data))
             if kind == RECORD and type(step) is int:
                 counts = (seq, records + 1, step if step > top else top)
-                self._commit(line, counts, data if schema == METRICS else None)
+                self.commit(line, counts, data if schema == METRICS else None)
             else:
-                self._commit(line, (seq, records, top), None)
+                self.commit(line, (seq, records, top), None)
             return seq
 
-    def _commit(self, line: bytes, counts: tuple[int, int, int], last: dict[str, Any] | None) -> None:
-        """Write ``line``, then take its ``counts`` and ``last`` metrics (the caller holds the lock)."""
+    def commit(self, line: bytes, counts: tuple[int, int, int], last: dict[str, Any] | None,
+               steps: list[int] | None = None, step: int = 0, written: int = 0, error: int = 0) -> None:
+        """Write ``line``, then take its ``counts``, ``last`` metrics and step (the caller holds the lock).
+
+        A :attr:`direct` writer writes with one ``os.write`` (the rest of a
+        short write after it), any other through :meth:`put`.
+
+        :param steps: a ``Run``'s counter of automatic steps, advanced past ``step``.
+        :param written: bytes of ``line`` the C fast path already wrote (the rest is written here).
+        :param error: the errno the C fast path's write of ``line`` failed with (nothing of it written).
+        :raises StoreError: when the line cannot be written.
+        """
         try:
-            self.put(line)
+            if error:
+                raise OSError(error, os.strerror(error))
+            if written:
+                self.put_rest(line, written)
+            elif self.direct:
+                written = _write(self.fd, line)
+                if written != len(line):
+                    self.put_rest(line, written)
+            else:
+                self.put(line)
             self.counts = counts
             if last is not None:
                 self.last.update(last)
+            if steps is not None and step >= steps[0]:
+                steps[0] = step + 1
         except BaseException as exc:
-            self.recover(exc, line, counts, last)
+            self.recover(exc, line, counts, last, steps, step)
             raise
 
     def recover(self, exc: BaseException, line: bytes, counts: tuple[int, int, int], last: dict[str, Any] | None,
