@@ -71,6 +71,11 @@ def gc_paused() -> Iterator[None]:
             gc.enable()
 
 
+def _record_appenders(part: Any) -> tuple[Any, Any, Any, Any]:
+    """The appenders of a metrics part's record fields: step, time, seq, line."""
+    return part.steps.append, part.times.append, part.seqs.append, part.lines.append
+
+
 class SchemaPart:
     """The records of one schema in one segment, as growing arrays."""
 
@@ -293,8 +298,7 @@ class Builder:
         names: tuple[str, ...] | None = None
         if metrics is not None:
             names, arrs = metrics.names, metrics.arrs
-            add_step, add_time, add_seq, add_line = (metrics.steps.append, metrics.times.append,
-                                                     metrics.seqs.append, metrics.lines.append)
+            add_step, add_time, add_seq, add_line = _record_appenders(metrics)
         for line in lines:
             lineno += 1
             # A line of this version's writer for `metrics`: its CRC and a cheap shape check, one parse.
@@ -316,9 +320,7 @@ class Builder:
                         else:
                             if metrics is None:
                                 metrics = self._part(METRICS)  # type: ignore[assignment]
-                                add_step, add_time, add_seq, add_line = (
-                                    metrics.steps.append, metrics.times.append, metrics.seqs.append,
-                                    metrics.lines.append)
+                                add_step, add_time, add_seq, add_line = _record_appenders(metrics)
                             ok = metrics.add(data)
                             names, arrs = metrics.names, metrics.arrs
                         if ok:
@@ -346,8 +348,7 @@ class Builder:
             part = self._part(schema)
             if schema == METRICS:
                 metrics = part  # type: ignore[assignment]
-                add_step, add_time, add_seq, add_line = (metrics.steps.append, metrics.times.append,
-                                                         metrics.seqs.append, metrics.lines.append)
+                add_step, add_time, add_seq, add_line = _record_appenders(metrics)
                 if not metrics.add(ev["data"]):
                     self.problems.append([lineno, "corrupt",
                                           shape_problem(ev) or "a metric value that is not a number"])
