@@ -1,4 +1,4 @@
-"""Capture: artifacts stored once by content, images, histograms and system metrics.
+"""Capture: artifacts stored once by content, images, histograms, system metrics, the console and environment.
 Imports core, host and read; the write path (tracker.write) calls into it, and it never imports the write path.
 
 The ``Run`` methods (``log_artifact``, ``log_image``, ``log_histogram``) and
@@ -8,7 +8,10 @@ run's latest step when no step is given, and never advance the automatic
 step of ``run.log``.
 
 Modules: :mod:`.blobs` (content-addressed files), :mod:`.artifacts`,
-:mod:`.media` (images and histograms), :mod:`.system` (the sampler thread).
+:mod:`.media` (images and histograms), :mod:`.system` (the sampler thread),
+:mod:`.console` (what the process prints) and :mod:`.environment` (what it
+runs on). The write path hands the last two a run at its start
+(:func:`start_recorders`) and stops them at its finish, nothing more.
 """
 
 from __future__ import annotations
@@ -79,5 +82,69 @@ def start_sampler(run: Any, system_metrics: Any) -> Any:
     return sampler if sampler.start() else None
 
 
-__all__ = ["Artifact", "latest_step", "log_artifact", "log_histogram", "log_image", "side_writer",
-           "start_sampler"]
+class Recorders:
+    """A run's console and environment recorders, stopped together when the run finishes."""
+
+    def __init__(self, console: Any = None, environment: Any = None) -> None:
+        self.console = console
+        self.environment = environment
+
+    def stop(self) -> None:
+        """Let the environment record be written, then write the last console lines and restore the streams."""
+        if self.environment is not None:
+            self.environment.wait()
+            self.environment = None
+        if self.console is not None:
+            from tracker.capture.console import remove_sink
+
+            remove_sink(self.console)
+            self.console = None
+
+
+def console_mode(console: Any, config: Any) -> str | None:
+    """``"wrap"``, ``"fd"`` or ``None`` (off) from ``start_run(console=)`` and tracker.toml's ``[run] console``.
+
+    :raises TypeError: ``console`` is not None, True, False, "wrap" or "fd".
+    """
+    if console is None:
+        console = getattr(config, "run_console", True)
+    if console is False or console == "off":
+        return None
+    if console is True or console == "wrap":
+        return "wrap"
+    if console == "fd":
+        return "fd"
+    raise TypeError(f'console: expected None, True, False, "wrap" or "fd", given {console!r}')
+
+
+def start_recorders(run: Any, console: Any = None, environment: bool | None = None) -> Recorders | None:
+    """Start ``run``'s console capture and environment recorder, as ``start_run(console=, environment=)``
+    and tracker.toml's ``[run]`` say; ``None`` when both are off. Never raises for a recorder that cannot start.
+    """
+    config = run._host.config
+    mode = console_mode(console, config)
+    rec = Recorders()
+    if mode is not None:
+        try:
+            from tracker.capture.console import add_sink
+
+            rec.console = add_sink(run, mode, getattr(config, "console_max_bytes", 100 * 1024 * 1024))
+        except Exception:  # noqa: BLE001, S110 - a console that cannot be captured leaves the run as it is
+            rec.console = None
+    if environment is None:
+        environment = getattr(config, "run_environment", True)
+    if environment:
+        try:
+            from tracker.capture.environment import EnvironmentRecorder
+
+            write = side_writer(run)
+            rec.environment = EnvironmentRecorder(
+                lambda schema, data: write(schema, data, None), run.store, config,
+                lambda folder, name: run.log_artifact(folder, name)).start()
+        except Exception:  # noqa: BLE001, S110 - as above
+            rec.environment = None
+    return rec if rec.console is not None or rec.environment is not None else None
+
+
+__all__ = ["Artifact", "Recorders", "console_mode", "latest_step", "log_artifact", "log_histogram", "log_image",
+           "side_writer", "start_recorders", "start_sampler"]
