@@ -21,6 +21,7 @@ from collections.abc import Callable
 from typing import Any
 
 from tracker.capture.artifacts import Artifact
+from tracker.core.errors import TrackerError
 
 
 def latest_step(run: Any) -> int:
@@ -101,14 +102,28 @@ class Recorders:
             self.console = None
 
 
+#: ``TRACKER_CONSOLE`` values (W&B's ``WANDB_CONSOLE`` names too) and what they mean.
+_CONSOLE_VALUES = {"off": None, "false": None, "0": None, "no": None, "on": "wrap", "true": "wrap", "1": "wrap",
+                   "yes": "wrap", "wrap": "wrap", "auto": "wrap", "fd": "fd", "redirect": "fd"}
+_SWITCH_VALUES = {"off": False, "false": False, "0": False, "no": False, "on": True, "true": True, "1": True,
+                  "yes": True}
+
+
 def console_mode(console: Any, config: Any) -> str | None:
-    """``"wrap"``, ``"fd"`` or ``None`` (off) from ``start_run(console=)`` and tracker.toml's ``[run] console``.
+    """``"wrap"``, ``"fd"`` or ``None`` (off): ``start_run(console=)``, else ``TRACKER_CONSOLE``, else
+    tracker.toml's ``[run] console`` (on by default).
 
     :raises TypeError: ``console`` is not None, True, False, "wrap" or "fd".
+    :raises TrackerError: ``TRACKER_CONSOLE`` holds something else than off, wrap or fd (or their synonyms).
     """
     if console is None:
+        env = os.environ.get("TRACKER_CONSOLE")
+        if env:
+            if env.strip().lower() not in _CONSOLE_VALUES:
+                raise TrackerError(f"TRACKER_CONSOLE: expected off, wrap or fd, given {env!r}")
+            return _CONSOLE_VALUES[env.strip().lower()]
         console = getattr(config, "run_console", True)
-    if console is False or console == "off":
+    if console is False:
         return None
     if console is True or console == "wrap":
         return "wrap"
@@ -117,22 +132,37 @@ def console_mode(console: Any, config: Any) -> str | None:
     raise TypeError(f'console: expected None, True, False, "wrap" or "fd", given {console!r}')
 
 
-def start_recorders(run: Any, console: Any = None, environment: bool | None = None) -> Recorders | None:
-    """Start ``run``'s console capture and environment recorder, as ``start_run(console=, environment=)``
-    and tracker.toml's ``[run]`` say; ``None`` when both are off. Never raises for a recorder that cannot start.
+def environment_on(environment: Any, config: Any) -> bool:
+    """Whether to record the environment: ``start_run(environment=)``, else ``TRACKER_ENVIRONMENT``, else
+    tracker.toml's ``[run] environment`` (on by default).
+
+    :raises TrackerError: ``TRACKER_ENVIRONMENT`` is not on or off (true/false, 1/0).
+    """
+    if environment is not None:
+        if environment not in (True, False):
+            raise TypeError(f"environment: expected None, True or False, given {environment!r}")
+        return bool(environment)
+    env = os.environ.get("TRACKER_ENVIRONMENT")
+    if env:
+        if env.strip().lower() not in _SWITCH_VALUES:
+            raise TrackerError(f"TRACKER_ENVIRONMENT: expected on or off, given {env!r}")
+        return _SWITCH_VALUES[env.strip().lower()]
+    return bool(getattr(config, "run_environment", True))
+
+
+def start_recorders(run: Any, console: str | None, environment: bool) -> Recorders | None:
+    """Start ``run``'s console capture (``"wrap"``, ``"fd"`` or ``None``: :func:`console_mode`) and environment
+    recorder (:func:`environment_on`); ``None`` when both are off. Never raises for a recorder that cannot start.
     """
     config = run._host.config
-    mode = console_mode(console, config)
     rec = Recorders()
-    if mode is not None:
+    if console is not None:
         try:
             from tracker.capture.console import add_sink
 
-            rec.console = add_sink(run, mode, getattr(config, "console_max_bytes", 100 * 1024 * 1024))
+            rec.console = add_sink(run, console, getattr(config, "console_max_bytes", 100 * 1024 * 1024))
         except Exception:  # noqa: BLE001, S110 - a console that cannot be captured leaves the run as it is
             rec.console = None
-    if environment is None:
-        environment = getattr(config, "run_environment", True)
     if environment:
         try:
             from tracker.capture.environment import EnvironmentRecorder
@@ -146,5 +176,5 @@ def start_recorders(run: Any, console: Any = None, environment: bool | None = No
     return rec if rec.console is not None or rec.environment is not None else None
 
 
-__all__ = ["Artifact", "Recorders", "console_mode", "latest_step", "log_artifact", "log_histogram", "log_image",
-           "side_writer", "start_recorders", "start_sampler"]
+__all__ = ["Artifact", "Recorders", "console_mode", "environment_on", "latest_step", "log_artifact", "log_histogram",
+           "log_image", "side_writer", "start_recorders", "start_sampler"]

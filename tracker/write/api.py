@@ -503,11 +503,11 @@ def start_run(project: str | None = None, name: str | None = None, *, config: di
     :param created_at: when the run (or, resuming, this process's segment) started, in seconds
         since the epoch (default: now); importers give the source run's start time.
     :param console: keep what the process prints as ``console`` records: ``None`` follows
-        tracker.toml's ``[run] console`` (on), ``True`` or ``"wrap"`` the ``sys.stdout`` and
-        ``sys.stderr`` streams, ``"fd"`` descriptors 1 and 2 (C extensions, child processes),
-        ``False`` off (docs/provenance.md).
+        ``TRACKER_CONSOLE``, else tracker.toml's ``[run] console`` (on), ``True`` or ``"wrap"`` the
+        ``sys.stdout`` and ``sys.stderr`` streams, ``"fd"`` descriptors 1 and 2 (C extensions,
+        child processes), ``False`` off (docs/provenance.md).
     :param environment: record Python, platform, GPUs, packages, command and git in the background:
-        ``None`` follows ``[run] environment`` (on), ``False`` turns it off.
+        ``None`` follows ``TRACKER_ENVIRONMENT``, else ``[run] environment`` (on), ``False`` turns it off.
     :raises TrackerError: a bad run id, or an existing run without ``resume``.
     """
     host = get_host()
@@ -516,10 +516,10 @@ def start_run(project: str | None = None, name: str | None = None, *, config: di
                                                           and system_metrics > 0):
         raise TypeError("system_metrics: expected None, False, True or a positive number of seconds, "
                         f"given {system_metrics!r}")
-    if console not in (None, True, False, "wrap", "fd"):
-        raise TypeError(f'console: expected None, True, False, "wrap" or "fd", given {console!r}')
-    if environment not in (None, True, False):
-        raise TypeError(f"environment: expected None, True or False, given {environment!r}")
+    from tracker.capture import console_mode, environment_on
+
+    console = console_mode(console, host.config)  # "wrap", "fd" or None; a bad value is refused here
+    environment = environment_on(environment, host.config)
     run_id_from_env = os.environ.get("TRACKER_RUN_ID")
     # A script a sweep's agent started: its config fills in what the trial's sampled values leave out.
     trial = run_id is None and bool(run_id_from_env) and bool(os.environ.get("TRACKER_SWEEP_ID"))
@@ -576,7 +576,7 @@ def start_run(project: str | None = None, name: str | None = None, *, config: di
     return run
 
 
-def _start_recorders(run: Run, console: bool | str | None, environment: bool | None) -> Any:
+def _start_recorders(run: Run, console: str | None, environment: bool) -> Any:
     """The run's console and environment recorders (tracker.capture), or ``None``: off, or they cannot start."""
     try:
         from tracker.capture import start_recorders
