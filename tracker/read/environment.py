@@ -90,8 +90,8 @@ def _changes(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
     added = {k: b[k] for k in b if k not in a}
     removed = {k: a[k] for k in a if k not in b}
     changed = {k: [a[k], b[k]] for k in a if k in b and a[k] != b[k]}
-    same = sum(1 for k in a if k in b and a[k] == b[k])
-    return {"added": added, "removed": removed, "changed": changed, "same": same}
+    unchanged = sum(1 for k in a if k in b and a[k] == b[k])
+    return {"added": added, "removed": removed, "changed": changed, "unchanged": unchanged}
 
 
 def _gpu_text(env: dict[str, Any] | None) -> str | None:
@@ -112,7 +112,8 @@ def diff_runs(a: Any, b: Any, blobs_a: Any, blobs_b: Any | None = None) -> dict[
     """Why runs ``a`` and ``b`` differ, section by section (plain data; ``tracker diff --format json``).
 
     :returns: ``{"runs": [...], "sections": [{"name", "same": bool, "summary": str, ...}]}``; each section
-        holds what differs (config and packages: ``added``, ``removed``, ``changed``; git: both commits,
+        holds what differs (config and packages: ``added``, ``removed``, ``changed``, and how many are
+        ``unchanged``; git: both commits,
         dirty flags and ``diff_of_diffs``; the facts: both values).
     """
     blobs_b = blobs_a if blobs_b is None else blobs_b
@@ -124,7 +125,7 @@ def diff_runs(a: Any, b: Any, blobs_a: Any, blobs_b: Any | None = None) -> dict[
     ch = _changes(ca, cb)
     n_diff = len(ch["added"]) + len(ch["removed"]) + len(ch["changed"])
     sections.append({"name": "config", "same": n_diff == 0, **ch,
-                     "summary": f"same {ch['same']} keys" if n_diff == 0 else
+                     "summary": f"same {ch['unchanged']} keys" if n_diff == 0 else
                      f"{len(ch['changed'])} changed, {len(ch['added'])} added, {len(ch['removed'])} removed"})
     # packages
     pa = {p["name"]: p["version"] for p in (ea or {}).get("package_list", [])} if ea else None
@@ -136,7 +137,7 @@ def diff_runs(a: Any, b: Any, blobs_a: Any, blobs_b: Any | None = None) -> dict[
         pch = _changes(pa, pb)
         n_diff = len(pch["added"]) + len(pch["removed"]) + len(pch["changed"])
         sections.append({"name": "packages", "same": n_diff == 0, **pch,
-                         "summary": f"same {pch['same']}" if n_diff == 0 else
+                         "summary": f"same {pch['unchanged']}" if n_diff == 0 else
                          f"{len(pch['changed'])} changed, {len(pch['added'])} added, {len(pch['removed'])} removed"})
     # git
     sections.append(_git_section(ea, eb))
