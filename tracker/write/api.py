@@ -27,6 +27,7 @@ from tracker.core.errors import SchemaError, StoreError, TrackerError
 from tracker.core.format import METRICS, RECORD, RUN_FINISHED, check_run_id, new_run_id, nonfinite_paths
 from tracker.core.records import Event
 from tracker.core.rules import check_keys, check_label
+from tracker.core.urls import redact_urls
 from tracker.core.values import MAX_INT, RESERVED, check_metrics, given, plain_config, storable, unwrap_numpy
 from tracker.host.bus import TrackerWarning
 from tracker.host.host import Host, get_host
@@ -507,6 +508,8 @@ def start_run(project: str | None = None, name: str | None = None, *, config: di
             labels[what] = check_label(_plain(str.__str__(value), what), what)
     config_data = plain_config(config if config is not None else {})
     check_keys(config_data, "config")
+    # A URL's password in the config is masked before it is written (run.config reads what was stored).
+    config_data = redact_urls(config_data)
     tag_list = [check_label(t, "tag") for t in _plain(list(tags or []), "tags")]
     root = resolve_store_path(store, host.config).absolute()
     runs = root / "runs"
