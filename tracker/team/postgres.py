@@ -577,6 +577,10 @@ class TeamStore(TeamReading, LazyHost):
 
         return TeamRunView(self, resolve_run_ref(ref, self.run_ids(), named, str(self.path)))
 
+    def _view(self, run_id: str) -> TeamRunView:
+        """The view of a run id known to be there (from a listing): no lookup."""
+        return TeamRunView(self, run_id)
+
     def sql(self, query: str) -> Any:
         """Run SQL over the database's runs and records (DuckDB, as :meth:`tracker.Store.sql`)."""
         from tracker.query.sql import query as run_query
