@@ -250,6 +250,8 @@ class Api:
                     figures = self.stats.get(self.store, row["id"], stats)
                 row["stats"] = parts.strict(figures)
         out["store"] = str(self.store.path)
+        if not out["total"] and getattr(self.store, "empty_hint", None):
+            out["hint"] = self.store.empty_hint  # a team database no run has reached yet: how runs get there
         rows = out.pop("runs")
         rest = parts.strict(out)
         # The ETag covers what the listing says, not the clock: a running run's duration (until now)
