@@ -156,7 +156,7 @@ def _list_runs(obj: CliContext, project: str | None, status: str | None, tags: t
         where = f"the trash of {obj.store.path}" if trash else str(obj.store.path)
         hint = None if trash else getattr(obj.store, "empty_hint", None)  # a team database no run reached yet
         click.echo(f"no runs in {where}" + (" match" if project or status or tags else "")
-                   + (f": {hint}" if hint else ""), err=True)
+                   + (f" yet: {hint}" if hint else ""), err=True)
         return
     for row in rows:
         row["duration"] = duration(row["duration"])

@@ -515,8 +515,8 @@ class TeamStore(TeamReading, LazyHost):
         return connect(self.url, autocommit=True, timeout=self.timeout)
 
     #: What an empty team database says of how runs get there (the dashboard and ``tracker runs`` show it).
-    EMPTY_HINT = ("no run has reached this database yet: runs stream here from every machine whose tracker.toml "
-                  "has [team] url set (or TRACKER_TEAM_URL), and `tracker sync URL` copies a store's runs")
+    EMPTY_HINT = ("runs stream here from every machine whose tracker.toml has [team] url set (or "
+                  "TRACKER_TEAM_URL), and `tracker sync URL` copies a store's runs")
 
     def has_tables(self) -> bool:
         """Whether the database holds the tracker's tables yet (a database no sync has reached is empty).

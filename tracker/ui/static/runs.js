@@ -403,8 +403,9 @@ export function mount(root, params, ctx) {
       if (data.hint) {  // a team database no run has reached yet: how runs get there
         message.append(el("div", { class: "empty" },
           el("h2", { text: "No runs yet" }),
-          el("p", {}, "This team database (", el("code", { text: data.store }), ") has no runs: ", data.hint, "."),
-          el("pre", { class: "code", text: '# tracker.toml on each machine that trains (the password: PGPASSWORD or ~/.pgpass)\n[team]\nurl = "' + data.store.replace(":***@", "@") + '"' }),
+          el("p", {}, "This team database (", el("code", { text: data.store }), ") has no runs yet. ",
+            data.hint.charAt(0).toUpperCase() + data.hint.slice(1), "."),
+          el("pre", { class: "code", text: '# tracker.toml of each machine that trains\n# (the password: in PGPASSWORD or ~/.pgpass)\n[team]\nurl = "' + data.store.replace(":***@", "@") + '"' }),
           el("p", { class: "muted", text: "Runs show up here by themselves as they arrive; no reload needed." })));
         return;
       }
