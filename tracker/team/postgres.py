@@ -30,7 +30,7 @@ import orjson
 
 from tracker.core.errors import RunNotFound, TrackerError
 from tracker.core.format import RECORD, decode_nonfinite, encode_nonfinite
-from tracker.core.records import Problem, Record, RunInfo
+from tracker.core.records import Problem, Record, RunInfo, label_from_tags
 from tracker.query._core import LineChunks, LineError, is_observer, parse_line, read_segment, run_status
 from tracker.read.protocol import RecordsRunMixin
 from tracker.read.reader import LazyHost
@@ -38,7 +38,8 @@ from tracker.team.reading import TeamReading, TeamRunReading
 
 #: The table layout this version reads and writes; a database with a newer one is refused, an older
 #: one is migrated by ``tracker sync`` (tracker/team/derived.py) and named in one line by readers.
-LAYOUT = 2
+#: Layout 3: ``tracker_runs.run_group`` and ``job_type``.
+LAYOUT = 3
 INSTALL_HINT = 'pip install "tracker-core[team]"'
 SCHEMES = ("postgresql://", "postgres://")
 #: Events per transaction while syncing.
@@ -409,13 +410,15 @@ class Syncer:
         doc = encode_nonfinite({f.name: getattr(info, f.name) for f in attrs.fields(RunInfo)})
         with self.conn.transaction(), self.conn.cursor() as cur:
             cur.execute(
-                """INSERT INTO tracker_runs (run_id, name, project, created_at, info, source, synced_at)
-                   VALUES (%s, %s, %s, %s, %s, %s, now())
+                """INSERT INTO tracker_runs (run_id, name, project, created_at, info, source, synced_at, run_group,
+                       job_type)
+                   VALUES (%s, %s, %s, %s, %s, %s, now(), %s, %s)
                    ON CONFLICT (run_id) DO UPDATE SET name = EXCLUDED.name, project = EXCLUDED.project,
                        created_at = LEAST(tracker_runs.created_at, EXCLUDED.created_at), info = EXCLUDED.info,
-                       source = EXCLUDED.source, synced_at = now()""",
+                       source = EXCLUDED.source, synced_at = now(), run_group = EXCLUDED.run_group,
+                       job_type = EXCLUDED.job_type""",
                 (rid, info.name, info.project, info.created_at, orjson.dumps(doc, default=str).decode(),
-                 self.source))
+                 self.source, info.group, info.job_type))
 
     def heartbeat(self) -> None:
         """Tell readers the live writers still run (their ``seen_at``)."""
@@ -597,6 +600,9 @@ class TeamStore(TeamReading, LazyHost):
             doc.update(id=rid, status=status, error=error, writers=len(ws))
             if ws:
                 doc["ended_at"] = max(w[1] for w in ws)
+            for label in ("group", "job_type"):  # a run synced by 0.4: its group:<x> tag
+                if not isinstance(doc.get(label), str):
+                    doc[label] = label_from_tags(doc.get("tags"), label)
             out.append(RunInfo(**doc))
         return out
 
@@ -608,6 +614,13 @@ class TeamStore(TeamReading, LazyHost):
                  and (status is None or i.status == status) and (tag is None or tag in i.tags)]
         infos.sort(key=lambda i: (i.created_at or 0.0, i.id), reverse=True)
         return infos
+
+    def aggregate(self, metric: str, by: str | None = "group", runs: Any = None, stat: str = "mean",
+                  band: Any = "std", max_points: int = 1000) -> dict[Any, dict[str, Any]]:
+        """Per group of runs, ``metric``'s mean and band on a common step grid (as :meth:`tracker.Store.aggregate`)."""
+        from tracker.read.aggregate import aggregate
+
+        return aggregate(self, metric, by, runs, stat, band, max_points)
 
     def run(self, ref: str) -> TeamRunView:
         """The run whose id is ``ref`` or starts with it, else whose name is ``ref``.
