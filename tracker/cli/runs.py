@@ -170,7 +170,9 @@ def _list_runs(obj: CliContext, project: str | None, status: str | None, tags: t
         return
     if not rows:
         where = f"the trash of {obj.store.path}" if trash else str(obj.store.path)
-        click.echo(f"no runs in {where}" + (" match" if project or status or tags else ""), err=True)
+        hint = None if trash else getattr(obj.store, "empty_hint", None)  # a team database no run reached yet
+        click.echo(f"no runs in {where}" + (" match" if project or status or tags else "")
+                   + (f" yet: {hint}" if hint else ""), err=True)
         return
     for row in rows:
         row["duration"] = duration(row["duration"])

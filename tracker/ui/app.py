@@ -250,6 +250,8 @@ class Api:
                     figures = self.stats.get(self.store, row["id"], stats)
                 row["stats"] = parts.strict(figures)
         out["store"] = str(self.store.path)
+        if not out["total"] and getattr(self.store, "empty_hint", None):
+            out["hint"] = self.store.empty_hint  # a team database no run has reached yet: how runs get there
         rows = out.pop("runs")
         rest = parts.strict(out)
         # The ETag covers what the listing says, not the clock: a running run's duration (until now)
@@ -441,11 +443,15 @@ def _blob(api: Api, request: Request) -> Response:
 
 def _sweeps(api: Any, request: Request) -> Response:
     """``GET /api/sweeps`` and ``GET /api/sweeps/{id}`` (see :mod:`tracker.sweeps.web`)."""
+    from tracker.core.urls import is_database_url
     from tracker.sweeps.web import sweep_doc, sweeps_doc
 
-    root = getattr(api.store, "path", None)  # the team store keeps no sweeps folder
+    url = getattr(api.store, "url", None)
+    # The team database: its sweeps are the studies stored in it (--storage postgresql://, or [team] url).
+    storage = url if is_database_url(url) else None
+    root = None if storage is not None else getattr(api.store, "path", None)
     sweep_id = request.path_params.get("id")
-    status, doc = sweep_doc(root, sweep_id) if sweep_id is not None else (200, sweeps_doc(root))
+    status, doc = sweep_doc(root, sweep_id, storage) if sweep_id is not None else (200, sweeps_doc(root, storage))
     return json_response(parts.strict(doc), status)
 
 

@@ -461,6 +461,15 @@ export function mount(root, params, ctx) {
     clear(message);
     if (!data.runs.length) {
       scroller.hidden = true;
+      if (data.hint) {  // a team database no run has reached yet: how runs get there
+        message.append(el("div", { class: "empty" },
+          el("h2", { text: "No runs yet" }),
+          el("p", {}, "This team database (", el("code", { text: data.store }), ") has no runs yet. ",
+            data.hint.charAt(0).toUpperCase() + data.hint.slice(1), "."),
+          el("pre", { class: "code", text: '# tracker.toml of each machine that trains\n# (the password: in PGPASSWORD or ~/.pgpass)\n[team]\nurl = "' + data.store.replace(":***@", "@") + '"' }),
+          el("p", { class: "muted", text: "Runs show up here by themselves as they arrive; no reload needed." })));
+        return;
+      }
       message.append(el("div", { class: "empty" },
         el("h2", { text: "No runs yet" }),
         el("p", {}, "This store (", el("code", { text: data.store }), ") has no runs. Log a first one from Python:"),
