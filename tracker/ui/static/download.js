@@ -33,10 +33,10 @@ export function reportButton(params) {
         throw new Error(msg);
       }
       const blob = await resp.blob();
-      const a = el("a", { href: URL.createObjectURL(blob), download: fileName(resp), hidden: true });
-      document.body.append(a);
+      // Never put in the page: the app's router, which takes the page's link clicks, never sees this one.
+      const a = el("a", { href: URL.createObjectURL(blob), download: fileName(resp) });
       a.click();
-      setTimeout(() => { URL.revokeObjectURL(a.href); a.remove(); }, 10_000);
+      setTimeout(() => URL.revokeObjectURL(a.href), 60_000);
       note.textContent = `saved ${a.download} (${(blob.size / 1e6).toFixed(2)} MB)`;
     } catch (err) {
       note.textContent = `cannot write the report: ${err.message}`;
