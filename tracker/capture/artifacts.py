@@ -264,13 +264,8 @@ def copy_artifact(view: Any, name: str, dest: str | os.PathLike[str]) -> Path:
     from tracker.capture.blobs import blobs_of
 
     a = find_artifact(view, name)
-    try:
-        return copy_content(blobs_of(view), a.sha256, a.size, a.folder, a.referenced, Path(dest),
-                            f"artifact {name!r}")
-    except StoreError as exc:
-        if view.id in str(exc):
-            raise
-        raise StoreError(f"artifact {name!r} of run {view.id}: {exc}") from None
+    return copy_content(blobs_of(view), a.sha256, a.size, a.folder, a.referenced, Path(dest),
+                        f"artifact {name!r} of run {view.id}")
 
 
 def copy_content(blobs: Any, sha: str, size: int, folder: bool, reference: str | None, out: Path,
@@ -282,6 +277,15 @@ def copy_content(blobs: Any, sha: str, size: int, folder: bool, reference: str |
     :raises TrackerError: ``out`` exists (for a folder).
     :raises StoreError: a missing or damaged blob or referenced file, named; nothing is left at ``out``.
     """
+    try:
+        return _copy_content(blobs, sha, size, folder, reference, out, label)
+    except StoreError as exc:
+        text = str(exc)
+        raise StoreError(text if label in text else f"{label}: {text}") from None
+
+
+def _copy_content(blobs: Any, sha: str, size: int, folder: bool, reference: str | None, out: Path,
+                  label: str) -> Path:
     from tracker.capture.blobs import copy_blob_out, copy_checked
 
     if not folder:

@@ -173,7 +173,7 @@ class Collection:
     history: list[AliasChange] = attrs.field(factory=list)
     consumers: dict[str, list[str]] = attrs.field(factory=dict)
     loggers: dict[str, list[str]] = attrs.field(factory=dict)
-    #: The type of the newest record logged under the name.
+    #: The type of the newest record logged under the name with one.
     type: str = UNSPECIFIED
 
     @property
@@ -279,7 +279,8 @@ class Registry:
                     step=o[_O_STEP]))
             if not o[_O_REF]:
                 copied.add((key, sha))
-            c.type = o[_O_TYPE] or UNSPECIFIED
+            if o[_O_TYPE]:
+                c.type = o[_O_TYPE]
             runs = c.loggers.setdefault(sha, [])
             if run not in runs:
                 runs.append(run)
@@ -289,11 +290,14 @@ class Registry:
             for alias in o[_O_ALIASES]:
                 changes.append((t, run, w, seq, key, [key[0], key[1], alias, sha, None, "set", t, None, w, seq,
                                                       "log"]))
-        # A content that some run stored is read from the blob, whatever another run referenced.
+        # A content that some run stored is read from the blob, whatever another run referenced;
+        # a version logged without a type has the name's.
         for key, c in self.collections.items():
             for i, v in enumerate(c.versions):
                 if v.reference and (key, v.sha256) in copied:
-                    c.versions[i] = attrs.evolve(v, reference=None)
+                    v = c.versions[i] = attrs.evolve(v, reference=None)
+                if v.type == UNSPECIFIED and c.type != UNSPECIFIED:
+                    c.versions[i] = attrs.evolve(v, type=c.type)
         changes.sort(key=_order)
         for t, run, _w, _seq, key, e in changes:
             c = self.collections.get(key)

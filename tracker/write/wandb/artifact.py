@@ -99,7 +99,7 @@ class Artifact:
                  metadata: Mapping[str, Any] | None = None, incremental: bool = False, use_as: str | None = None,
                  **_options: Any) -> None:
         self.name = check_artifact_name(name)
-        self.type = check_artifact_type(type) if type is not None else UNSPECIFIED
+        self._type: str | None = check_artifact_type(type) if type is not None else UNSPECIFIED
         if description is not None and not isinstance(description, str):
             raise TrackerError(f"Artifact {name!r}: description expected a str, given {description!r}")
         if metadata is not None and not isinstance(metadata, Mapping):
@@ -249,7 +249,7 @@ class Artifact:
         :class:`tracker.read.registry.Version` (``rec``)."""
         a = cls.__new__(cls)  # the fields __init__ sets, from the store
         a.name = rec.name
-        a.type = rec.type or UNSPECIFIED
+        a._type = rec.type
         a.description = rec.description
         a.metadata = dict(rec.metadata or {})
         a.kind = rec.kind
@@ -293,7 +293,7 @@ class Artifact:
         self.folder, self.file_count, self.filename = rec.folder, rec.files, rec.filename
         self.step, self.time = rec.step, rec.time
         self.project = project
-        self.type = rec.type or self.type
+        self._type = rec.type or (self._type if self._type != UNSPECIFIED else None)
         self._store, self._blobs, self._run = store, blobs, run
         self._referenced = rec.referenced
         self.reference = rec.referenced is not None
@@ -327,6 +327,22 @@ class Artifact:
             return f"{self.qualified}"
         except TrackerError:
             return self.name
+
+    @property
+    def type(self) -> str:
+        """What it is (``model``, ``dataset``...): as logged, else the name's type, else ``unspecified``."""
+        if self._type is None:
+            if self._store is None:
+                return UNSPECIFIED
+            try:
+                self._type = self._collection().type
+            except TrackerError:
+                return UNSPECIFIED
+        return self._type
+
+    @type.setter
+    def type(self, value: str) -> None:
+        self._type = check_artifact_type(value)
 
     @property
     def version(self) -> str:
