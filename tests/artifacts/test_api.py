@@ -105,7 +105,8 @@ def test_download_file_open_files_checked(store: Path, tmp_path: Path) -> None:
         ds.file()
     with pytest.raises(tracker.TrackerError, match="has no file 'z'"):
         ds.get_path("z")
-    assert w.file(tmp_path / "wf") == tmp_path / "wf" / "w.bin" and (tmp_path / "wf" / "w.bin").read_bytes() == b"weights"
+    assert w.file(tmp_path / "wf") == tmp_path / "wf" / "w.bin"
+    assert (tmp_path / "wf" / "w.bin").read_bytes() == b"weights"
     with w.open() as fh:
         assert fh.read() == b"weights"
     assert (Path.cwd() / "artifacts" / "w:v0" / "w.bin") == w.download() / "w.bin"  # W&B's default place
@@ -154,7 +155,8 @@ def test_aliases_set_move_remove_and_history(store: Path, tmp_path: Path) -> Non
 
 
 @pytest.mark.parametrize(("alias", "says"), [
-    ("latest", "set automatically"), ("v7", "looks like a version number"), ("a b", "expected 1 to 64 of the characters"),
+    ("latest", "set automatically"), ("v7", "looks like a version number"),
+    ("a b", "expected 1 to 64 of the characters"),
     ("x" * 65, "expected 1 to 64"), ("", "expected 1 to 64")])
 def test_bad_aliases_are_one_line_and_change_nothing(store: Path, tmp_path: Path, alias: str, says: str) -> None:
     make_chain(store, tmp_path / "src")

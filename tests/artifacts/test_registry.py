@@ -119,7 +119,8 @@ def test_refs_resolve_by_name_version_alias_and_project() -> None:
         reg.find("m")
     with pytest.raises(TrackerError, match=r"no artifact named 'nope' \(artifacts: a/m, b/d/x, b/m\)"):
         reg.find("nope")
-    with pytest.raises(TrackerError, match=r"'a/m' has no version or alias 'v7' \(versions v0-v1; aliases: latest, prod\)"):
+    with pytest.raises(TrackerError,
+                       match=r"'a/m' has no version or alias 'v7' \(versions v0-v1; aliases: latest, prod\)"):
         reg.find("a/m:v7")
     with pytest.raises(TrackerError, match="expected NAME"):
         split_ref("m:")

@@ -13,7 +13,6 @@ Modules: :mod:`.blobs` (content-addressed files), :mod:`.artifacts`,
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from typing import Any
 
