@@ -96,6 +96,22 @@ class Store(reader.Store, ArtifactMethods):
 
         return run_query(self, query, use_index=use_index)
 
+    def aggregate(self, metric: str, by: str | None = "group", runs: Iterable[Any] | None = None,
+                  stat: str = "mean", band: Any = "std", max_points: int = 1000) -> dict[Any, dict[str, Any]]:
+        """Per group of runs, ``metric``'s mean (or median) and band on a common step grid.
+
+        ``{group value: {"n", "step", "count", "mean"|"median", "std", "lo", "hi", "min", "max", "runs"}}``;
+        see :func:`tracker.read.aggregate.aggregate` and docs/reports.md.
+
+        :param by: ``group``, ``job_type``, ``project``, ``tag``, ``name`` or ``config.KEY`` (``None``: one group).
+        :param runs: run ids, prefixes, names or RunInfos (default: every run).
+        :param band: ``"std"``, ``"minmax"`` or a percentile pair such as ``(10, 90)``.
+        :raises TrackerError: a ``by`` no run has, a metric no run logged, a bad argument (one line).
+        """
+        from tracker.read.aggregate import aggregate
+
+        return aggregate(self, metric, by, runs, stat, band, max_points)
+
     # --- changes after the fact: appended events and whole-folder renames -----------
 
     def tag(self, runs: str | Iterable[str], add: Iterable[str] = (), remove: Iterable[str] = ()) -> list[RunInfo]:

@@ -27,6 +27,7 @@ from tracker.core.errors import SchemaError, StoreError, TrackerError
 from tracker.core.format import METRICS, RECORD, RUN_FINISHED, check_run_id, new_run_id, nonfinite_paths
 from tracker.core.records import Event
 from tracker.core.rules import check_keys, check_label
+from tracker.core.urls import redact_urls
 from tracker.core.values import MAX_INT, RESERVED, check_metrics, given, plain_config, storable, unwrap_numpy
 from tracker.host.bus import TrackerWarning
 from tracker.host.host import Host, get_host
@@ -61,7 +62,11 @@ class Run(WandbRunMethods):
     :ivar project: free-text project, or ``None``.
     :ivar path: the run's folder.
     :ivar status: ``running`` until :meth:`finish`.
+    :ivar group: the group given to :func:`start_run`, or ``None``; ``job_type`` likewise.
     """
+
+    group: str | None = None
+    job_type: str | None = None
 
     def __init__(self, host: Host, att: Attachment, name: str | None, project: str | None, path: Path) -> None:
         self.id = att.run_id
@@ -484,7 +489,8 @@ def _wandb_values(values: Any) -> bool:
 def start_run(project: str | None = None, name: str | None = None, *, config: dict[str, Any] | None = None,
               tags: list[str] | None = None, store: str | os.PathLike[str] | None = None,
               run_id: str | None = None, resume: bool = False, system_metrics: bool | float | None = None,
-              notes: str | None = None, created_at: float | None = None) -> Run:
+              notes: str | None = None, created_at: float | None = None, group: str | None = None,
+              job_type: str | None = None) -> Run:
     """Start (or, with ``resume=True``, attach to) a run; use it as a context manager.
 
     ``TRACKER_RUN_ID=X`` in the environment means ``run_id=X, resume=True``,
@@ -503,6 +509,9 @@ def start_run(project: str | None = None, name: str | None = None, *, config: di
     :param notes: free-text notes on the run (``tracker note`` changes them later).
     :param created_at: when the run (or, resuming, this process's segment) started, in seconds
         since the epoch (default: now); importers give the source run's start time.
+    :param group: the group the run belongs to (e.g. the seeds of one ablation): charts and
+        tables of groups aggregate its runs (``store.aggregate``, ``tracker runs --group-by``).
+    :param job_type: what kind of job the run is (``train``, ``eval``...), W&B's ``job_type``.
     :raises TrackerError: a bad run id, or an existing run without ``resume``.
     """
     host = get_host()
@@ -524,8 +533,16 @@ def start_run(project: str | None = None, name: str | None = None, *, config: di
             _plain(str.__str__(value), what)  # e.g. a lone surrogate: refused before anything is created
     if tags is not None and (isinstance(tags, str) or not all(isinstance(t, str) for t in tags)):
         raise TypeError(f"tags: expected a list of str, given {given(tags)}")
+    labels = {}
+    for what, value in (("group", group), ("job_type", job_type)):
+        if value is not None:
+            if not isinstance(value, str):
+                raise TypeError(f"{what}: expected a str, given {given(value)}")
+            labels[what] = check_label(_plain(str.__str__(value), what), what)
     config_data = plain_config(config if config is not None else {})
     check_keys(config_data, "config")
+    # A URL's password in the config is masked before it is written (run.config reads what was stored).
+    config_data = redact_urls(config_data)
     tag_list = [check_label(t, "tag") for t in _plain(list(tags or []), "tags")]
     root = resolve_store_path(store, host.config).absolute()
     runs = root / "runs"
@@ -544,10 +561,12 @@ def start_run(project: str | None = None, name: str | None = None, *, config: di
         meta["config_nonfinite"] = paths
     if notes is not None:
         meta["notes"] = notes
+    meta.update(labels)
     # Made by this call (as far as one can tell): its config is the run's; else run.config reads the store.
     new = not run_dir.exists()
     att = attach(host, root, run_id, resume, meta, at)
     run = Run(host, att, name, project, run_dir)
+    run.group, run.job_type = labels.get("group"), labels.get("job_type")
     if new and att.refs == 1:
         run._initial_config = config_data
     if trial and config_data:

@@ -11,6 +11,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from tracker.core.urls import redact_urls
 from tracker.core.values import storable, storable_text
 from tracker.read.liveness import hostname
 
@@ -50,6 +51,8 @@ def _git_commit(start: Path) -> str | None:
 def origin_facts() -> dict[str, Any]:
     """Where and how the run was started: host, Python, command line, folder, git commit, user.
 
+    A URL's password on the command line (``--db=postgresql://lab:pw@host/runs``)
+    is masked (:func:`tracker.core.urls.redact_urls`) before it is stored.
     Always storable: command line, folder and user name may hold
     bytes that are not UTF-8 (``python train.py $'caf\\xe9.csv'``); they are
     escaped, never refused.
@@ -59,6 +62,6 @@ def origin_facts() -> dict[str, Any]:
     except OSError:  # the working folder was removed
         cwd = None
     return storable({"host": hostname(), "python": platform.python_version(), "platform": platform.platform(),
-                     "argv": list(sys.argv), "cwd": str(cwd) if cwd is not None else None,
+                     "argv": redact_urls(list(sys.argv)), "cwd": str(cwd) if cwd is not None else None,
                      "git_commit": _git_commit(cwd) if cwd is not None else None,
                      "user": os.environ.get("USER") or os.environ.get("USERNAME")})

@@ -125,10 +125,12 @@ class RunConfig(_ReadsAsDict):
         object.__setattr__(self, "_values", dict(values))
 
     def _write(self, data: dict[str, Any]) -> None:
+        from tracker.core.urls import redact_urls
         from tracker.core.values import plain_config
         from tracker.write.edits import check_values, write_edit
 
-        data = check_values(plain_config(data), "config")
+        # A database URL's password is masked before it is stored (and so in what run.config reads back).
+        data = redact_urls(check_values(plain_config(data), "config"))
         changed = {k: v for k, v in data.items() if k not in self._values or self._values[k] != v}
         if changed:
             write_edit(self._run.path, {"config": changed}, fsync=self._run._host.config.fsync)

@@ -88,8 +88,9 @@ def init(project: str | None = None, name: str | None = None, config: Mapping[st
 
     :param config: a dict, an argparse Namespace, a dataclass or an OmegaConf
         DictConfig, stored as plain values; ``run.config`` afterwards.
-    :param tags: free-text tags; ``group`` and ``job_type`` are added as the
-        tags ``group:<group>`` and ``job_type:<job_type>``.
+    :param tags: free-text tags.
+    :param group: the run's group (``RunInfo.group``: charts and tables aggregate a group's runs).
+    :param job_type: the run's job type (``RunInfo.job_type``).
     :param notes: the run's notes (``tracker note`` changes them later).
     :param id: the run id; an existing one needs ``resume``.
     :param resume: ``None``, ``False`` or ``"never"``: a new run (an existing
@@ -151,10 +152,6 @@ def init(project: str | None = None, name: str | None = None, config: Mapping[st
     if config_exclude_keys is not None:
         values = {k: v for k, v in values.items() if k not in set(config_exclude_keys)}
     tag_list = list(tags or [])
-    if group is not None:
-        tag_list.append(f"group:{group}")
-    if job_type is not None:
-        tag_list.append(f"job_type:{job_type}")
     if id is not None:
         check_run_id(id)
         root = resolve_store_path(dir, get_host().config)
@@ -169,7 +166,7 @@ def init(project: str | None = None, name: str | None = None, config: Mapping[st
     while _started_by_init:
         _started_by_init.pop().finish()
     run = start_run(project, name, config=values, tags=tag_list, store=dir, run_id=id, resume=resuming,
-                    notes=notes)
+                    notes=notes, group=group, job_type=job_type)
     if resuming and values:
         # On a resume, the config given is applied over the stored one, as in W&B.
         run.config.update(values)

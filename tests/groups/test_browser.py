@@ -1,0 +1,133 @@
+"""Groups on the dashboard in a real headless Chromium: the runs page grouped (rows, counts, mean ± std, one
+line and band per group), the group in the URL, the compare page grouped."""
+
+from __future__ import annotations
+
+import time
+from urllib.parse import parse_qs, urlparse
+
+import numpy as np
+import pytest
+
+import tracker
+import tracker.ui
+from tracker.cli.numbers import number
+
+from ..sysdeps import chrome, require_chromium
+from ..ui.support import Server
+
+
+@pytest.fixture(scope="module")
+def driver():
+    drv = chrome(*require_chromium(), size="1440,900", logs=True)
+    drv.set_page_load_timeout(30)
+    yield drv
+    drv.quit()
+
+
+@pytest.fixture(scope="module")
+def server(ablations):
+    store, _ = ablations
+    with Server(tracker.ui.create_app(store)) as s:
+        yield s
+
+
+def wait(driver, predicate, timeout=15.0, what="condition"):
+    from selenium.common.exceptions import NoSuchElementException, StaleElementReferenceException
+
+    deadline = time.time() + timeout
+    last = None
+    while time.time() < deadline:
+        try:
+            last = predicate(driver)
+        except (StaleElementReferenceException, NoSuchElementException, IndexError):
+            last = None
+        if last:
+            return last
+        time.sleep(0.1)
+    raise AssertionError(f"timed out waiting for {what} (last: {last!r})")
+
+
+def severe(driver):
+    return [e for e in driver.get_log("browser") if e["level"] == "SEVERE"]
+
+
+def test_runs_page_grouped_by_config_key(driver, server, ablations):
+    from selenium.webdriver.common.action_chains import ActionChains
+    from selenium.webdriver.common.by import By
+
+    store, ids = ablations
+    driver.get(f"{server.url}/?groupby=config.lr")
+    rows = wait(driver, lambda d: d.find_elements(By.CSS_SELECTOR, "tr.group-row"), what="group rows")
+    assert [(r.get_attribute("data-group"), r.get_attribute("data-n")) for r in rows] == \
+        [("0.01", "3"), ("0.1", "3"), ("0.5", "1")]
+    assert driver.find_element(By.CSS_SELECTOR, "table.runs").get_attribute("data-groups") == "3"
+    assert "7 runs in 3 groups" in driver.find_element(By.CSS_SELECTOR, ".count").text
+    # The default columns are the most common metric's last and min: each group row holds mean ± std of them.
+    infos = {i.id: i for i in tracker.open_store(store).runs()}
+    last = np.array([infos[r].last_metrics["loss"] for r in ids["b"]])
+    head = [th.get_attribute("textContent").replace("✕", "").replace("▾", "").replace("▴", "").strip()
+            for th in driver.find_elements(By.CSS_SELECTOR, "table.runs th")]
+    assert "loss last" in head, head
+    col = head.index("loss last")
+    cells = rows[0].find_elements(By.TAG_NAME, "td")
+    assert cells[col].text == f"{number(last.mean())} ± {number(last.std())}"
+    assert driver.find_elements(By.CSS_SELECTOR, "tr.in-group") == []
+    # Unfold the first group: its three runs, and the open group in the URL.
+    rows[0].find_element(By.CSS_SELECTOR, "button.toggle").click()
+    inner = wait(driver, lambda d: d.find_elements(By.CSS_SELECTOR, "tr.in-group"), what="the group's runs")
+    assert sorted(r.get_attribute("data-id") for r in inner) == sorted(ids["b"])
+    query = parse_qs(urlparse(driver.current_url).query)
+    assert query["groupby"] == ["config.lr"] and query["open"] == ["0.01"]
+    # The charts: one line and one band per group, in the groups' colours; hovering says n and std.
+    card = wait(driver, lambda d: d.find_element(By.CSS_SELECTOR, ".group-box .chart[data-metric=loss]"),
+                what="the loss chart")
+    body = card.find_element(By.CSS_SELECTOR, ".chart-body")
+    wait(driver, lambda d: body.get_attribute("data-bands") == "3", what="three bands")
+    assert card.get_attribute("data-groups") == "3"
+    chips = driver.find_elements(By.CSS_SELECTOR, ".group-legend .group-chip")
+    assert [c.get_attribute("data-group") for c in chips] == ["0.01", "0.1", "0.5"]
+    canvas = card.find_element(By.TAG_NAME, "canvas")
+    for chip in chips:
+        rgb = chip.find_element(By.CSS_SELECTOR, ".dot").value_of_css_property("background-color")
+        r, g, b = (int(x) for x in rgb[rgb.index("(") + 1:rgb.index(")")].split(",")[:3])
+        drawn = driver.execute_script("""
+const [canvas, rgb] = arguments;
+const d = canvas.getContext('2d').getImageData(0, 0, canvas.width, canvas.height).data;
+let n = 0;
+for (let i = 0; i < d.length; i += 4) {
+  if (d[i+3] > 200 && Math.abs(d[i]-rgb[0]) + Math.abs(d[i+1]-rgb[1]) + Math.abs(d[i+2]-rgb[2]) < 40) n++;
+}
+return n;""", canvas, [r, g, b])
+        assert drawn > 20, f"group {chip.get_attribute('data-group')}: its colour is not drawn"
+    over = card.find_element(By.CSS_SELECTOR, ".u-over")
+    ActionChains(driver).move_to_element_with_offset(over, -over.size["width"] // 2 + 5, 0).perform()
+    readout = wait(driver, lambda d: card.find_element(By.CSS_SELECTOR, ".readout").text, what="the readout")
+    wait(driver, lambda d: "std · n 3" in card.find_element(By.CSS_SELECTOR, ".readout").text,
+         what=f"mean ± std and n on hover (got {readout!r})")
+    assert not severe(driver)
+
+
+def test_group_by_menu_and_compare_page(driver, server, ablations):
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import Select
+
+    _, ids = ablations
+    driver.get(f"{server.url}/")
+    menu = wait(driver, lambda d: d.find_element(By.CSS_SELECTOR, "select[data-group-by]"), what="the menu")
+    wait(driver, lambda d: d.find_elements(By.CSS_SELECTOR, "table.runs tbody tr[data-id]"), what="run rows")
+    Select(menu).select_by_value("group")
+    rows = wait(driver, lambda d: d.find_elements(By.CSS_SELECTOR, "tr.group-row"), what="group rows")
+    assert [(r.get_attribute("data-group"), r.get_attribute("data-n")) for r in rows] == \
+        [("a", "3"), ("b", "3"), ("(none)", "1")]
+    assert parse_qs(urlparse(driver.current_url).query)["groupby"] == ["group"]
+    driver.back()
+    wait(driver, lambda d: not d.find_elements(By.CSS_SELECTOR, "tr.group-row"), what="ungrouped after back")
+    runs = ",".join(ids["a"] + ids["b"])
+    driver.get(f"{server.url}/compare?runs={runs}&groupby=group")
+    card = wait(driver, lambda d: d.find_element(By.CSS_SELECTOR, ".group-box .chart[data-metric=acc]"),
+                what="the compare page's group chart")
+    wait(driver, lambda d: card.find_element(By.CSS_SELECTOR, ".chart-body").get_attribute("data-bands") == "2",
+         what="two bands")
+    assert not driver.find_element(By.CSS_SELECTOR, ".charts:not(.group-charts)").is_displayed()
+    assert not severe(driver)
