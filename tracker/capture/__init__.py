@@ -13,11 +13,10 @@ Modules: :mod:`.blobs` (content-addressed files), :mod:`.artifacts`,
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from typing import Any
 
-from tracker.capture.artifacts import Artifact
+from tracker.capture.artifacts import Logged
 
 
 def latest_step(run: Any) -> int:
@@ -40,12 +39,14 @@ def side_writer(run: Any) -> Callable[[str, dict[str, Any], int | None], tuple[i
     return write
 
 
-def log_artifact(run: Any, path: str | os.PathLike[str], name: str | None = None, *, kind: str = "file",
-                 copy: bool = True, step: int | None = None) -> Artifact:
-    """``Run.log_artifact``: see :func:`tracker.capture.artifacts.log_artifact`."""
+def log_artifact(run: Any, path: Any, name: str | None = None, *, kind: str = "file",
+                 copy: bool = True, step: int | None = None, **more: Any) -> Logged:
+    """``Run.log_artifact``: see :func:`tracker.capture.artifacts.log_artifact` (``more``: its type,
+    aliases, description, metadata, filename, members and probe arguments)."""
     from tracker.capture.artifacts import log_artifact as _log
 
-    return _log(side_writer(run), run.store, path, name, kind=kind, copy=copy, step=step, fsync=run._host.config.fsync)
+    return _log(side_writer(run), run.store, path, name, kind=kind, copy=copy, step=step,
+                fsync=run._host.config.fsync, **more)
 
 
 def log_image(run: Any, name: str, image: Any, step: int | None = None, *, caption: str = "") -> str:
@@ -79,5 +80,5 @@ def start_sampler(run: Any, system_metrics: Any) -> Any:
     return sampler if sampler.start() else None
 
 
-__all__ = ["Artifact", "latest_step", "log_artifact", "log_histogram", "log_image", "side_writer",
+__all__ = ["Logged", "latest_step", "log_artifact", "log_histogram", "log_image", "side_writer",
            "start_sampler"]
