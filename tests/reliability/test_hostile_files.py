@@ -201,7 +201,7 @@ def _deep_round_trip(tmp_path: Path) -> None:
     (root / "top.txt").write_text("top")
     with tracker.start_run(project="p", store=tmp_path / "store", system_metrics=False) as run:
         art = run.log_artifact(root)
-    assert art.folder and art.files == 2
+    assert art.folder and art.file_count == 2
     view = tracker.open_store(tmp_path / "store").run(run.id)
     from tracker.capture.blobs import BlobStore
 

@@ -20,7 +20,7 @@ import os
 from collections.abc import Callable
 from typing import Any
 
-from tracker.capture.artifacts import Artifact
+from tracker.capture.artifacts import Logged
 from tracker.core.errors import TrackerError
 
 
@@ -44,12 +44,14 @@ def side_writer(run: Any) -> Callable[[str, dict[str, Any], int | None], tuple[i
     return write
 
 
-def log_artifact(run: Any, path: str | os.PathLike[str], name: str | None = None, *, kind: str = "file",
-                 copy: bool = True, step: int | None = None) -> Artifact:
-    """``Run.log_artifact``: see :func:`tracker.capture.artifacts.log_artifact`."""
+def log_artifact(run: Any, path: Any, name: str | None = None, *, kind: str = "file",
+                 copy: bool = True, step: int | None = None, **more: Any) -> Logged:
+    """``Run.log_artifact``: see :func:`tracker.capture.artifacts.log_artifact` (``more``: its type,
+    aliases, description, metadata, filename, members and probe arguments)."""
     from tracker.capture.artifacts import log_artifact as _log
 
-    return _log(side_writer(run), run.store, path, name, kind=kind, copy=copy, step=step, fsync=run._host.config.fsync)
+    return _log(side_writer(run), run.store, path, name, kind=kind, copy=copy, step=step,
+                fsync=run._host.config.fsync, **more)
 
 
 def log_image(run: Any, name: str, image: Any, step: int | None = None, *, caption: str = "") -> str:
@@ -170,11 +172,11 @@ def start_recorders(run: Any, console: str | None, environment: bool) -> Recorde
             write = side_writer(run)
             rec.environment = EnvironmentRecorder(
                 lambda schema, data: write(schema, data, None), run.store, config,
-                lambda folder, name: run.log_artifact(folder, name)).start()
+                lambda folder, name: run.log_artifact(folder, name=name, type="code")).start()
         except Exception:  # noqa: BLE001, S110 - as above
             rec.environment = None
     return rec if rec.console is not None or rec.environment is not None else None
 
 
-__all__ = ["Artifact", "Recorders", "console_mode", "environment_on", "latest_step", "log_artifact", "log_histogram",
+__all__ = ["Logged", "Recorders", "console_mode", "environment_on", "latest_step", "log_artifact", "log_histogram",
            "log_image", "side_writer", "start_recorders", "start_sampler"]

@@ -34,6 +34,10 @@ CORE_COMMANDS: dict[str, tuple[str, str, str]] = {
     "artifacts": ("artifacts", "artifacts_cmd",
                   "List a run's artifacts in log order: name, kind, size, sha256, step, where the bytes are."),
     "get": ("get", "get_cmd", "Copy artifact NAME of RUN (its latest version) to PATH, checking every sha256."),
+    "artifact": ("artifact", "artifact_group",
+                 "List named artifacts, show their versions, move aliases and copy a version out (checked)."),
+    "lineage": ("lineage", "lineage_cmd",
+                "Show a run's inputs and outputs (or a version's producer and consumers), as far as --depth."),
     "bench": ("bench", "bench_cmd",
               "Measure what logging costs on this machine, next to the floor (one dumps + one write per line)."),
     "ui": ("ui", "ui_cmd", "Serve the dashboard: runs, charts (live while runs go), comparisons, plugin panels."),
@@ -71,6 +75,9 @@ CORE_COMMANDS: dict[str, tuple[str, str, str]] = {
             "Show what a run ran on: Python, platform, CPU, memory, GPUs, CUDA, packages, git and command."),
     "diff": ("diff", "diff_cmd",
              "Say why two runs differ: config, packages, git commit and diff, Python, platform, GPU, host, command."),
+    "report": ("report", "report_cmd",
+               "Write one HTML file of runs: notes, runs or groups, zoomable charts, config that differs, "
+               "summaries."),
     "du": ("du", "du_cmd",
            "Show the bytes each run and each project takes: JSONL, blobs, index; largest first; the total."),
 }

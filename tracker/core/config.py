@@ -38,6 +38,8 @@ class Config:
     :ivar system_interval: ``[system] interval``: seconds between samples.
     :ivar team_url: ``[team] url``: the team database every run streams to (``postgresql://...``).
     :ivar team_blobs: ``[team] blobs``: where the team's blobs live (``s3://bucket/prefix``...).
+    :ivar team_timeout: ``[team] timeout``: seconds a connection attempt or a round trip to the team
+        database may take before it is given up (the link is taken as down).
     :ivar alerts: the ``[alerts]`` table, checked: ``channels`` (by name), ``rules`` (a list),
         ``interval``, ``retries``, ``backoff``, ``finish_timeout`` (see docs/alerts.md).
     :ivar run_console: ``[run] console``: ``True`` (the ``sys.stdout``/``sys.stderr`` streams),
@@ -59,6 +61,7 @@ class Config:
     system_interval: float = 10.0
     team_url: str | None = None
     team_blobs: str | None = None
+    team_timeout: float = 30.0
     alerts: dict[str, Any] = attrs.field(factory=dict)
     run_console: bool | str = True
     console_max_bytes: int = 100 * 1024 * 1024
@@ -180,12 +183,12 @@ def _check_system(file: Path, system: Any, bad: Any) -> dict[str, Any]:
 
 
 def _check_team(file: Path, team: Any, bad: Any) -> dict[str, Any]:
-    """``[team] url`` (a ``postgresql://`` URL) and ``[team] blobs`` (a non-empty string)."""
+    """``[team] url`` (a ``postgresql://`` URL), ``[team] blobs`` (a bucket URL), ``[team] timeout`` (seconds)."""
     from tracker.core.urls import redact_url
 
     if not isinstance(team, dict):
         raise bad("team", "a table", team)
-    _only(file, "team", team, {"url", "blobs"})
+    _only(file, "team", team, {"url", "blobs", "timeout"})
     kw: dict[str, Any] = {}
     if "url" in team:
         url = team["url"]
@@ -200,6 +203,11 @@ def _check_team(file: Path, team: Any, bad: Any) -> dict[str, Any]:
             raise bad("[team] blobs", "a bucket URL starting with " + ", ".join(BLOB_SCHEMES),
                       redact_url(blobs) if isinstance(blobs, str) else blobs)
         kw["team_blobs"] = blobs
+    if "timeout" in team:
+        v = team["timeout"]
+        if type(v) not in (int, float) or not 0 < v <= 3600:
+            raise bad("[team] timeout", "a number of seconds above 0 and at most 3600", v)
+        kw["team_timeout"] = float(v)
     return kw
 
 

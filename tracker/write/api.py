@@ -63,7 +63,11 @@ class Run(WandbRunMethods):
     :ivar project: free-text project, or ``None``.
     :ivar path: the run's folder.
     :ivar status: ``running`` until :meth:`finish`.
+    :ivar group: the group given to :func:`start_run`, or ``None``; ``job_type`` likewise.
     """
+
+    group: str | None = None
+    job_type: str | None = None
 
     def __init__(self, host: Host, att: Attachment, name: str | None, project: str | None, path: Path) -> None:
         self.id = att.run_id
@@ -281,25 +285,58 @@ class Run(WandbRunMethods):
         self._write(compiled.name, compiled.validate(data), step, time, advance=not latest)
         return time
 
-    def log_artifact(self, path: str | os.PathLike[str], name: str | None = None, *, kind: str = "file",
-                     copy: bool = True, step: int | None = None) -> Any:
-        """Store a file or a folder once by content (or, ``copy=False``, record a reference to it).
+    def log_artifact(self, path: Any, name: str | None = None, type: str | None = None,
+                     aliases: list[str] | str | None = None, *, kind: str = "file", copy: bool = True,
+                     step: int | None = None, description: str | None = None,
+                     metadata: dict[str, Any] | None = None) -> Any:
+        """Store a file or a folder once by content (or, ``copy=False``, record a reference to it), as a
+        version of the named artifact ``name``.
 
         The bytes are hashed while copied into ``<store>/blobs/sha256/`` and
         renamed into place before the ``artifact`` record is appended. A folder
-        is one artifact with a manifest of its files.
+        is one artifact with a manifest of its files. The same content under the
+        same name is the same version (no new bytes); new content is the next
+        version (``v0``, ``v1``, ... in the order the records were written).
 
-        :param path: a file or a folder.
+        :param path: a file or a folder, or a :class:`tracker.Artifact` filled with ``add_file``/``add_dir``.
         :param name: the artifact's name (default: the file or folder name).
-        :param kind: free text: ``"file"`` (``"folder"`` for a folder by default), ``"model"``...
+        :param type: what it is (``"model"``, ``"dataset"``; default: unspecified); a name keeps one type.
+        :param aliases: aliases to point at this version (``"best"``, ``"prod"``); ``latest`` is automatic.
+        :param kind: free text: ``"file"`` (``"folder"`` for a folder by default), ``"checkpoint"``...
         :param copy: ``False``: record the absolute path, size and sha256 without copying.
         :param step: the step (default: the run's latest step; never advances the automatic step).
-        :returns: the :class:`tracker.Artifact` written.
-        :raises SchemaError: a bad name or kind; :class:`TrackerError`: ``path`` cannot be read.
+        :returns: the :class:`tracker.Artifact` written (``.version``, ``.aliases`` when asked).
+        :raises SchemaError: a bad name, kind, type, alias or a type other than the name's;
+            :class:`TrackerError`: ``path`` cannot be read. Nothing is written.
         """
-        from tracker.capture import log_artifact
+        from tracker.write.artifacts import log_artifact
 
-        return log_artifact(self, path, name, kind=kind, copy=copy, step=step)
+        return log_artifact(self, path, name, type, aliases, kind=kind, copy=copy, step=step,
+                            description=description, metadata=metadata)
+
+    def use_artifact(self, artifact: Any, type: str | None = None, aliases: list[str] | None = None,
+                     use_as: str | None = None) -> Any:
+        """Record that this run uses a version of an artifact, and return it (:class:`tracker.Artifact`).
+
+        :param artifact: ``"mnist-cnn"`` (its latest), ``"mnist-cnn:v3"``, ``"mnist-cnn:prod"``, with
+            ``project/`` (or W&B's ``entity/project/``) in front when needed; or an Artifact of the store.
+        :param type: when given, the artifact must be of this type.
+        :raises TrackerError: an unknown name, version or alias (the message names those that exist).
+        """
+        from tracker.write.artifacts import use_artifact
+
+        return use_artifact(self, artifact, type, aliases, use_as)
+
+    def log_model(self, path: str | os.PathLike[str], name: str | None = None,
+                  aliases: list[str] | str | None = None) -> Any:
+        """W&B's ``log_model``: ``log_artifact(path, name, type="model", aliases=aliases)``."""
+        return self.log_artifact(path, name, "model", aliases)
+
+    def use_model(self, name: str) -> Path:
+        """W&B's ``use_model``: use the model version ``name`` and download it; returns the local path
+        (the file of a one-file model, else its folder)."""
+        art = self.use_artifact(name)
+        return art.file() if art.file_count == 1 and not art.folder else art.download()
 
     def log_image(self, name: str, image: Any, step: int | None = None, *, caption: str = "") -> str:
         """Store an image as a PNG blob with an ``image`` record (needs the ``media`` extra: Pillow).
@@ -482,7 +519,8 @@ def _wandb_values(values: Any) -> bool:
 def start_run(project: str | None = None, name: str | None = None, *, config: dict[str, Any] | None = None,
               tags: list[str] | None = None, store: str | os.PathLike[str] | None = None,
               run_id: str | None = None, resume: bool = False, system_metrics: bool | float | None = None,
-              notes: str | None = None, created_at: float | None = None, console: bool | str | None = None,
+              notes: str | None = None, created_at: float | None = None, group: str | None = None,
+              job_type: str | None = None, console: bool | str | None = None,
               environment: bool | None = None) -> Run:
     """Start (or, with ``resume=True``, attach to) a run; use it as a context manager.
 
@@ -502,6 +540,9 @@ def start_run(project: str | None = None, name: str | None = None, *, config: di
     :param notes: free-text notes on the run (``tracker note`` changes them later).
     :param created_at: when the run (or, resuming, this process's segment) started, in seconds
         since the epoch (default: now); importers give the source run's start time.
+    :param group: the group the run belongs to (e.g. the seeds of one ablation): charts and
+        tables of groups aggregate its runs (``store.aggregate``, ``tracker runs --group-by``).
+    :param job_type: what kind of job the run is (``train``, ``eval``...), W&B's ``job_type``.
     :param console: keep what the process prints as ``console`` records: ``None`` follows
         ``TRACKER_CONSOLE``, else tracker.toml's ``[run] console`` (on), ``True`` or ``"wrap"`` the
         ``sys.stdout`` and ``sys.stderr`` streams, ``"fd"`` descriptors 1 and 2 (C extensions,
@@ -533,6 +574,12 @@ def start_run(project: str | None = None, name: str | None = None, *, config: di
             _plain(str.__str__(value), what)  # e.g. a lone surrogate: refused before anything is created
     if tags is not None and (isinstance(tags, str) or not all(isinstance(t, str) for t in tags)):
         raise TypeError(f"tags: expected a list of str, given {given(tags)}")
+    labels = {}
+    for what, value in (("group", group), ("job_type", job_type)):
+        if value is not None:
+            if not isinstance(value, str):
+                raise TypeError(f"{what}: expected a str, given {given(value)}")
+            labels[what] = check_label(_plain(str.__str__(value), what), what)
     config_data = plain_config(config if config is not None else {})
     check_keys(config_data, "config")
     # A URL's password in the config is masked before it is written (run.config reads what was stored).
@@ -555,10 +602,12 @@ def start_run(project: str | None = None, name: str | None = None, *, config: di
         meta["config_nonfinite"] = paths
     if notes is not None:
         meta["notes"] = notes
+    meta.update(labels)
     # Made by this call (as far as one can tell): its config is the run's; else run.config reads the store.
     new = not run_dir.exists()
     att = attach(host, root, run_id, resume, meta, at)
     run = Run(host, att, name, project, run_dir)
+    run.group, run.job_type = labels.get("group"), labels.get("job_type")
     if new and att.refs == 1:
         run._initial_config = config_data
     if trial and config_data:
