@@ -479,6 +479,22 @@ class EnvironmentRecorder:
                 self.log_artifact(Path(tmp), "code")
 
 
+def environment_blobs(view: Any) -> list[tuple[str, str]]:
+    """The blobs a run's ``environment`` records name: ``(sha256, what)`` (its package list, its diff).
+
+    ``tracker gc`` keeps them, ``tracker verify`` checks them, ``tracker sync`` uploads them.
+    """
+    if "environment" not in view.schemas():
+        return []
+    out = []
+    for rec in view.records("environment"):
+        for field, what in (("packages", "package list"), ("git_diff", "uncommitted diff")):
+            sha = rec.data.get(field)
+            if isinstance(sha, str) and re.fullmatch(r"[0-9a-f]{64}", sha):
+                out.append((sha, f"environment {what} of writer {rec.writer}"))
+    return out
+
+
 def _warn(text: str) -> None:
     """One line on stderr (captured into the run's console like anything else the process prints)."""
     try:
@@ -490,5 +506,5 @@ def _warn(text: str) -> None:
         pass
 
 
-__all__ = ["EnvironmentRecorder", "clean_remote", "code_files", "collect", "git_facts", "gpu_facts",
-           "installed_packages"]
+__all__ = ["EnvironmentRecorder", "clean_remote", "code_files", "collect", "environment_blobs", "git_facts",
+           "gpu_facts", "installed_packages"]
