@@ -450,33 +450,42 @@ class EnvironmentRecorder:
                 if out is not None:
                     listing = [p for p in out.decode("utf-8", "surrogateescape").split("\0") if p]
         files = code_files(root, patterns, listing)
-        if not files:
-            return
-        with tempfile.TemporaryDirectory(prefix="tracker-code-") as tmp:
-            total = 0
-            kept = 0
-            for rel in files:
-                src = root / rel
-                try:
-                    if not src.is_file() or src.is_symlink():
-                        continue
-                    size = src.stat().st_size
-                except OSError:
+        if files and self.log_artifact is not None:
+            store_code(root, files, self.log_artifact)
+
+
+def store_code(root: Path, files: list[str], log_artifact: Callable[[Path, str], Any]) -> int:
+    """Copy ``files`` (relative to ``root``) into a folder and log it as the ``code`` artifact; the files stored.
+
+    At most :data:`CODE_MAX_FILES` files and :data:`CODE_MAX_BYTES` bytes (one warning line past them);
+    symbolic links and what is not a regular file are left out.
+    """
+    with tempfile.TemporaryDirectory(prefix="tracker-code-") as tmp:
+        total = 0
+        kept = 0
+        for rel in files:
+            src = root / rel
+            try:
+                if not src.is_file() or src.is_symlink():
                     continue
-                if kept >= CODE_MAX_FILES or total + size > CODE_MAX_BYTES:
-                    _warn(f"[run] code matched more than {CODE_MAX_FILES} files or {CODE_MAX_BYTES} bytes; "
-                          f"the first {kept} files are stored")
-                    break
-                dst = Path(tmp) / rel
-                dst.parent.mkdir(parents=True, exist_ok=True)
-                try:
-                    shutil.copyfile(src, dst)
-                except OSError:
-                    continue
-                total += size
-                kept += 1
-            if kept:
-                self.log_artifact(Path(tmp), "code")
+                size = src.stat().st_size
+            except OSError:
+                continue
+            if kept >= CODE_MAX_FILES or total + size > CODE_MAX_BYTES:
+                _warn(f"[run] code matched more than {CODE_MAX_FILES} files or {CODE_MAX_BYTES} bytes; "
+                      f"the first {kept} files are stored")
+                break
+            dst = Path(tmp) / rel
+            dst.parent.mkdir(parents=True, exist_ok=True)
+            try:
+                shutil.copyfile(src, dst)
+            except OSError:
+                continue
+            total += size
+            kept += 1
+        if kept:
+            log_artifact(Path(tmp), "code")
+        return kept
 
 
 def environment_blobs(view: Any) -> list[tuple[str, str]]:
@@ -507,4 +516,4 @@ def _warn(text: str) -> None:
 
 
 __all__ = ["EnvironmentRecorder", "clean_remote", "code_files", "collect", "environment_blobs", "git_facts",
-           "gpu_facts", "installed_packages"]
+           "gpu_facts", "installed_packages", "store_code"]
