@@ -16,6 +16,7 @@ import pytest
 import tracker
 from tracker.capture.environment import environment_blobs
 from tracker.team.postgres import sync
+from tracker.ui import create_app
 
 from ..query.support import run_tracker
 from .conftest import Bucket
@@ -75,6 +76,23 @@ def test_sync_copies_console_and_environment_and_uploads_their_blobs(tmp_path: P
     assert '"text": "epoch 0 loss 1.0"' in outputs["logs"] and '"stream": "stderr"' in outputs["logs"]
     assert "+# changed" in outputs["env"]  # the diff, read from the bucket
     assert "config: 1 changed" in outputs["diff"] and "packages: same" in outputs["diff"]
+    # the dashboard over the database answers as over the folder: console, environment, why they differ
+    from starlette.testclient import TestClient
+
+    os.environ.update(env)
+    try:
+        answers = []
+        for where in (store, pg_url):
+            with TestClient(create_app(str(where)), base_url="http://127.0.0.1") as c:
+                console = c.get("/api/runs/first/console").json()
+                again = c.get("/api/runs/first/console", params={"since": console["cursor"]}).json()
+                environment = c.get("/api/runs/second/environment", params={"diff": 1}).json()["environment"]
+                why = c.get("/api/diff", params={"runs": "first,second"}).json()
+                answers.append((console["lines"], again["lines"], environment["diff"], environment["package_list"],
+                                why["sections"]))
+        assert answers[0] == answers[1] and answers[0][0] and answers[0][1] == []
+    finally:
+        del os.environ["TRACKER_TEAM_BLOBS"], os.environ["TRACKER_BLOB_CACHE"]
 
 
 def test_gc_keeps_the_environment_blobs_and_verify_checks_them(tmp_path: Path) -> None:

@@ -298,6 +298,9 @@ def git_facts(cwd: Path, max_diff_bytes: int, put_blob: Callable[[bytes], str] |
         if diff is not None:
             out["git_dirty"] = bool(diff)
             out["git_files_changed"] = diff.count(b"diff --git ")
+            lines = diff.split(b"\n")
+            out["git_insertions"] = sum(1 for ln in lines if ln.startswith(b"+") and not ln.startswith(b"+++"))
+            out["git_deletions"] = sum(1 for ln in lines if ln.startswith(b"-") and not ln.startswith(b"---"))
             out["git_diff_bytes"] = len(diff)
             if diff and put_blob is not None:
                 kept = diff
