@@ -401,14 +401,5 @@ def _candidates(ref: str) -> list[tuple[str | None, str]]:
 
 
 __all__ = ["ALIAS_EDIT", "ARTIFACT", "ARTIFACT_USE", "UNSPECIFIED", "AliasChange", "Collection", "Registry",
-           "Version", "figures", "folder_registry", "qualified_name", "run_figures", "split_ref"]
+           "Version", "figures", "qualified_name", "run_figures", "split_ref"]
 
-
-def folder_registry(store: Any) -> Registry:
-    """The registry of a folder store (:class:`tracker.read.reader.Store`), from its run catalog."""
-    return Registry({e.info.id: e.artifacts for e in store.catalog() if e.artifacts})
-
-
-def forget(store: Any, run_id: str | None = None) -> None:
-    """Drop what ``store`` keeps in memory of its registry (run ``run_id`` changed, or anything)."""
-    store.__dict__.pop("_registry", None)

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from tracker.core.errors import SchemaError, TrackerError
 from tracker.core.rules import LATEST, VERSION_RE, check_alias
+from tracker.read.index.artifacts import forget, note_change
 from tracker.read.registry import ALIAS_EDIT, UNSPECIFIED, split_ref
 from tracker.write.wandb.artifact import Artifact, ArtifactCollection
 
@@ -92,6 +93,7 @@ def log_artifact(run: Any, path: Any, name: str | None = None, type: str | None 
     probe = _prior(run, name, type, path, more.get("members"))
     if probe is not None:
         more["probe_before"], more["probe_sizes"] = probe
+    note_change(run.store, run.id)
     rec = capture_log(run, path, name, kind=kind, copy=copy, step=step, type=type, aliases=aliases,
                       description=description, metadata=metadata, **more)
     _changed(run.store, run.id)
@@ -148,6 +150,7 @@ def use_artifact(run: Any, ref: Any, type: str | None = None, aliases: Any = Non
     if type is not None and type != c.type:
         raise TrackerError(f"use_artifact({ref!r}): artifact {c.qualified!r} is of type {c.type!r}, not {type!r}")
     alias = LATEST if spec is None else (None if VERSION_RE.fullmatch(spec) else spec)
+    note_change(run.store, run.id)
     side_writer(run)("artifact_use", use_record(c.project, c.name, v.version, v.sha256,
                                                 None if c.type == UNSPECIFIED else c.type, alias), None)
     _changed(run.store, run.id)
@@ -157,12 +160,11 @@ def use_artifact(run: Any, ref: Any, type: str | None = None, aliases: Any = Non
 
 
 def _changed(store: Path, run_id: str) -> None:
-    """Tell this process's readers of ``store`` that run ``run_id`` changed what the registry derives from."""
+    """Tell this process's reader of ``store`` that run ``run_id`` changed what the registry derives from
+    (other processes' readers learn it from the hint written before the change)."""
     reader = _readers.get(os.path.abspath(store))
     if reader is not None:
-        from tracker.read.registry import forget
-
-        forget(reader, run_id)
+        forget(reader)
 
 
 # --- the store side: the same methods over a folder and the team database ---------------------------
@@ -276,11 +278,12 @@ def folder_alias_edit(store: Any, run_id: str, data: dict[str, Any]) -> None:
     """An alias edit in a folder store: an edit event of run ``run_id`` (the version's producer)."""
     from tracker.write.edits import fsync_wanted, write_edit
 
+    # The hint before and after: a reader that looked between the two sees the edit at its next question.
+    note_change(store.path, run_id)
     write_edit(Path(store.path) / "runs" / run_id, data, fsync=fsync_wanted(store))
+    note_change(store.path, run_id)
     _changed(Path(store.path), run_id)
-    from tracker.read.registry import forget
-
-    forget(store, run_id)
+    forget(store)
 
 
 __all__ = ["PROBE_MIN", "ArtifactMethods", "folder_alias_edit", "log_artifact", "reader_of", "use_artifact",
