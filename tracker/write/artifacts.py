@@ -1,7 +1,9 @@
 """Named artifacts as users call them: ``run.log_artifact`` / ``use_artifact``, and on a store
 ``artifact``, ``artifacts``, ``lineage``, ``set_alias`` and ``remove_alias``.
 
-Logging stores the bytes and appends an ``artifact`` record; using appends an
+Each of these first appends the run's id to the store's hints
+(:func:`tracker.read.index.artifacts.note_change`), so that readers keeping the
+registry warm look at that run again. Logging stores the bytes and appends an ``artifact`` record; using appends an
 ``artifact_use`` record; an alias change is an edit event in the edit
 segment of the run that made the version (:mod:`tracker.write.edits`), or a
 row of the team database's alias table. Nothing else is written: versions,
@@ -20,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from tracker.core.errors import SchemaError, TrackerError
 from tracker.core.rules import LATEST, VERSION_RE, check_alias
-from tracker.read.index.artifacts import forget, note_change
+from tracker.read.index.artifacts import note_change
 from tracker.read.registry import ALIAS_EDIT, UNSPECIFIED, split_ref
 from tracker.write.wandb.artifact import Artifact, ArtifactCollection
 
@@ -96,7 +98,6 @@ def log_artifact(run: Any, path: Any, name: str | None = None, type: str | None 
     note_change(run.store, run.id)
     rec = capture_log(run, path, name, kind=kind, copy=copy, step=step, type=type, aliases=aliases,
                       description=description, metadata=metadata, **more)
-    _changed(run.store, run.id)
     store = reader_of(run)
     if art is not None:
         return art._bind(store, _blobs(run), run.project, rec, run.id)
@@ -124,7 +125,7 @@ def _prior(run: Any, name: Any, type: str | None, path: Any, members: Any) -> tu
     if type is not None and c.type not in (UNSPECIFIED, type):
         raise SchemaError("artifact", [("type", f"artifact {c.qualified!r} is of type {c.type!r} ({c.describe()}), "
                                                 f"given type {type!r}: a name keeps one type; log under another name")])
-    return max(v.time for v in c.versions), {v.size for v in c.versions}
+    return c.last_logged, c.sizes()
 
 
 def use_artifact(run: Any, ref: Any, type: str | None = None, aliases: Any = None, use_as: str | None = None
@@ -153,18 +154,9 @@ def use_artifact(run: Any, ref: Any, type: str | None = None, aliases: Any = Non
     note_change(run.store, run.id)
     side_writer(run)("artifact_use", use_record(c.project, c.name, v.version, v.sha256,
                                                 None if c.type == UNSPECIFIED else c.type, alias), None)
-    _changed(run.store, run.id)
     a = Artifact._read(store, _blobs(run), c.project, v)
     a.asked = spec
     return a
-
-
-def _changed(store: Path, run_id: str) -> None:
-    """Tell this process's reader of ``store`` that run ``run_id`` changed what the registry derives from
-    (other processes' readers learn it from the hint written before the change)."""
-    reader = _readers.get(os.path.abspath(store))
-    if reader is not None:
-        forget(reader)
 
 
 # --- the store side: the same methods over a folder and the team database ---------------------------
@@ -263,7 +255,7 @@ class ArtifactMethods:
         number = c.aliases.get(alias)
         if number is None:
             raise TrackerError(f"artifact {c.qualified!r} has no alias {alias!r} ({c.describe()})")
-        v = c.versions[number]
+        v = c.version(number)
         if spec is not None and c.pick(spec).number != number:
             raise TrackerError(f"alias {alias!r} of {c.qualified!r} names {v.version}, not {spec}; nothing changed")
         self._alias_edit(v.producer, _alias_data("remove", c, v, alias))
@@ -282,8 +274,6 @@ def folder_alias_edit(store: Any, run_id: str, data: dict[str, Any]) -> None:
     note_change(store.path, run_id)
     write_edit(Path(store.path) / "runs" / run_id, data, fsync=fsync_wanted(store))
     note_change(store.path, run_id)
-    _changed(Path(store.path), run_id)
-    forget(store)
 
 
 __all__ = ["PROBE_MIN", "ArtifactMethods", "folder_alias_edit", "log_artifact", "reader_of", "use_artifact",
