@@ -23,7 +23,7 @@ import orjson
 
 from tracker.core.errors import StoreUnavailable, TrackerError
 from tracker.core.records import Record
-from tracker.read.registry import ALIAS_EDIT, ARTIFACT, ARTIFACT_USE, Registry, figures
+from tracker.read.registry import ALIAS_EDIT, ARTIFACT, Registry, figures
 
 #: The table of alias edits (created by ``tracker sync``, or by the first alias edit over the database).
 ALIAS_TABLE = "tracker_alias_edits"
@@ -99,7 +99,8 @@ def team_figures(store: Any) -> dict[str, dict[str, Any]]:
         (outs if schema == ARTIFACT else uses).setdefault(rid, []).append(rec)
     edits: dict[str, list[dict[str, Any]]] = {}
     if _has_alias_table(store):
-        for rid, writer, seq, t, text in store._fetch(f"SELECT run_id, writer, seq, time, data::text FROM {ALIAS_TABLE}"):
+        rows = store._fetch(f"SELECT run_id, writer, seq, time, data::text FROM {ALIAS_TABLE}")
+        for rid, writer, seq, t, text in rows:
             edits.setdefault(rid, []).append({"w": writer, "seq": int(seq), "time": float(t),
                                               "data": {ALIAS_EDIT: orjson.loads(text)}})
     out = {}
@@ -133,9 +134,9 @@ def write_alias_edit(store: Any, run_id: str, data: dict[str, Any]) -> None:
 
     :raises TrackerError: one line when the role may not write (the dashboard's read-only role), naming it.
     """
-    from tracker.team.postgres import _psycopg, mask_url
+    import psycopg  # the team store is open: psycopg is there
 
-    psycopg = _psycopg()
+    from tracker.core.urls import redact_url as mask_url
     host = socket.gethostname().replace("-", "_") or "host"
     writer = f"edits-{host}-{os.getpid()}-{secrets.token_hex(3)}"
     try:
