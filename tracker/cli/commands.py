@@ -69,6 +69,9 @@ CORE_COMMANDS: dict[str, tuple[str, str, str]] = {
               "Ctrl-C."),
     "mcp": ("mcp", "mcp_cmd",
             "Serve the store to assistants over the Model Context Protocol (stdio, or --http on loopback)."),
+    "report": ("report", "report_cmd",
+               "Write one HTML file of runs: notes, runs or groups, zoomable charts, config that differs, "
+               "summaries."),
     "du": ("du", "du_cmd",
            "Show the bytes each run and each project takes: JSONL, blobs, index; largest first; the total."),
 }

@@ -413,6 +413,48 @@ def _aggregate(api: Api, request: Request) -> Response:
     return json_response(parts.strict(doc))
 
 
+def _report(api: Api, request: Request) -> Response:
+    """``GET /api/report?runs=id,id`` (or ``project=&status=&tag=&q=``) ``&by=KEY&metrics=a,b&title=T``: the report
+    file of ``tracker report`` for what a page shows, sent as an attachment (saved, never shown in the app)."""
+    import re
+
+    from tracker.ui.groups import matches, select_runs
+    from tracker.ui.report import MAX_RUNS, build
+
+    q = request.query_params
+    refs = _names_param(request, "runs")
+    for ref in refs or ():
+        if not parts.is_run_id(ref):
+            raise BadRequest(f"runs: invalid run id {ref[:80]!r}")
+    status = q.get("status") or None
+    if status is not None and status not in parts.STATUSES:
+        raise BadRequest(f"status: expected one of {', '.join(parts.STATUSES)}, given {status[:40]!r}")
+    metrics = _names_param(request, "metrics")
+    title = (q.get("title") or "").strip()[:200] or None
+    tags = [t for t in q.getlist("tag") if t]
+    catalog = getattr(api.store, "catalog", None)
+    with gc_paused():
+        entries = catalog() if catalog is not None else None
+        infos = select_runs(api.store, entries, refs, lambda infos: [
+            i for i in infos if matches(i, q.get("project") or None, status, tags, q.get("q") or None)])
+        if not infos:
+            raise BadRequest("no run to report: the filters keep none")
+        if len(infos) > MAX_RUNS:
+            raise BadRequest(f"{len(infos)} runs: a report holds at most {MAX_RUNS}; filter or select fewer")
+        try:
+            text = build(api.store, infos, by=q.get("by") or None, metrics=metrics, title=title,
+                         environment=q.get("environment") != "0", entries=entries)
+        except StoreError:
+            raise
+        except TrackerError as exc:  # a key no run has, a metric none logged: what was asked cannot be drawn
+            raise BadRequest(str(exc)) from None
+    name = re.sub(r"[^A-Za-z0-9._-]+", "-", title or "report").strip("-.")[:60] or "report"
+    return Response(text.encode(), media_type="text/html; charset=utf-8", headers={
+        "content-disposition": f'attachment; filename="{name}.html"', "cache-control": "no-store",
+        # Were it ever shown from here, it would run nothing: the app's pages keep their own policy.
+        "content-security-policy": "default-src 'none'; sandbox"})
+
+
 def _blob(api: Api, request: Request) -> Response:
     """``GET /api/runs/{id}/blobs/{sha256}[?download=1]``: a stored file or image the run names.
 
@@ -513,6 +555,7 @@ def create_app(store: Any = None, *, hosts: tuple[str, ...] = (), frame_ancestor
         Route("/api/runs/{id}/blobs/{sha}", endpoint(lambda request: _blob(api, request))),
         Route("/api/compare", endpoint(api.compare)),
         Route("/api/aggregate", endpoint(lambda request: _aggregate(api, request))),
+        Route("/api/report", endpoint(lambda request: _report(api, request))),
         Route("/api/sweeps", endpoint(lambda request: _sweeps(api, request))),
         Route("/api/sweeps/{id}", endpoint(lambda request: _sweeps(api, request))),
         Mount("/static", StaticFiles(directory=STATIC, follow_symlink=False), name="static"),

@@ -1,6 +1,7 @@
 // The compare page: every metric with the runs overlaid, the config that differs, summaries side by side.
 
 import { MetricChart } from "./chart.js";
+import { reportButton } from "./download.js";
 import { GroupCharts, groupBySelect } from "./groups.js";
 import { readChartState, writeChartState } from "./state.js";
 import { api, box, breakable, clear, dot, el, errorBox, fmtCell, fmtDuration, fmtTime, fmtValue, loading, runColors, shortId, statusBadge } from "./util.js";
@@ -8,6 +9,9 @@ import { api, box, breakable, clear, dot, el, errorBox, fmtCell, fmtDuration, fm
 // The colours of the compared runs: each run's own, moved apart where two are close (set in load()).
 let COLORS = {};
 const runColor = (id) => COLORS[id];
+
+/** Colour the runs of the tables below as `colors` ({id: colour}) says (the report page's runs). */
+export function useColors(colors) { COLORS = colors; }
 
 const POLL_MS = 2000;
 const MAX_POINTS = 2000;
@@ -19,7 +23,8 @@ function runChip(run) {
   return el("a", { class: "run-chip", href: `/runs/${encodeURIComponent(run.id)}` }, dot(runColor(run.id)), label(run), " ", statusBadge(run.status));
 }
 
-function configDiff(data) {
+/** The config that differs (and, folded, the keys the runs share) of {runs, config_diff, config_same}. */
+export function configDiff(data) {
   const runs = data.runs;
   const diffKeys = Object.keys(data.config_diff);
   const sameKeys = Object.keys(data.config_same);
@@ -42,7 +47,8 @@ function cellValue(row, v) {
   return fmtCell(row.field, v);
 }
 
-function sectionsNode(data) {
+/** Summaries side by side, the best value of each row marked, of {runs, sections}. */
+export function sectionsNode(data) {
   const runs = data.runs;
   return box("Summaries side by side", el("p", { class: "muted", text: "★ marks the best value of a row (lower for losses and errors, higher for accuracies), as tracker compare does." }),
     data.sections.map((s) => {
@@ -176,7 +182,9 @@ export function mount(root, params, nav) {
       save(true);
       loadSeries(data, grid, statGrid, chartStatus);
     });
-    status.append(el("div", { class: "run-head" }, el("h1", { text: `Comparing ${data.runs.length} runs` }), legend),
+    const report = reportButton(() => ({ runs: ids.join(","), by: state.groupBy, metrics: [...state.charts.keys()].slice(0, 12).join(","),
+      title: `compare ${data.runs.length} runs` }));
+    status.append(el("div", { class: "run-head" }, el("h1", {}, `Comparing ${data.runs.length} runs`, report), legend),
       box("Metrics", el("div", { class: "toolbar" }, xSel, el("label", { class: "slider" }, smoothOn, "smoothing ", slider, sliderVal), groupSel), chartStatus, groupBox, grid, statGrid),
       configDiff(data), sectionsNode(data));
     xSel.addEventListener("change", () => { state.x = xSel.value; state.zoom = {}; save(true); loadSeries(data, grid, statGrid, chartStatus); });

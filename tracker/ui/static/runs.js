@@ -2,6 +2,7 @@
 // same runs; state lives in the URL. Sorting and filtering never fetch: only the periodic refresh does.
 
 import { alertBadge } from "./alerts.js";
+import { reportButton } from "./download.js";
 import { GroupCharts, groupBySelect, groupColors, groupItems, groupRow, groupRows } from "./groups.js";
 import { paramsDefaults, paramsView, specOf } from "./params.js";
 import { setQuery } from "./state.js";
@@ -165,7 +166,10 @@ export function mount(root, params, ctx) {
   const viewBtns = ["table", "params"].map((v) => el("button", { type: "button", class: "seg", dataset: { view: v },
     text: v === "table" ? "table" : "parameters", on: { click: () => { state.view = v; update(true); } } }));
   const toolbar = el("div", { class: "toolbar" }, filter, projectSel, statusSel, sweepSel, tagSel, tagChips, sweepLink, chooser, groupSlot, count, el("span", { class: "grow" }),
-    el("span", { class: "segs", role: "group", "aria-label": "view" }, viewBtns), clearSel, compareBtn);
+    el("span", { class: "segs", role: "group", "aria-label": "view" }, viewBtns), clearSel, compareBtn,
+    // The report of what is on screen: the selection (else the filtered runs), the grouping, the metric columns.
+    reportButton(() => ({ ...chartParams(), by: state.groupBy, metrics: data ? chartMetrics().join(",") : "",
+      title: state.project ? `${state.project}${state.groupBy ? ` by ${state.groupBy}` : ""}` : "" })));
   const firstLine = loading("Loading runs…");
   const message = el("div", { class: "message" }, firstLine);
   // A store never read before takes seconds to list (its derived data is built): say so while it does.
