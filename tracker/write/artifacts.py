@@ -98,6 +98,7 @@ def log_artifact(run: Any, path: Any, name: str | None = None, type: str | None 
     note_change(run.store, run.id)
     rec = capture_log(run, path, name, kind=kind, copy=copy, step=step, type=type, aliases=aliases,
                       description=description, metadata=metadata, **more)
+    _remember(run, rec)
     store = reader_of(run)
     if art is not None:
         return art._bind(store, _blobs(run), run.project, rec, run.id)
@@ -105,7 +106,12 @@ def log_artifact(run: Any, path: Any, name: str | None = None, type: str | None 
 
 
 def _prior(run: Any, name: Any, type: str | None, path: Any, members: Any) -> tuple[float, set[int]] | None:
-    """Check ``type`` against the name's versions; for large content, when to hash before copying."""
+    """Check ``type`` against the name's versions; for large content, when to hash before copying.
+
+    A writing process reads no store as a reader does (nothing derived, nothing written under
+    ``index/``): what the name holds comes from the run catalog as the last reader left it, and from
+    what this process logged.
+    """
     from tracker.core.files import check_regular
 
     if not isinstance(name, str) or not name:
@@ -119,13 +125,33 @@ def _prior(run: Any, name: Any, type: str | None, path: Any, members: Any) -> tu
             return None  # the capture layer names what is wrong
     if type is None and not big:
         return None
-    c = reader_of(run).registry().collections.get((run.project, name))
+    import orjson
+
+    from tracker.read.index.catalog import peek_artifacts
+    from tracker.read.registry import Registry
+
+    figs = peek_artifacts(Path(run.store), orjson.dumps(name))
+    mine = _logged.get((os.path.abspath(run.store), run.id))
+    if mine:
+        had = figs.get(run.id) or {"p": run.project, "o": [], "u": [], "e": []}
+        figs[run.id] = {**had, "o": list(had.get("o") or []) + mine}
+    c = Registry(figs).collections.get((run.project, name))
     if c is None:
         return None
     if type is not None and c.type not in (UNSPECIFIED, type):
         raise SchemaError("artifact", [("type", f"artifact {c.qualified!r} is of type {c.type!r} ({c.describe()}), "
                                                 f"given type {type!r}: a name keeps one type; log under another name")])
     return c.last_logged, c.sizes()
+
+
+#: What this process logged, per (store, run): figure rows, for :func:`_prior` (runs this process writes).
+_logged: dict[tuple[str, str], list[list[Any]]] = {}
+
+
+def _remember(run: Any, rec: Any) -> None:
+    row = [rec.name, rec.type, rec.sha256, rec.size, rec.time, run.writer_id, 0, rec.step, rec.kind, rec.folder,
+           rec.files, rec.referenced, list(rec.aliases), rec.filename, None, None]
+    _logged.setdefault((os.path.abspath(run.store), run.id), []).append(row)
 
 
 def use_artifact(run: Any, ref: Any, type: str | None = None, aliases: Any = None, use_as: str | None = None
