@@ -69,6 +69,12 @@ CORE_COMMANDS: dict[str, tuple[str, str, str]] = {
               "Ctrl-C."),
     "mcp": ("mcp", "mcp_cmd",
             "Serve the store to assistants over the Model Context Protocol (stdio, or --http on loopback)."),
+    "logs": ("logs", "logs_cmd",
+             "Print what a run printed to stdout and stderr, in order; with -f, follow it while it runs."),
+    "env": ("env", "env_cmd",
+            "Show what a run ran on: Python, platform, CPU, memory, GPUs, CUDA, packages, git and command."),
+    "diff": ("diff", "diff_cmd",
+             "Say why two runs differ: config, packages, git commit and diff, Python, platform, GPU, host, command."),
     "report": ("report", "report_cmd",
                "Write one HTML file of runs: notes, runs or groups, zoomable charts, config that differs, "
                "summaries."),
