@@ -246,3 +246,24 @@ def test_an_old_catalog_is_rebuilt_with_the_artifact_figures(store: Path, tmp_pa
     assert catalog.load(store) is None
     assert tracker.open_store().artifact("mnist-cnn:prod").version == "v1"
     assert catalog.load(store) is not None
+
+
+def test_logging_reads_no_store_as_a_reader_does(store: Path, tmp_path: Path) -> None:
+    from tracker.write.artifacts import PROBE_MIN
+
+    f = tmp_path / "f.bin"
+    f.write_bytes(b"x")
+    with _run() as r:
+        r.log_artifact(f, name="d", type="dataset")
+    tracker.open_store().runs()  # a reader: the catalog now knows "d"
+    shutil.rmtree(store / "index" / "segments")
+    big = tmp_path / "big.bin"
+    big.write_bytes(b"\0" * (PROBE_MIN + 1))
+    before = sorted(p.name for p in (store / "index").rglob("*"))
+    with _run() as r2:
+        # Another run: the type is checked against what the catalog holds, nothing derived or written.
+        with pytest.raises(tracker.SchemaError, match="is of type 'dataset'"):
+            r2.log_artifact(f, name="d", type="model")
+        r2.log_artifact(big, name="big", type="dataset")
+        r2.log_artifact(big, name="big", type="dataset")
+    assert sorted(p.name for p in (store / "index").rglob("*")) == before

@@ -102,7 +102,7 @@ def test_aliases_at_log_time_move_and_history_is_kept() -> None:
                                                                  ("best", "v0", "log")]
     assert c.loggers[sha(1)] == ["r1", "r2"] and c.versions[0].producer == "r1"
     assert c.consumers == {sha(2): ["r2"]}
-    assert reg.outputs["r2"] == [(("p", "m"), sha(1))] and reg.inputs["r2"] == [(("p", "m"), sha(2), "latest")]
+    assert list(reg.outputs["r2"]) == [(("p", "m"), sha(1))] and reg.inputs["r2"] == [(("p", "m"), sha(2), "latest")]
 
 
 def test_refs_resolve_by_name_version_alias_and_project() -> None:

@@ -49,7 +49,7 @@ def list_cmd(obj: CliContext, type_: str | None, project: str | None, fmt: str) 
     rows = []
     for c in names:
         latest = c.latest
-        rows.append({"project": c.project, "name": c.name, "type": c.type, "versions": len(c.versions),
+        rows.append({"project": c.project, "name": c.name, "type": c.type, "versions": c.count,
                      "latest": latest.version,
                      "aliases": {a: f"v{n}" for a, n in sorted(c.aliases.items())},
                      "size": latest.size, "updated": latest.time})
@@ -116,7 +116,7 @@ def show_cmd(obj: CliContext, ref: str, fmt: str) -> None:
         return
     short = obj.short
     names = {i.id: i.name for i in obj.store.runs()}
-    click.echo(f"{c.qualified} ({c.type}): {len(c.versions)} version{'s' if len(c.versions) != 1 else ''}")
+    click.echo(f"{c.qualified} ({c.type}): {c.count} version{'s' if c.count != 1 else ''}")
     shown = [{"version": r["version"], "aliases": " ".join(r["aliases"]), "size": human_bytes(r["size"]),
               "sha256": r["sha256"][:12], "made by": _run_label(obj, r["producer"], names),
               "used by": " ".join(short(x) for x in r["consumers"][:5])

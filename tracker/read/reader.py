@@ -161,11 +161,12 @@ class Store(LazyHost):
     def registry(self) -> Any:
         """Every named artifact: versions, aliases, producers and consumers (:class:`tracker.read.registry.Registry`).
 
-        Derived from the artifact figures of the run catalog; kept in memory while no run changes.
+        Derived from the artifact figures of the run catalog, and kept warm in memory: later questions
+        look only at what may have changed (:mod:`tracker.read.index.artifacts`).
         """
-        from tracker.read.registry import folder_registry
+        from tracker.read.index.artifacts import warm_registry
 
-        return folder_registry(self)
+        return warm_registry(self)
 
     #: The class of the views :meth:`run` returns (:mod:`tracker.store` gives one with the capabilities' methods).
     view_class: type[RunView]

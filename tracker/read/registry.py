@@ -15,8 +15,11 @@ See docs/artifacts.md.
 
 from __future__ import annotations
 
+import gc
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from operator import itemgetter
 from typing import Any
 
 import attrs
@@ -156,7 +159,6 @@ def qualified_name(project: str | None, name: str) -> str:
     return f"{project}/{name}" if project else name
 
 
-@attrs.define
 class Collection:
     """Every version of one name in one project, its aliases and their history.
 
@@ -164,17 +166,30 @@ class Collection:
     :ivar history: every alias change, in the order they apply.
     :ivar consumers: sha256 -> the runs that used that content, in the order they first did.
     :ivar loggers: sha256 -> the runs that logged that content under the name, first the producer.
+    :ivar type: the type of the newest record logged under the name with one.
+
+    Its :class:`Version` objects are made when asked for (``versions``, ``latest``, ``pick``):
+    a registry of 100,000 records answers one name without making the others'.
     """
 
-    project: str | None
-    name: str
-    versions: list[Version] = attrs.field(factory=list)
-    aliases: dict[str, int] = attrs.field(factory=dict)
-    history: list[AliasChange] = attrs.field(factory=list)
-    consumers: dict[str, list[str]] = attrs.field(factory=dict)
-    loggers: dict[str, list[str]] = attrs.field(factory=dict)
-    #: The type of the newest record logged under the name with one.
-    type: str = UNSPECIFIED
+    __slots__ = ("project", "name", "type", "aliases", "history", "consumers", "loggers", "last_logged", "_rows",
+                 "_index", "_copied", "_made")
+
+    def __init__(self, project: str | None, name: str) -> None:
+        self.project = project
+        self.name = name
+        self.type = UNSPECIFIED
+        self.aliases: dict[str, int] = {}
+        self.history: list[AliasChange] = []
+        self.consumers: dict[str, list[str]] = {}
+        self.loggers: dict[str, list[str]] = {}
+        #: When the newest record under the name was logged (a version, or a content logged again).
+        self.last_logged = 0.0
+        #: Per version: (its first record's figures row, the producer, the time).
+        self._rows: list[tuple[list[Any], str, float]] = []
+        self._index: dict[str, int] = {}
+        self._copied: set[str] = set()
+        self._made: dict[int, Version] = {}
 
     @property
     def qualified(self) -> str:
@@ -182,21 +197,47 @@ class Collection:
         return qualified_name(self.project, self.name)
 
     @property
+    def count(self) -> int:
+        """How many versions."""
+        return len(self._rows)
+
+    def version(self, number: int) -> Version:
+        """Version ``number`` (``IndexError`` beyond the last)."""
+        v = self._made.get(number)
+        if v is None:
+            o, producer, t = self._rows[number]
+            meta = o[_O_META]
+            v = self._made[number] = Version(
+                project=self.project, name=self.name, number=number, sha256=o[_O_SHA], size=o[_O_SIZE],
+                type=o[_O_TYPE] or self.type, kind=o[_O_KIND], folder=o[_O_FOLDER], files=o[_O_FILES],
+                reference=None if o[_O_SHA] in self._copied else o[_O_REF], filename=o[_O_FILENAME],
+                description=o[_O_DESC], metadata=decode_nonfinite(meta) if isinstance(meta, dict) else None,
+                producer=producer, time=t, step=o[_O_STEP])
+        return v
+
+    @property
+    def versions(self) -> list[Version]:
+        """Every version, ``v0`` first."""
+        return [self.version(n) for n in range(len(self._rows))]
+
+    @property
     def latest(self) -> Version:
         """The newest version."""
-        return self.versions[-1]
+        return self.version(len(self._rows) - 1)
+
+    def sizes(self) -> set[int]:
+        """The sizes of the versions."""
+        return {o[_O_SIZE] for o, _, _ in self._rows}
 
     def aliases_of(self, number: int) -> list[str]:
         """The aliases naming version ``number``: ``latest`` first, then the others sorted."""
         names = sorted(a for a, n in self.aliases.items() if n == number and a != LATEST)
-        return ([LATEST] if self.versions and self.versions[-1].number == number else []) + names
+        return ([LATEST] if self._rows and len(self._rows) - 1 == number else []) + names
 
     def version_of(self, sha: str) -> Version | None:
         """The version whose content is ``sha``."""
-        for v in self.versions:
-            if v.sha256 == sha:
-                return v
-        return None
+        n = self._index.get(sha)
+        return None if n is None else self.version(n)
 
     def pick(self, spec: str | None) -> Version:
         """The version ``spec`` names: ``None`` or ``latest``, ``v3``, or an alias.
@@ -207,17 +248,20 @@ class Collection:
             return self.latest
         if VERSION_RE.fullmatch(spec):
             n = int(spec[1:])
-            if n < len(self.versions):
-                return self.versions[n]
+            if n < len(self._rows):
+                return self.version(n)
         elif spec in self.aliases:
-            return self.versions[self.aliases[spec]]
+            return self.version(self.aliases[spec])
         raise TrackerError(f"artifact {self.qualified!r} has no version or alias {spec!r} ({self.describe()})")
 
     def describe(self) -> str:
         """``versions v0-v3; aliases: best, latest, prod``."""
-        n = len(self.versions)
+        n = len(self._rows)
         vs = "version v0" if n == 1 else f"versions v0-v{n - 1}"
         return f"{vs}; aliases: {', '.join(sorted(self.aliases))}"
+
+    def __repr__(self) -> str:
+        return f"<Collection {self.qualified} ({self.type}) {len(self._rows)} versions>"
 
 
 def split_ref(ref: str) -> tuple[str, str | None]:
@@ -243,68 +287,62 @@ class Registry:
 
     def __init__(self, figs: Mapping[str, Mapping[str, Any]]) -> None:
         self.collections: dict[tuple[str | None, str], Collection] = {}
-        #: run id -> [(collection key, sha256)] it logged, in log order, each once.
-        self.outputs: dict[str, list[tuple[tuple[str | None, str], str]]] = {}
-        #: run id -> [(collection key, sha256, alias used)] it used, in log order, each once.
-        self.inputs: dict[str, list[tuple[tuple[str | None, str], str, str | None]]] = {}
-        outs: list[tuple[Any, ...]] = []
+        #: run id -> RunInfo, when the store that made the registry knows them (for lineage and pages).
+        self.infos: dict[str, Any] | None = None
+        self._figs = figs
+        self._outputs: dict[str, dict[tuple[tuple[str | None, str], str], None]] | None = None
+        self._inputs: dict[str, list[tuple[tuple[str | None, str], str, str | None]]] | None = None
+        with _gc_paused():
+            self._build(figs)
+
+    def _build(self, figs: Mapping[str, Mapping[str, Any]]) -> None:
+        # The hot loop (100,000 records of 10,000 runs in a fraction of a second): records grouped by
+        # name first, each group sorted by (time, run, writer, seq) in C, one dict lookup per record.
+        groups: dict[tuple[str | None, str], list[tuple[Any, ...]]] = {}
         changes: list[tuple[Any, ...]] = []
         uses: list[tuple[Any, ...]] = []
         for run, f in figs.items():
             project = f.get("p")
             for o in f.get("o") or ():
-                outs.append((o[_O_TIME], run, o[_O_W], o[_O_SEQ], (project, o[_O_NAME]), o))
+                key = (project, o[_O_NAME])
+                g = groups.get(key)
+                if g is None:
+                    g = groups[key] = []
+                g.append((o[_O_TIME], run, o[_O_W], o[_O_SEQ], o))  # types as figures() made them
             for u in f.get("u") or ():
-                uses.append((u[_U_TIME], run, u[_U_W], u[_U_SEQ], (u[_U_PROJECT], u[_U_NAME]), u))
+                uses.append((float(u[_U_TIME]), run, u[_U_W] or "", int(u[_U_SEQ] or 0), (u[_U_PROJECT], u[_U_NAME]),
+                             u))
             for e in f.get("e") or ():
-                changes.append((e[_E_TIME], run, e[_E_W], e[_E_SEQ], (e[_E_PROJECT], e[_E_NAME]), e))
-        outs.sort(key=_order)
-        uses.sort(key=_order)
-        shas: dict[tuple[str | None, str], dict[str, int]] = {}
-        copied: set[tuple[tuple[str | None, str], str]] = set()
-        for t, run, w, seq, key, o in outs:
-            c = self.collections.get(key)
-            if c is None:
-                c = self.collections[key] = Collection(key[0], key[1])
-                shas[key] = {}
-            sha = o[_O_SHA]
-            if sha not in shas[key]:
-                shas[key][sha] = len(c.versions)
-                meta = o[_O_META]
-                c.versions.append(Version(
-                    project=key[0], name=key[1], number=len(c.versions), sha256=sha, size=o[_O_SIZE],
-                    type=o[_O_TYPE] or UNSPECIFIED, kind=o[_O_KIND], folder=o[_O_FOLDER], files=o[_O_FILES],
-                    reference=o[_O_REF], filename=o[_O_FILENAME], description=o[_O_DESC],
-                    metadata=decode_nonfinite(meta) if isinstance(meta, dict) else None, producer=run, time=t,
-                    step=o[_O_STEP]))
-            if not o[_O_REF]:
-                copied.add((key, sha))
-            if o[_O_TYPE]:
-                c.type = o[_O_TYPE]
-            runs = c.loggers.setdefault(sha, [])
-            if run not in runs:
-                runs.append(run)
-            mine = self.outputs.setdefault(run, [])
-            if (key, sha) not in mine:
-                mine.append((key, sha))
-            for alias in o[_O_ALIASES]:
-                changes.append((t, run, w, seq, key, [key[0], key[1], alias, sha, None, "set", t, None, w, seq,
-                                                      "log"]))
-        # A content that some run stored is read from the blob, whatever another run referenced;
-        # a version logged without a type has the name's.
-        for key, c in self.collections.items():
-            for i, v in enumerate(c.versions):
-                if v.reference and (key, v.sha256) in copied:
-                    v = c.versions[i] = attrs.evolve(v, reference=None)
-                if v.type == UNSPECIFIED and c.type != UNSPECIFIED:
-                    c.versions[i] = attrs.evolve(v, type=c.type)
-        changes.sort(key=_order)
+                changes.append((float(e[_E_TIME]), run, e[_E_W] or "", int(e[_E_SEQ] or 0),
+                                (e[_E_PROJECT], e[_E_NAME]), e))
+        for key, g in groups.items():
+            g.sort(key=_ORDER)
+            c = self.collections[key] = Collection(key[0], key[1])
+            index, rows, loggers, copied = c._index, c._rows, c.loggers, c._copied
+            for t, run, w, seq, o in g:
+                sha = o[_O_SHA]
+                if sha not in index:
+                    index[sha] = len(rows)
+                    rows.append((o, run, t))
+                    loggers[sha] = [run]
+                elif run not in loggers[sha]:
+                    loggers[sha].append(run)
+                if o[_O_TYPE]:
+                    c.type = o[_O_TYPE]
+                if not o[_O_REF]:
+                    copied.add(sha)
+                c.last_logged = t
+                if o[_O_ALIASES]:
+                    for alias in o[_O_ALIASES]:
+                        changes.append((t, run, w, seq, key, [key[0], key[1], alias, sha, None, "set", t, None, w,
+                                                              seq, "log"]))
+        changes.sort(key=_ORDER)
         for t, run, _w, _seq, key, e in changes:
             c = self.collections.get(key)
             if c is None:
                 continue  # an alias of a name that has no version (any more): nothing to show it on
             alias, sha = e[_E_ALIAS], e[_E_SHA]
-            number = shas[key].get(sha) if isinstance(sha, str) else None
+            number = c._index.get(sha) if isinstance(sha, str) else None
             op = e[_E_OP]
             if op == "set" and number is not None:
                 c.aliases[alias] = number
@@ -314,17 +352,44 @@ class Registry:
             c.history.append(AliasChange(alias=alias, op=op, version=None if number is None else f"v{number}",
                                          sha256=sha, time=t, user=e[_E_USER], run=run, how=how))
         for c in self.collections.values():
-            c.aliases[LATEST] = len(c.versions) - 1
+            c.aliases[LATEST] = len(c._rows) - 1
+        uses.sort(key=_ORDER)
         for _t, run, _w, _seq, key, u in uses:
             sha = u[_U_SHA]
             c = self.collections.get(key)
-            if c is not None and sha in shas[key]:
+            if c is not None and sha in c._index:
                 runs = c.consumers.setdefault(sha, [])
                 if run not in runs:
                     runs.append(run)
-            mine_in = self.inputs.setdefault(run, [])
-            if not any(k == key and s == sha for k, s, _ in mine_in):
-                mine_in.append((key, sha, u[_U_ALIAS]))
+
+    @property
+    def outputs(self) -> dict[str, dict[tuple[tuple[str | None, str], str], None]]:
+        """run id -> {(collection key, sha256): None} of what it logged, in log order (made when first asked)."""
+        if self._outputs is None:
+            out: dict[str, dict[tuple[tuple[str | None, str], str], None]] = {}
+            for run, f in self._figs.items():
+                project = f.get("p")
+                rows = f.get("o")
+                if rows:
+                    out[run] = {((project, o[_O_NAME]), o[_O_SHA]): None for o in rows}
+            self._outputs = out
+        return self._outputs
+
+    @property
+    def inputs(self) -> dict[str, list[tuple[tuple[str | None, str], str, str | None]]]:
+        """run id -> [(collection key, sha256, alias used)] of what it used, in log order, each once."""
+        if self._inputs is None:
+            out: dict[str, list[tuple[tuple[str | None, str], str, str | None]]] = {}
+            for run, f in self._figs.items():
+                mine: list[tuple[tuple[str | None, str], str, str | None]] = []
+                for u in f.get("u") or ():
+                    key, sha = (u[_U_PROJECT], u[_U_NAME]), u[_U_SHA]
+                    if not any(k == key and s == sha for k, s, _ in mine):
+                        mine.append((key, sha, u[_U_ALIAS]))
+                if mine:
+                    out[run] = mine
+            self._inputs = out
+        return self._inputs
 
     def names(self, type: str | None = None, project: str | None = None) -> list[Collection]:
         """Every named artifact (of one type, of one project), by project and name."""
@@ -384,8 +449,20 @@ class Registry:
         return c.version_of(sha) if c is not None else None
 
 
-def _order(row: tuple[Any, ...]) -> tuple[float, str, str, int]:
-    return (float(row[0] or 0.0), row[1], str(row[2] or ""), int(row[3] or 0))
+#: The order records apply in: time, run id, writer id, sequence number (the first four of a row).
+_ORDER = itemgetter(0, 1, 2, 3)
+
+
+@contextmanager
+def _gc_paused() -> Iterator[None]:
+    # Building makes many objects and no cycles: the cyclic collector would only cost time.
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
 
 
 def _candidates(ref: str) -> list[tuple[str | None, str]]:
@@ -401,14 +478,5 @@ def _candidates(ref: str) -> list[tuple[str | None, str]]:
 
 
 __all__ = ["ALIAS_EDIT", "ARTIFACT", "ARTIFACT_USE", "UNSPECIFIED", "AliasChange", "Collection", "Registry",
-           "Version", "figures", "folder_registry", "qualified_name", "run_figures", "split_ref"]
+           "Version", "figures", "qualified_name", "run_figures", "split_ref"]
 
-
-def folder_registry(store: Any) -> Registry:
-    """The registry of a folder store (:class:`tracker.read.reader.Store`), from its run catalog."""
-    return Registry({e.info.id: e.artifacts for e in store.catalog() if e.artifacts})
-
-
-def forget(store: Any, run_id: str | None = None) -> None:
-    """Drop what ``store`` keeps in memory of its registry (run ``run_id`` changed, or anything)."""
-    store.__dict__.pop("_registry", None)

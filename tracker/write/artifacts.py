@@ -1,7 +1,9 @@
 """Named artifacts as users call them: ``run.log_artifact`` / ``use_artifact``, and on a store
 ``artifact``, ``artifacts``, ``lineage``, ``set_alias`` and ``remove_alias``.
 
-Logging stores the bytes and appends an ``artifact`` record; using appends an
+Each of these first appends the run's id to the store's hints
+(:func:`tracker.read.index.artifacts.note_change`), so that readers keeping the
+registry warm look at that run again. Logging stores the bytes and appends an ``artifact`` record; using appends an
 ``artifact_use`` record; an alias change is an edit event in the edit
 segment of the run that made the version (:mod:`tracker.write.edits`), or a
 row of the team database's alias table. Nothing else is written: versions,
@@ -20,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from tracker.core.errors import SchemaError, TrackerError
 from tracker.core.rules import LATEST, VERSION_RE, check_alias
+from tracker.read.index.artifacts import note_change
 from tracker.read.registry import ALIAS_EDIT, UNSPECIFIED, split_ref
 from tracker.write.wandb.artifact import Artifact, ArtifactCollection
 
@@ -92,9 +95,10 @@ def log_artifact(run: Any, path: Any, name: str | None = None, type: str | None 
     probe = _prior(run, name, type, path, more.get("members"))
     if probe is not None:
         more["probe_before"], more["probe_sizes"] = probe
+    note_change(run.store, run.id)
     rec = capture_log(run, path, name, kind=kind, copy=copy, step=step, type=type, aliases=aliases,
                       description=description, metadata=metadata, **more)
-    _changed(run.store, run.id)
+    _remember(run, rec)
     store = reader_of(run)
     if art is not None:
         return art._bind(store, _blobs(run), run.project, rec, run.id)
@@ -102,7 +106,12 @@ def log_artifact(run: Any, path: Any, name: str | None = None, type: str | None 
 
 
 def _prior(run: Any, name: Any, type: str | None, path: Any, members: Any) -> tuple[float, set[int]] | None:
-    """Check ``type`` against the name's versions; for large content, when to hash before copying."""
+    """Check ``type`` against the name's versions; for large content, when to hash before copying.
+
+    A writing process reads no store as a reader does (nothing derived, nothing written under
+    ``index/``): what the name holds comes from the run catalog as the last reader left it, and from
+    what this process logged.
+    """
     from tracker.core.files import check_regular
 
     if not isinstance(name, str) or not name:
@@ -116,13 +125,33 @@ def _prior(run: Any, name: Any, type: str | None, path: Any, members: Any) -> tu
             return None  # the capture layer names what is wrong
     if type is None and not big:
         return None
-    c = reader_of(run).registry().collections.get((run.project, name))
+    import orjson
+
+    from tracker.read.index.catalog import peek_artifacts
+    from tracker.read.registry import Registry
+
+    figs = peek_artifacts(Path(run.store), orjson.dumps(name))
+    mine = _logged.get((os.path.abspath(run.store), run.id))
+    if mine:
+        had = figs.get(run.id) or {"p": run.project, "o": [], "u": [], "e": []}
+        figs[run.id] = {**had, "o": list(had.get("o") or []) + mine}
+    c = Registry(figs).collections.get((run.project, name))
     if c is None:
         return None
     if type is not None and c.type not in (UNSPECIFIED, type):
         raise SchemaError("artifact", [("type", f"artifact {c.qualified!r} is of type {c.type!r} ({c.describe()}), "
                                                 f"given type {type!r}: a name keeps one type; log under another name")])
-    return max(v.time for v in c.versions), {v.size for v in c.versions}
+    return c.last_logged, c.sizes()
+
+
+#: What this process logged, per (store, run): figure rows, for :func:`_prior` (runs this process writes).
+_logged: dict[tuple[str, str], list[list[Any]]] = {}
+
+
+def _remember(run: Any, rec: Any) -> None:
+    row = [rec.name, rec.type, rec.sha256, rec.size, rec.time, run.writer_id, 0, rec.step, rec.kind, rec.folder,
+           rec.files, rec.referenced, list(rec.aliases), rec.filename, None, None]
+    _logged.setdefault((os.path.abspath(run.store), run.id), []).append(row)
 
 
 def use_artifact(run: Any, ref: Any, type: str | None = None, aliases: Any = None, use_as: str | None = None
@@ -148,21 +177,12 @@ def use_artifact(run: Any, ref: Any, type: str | None = None, aliases: Any = Non
     if type is not None and type != c.type:
         raise TrackerError(f"use_artifact({ref!r}): artifact {c.qualified!r} is of type {c.type!r}, not {type!r}")
     alias = LATEST if spec is None else (None if VERSION_RE.fullmatch(spec) else spec)
+    note_change(run.store, run.id)
     side_writer(run)("artifact_use", use_record(c.project, c.name, v.version, v.sha256,
                                                 None if c.type == UNSPECIFIED else c.type, alias), None)
-    _changed(run.store, run.id)
     a = Artifact._read(store, _blobs(run), c.project, v)
     a.asked = spec
     return a
-
-
-def _changed(store: Path, run_id: str) -> None:
-    """Tell this process's readers of ``store`` that run ``run_id`` changed what the registry derives from."""
-    reader = _readers.get(os.path.abspath(store))
-    if reader is not None:
-        from tracker.read.registry import forget
-
-        forget(reader, run_id)
 
 
 # --- the store side: the same methods over a folder and the team database ---------------------------
@@ -218,7 +238,8 @@ class ArtifactMethods:
         if not isinstance(depth, int) or isinstance(depth, bool) or depth < 1:
             raise TrackerError(f"lineage: depth expects a whole number of 1 or more, given {depth!r}")
         registry = self.registry()
-        infos = {i.id: i for i in self.runs()}  # type: ignore[attr-defined]
+        infos = registry.infos if registry.infos is not None else \
+            {i.id: i for i in self.runs()}  # type: ignore[attr-defined]
         run_id = None
         if ":" not in ref:
             try:
@@ -261,7 +282,7 @@ class ArtifactMethods:
         number = c.aliases.get(alias)
         if number is None:
             raise TrackerError(f"artifact {c.qualified!r} has no alias {alias!r} ({c.describe()})")
-        v = c.versions[number]
+        v = c.version(number)
         if spec is not None and c.pick(spec).number != number:
             raise TrackerError(f"alias {alias!r} of {c.qualified!r} names {v.version}, not {spec}; nothing changed")
         self._alias_edit(v.producer, _alias_data("remove", c, v, alias))
@@ -276,11 +297,10 @@ def folder_alias_edit(store: Any, run_id: str, data: dict[str, Any]) -> None:
     """An alias edit in a folder store: an edit event of run ``run_id`` (the version's producer)."""
     from tracker.write.edits import fsync_wanted, write_edit
 
+    # The hint before and after: a reader that looked between the two sees the edit at its next question.
+    note_change(store.path, run_id)
     write_edit(Path(store.path) / "runs" / run_id, data, fsync=fsync_wanted(store))
-    _changed(Path(store.path), run_id)
-    from tracker.read.registry import forget
-
-    forget(store, run_id)
+    note_change(store.path, run_id)
 
 
 __all__ = ["PROBE_MIN", "ArtifactMethods", "folder_alias_edit", "log_artifact", "reader_of", "use_artifact",

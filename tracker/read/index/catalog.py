@@ -339,6 +339,40 @@ def load(store: Path) -> Table | None:
         return None
 
 
+def peek_artifacts(store: Path, needle: bytes) -> dict[str, dict[str, Any]]:
+    """The artifact figures of the runs whose figures mention ``needle`` (a JSON string, say a name), as
+    the catalog file holds them: nothing checked against the runs' files, nothing derived or written.
+
+    For a writing process that wants a hint of what a name holds (its type, its versions' sizes)
+    without reading the store as a reader does; runs added since the last reader are not there.
+    """
+    from bisect import bisect_right
+
+    try:
+        with container.Reader(catalog_file(store)) as reader:
+            h = reader.header
+            runs = h.get("runs")
+            if h.get("layout") != LAYOUT or type(runs) is not list:
+                return {}
+            blob = bytes(reader.read("artifacts"))
+            at = _ints(reader, "artifacts_at", "Q")
+    except (OSError, container.Damaged, KeyError, TypeError, ValueError):
+        return {}
+    out: dict[str, dict[str, Any]] = {}
+    pos = blob.find(needle)
+    while pos >= 0:
+        i = bisect_right(at, pos) - 1
+        if 0 <= i < len(runs):
+            try:
+                out[runs[i][0]] = orjson.loads(blob[at[i]:at[i + 1]])
+            except (orjson.JSONDecodeError, IndexError, TypeError):
+                pass
+            pos = blob.find(needle, at[i + 1] if i + 1 < len(at) else len(blob))
+        else:
+            break
+    return out
+
+
 def save(store: Path, kept: list[Kept], writable: Writable) -> None:
     """Write the catalog (temporary name, then rename), when the store can be written."""
     def write() -> None:

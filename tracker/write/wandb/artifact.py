@@ -517,17 +517,28 @@ class ArtifactCollection:
         self.project = collection.project
         self.type = collection.type
         self.qualified = collection.qualified
-        self.versions = [Artifact._read(store, blobs, collection.project, v) for v in collection.versions]
+        self.count = collection.count
         self.aliases = {a: f"v{n}" for a, n in sorted(collection.aliases.items())}
         self.history = list(collection.history)
+        self._store, self._blobs, self._collection = store, blobs, collection
+        self._versions: list[Artifact] | None = None
+
+    @property
+    def versions(self) -> list[Artifact]:
+        """Every version, ``v0`` first (made when first asked for)."""
+        if self._versions is None:
+            c = self._collection
+            self._versions = [Artifact._read(self._store, self._blobs, c.project, v) for v in c.versions]
+        return self._versions
 
     @property
     def latest(self) -> Artifact:
         """The newest version."""
-        return self.versions[-1]
+        c = self._collection
+        return Artifact._read(self._store, self._blobs, c.project, c.latest)
 
     def __repr__(self) -> str:
-        return f"<ArtifactCollection {self.qualified} ({self.type}) {len(self.versions)} versions>"
+        return f"<ArtifactCollection {self.qualified} ({self.type}) {self.count} versions>"
 
 
 __all__ = ["UNSPECIFIED", "Artifact", "ArtifactCollection", "ArtifactFile"]
