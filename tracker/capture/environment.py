@@ -392,15 +392,15 @@ class EnvironmentRecorder:
     """Records the environment of ``run`` on a daemon thread; :meth:`wait` lets it end before the run does.
 
     :param write: ``write(schema, data)`` writes a record at the run's latest step.
-    :param store: the store folder (blobs).
-    :param config: the loaded tracker.toml (``max_diff_bytes``, ``run_code``, ``fsync``).
+    :param put_blob: ``put_blob(data) -> sha256`` stores bytes as a blob (the package list, the diff).
+    :param config: the loaded tracker.toml (``max_diff_bytes``, ``run_code``).
     :param log_artifact: ``log_artifact(folder, name)`` for ``[run] code``.
     """
 
-    def __init__(self, write: Callable[[str, dict[str, Any]], Any], store: Path, config: Any,
+    def __init__(self, write: Callable[[str, dict[str, Any]], Any], put_blob: Callable[[bytes], str], config: Any,
                  log_artifact: Callable[[Path, str], Any] | None = None) -> None:
         self.write = write
-        self.store = store
+        self.put_blob = put_blob
         self.config = config
         self.log_artifact = log_artifact
         self.data: dict[str, Any] | None = None
@@ -416,21 +416,10 @@ class EnvironmentRecorder:
         if self.thread.is_alive() and self.thread is not threading.current_thread():
             self.thread.join(timeout)
 
-    def _put_blob(self, data: bytes) -> str:
-        from tracker.capture.blobs import BlobStore
-
-        blobs = BlobStore(self.store, fsync=getattr(self.config, "fsync", False))
-        import hashlib
-
-        sha = hashlib.sha256(data).hexdigest()
-        if not blobs.exists(sha):
-            sha, _ = blobs.put_bytes(data)
-        return sha
-
     def _run(self) -> None:
         try:
             data = collect(max_diff_bytes=getattr(self.config, "max_diff_bytes", 10 * 1024 * 1024),
-                           put_blob=self._put_blob)
+                           put_blob=self.put_blob)
             for w in data["warnings"]:
                 _warn(w)
             self.data = data
