@@ -192,6 +192,9 @@ export class GroupCharts {
       return;
     }
     if (!this.charts.size) clear(this.status).append(loading("Loading groups…"));
+    // Typing in the filter changes the runs at every key: ask once the typing pauses.
+    await new Promise((resolve) => setTimeout(resolve, 250));
+    if (seq !== this.seq) return;
     let doc;
     try {
       doc = await api("/api/aggregate", { ...params, by, metrics: metrics.join(","), max_points: 1000 });

@@ -303,6 +303,9 @@ function header(ctx) {
   const crashed = info.status === "crashed";
   const facts = [
     info.project ? el("span", { text: info.project }) : null,
+    // The run's group: a link to the runs page grouped, this group unfolded.
+    info.group ? el("a", { href: `/?groupby=group&open=${encodeURIComponent(info.group)}`, "data-link": true, class: "run-group",
+      text: `group ${info.group}${info.job_type ? ` · ${info.job_type}` : ""}` }) : info.job_type ? el("span", { text: `job type ${info.job_type}` }) : null,
     ctx.statusNode,
     el("span", { text: `started ${fmtTime(info.created_at)}` }),
     // A crashed run has no end: what it has is when it was last seen logging.
