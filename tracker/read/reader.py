@@ -283,6 +283,12 @@ class RunView(LazyHost):
 
     ``problems`` collects every damaged line met while reading; each is also
     warned about once.
+
+    A view reads each segment up to the size it had when the view first read
+    it, and its later reads (records, metrics, tables, summaries) keep to the
+    same sizes, so that one answer is read from one state of the run and a
+    writer appending faster than the view reads is never chased:
+    :meth:`refresh` takes the run as it is now.
     """
 
     def __init__(self, store: str | os.PathLike[str], run_id: str,
@@ -305,6 +311,8 @@ class RunView(LazyHost):
         self._ends: list[Segment] = []
         self._writable = writable if writable is not None else Writable()
         self._warn_index = warn_once(set())
+        #: Per segment name, the byte offset this view reads it to (its size when first read).
+        self._bounds: dict[str, int] = {}
 
     def segment_paths(self) -> list[Path]:
         """The run's segment files, sorted by name."""
@@ -328,9 +336,22 @@ class RunView(LazyHost):
         return info_html(self.info)
 
     def refresh(self) -> RunInfo:
-        """Read the info again (a running run's status and counts change)."""
+        """Read the run again as it is now: its info (a running run's status and counts change), and
+        records appended since the view first read them."""
         self._info = None
+        self._bounds.clear()
         return self.info
+
+    def _bound(self, path: Path) -> int:
+        """The byte offset this view reads segment ``path`` to: its size when the view first read it."""
+        end = self._bounds.get(path.name)
+        if end is None:
+            try:
+                end = os.stat(path).st_size
+            except OSError as exc:
+                raise StoreError(f"cannot read {path}: {exc.strerror or exc}") from None
+            self._bounds[path.name] = end
+        return end
 
     def _timeout(self) -> float:
         # [store] heartbeat_timeout of tracker.toml, also for a view opened without a host
@@ -422,7 +443,8 @@ class RunView(LazyHost):
         out = []
         for p in self.segment_paths():
             ix = load_segment(self.store, self.id, p, schemas, self._writable, self._warn_index,
-                              derived=enabled)
+                              derived=enabled, end=self._bounds.get(p.name))
+            self._bounds.setdefault(p.name, ix.size)
             for line, kind, message in ix.problems:
                 self._warn_once(Problem(str(p), line, kind, message))
             if ix.rest and not quiet:
@@ -535,7 +557,7 @@ class RunView(LazyHost):
         seen: dict[str, None] = {}
         mark = RECORD_SCHEMA_MARK
         for p in self.segment_paths():
-            for _, line in iter_lines(p):
+            for _, line in iter_lines(p, end=self._bound(p)):
                 i = line.find(mark)
                 if i >= 0:
                     j = i + len(mark)
@@ -608,7 +630,7 @@ class RunView(LazyHost):
 
         Like :meth:`_lines` but with one generator step per 1 MiB instead of one per line.
         """
-        reader = LineChunks(path, 0, chunk)
+        reader = LineChunks(path, 0, chunk, self._bound(path))
         yield from reader
         if reader.rest and not quiet_tail:
             self._warn(Problem(str(path), reader.lines + 1, "torn",

@@ -123,20 +123,22 @@ class SegmentColumns:
         #: Whether ``lines`` counts from the file's start (line numbers in problems are exact).
         self.from_start = True
 
-    def seed(self, path: Path) -> None:
+    def seed(self, path: Path) -> bool:
         """Start from the segment's derived columns (``<store>/index/``) instead of its first line.
 
         The store's index covers the segment up to a byte offset (and is
         extended to its last complete line on the way), so the first request
         for a long run costs its columns, not a parse of every line; reading
         then goes on from that offset as from any other.
+
+        :returns: whether the columns were seeded now (they cover the segment as it was at this call).
         """
         if self.offset or self.ino is not None or not index_enabled():
-            return
+            return False
         try:
             ix = load_segment(path.parents[2], path.parent.name, path, {METRICS}, _WRITABLE)
         except Exception:  # noqa: BLE001 - derived data is an optimisation: read the lines instead
-            return
+            return False
         part = ix.parts.get(METRICS)
         self.offset, self.lines, self.ino = ix.offset, ix.lines, ix.ino
         if part is not None and part.n:
@@ -144,10 +146,16 @@ class SegmentColumns:
             self.n = part.n
         for line, kind, message in ix.problems[:100]:
             self.problems.append({"segment": self.name, "line": line, "kind": kind, "message": message})
+        return True
 
     def read(self, path: Path) -> int:
-        """Read the complete lines after ``self.offset``; returns how many metrics records were new."""
-        self.seed(path)
+        """Read the complete lines after ``self.offset``; returns how many metrics records were new.
+
+        Up to the segment's size at this call: lines appended meanwhile are read by the next call.
+        """
+        if self.seed(path):
+            # The seed read the segment as it was a moment ago; what came since is the next call's.
+            return self.n
         try:
             st = os.stat(path)
         except OSError as exc:
@@ -160,7 +168,7 @@ class SegmentColumns:
             return 0
         base = self.lines
         try:
-            cols, n = segment_columns(self.name, self._counted(LineChunks(path, self.offset)),
+            cols, n = segment_columns(self.name, self._counted(LineChunks(path, self.offset, end=st.st_size)),
                                       lambda p: self._problem(p, base))
         except StoreError as exc:
             self._unreadable(path, str(exc))
