@@ -55,7 +55,7 @@ from tracker.read.index import (
 )
 from tracker.read.index import segments as index_segments
 from tracker.read.liveness import hostname
-from tracker.read.segment import Segment, read_run_info, read_segment, segment_paths
+from tracker.read.segment import Segment, read_run_info, read_segment, segment_paths, segment_sizes
 
 if TYPE_CHECKING:
     import numpy as np
@@ -132,14 +132,23 @@ class Store(LazyHost):
         Read from ``<store>/index/catalog.idx`` where it still matches the
         run's files, derived again from the segments where it does not.
         """
+        # The size of each segment to read is noted when the listing begins, for every run it reads:
+        # runs logging faster than this reader parses are read as they were, never chased.
+        bounds: dict[str, dict[str, int]] = {}
+
+        def note(ids: list[str]) -> None:
+            bounds.update({rid: segment_sizes(self.runs_dir / rid) for rid in ids})
+
         if index_enabled():
-            entries = catalog_entries(self.path, self.run_ids(), self._derive_entry, self._refresh_running,
-                                      self._writable, self._unlisted)
+            entries = catalog_entries(self.path, self.run_ids(), lambda rid: self._derive_entry(rid, bounds.get(rid)),
+                                      self._refresh_running, self._writable, self._unlisted, note)
         else:
             entries = []
-            for rid in self.run_ids():
+            ids = self.run_ids()
+            note(ids)
+            for rid in ids:
                 try:
-                    view = self._view(rid)
+                    view = self._view(rid, bounds.get(rid))
                     entries.append(CatalogEntry(view.info, view.metric_stats(), view.schema_counts()))
                 except StoreError as exc:
                     self._unlisted(rid, exc)
@@ -168,16 +177,19 @@ class Store(LazyHost):
 
         return run_frame(self, project, status, library)
 
-    def _view(self, run_id: str) -> RunView:
-        return self.view_class(self.path, run_id, host=self._host, writable=self._writable)
+    def _view(self, run_id: str, bounds: dict[str, int] | None = None) -> RunView:
+        view = self.view_class(self.path, run_id, host=self._host, writable=self._writable)
+        if bounds:
+            view._bounds.update(bounds)
+        return view
 
     def _unlisted(self, run_id: str, exc: Exception) -> None:
         if not isinstance(exc, StoreError):
             raise exc
         warnings.warn(f"tracker: run {run_id} is not listed: {exc}", TrackerWarning, stacklevel=4)
 
-    def _derive_entry(self, run_id: str) -> tuple[CatalogEntry, dict[str, Any]]:
-        view = self._view(run_id)
+    def _derive_entry(self, run_id: str, bounds: dict[str, int] | None = None) -> tuple[CatalogEntry, dict[str, Any]]:
+        view = self._view(run_id, bounds)
         # The folders' state first: a change made while deriving makes the entry stale, never wrong.
         derived_ns = time.time_ns()
         dir_state, edits_state = folder_state(view.path)
@@ -353,6 +365,15 @@ class RunView(LazyHost):
             self._bounds[path.name] = end
         return end
 
+    def _snapshot(self, paths: list[Path]) -> None:
+        """Note the size of every segment not read yet, all at once (before any is read)."""
+        for p in paths:
+            if p.name not in self._bounds:
+                try:
+                    self._bounds[p.name] = os.stat(p).st_size
+                except OSError:
+                    pass  # gone or unreadable: the read that follows says so
+
     def _timeout(self) -> float:
         # [store] heartbeat_timeout of tracker.toml, also for a view opened without a host
         # (open_store()): the process's host is built, but only for a writer on another host.
@@ -441,7 +462,9 @@ class RunView(LazyHost):
         quiet = self._quiet()
         enabled = index_enabled()
         out = []
-        for p in self.segment_paths():
+        paths = self.segment_paths()
+        self._snapshot(paths)
+        for p in paths:
             ix = load_segment(self.store, self.id, p, schemas, self._writable, self._warn_index,
                               derived=enabled, end=self._bounds.get(p.name))
             self._bounds.setdefault(p.name, ix.size)
@@ -534,6 +557,7 @@ class RunView(LazyHost):
         """:meth:`records` parsed from the JSONL, line by line (what the index is checked against)."""
         quiet = self._quiet()
         paths = self.segment_paths()
+        self._snapshot(paths)
         # Any number of segments within bounded memory and open files: LineChunks opens a file
         # only while it reads a chunk, and a merge of many segments reads smaller chunks.
         chunk = merge_chunk(len(paths))
@@ -556,7 +580,9 @@ class RunView(LazyHost):
     def _jsonl_schemas(self) -> list[str]:
         seen: dict[str, None] = {}
         mark = RECORD_SCHEMA_MARK
-        for p in self.segment_paths():
+        paths = self.segment_paths()
+        self._snapshot(paths)
+        for p in paths:
             for _, line in iter_lines(p, end=self._bound(p)):
                 i = line.find(mark)
                 if i >= 0:
@@ -588,7 +614,9 @@ class RunView(LazyHost):
 
         if not index_enabled():
             quiet = self._quiet()
-            return metric_columns(((str(p), self._line_chunks(p, quiet)) for p in self.segment_paths()), self._warn)
+            paths = self.segment_paths()
+            self._snapshot(paths)
+            return metric_columns(((str(p), self._line_chunks(p, quiet)) for p in paths), self._warn)
         parts = []
         for ix in self._indexes({METRICS}):
             part = ix.parts.get(METRICS)
