@@ -26,7 +26,7 @@ READER = Path(__file__).with_name("live_reader.py")
 WRITERS = 8
 READS = ("runs", "api_runs", "metrics_w0", "metrics_ranks", "show", "api_metrics", "query")
 #: A read that has not come back by then has chased the tail (it never would).
-HANG_S = 240
+HANG_S = 90
 
 
 def _run_of(child: str) -> str:
