@@ -68,7 +68,8 @@ def test_a_wandb_script_runs_unchanged_and_reads_back(store: Path, cmd: Callable
     info = s.run(rid).info
     assert info.project == "mnist" and info.name == "baseline" and info.status == "finished"
     assert info.config == {"lr": 0.01, "epochs": 5, "batch_size": 64}
-    assert info.tags == ["baseline", "cnn", "group:sweep-1", "job_type:train"]
+    assert info.tags == ["baseline", "cnn"]
+    assert (info.group, info.job_type) == ("sweep-1", "train")
     assert info.notes == "first try"
     assert info.summary == {"best_acc": 0.9, "final_loss": 0.2}
     m = s.run(rid).metrics()

@@ -165,3 +165,44 @@ def bucket(request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.M
     root = tmp_path / "bucket"
     root.mkdir()
     return Bucket("file", f"file://{root}/team", None, "", root)
+
+
+@pytest.fixture(scope="package")
+def team_sweep(pg_server: object, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, str, str]]:  # noqa: F811
+    """``(store, url, sweep_id)``: a bayes sweep of 6 trials created with ``tracker sweep create --storage URL``
+    (its study in the database), its trials' runs synced to the same database."""
+    pytest.importorskip("optuna")
+    pytest.importorskip("yaml")
+    import subprocess
+    import sys
+
+    import tracker
+    from tracker.team.postgres import sync
+
+    folder = tmp_path_factory.mktemp("team-sweep")
+    store = folder / "store"
+    url = new_database(pg_server)
+    (folder / "sweep.yaml").write_text("name: lr search\nmethod: bayes\nmetric: {name: loss}\nparameters:\n"
+                                       "  lr: {distribution: log_uniform_values, min: 0.0001, max: 0.1}\n"
+                                       "  layers: {values: [1, 2, 4]}\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TRACKER_")}
+    made = subprocess.run([sys.executable, "-m", "tracker", "--store", str(store), "sweep", "create",
+                           str(folder / "sweep.yaml"), "--project", "sweepy", "--seed", "1", "--storage", url],
+                          capture_output=True, text=True, env=env, cwd=folder, timeout=120)
+    assert made.returncode == 0, made.stderr
+    sweep_id = made.stdout.strip()
+
+    def train() -> None:
+        run = tracker.init()
+        lr, layers = run.config["lr"], run.config["layers"]
+        for step in range(3):
+            tracker.log({"loss": (lr - 0.01) ** 2 * 1e4 + layers * 0.1 + 1.0 / (step + 1)})
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.delenv("TRACKER_RUN_ID", raising=False)
+        mp.delenv("TRACKER_SWEEP_ID", raising=False)
+        tracker.agent(sweep_id, function=train, count=6, store=store, storage=url)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        sync(tracker.open_store(store), url)
+    yield store, url, sweep_id

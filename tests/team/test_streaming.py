@@ -104,13 +104,18 @@ def test_status_shows_what_is_behind(proj: tuple[Path, Path, str]) -> None:
 
 def test_team_section_is_checked(tmp_path: Path) -> None:
     cfg = tmp_path / "tracker.toml"
-    cfg.write_text('[team]\nurl = "postgresql://u:pw@db/x"\nblobs = "s3://bucket/prefix"\n')
+    cfg.write_text('[team]\nurl = "postgresql://u:pw@db/x"\nblobs = "s3://bucket/prefix"\ntimeout = 4.5\n')
     c = load_config(cfg)
-    assert (c.team_url, c.team_blobs) == ("postgresql://u:pw@db/x", "s3://bucket/prefix")
+    assert (c.team_url, c.team_blobs, c.team_timeout) == ("postgresql://u:pw@db/x", "s3://bucket/prefix", 4.5)
+    cfg.write_text("[team]\n")
+    assert load_config(cfg).team_timeout == 30.0
     for body, words in [('url = "mysql://u:topsecret@db/x"', ("[team] url", "postgresql://", "u:***@db")),
                         ("url = 5", ("[team] url", "given 5")),
                         ('blobs = ""', ("[team] blobs", "a bucket URL starting with s3://")),
-                        ('bucket = "s3://b"', ("unknown key [team] bucket", "allowed: blobs, url"))]:
+                        ("timeout = 0", ("[team] timeout", "seconds above 0", "given 0")),
+                        ('timeout = "30s"', ("[team] timeout", "given '30s'")),
+                        ("timeout = true", ("[team] timeout", "given True")),
+                        ('bucket = "s3://b"', ("unknown key [team] bucket", "allowed: blobs, timeout, url"))]:
         cfg.write_text(f"[team]\n{body}\n")
         with pytest.raises(tracker.ConfigError) as err:
             load_config(cfg)

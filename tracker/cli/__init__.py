@@ -103,7 +103,7 @@ class CliContext:
                 from tracker.team.postgres import open_team_store
 
                 self._store = open_team_store(str(raw), host=self._host if self._host is not None
-                                              else (lambda: self.host))
+                                              else (lambda: self.host), timeout=self.config.team_timeout)
                 return self._store
             from tracker.store import Store
 

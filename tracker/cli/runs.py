@@ -52,6 +52,11 @@ def column_value(info: Any, spec: str) -> Any:
 @click.option("--project", metavar="P", help="Only runs of this project.")
 @click.option("--status", type=click.Choice(STATUSES), help="Only runs with this status.")
 @click.option("--tag", "tags", metavar="T", multiple=True, help="Only runs with this tag (repeat: all of them).")
+@click.option("--group", "group", metavar="G", help="Only runs of this group.")
+@click.option("--job-type", "job_type", metavar="T", help="Only runs of this job type.")
+@click.option("--group-by", "group_by", metavar="KEY",
+              help="One row per group: group, job_type, project, tag or config.KEY; n runs and the mean ± std "
+                   "of each metric's last value.")
 @click.option("-m", "--metric", "metrics", metavar="NAME", multiple=True,
               help="Show the last value of this metric (repeatable; default: the most common ones).")
 @click.option("-c", "--columns", "columns_opt", metavar="COLS", multiple=True,
@@ -67,7 +72,8 @@ def column_value(info: Any, spec: str) -> Any:
 @handle_errors
 def runs_cmd(obj: CliContext, project: str | None, status: str | None, tags: tuple[str, ...],
              metrics: tuple[str, ...], columns_opt: tuple[str, ...], limit: int | None, trash: bool,
-             fmt: str, system: bool = False, show_all: bool = False) -> None:
+             fmt: str, system: bool = False, show_all: bool = False, group: str | None = None,
+             job_type: str | None = None, group_by: str | None = None) -> None:
     """List runs, newest first: id, name, project, status, start, duration, last step, records, key metrics.
 
     Reads only the first line and the last few KiB of each run's segments, so
@@ -83,18 +89,21 @@ def runs_cmd(obj: CliContext, project: str | None, status: str | None, tags: tup
       tracker runs --columns summary.best_acc,config.lr
       tracker runs --trash
       tracker runs --system
+      tracker runs --group-by config.lr -m loss -m acc
       tracker runs --format json
     """
     from tracker.read.index import gc_paused
 
     # Thousands of runs and no cycles: the collector's passes over them are time lost (see gc_paused).
     with gc_paused():
-        _list_runs(obj, project, status, tags, metrics, columns_opt, limit, trash, fmt, system, show_all)
+        _list_runs(obj, project, status, tags, metrics, columns_opt, limit, trash, fmt, system, show_all,
+                   (group, job_type, group_by))
 
 
 def _list_runs(obj: CliContext, project: str | None, status: str | None, tags: tuple[str, ...],
                metrics: tuple[str, ...], columns_opt: tuple[str, ...], limit: int | None, trash: bool,
-               fmt: str, system: bool, show_all: bool) -> None:
+               fmt: str, system: bool, show_all: bool, groups: tuple[str | None, ...] = (None, None, None)) -> None:
+    group, job_type, group_by = groups
     extra = [c.strip() for spec in columns_opt for c in spec.split(",") if c.strip()]
     store = obj.store
     if trash:
@@ -116,6 +125,12 @@ def _list_runs(obj: CliContext, project: str | None, status: str | None, tags: t
         if catalog is not None else [(i, False) for i in store.runs(project=project, status=status, tag=tag)]
     if len(tags) > 1:
         listed = [(i, f) for i, f in listed if all(t in i.tags for t in tags)]
+    if group is not None or job_type is not None:
+        listed = [(i, f) for i, f in listed if (group is None or i.group == group)
+                  and (job_type is None or i.job_type == job_type)]
+    if group_by is not None:
+        _list_groups(obj, [i for i, _ in listed], group_by, metrics, fmt)
+        return
     total = len(listed)
     if limit is None and not show_all and fmt == "table" and is_terminal():
         limit = TERMINAL_ROWS
@@ -137,7 +152,7 @@ def _list_runs(obj: CliContext, project: str | None, status: str | None, tags: t
     rows = []
     for info in infos:
         row = {"id": short.get(info.id, info.id) if fmt == "table" else info.id, "name": info.name,
-               "project": info.project, "status": info.status,
+               "project": info.project, "group": info.group, "status": info.status,
                "start": when(info.created_at) if fmt == "table" else info.created_at,
                "duration": run_duration(info), "step": info.last_step, "records": info.records}
         row.update({k: info.last_metrics.get(k) for k in keys})
@@ -147,14 +162,17 @@ def _list_runs(obj: CliContext, project: str | None, status: str | None, tags: t
             row["tags"] = ";".join(info.tags)
         rows.append(row)
     keys = [k for k in keys if k not in extra]
-    columns = ["id", "name", "project", "status", "start", "duration", "step", "records", *keys,
+    grouped = ["group"] if any(i.group is not None for i in infos) or fmt == "csv" else []
+    columns = ["id", "name", "project", *grouped, "status", "start", "duration", "step", "records", *keys,
                *(c for c, _ in sys_cols), *extra]
     if fmt == "csv":
         click.echo(csv_text([*columns, "tags"], rows), nl=False)
         return
     if not rows:
         where = f"the trash of {obj.store.path}" if trash else str(obj.store.path)
-        click.echo(f"no runs in {where}" + (" match" if project or status or tags else ""), err=True)
+        hint = None if trash else getattr(obj.store, "empty_hint", None)  # a team database no run reached yet
+        click.echo(f"no runs in {where}" + (" match" if project or status or tags else "")
+                   + (f" yet: {hint}" if hint else ""), err=True)
         return
     for row in rows:
         row["duration"] = duration(row["duration"])
@@ -168,3 +186,38 @@ def _list_runs(obj: CliContext, project: str | None, status: str | None, tags: t
         more = total - len(rows)
         click.echo(f"... {more} more run{'s' if more != 1 else ''} ({len(rows)} of {total} shown, newest first): "
                    "tracker runs --all shows every one, -n N the newest N")
+
+
+def _list_groups(obj: CliContext, infos: list[Any], by: str, metrics: tuple[str, ...], fmt: str) -> None:
+    """``tracker runs --group-by``: one row per group, n runs and each metric's mean ± std (of last values)."""
+    from tracker.cli.render import cell
+    from tracker.read.aggregate import group_table
+
+    if not infos:
+        click.echo(f"no runs in {obj.store.path} match", err=True)
+        return
+    keys = list(metrics) or key_metrics(infos)
+    rows = group_table(infos, by, keys)
+    if fmt == "json":
+        click.echo(dumps([{"by": by, **row} for row in rows]))
+        return
+    if fmt == "csv":
+        flat = []
+        for row in rows:
+            out = {"group": row["group"], "n": row["n"]}
+            for m, f in row["metrics"].items():
+                out.update({f"{m}.mean": f["mean"], f"{m}.std": f["std"], f"{m}.n": f["n"]})
+            flat.append(out)
+        columns = ["group", "n", *(f"{m}.{f}" for m in keys for f in ("mean", "std", "n"))]
+        click.echo(csv_text(columns, flat), nl=False)
+        return
+    table = []
+    for row in rows:
+        out = {by: "-" if row["group"] is None else cell(row["group"]), "n": row["n"]}
+        for m, f in row["metrics"].items():
+            out[m] = "-" if f["mean"] is None else f"{cell(f['mean'])} ± {cell(f['std'])}" + \
+                ("" if f["n"] == row["n"] else f" ({f['n']})")
+        table.append(out)
+    click.echo(table_text([by, "n", *keys], table, color=use_color()))
+    click.echo(f"{len(infos)} runs in {len(rows)} groups; each metric: mean ± std of the runs' last values "
+               "(in brackets: how many runs have one, where not all)", err=True)

@@ -30,6 +30,8 @@ def _info_lines(obj: CliContext, info: Any) -> list[str]:
              line("records", f"{info.records}  (last step {'-' if info.last_step is None else info.last_step}, "
                              f"{info.writers} writer{'s' if info.writers != 1 else ''})"),
              line("tags", ", ".join(info.tags) or "-")]
+    if info.group is not None or info.job_type is not None:
+        lines.append(line("group", (info.group or "-") + (f"  job type {info.job_type}" if info.job_type else "")))
     env = info.env or {}
     if env.get("host") or env.get("git_commit"):
         lines.append(line("host", env.get("host") or "-") + (f"  commit {env['git_commit'][:12]}"

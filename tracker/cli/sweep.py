@@ -9,7 +9,38 @@ import click
 from tracker.cli import CliContext
 from tracker.cli.options import format_option, handle_errors
 from tracker.cli.render import dumps, table_text
+from tracker.core.errors import TrackerError
 from tracker.core.text import when
+
+
+def _folder(obj: CliContext, command: str) -> Any:
+    """The store folder a command that runs trials uses (never the team database: trials log to a folder)."""
+    from tracker.core.urls import is_database_url, redact_url
+
+    if is_database_url(obj.given_store):
+        raise TrackerError(f"tracker {command} runs trials into a store folder, given the database "
+                           f"{redact_url(obj.given_store)}: give a folder with --store, and the database with "
+                           "--storage (or [team] url)")
+    return obj.store_path.absolute()
+
+
+def _storage(obj: CliContext, root: Any, sweep_id: str, storage: str | None) -> str | None:
+    """``--storage``, else what the store's ``sweep.json`` says, else the team database ([team] url)."""
+    from tracker.sweeps.study import default_storage
+
+    return storage if storage is not None else default_storage(root, sweep_id, obj.config)
+
+
+def _where(obj: CliContext, sweep_id: str, storage: str | None) -> tuple[Any, str | None]:
+    """``(store folder or None, storage)`` to read sweep ``sweep_id`` from: the database given as ``--store``,
+    or the store folder with its ``sweep.json`` (else the team database of [team] url)."""
+    from tracker.core.urls import is_database_url
+
+    given = obj.given_store
+    if is_database_url(given):
+        return None, storage or str(given)
+    root = obj.store_path.absolute()
+    return root, _storage(obj, root, sweep_id, storage)
 
 
 @click.group("sweep")
@@ -42,12 +73,14 @@ def create_cmd(obj: CliContext, file: str, project: str | None, storage: str | N
       tracker sweep create sweep.yaml --project mnist
     """
     from tracker.sweeps.config import check_sweep_config, load_sweep_file
-    from tracker.sweeps.study import create_sweep, redact
+    from tracker.sweeps.study import create_sweep, default_storage, redact
 
     config = load_sweep_file(file)
     if name is not None:
         config = check_sweep_config({**config.raw, "name": name}, file)
-    root = obj.store_path.absolute()
+    root = _folder(obj, "sweep create")
+    if storage is None:  # with [team] url set, the team database holds the study: agents anywhere find it
+        storage = default_storage(None, None, obj.config)
     sweep_id = create_sweep(config, root, project=project, storage=storage, seed=seed)
     click.echo(f"tracker: created sweep {sweep_id} ({config.method}"
                + (f", {config.goal} {config.metric}" if config.metric else "")
@@ -82,7 +115,8 @@ def agent_cmd(obj: CliContext, sweep_id: str, count: int | None, storage: str | 
     from tracker.sweeps.agent import run_agent
     from tracker.sweeps.study import open_sweep
 
-    root = obj.store_path.absolute()
+    root = _folder(obj, "agent")
+    storage = _storage(obj, root, sweep_id, storage)
     sweep = open_sweep(root, sweep_id, storage)
     if sweep.meta.get("seed") is not None:
         sweep = open_sweep(root, sweep_id, storage, seed_offset=len(sweep.study.get_trials(deepcopy=False)))
@@ -109,13 +143,16 @@ def show_cmd(obj: CliContext, sweep_id: str, storage: str | None, fmt: str) -> N
     Example:
       tracker sweep show k3v9x2qa --format json
     """
-    from tracker.sweeps.study import open_sweep
+    from tracker.sweeps.study import open_sweep, storage_errors
 
-    sweep = open_sweep(obj.store_path.absolute(), sweep_id, storage)
-    info = sweep.info()
-    trials = sweep.trials()
+    root, storage = _where(obj, sweep_id, storage)
+    with storage_errors(storage):
+        sweep = open_sweep(root, sweep_id, storage)
+        info = sweep.info()
+        trials = sweep.trials()
+        importances = sweep.importances() if fmt == "json" else {}
     if fmt == "json":
-        click.echo(dumps({"sweep": info, "trials": trials, "importances": sweep.importances()}))
+        click.echo(dumps({"sweep": info, "trials": trials, "importances": importances}))
         return
     metric = info["metric"] or "metric"
     click.echo(f"sweep {info['id']}" + (f" ({info['name']})" if info["name"] else "")
@@ -138,9 +175,22 @@ def list_cmd(obj: CliContext, fmt: str) -> None:
     Example:
       tracker sweep list --format json
     """
-    from tracker.sweeps.study import list_sweeps
+    from tracker.core.urls import is_database_url, team_url
+    from tracker.sweeps.study import list_db_sweeps, list_sweeps
 
-    sweeps = list_sweeps(obj.store_path.absolute())
+    given = obj.given_store
+    if is_database_url(given):
+        sweeps = list_db_sweeps(str(given))
+    else:
+        sweeps = list_sweeps(obj.store_path.absolute())
+        url = team_url(obj.config)
+        if url:  # the team database's sweeps too (made here or on any machine of the lab)
+            try:
+                here = {s["id"] for s in sweeps}
+                sweeps += [s for s in list_db_sweeps(url) if s["id"] not in here]
+            except TrackerError as exc:
+                click.echo(f"tracker: warning: the team database's sweeps are not listed: {exc}", err=True)
+            sweeps.sort(key=lambda s: -(s.get("created_at") or 0))
     if fmt == "json":
         click.echo(dumps({"sweeps": sweeps}))
         return
@@ -165,6 +215,7 @@ def stop_cmd(obj: CliContext, sweep_id: str, storage: str | None) -> None:
     """
     from tracker.sweeps.study import open_sweep
 
-    sweep = open_sweep(obj.store_path.absolute(), sweep_id, storage)
+    root, storage = _where(obj, sweep_id, storage)
+    sweep = open_sweep(root, sweep_id, storage)
     sweep.stop()
     click.echo(f"tracker: sweep {sweep.id} stopped; agents finish their running trial and exit", err=True)

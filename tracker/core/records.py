@@ -60,7 +60,10 @@ class RunInfo:
     a writer that never finished, from its last line. ``name``, ``tags``,
     ``notes``, ``config`` and ``summary`` are the start event's with the
     run's edits applied (``tracker tag``, ``rename``, ``note``, ``run.config``,
-    ``run.summary``).
+    ``run.summary``). ``group`` and ``job_type`` are the start event's (W&B's
+    ``init(group=, job_type=)``); a run started without a group by 0.4 or
+    earlier reads its first ``group:<x>`` tag as its group (and ``job_type:<x>``
+    as its job type).
     """
 
     id: str
@@ -82,6 +85,9 @@ class RunInfo:
     #: System figures of the finished writers (tracker.capture.system.Sampler.totals):
     #: cpu_percent_mean/peak, process_rss_peak_bytes, gpu_energy_kwh... Empty without sampling.
     system: dict[str, Any] = attrs.field(factory=dict)
+    #: The group the run belongs to (seeds of one ablation, W&B's ``group``), and its job type.
+    group: str | None = None
+    job_type: str | None = None
 
     @property
     def duration(self) -> float | None:
@@ -124,6 +130,22 @@ class Problem:
     def __str__(self) -> str:
         where = self.path if self.line is None else f"{self.path}:{self.line}"
         return f"{where}: {self.kind}: {self.message}"
+
+
+#: Tag prefixes that 0.4's W&B ``init`` wrote for ``group`` and ``job_type`` (read as those fields).
+LABEL_TAGS = {"group": "group:", "job_type": "job_type:"}
+
+
+def label_from_tags(tags: Any, field: str) -> str | None:
+    """The value 0.4 kept as the tag ``<field>:<value>`` (``group:ablation-a``), or ``None``.
+
+    :param field: ``"group"`` or ``"job_type"``.
+    """
+    prefix = LABEL_TAGS[field]
+    for t in tags or ():
+        if isinstance(t, str) and t.startswith(prefix) and len(t) > len(prefix):
+            return t[len(prefix):]
+    return None
 
 
 _RUNINFO_FIELDS = tuple(f.name for f in attrs.fields(RunInfo))

@@ -16,6 +16,10 @@ _USERINFO = re.compile(r"^(?P<head>[A-Za-z][A-Za-z0-9+.-]*://[^:@/?#]*):(?P<secr
 #: ``password=...`` in a query string (libpq takes it there too).
 _QUERY_PASSWORD = re.compile(r"(?P<head>[?&](?:password|sslpassword|pass|pwd|secret|token)=)(?P<secret>[^&#]*)",
                              re.IGNORECASE)
+#: The same inside longer text (a command line's ``--db=postgresql://lab:pw@host/runs``): a URL starts
+#: where a scheme does not continue a word, and ends at white space.
+_EMBEDDED_USERINFO = re.compile(r"(?<![A-Za-z0-9+.-])(?P<head>[A-Za-z][A-Za-z0-9+.-]*://[^:@/?#\s]*)"
+                                r":(?P<secret>[^/?#\s]*(?:/[^@?#\s]*)?)@")
 MASK = "***"
 REDACTED = MASK
 #: The schemes of the team database (a store given as one of these is the team store).
@@ -34,6 +38,31 @@ def redact_url(url: Any) -> str:
     url = str(url)
     out = _USERINFO.sub(lambda m: f"{m['head']}:{MASK}@" if m["secret"] else m[0], url, count=1)
     return _QUERY_PASSWORD.sub(lambda m: m["head"] + MASK if m["secret"] else m[0], out)
+
+
+def redact_urls(value: Any) -> Any:
+    """``value`` with the password of every URL inside it replaced by ``***``, before it is stored.
+
+    Strings are searched for URLs anywhere in them (a command line's
+    ``--db=postgresql://lab:s3cret@db/runs``, ``?password=...``); lists,
+    tuples and dicts are walked (their keys kept); anything else comes back
+    as it is. What holds no password comes back equal to what was given.
+
+    >>> redact_urls(["train.py", "--db=postgresql://lab:s3cret@db.example/runs"])
+    ['train.py', '--db=postgresql://lab:***@db.example/runs']
+    """
+    if isinstance(value, str):
+        if "://" not in value and "=" not in value:
+            return value
+        out = _EMBEDDED_USERINFO.sub(lambda m: f"{m['head']}:{MASK}@" if m["secret"] else m[0], value)
+        return _QUERY_PASSWORD.sub(lambda m: m["head"] + MASK if m["secret"] else m[0], out)
+    if isinstance(value, dict):
+        return {k: redact_urls(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [redact_urls(v) for v in value]
+    if isinstance(value, tuple):
+        return tuple(redact_urls(v) for v in value)
+    return value
 
 
 def url_secrets(url: str) -> list[str]:
@@ -66,5 +95,5 @@ def team_url(config: Any) -> str | None:
     return os.environ.get("TRACKER_TEAM_URL") or None
 
 
-__all__ = ["DATABASE_SCHEMES", "MASK", "REDACTED", "is_database_url", "redact_url", "team_url", "url_password",
-           "url_secrets"]
+__all__ = ["DATABASE_SCHEMES", "MASK", "REDACTED", "is_database_url", "redact_url", "redact_urls", "team_url",
+           "url_password", "url_secrets"]

@@ -13,7 +13,8 @@ the same records and the same damage reports.
 Views (see DESIGN.md, "Query and team store"):
 
 - ``runs``: id, name, project, status, created_at, ended_at, tags, config,
-  then one column per top-level config key (``config_<key>`` on a clash);
+  ``"group"`` (quoted: a keyword of SQL), job_type, then one column per
+  top-level config key (``config_<key>`` on a clash);
 - ``records``: run_id, schema, step, time, writer, seq, data (JSON);
 - ``metrics``: run_id, step, time, name, value (DOUBLE, long format);
 - ``"<schema>"``: run_id, step, time and one typed column per field;
@@ -50,7 +51,7 @@ EVENT_COLUMNS = ("{kind: 'VARCHAR', schema: 'VARCHAR', step: 'BIGINT', time: 'DO
                  "seq: 'BIGINT', data: 'JSON'}")
 #: DuckDB refuses longer lines by default (16 MiB); a heatmap record may be long.
 MAX_LINE = 1 << 30
-BASE_RUN_COLUMNS = ("id", "name", "project", "status", "created_at", "ended_at", "tags", "config")
+BASE_RUN_COLUMNS = ("id", "name", "project", "status", "created_at", "ended_at", "tags", "config", "group", "job_type")
 #: The views that are not one per schema (a schema of one of these names gets no typed view).
 VIEW_NAMES = frozenset({"runs", "metrics", "records", "metric_stats"})
 STATS_COLUMNS = (("run_id", "VARCHAR"), ("name", "VARCHAR"), ("count", "BIGINT"), ("first", "DOUBLE"),
@@ -330,7 +331,7 @@ def _write_runs(path: Path, infos: Sequence[RunInfo], cols: list[tuple[str, str,
             cfg = info.config if isinstance(info.config, dict) else {}
             row = {"id": info.id, "name": info.name, "project": info.project, "status": info.status,
                    "created_at": info.created_at, "ended_at": info.ended_at, "tags": list(info.tags or []),
-                   "config": cfg}
+                   "config": cfg, "group": getattr(info, "group", None), "job_type": getattr(info, "job_type", None)}
             for i, (_, key, _) in enumerate(cols):
                 row[f"c{i}"] = cfg.get(key)
             f.write(_encode_row(row))
@@ -386,13 +387,15 @@ class Catalog:
         runs_file = tmp / "runs.jsonl"
         _write_runs(runs_file, s.infos, cols)
         types = ["id: 'VARCHAR'", "name: 'VARCHAR'", "project: 'VARCHAR'", "status: 'VARCHAR'",
-                 "created_at: 'DOUBLE'", "ended_at: 'DOUBLE'", "tags: 'JSON'", "config: 'JSON'"]
+                 "created_at: 'DOUBLE'", "ended_at: 'DOUBLE'", "tags: 'JSON'", "config: 'JSON'",
+                 '"group": \'VARCHAR\'', "job_type: 'VARCHAR'"]
         types += [f"c{i}: {literal(kind)}" for i, (_, _, kind) in enumerate(cols)]
-        select = ", ".join(BASE_RUN_COLUMNS) + "".join(f", c{i} AS {quote(col)}" for i, (col, _, _) in enumerate(cols))
+        select = ", ".join(quote(c) for c in BASE_RUN_COLUMNS) + \
+            "".join(f", c{i} AS {quote(col)}" for i, (col, _, _) in enumerate(cols))
         self._exec(f"CREATE TEMP TABLE runs AS SELECT {select} FROM read_ndjson({literal(str(runs_file))}, "
                    f"columns={{{', '.join(types)}}})" if s.infos else
                    "CREATE TEMP TABLE runs (id VARCHAR, name VARCHAR, project VARCHAR, status VARCHAR, "
-                   "created_at DOUBLE, ended_at DOUBLE, tags JSON, config JSON)")
+                   "created_at DOUBLE, ended_at DOUBLE, tags JSON, config JSON, \"group\" VARCHAR, job_type VARCHAR)")
         if s.stats is not None and (needed is None or "metric_stats" in needed):
             self._stats_table(tmp / "stats.jsonl", s.stats)
         wants_records = needed is None or bool(needed - {"runs", "metric_stats"}) or \

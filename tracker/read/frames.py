@@ -23,7 +23,7 @@ import orjson
 from tracker.core.errors import TrackerError
 
 LIBRARIES = {"pandas": "pandas", "polars": "polars", "arrow": "pyarrow"}
-RUN_COLUMNS = ("id", "name", "project", "status", "created_at", "ended_at", "tags")
+RUN_COLUMNS = ("id", "name", "project", "status", "created_at", "ended_at", "tags", "group", "job_type")
 METRIC_FIGURES = ("last", "min", "max", "count")
 
 
@@ -126,7 +126,7 @@ def run_frame(store: Any, project: str | None = None, status: str | None = None,
     """One row per run of ``store`` (newest first), from its run catalog.
 
     Columns: ``id``, ``name``, ``project``, ``status``, ``created_at``,
-    ``ended_at``, ``tags``, then ``config.KEY``, ``summary.KEY`` and
+    ``ended_at``, ``tags``, ``group``, ``job_type``, then ``config.KEY``, ``summary.KEY`` and
     ``metric.NAME.last|min|max|count`` (missing where a run lacks them).
 
     :raises TrackerError: the library is not installed (naming the ``pip install``), or an unknown one.

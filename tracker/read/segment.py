@@ -29,7 +29,7 @@ from tracker.core.format import (
     parse_line,
     restore_nonfinite,
 )
-from tracker.core.records import Problem, RunInfo
+from tracker.core.records import Problem, RunInfo, label_from_tags
 from tracker.read.edits import apply_edits, read_edits
 from tracker.read.liveness import hostname, pid_alive, process_start, safe_hostname  # noqa: F401 - their old home
 
@@ -216,7 +216,7 @@ def run_status(writers: list[tuple[float, float, str, dict | None]]) -> tuple[st
     current = [w for w in writers if not any(o is not w and o[0] > w[1] for o in writers)] or writers
     worst = max(current, key=lambda w: _SEVERITY.get(w[2], 2))
     error = None
-    if worst[2] == "failed" and worst[3] is not None:
+    if worst[2] in ("failed", "stopped") and worst[3] is not None:  # a Ctrl-C keeps its KeyboardInterrupt
         error = (worst[3].get("data") or {}).get("error")
     return worst[2], error
 
@@ -286,7 +286,14 @@ def read_run_info(path: Path, run_id: str, segs: list[Segment], timeout: float |
         ended_at=max(w[1] for w in writers) if writers else None, config=edited.config,
         tags=edited.tags, error=error, env=meta.get("env") or {}, writers=len(writers),
         records=records, last_step=last_step, last_metrics=last_metrics, notes=edited.notes,
-        summary=edited.summary, system=_system_totals(system))
+        summary=edited.summary, system=_system_totals(system),
+        group=_label(meta, "group", edited.tags), job_type=_label(meta, "job_type", edited.tags))
+
+
+def _label(meta: dict[str, Any], field: str, tags: list[str]) -> str | None:
+    """The start event's ``group`` (or ``job_type``); else, for a run of 0.4, its ``group:<x>`` tag."""
+    value = meta.get(field)
+    return value if isinstance(value, str) else label_from_tags(tags, field)
 
 
 def _system_totals(parts: list[dict[str, Any]]) -> dict[str, Any]:

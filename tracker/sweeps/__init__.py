@@ -32,7 +32,8 @@ def sweep(sweep: Mapping[str, Any] | str | os.PathLike[str], entity: str | None 
     :param project: the project of the trials' runs (default: the configuration's ``project``).
     :param prior_runs: not offered (a TrackerError says so) when given.
     :param store: the store folder (default: TRACKER_STORE, tracker.toml, ./.tracker).
-    :param storage: an Optuna storage URL (``postgresql://...``); default a journal file under the store.
+    :param storage: an Optuna storage URL (``postgresql://...``); default the team database when
+        ``[team] url`` is set, else a journal file under the store.
     :param seed: seeds the sampler, for a reproducible sweep with one agent.
     :raises SweepConfigError: a bad configuration, one line naming the key.
     """
@@ -43,6 +44,11 @@ def sweep(sweep: Mapping[str, Any] | str | os.PathLike[str], entity: str | None 
     if prior_runs:
         raise TrackerError("sweep(prior_runs=...) is not offered: start the sweep and let its agents run trials")
     config = load_sweep_file(sweep) if isinstance(sweep, (str, os.PathLike)) else check_sweep_config(sweep)
+    if storage is None:  # [team] url set: the team database holds the study
+        from tracker.host import get_host
+        from tracker.sweeps.study import default_storage
+
+        storage = default_storage(None, None, get_host().config)
     return create_sweep(config, _root(store), project=project, storage=storage, seed=seed)
 
 
@@ -62,6 +68,11 @@ def agent(sweep_id: str, function: Callable[[], Any] | None = None, entity: str 
     from tracker.sweeps.study import open_sweep
 
     root = _root(store)
+    if storage is None:  # the store's sweep.json says where; without one, the team database ([team] url)
+        from tracker.host import get_host
+        from tracker.sweeps.study import default_storage
+
+        storage = default_storage(root, sweep_id, get_host().config)
     sw = open_sweep(root, sweep_id, storage)
     if sw.meta.get("seed") is not None:  # later agents offset the seed, so they do not repeat the first
         sw = open_sweep(root, sweep_id, storage, seed_offset=len(sw.study.get_trials(deepcopy=False)))

@@ -86,16 +86,104 @@ def _is_url(storage: str | None) -> bool:
     return storage is not None and "://" in storage
 
 
-def _storage(url: str | None, folder: Path) -> Any:
+def _storage(url: str | None, folder: Path | None) -> Any:
     o = optuna()
     if _is_url(url):
-        try:
-            return o.storages.RDBStorage(_driver_url(url), engine_kwargs={"pool_pre_ping": True})
-        except Exception as exc:  # noqa: BLE001 - a driver's or server's error, as one line
-            raise TrackerError(f"cannot open the sweep storage {redact(url)}: {type(exc).__name__}: "
-                               f"{str(exc).splitlines()[0] if str(exc) else ''}") from None
+        return _rdb_storage(url)
+    if folder is None:
+        raise TrackerError("a sweep without a storage URL lives in a store folder: give the store")
     path = Path(url) if url else folder / "journal.log"
     return o.storages.JournalStorage(_journal_backend(o, str(path)))
+
+
+#: Optuna's RDB storages opened by this process, by URL: one engine (and pool of connections) per database.
+_rdb: dict[str, Any] = {}
+
+
+def _rdb_storage(url: str, *, create: bool = True) -> Any:
+    """Optuna's RDB storage at ``url``, whose connections have the team's deadline and keepalives.
+
+    :param create: make Optuna's tables when they are missing (``False``: a reader, that only looks).
+    """
+    storage = _rdb.get(url)
+    if storage is not None:
+        return storage
+    o = optuna()
+    try:
+        storage = o.storages.RDBStorage(_driver_url(url), engine_kwargs=_engine_kwargs(url),
+                                        skip_table_creation=not create)
+    except Exception as exc:  # noqa: BLE001 - a driver's or server's error, as one line
+        raise TrackerError(f"cannot open the sweep storage {redact(url)}: {type(exc).__name__}: "
+                           f"{_first_line(exc)}") from None
+    _rdb[url] = storage
+    return storage
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else ""
+
+
+@contextlib.contextmanager
+def storage_errors(url: str | None) -> Iterator[None]:
+    """Errors of reading the sweep storage at ``url`` as one line, its password masked: a lost or unreachable
+    database is :class:`~tracker.core.errors.StoreUnavailable` (the dashboard's 503), anything else a TrackerError."""
+    from tracker.core.errors import StoreUnavailable
+    from tracker.core.urls import redact_url, url_secrets
+
+    try:
+        yield
+    except TrackerError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - SQLAlchemy's or the driver's error, as one line
+        text = _first_line(exc)
+        for secret in url_secrets(url or ""):
+            text = text.replace(secret, "***")
+        names = {c.__name__ for c in type(exc).__mro__}
+        if names & {"OperationalError", "InterfaceError", "DisconnectionError", "TimeoutError"}:
+            raise StoreUnavailable(f"the sweep storage {redact_url(url)} cannot be reached: {text}") from None
+        raise TrackerError(f"reading the sweep storage {redact_url(url)} failed: {type(exc).__name__}: "
+                           f"{text}") from None
+
+
+def _libpq_url(url: str) -> str | None:
+    """The ``postgresql://`` URL libpq takes for a SQLAlchemy PostgreSQL URL through psycopg 3, else ``None``."""
+    m = re.match(r"^(?:postgres|postgresql)(?:\+psycopg)?://", url)
+    return "postgresql://" + url[m.end():] if m else None
+
+
+def _engine_kwargs(url: str) -> dict[str, Any]:
+    """SQLAlchemy's engine options for the sweep storage at ``url``.
+
+    A PostgreSQL database (the team's) is reached through the team store's connections (psycopg 3):
+    ``[team] timeout`` bounds each connection attempt and each round trip, and TCP keepalives probe idle
+    connections (:mod:`tracker.team.connection`), so an agent or a dashboard never waits for ever on a
+    link that dropped. With psycopg2 instead, libpq's own limits apply (connecting, keepalives).
+    """
+    kw: dict[str, Any] = {"pool_pre_ping": True}
+    raw = _libpq_url(url)
+    if raw is None:
+        return kw
+    from tracker.host import get_host
+    from tracker.team.connection import connect, libpq_params, team_timeout
+
+    timeout = team_timeout(get_host().config)
+    if _driver_url(url).startswith("postgresql+psycopg://"):
+        kw["creator"] = lambda: connect(raw, timeout=timeout)
+    else:
+        kw["connect_args"] = libpq_params(timeout)
+    return kw
+
+
+def default_storage(root: Path | None, sweep_id: str | None, config: Any) -> str | None:
+    """Where a sweep is when no ``--storage`` was given: its ``sweep.json`` in the store says; without one
+    (a new sweep, or one made on another machine), the team database of ``[team] url`` if one is set."""
+    from tracker.core.urls import team_url
+
+    if root is not None and sweep_id is not None and (sweeps_dir(root) / check_sweep_id(sweep_id) /
+                                                       "sweep.json").is_file():
+        return None
+    return team_url(config)
 
 
 def _journal_backend(o: Any, path: str) -> Any:
@@ -136,13 +224,13 @@ def _journal_backend(o: Any, path: str) -> Any:
 
 
 def _driver_url(url: str) -> str:
-    """A PostgreSQL URL as SQLAlchemy takes it: psycopg 3 (the team extra's driver) unless psycopg2 is there."""
+    """A PostgreSQL URL as SQLAlchemy takes it: psycopg 3 (the team extra's driver), else psycopg2."""
     import importlib.util
 
     for prefix in ("postgres://", "postgresql://"):
         if url.startswith(prefix):
             rest = url[len(prefix):]
-            if importlib.util.find_spec("psycopg2") is None and importlib.util.find_spec("psycopg") is not None:
+            if importlib.util.find_spec("psycopg") is not None:
                 return "postgresql+psycopg://" + rest
             return "postgresql://" + rest
     return url
@@ -177,13 +265,14 @@ class Ticket:
 class Sweep:
     """One sweep: its checked configuration and its Optuna study (opened with :func:`open_sweep`)."""
 
-    def __init__(self, root: Path, sweep_id: str, meta: dict[str, Any], *, seed_offset: int = 0) -> None:
+    def __init__(self, root: Path | None, sweep_id: str, meta: dict[str, Any], *, seed_offset: int = 0) -> None:
         o = optuna()
-        self.root = Path(root)
+        #: the store of the trials' runs; ``None`` for a sweep read from the team database alone
+        self.root = Path(root) if root is not None else None
         self._store: Any = None
         self.id = sweep_id
         self.meta = meta
-        self.folder = sweeps_dir(self.root) / sweep_id
+        self.folder = sweeps_dir(self.root) / sweep_id if self.root is not None else None
         self.storage_url: str | None = meta.get("storage")
         self.config: SweepConfig = check_sweep_config(meta["config"], f"sweep {sweep_id}")
         self.project: str | None = meta.get("project")
@@ -199,6 +288,8 @@ class Sweep:
         if self._store is None:
             from tracker.read.reader import Store
 
+            if self.root is None:
+                raise TrackerError(f"sweep {self.id} was opened without a store for its trials' runs")
             self._store = Store(self.root)
         return self._store
 
@@ -435,8 +526,9 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def _run_info(root: Path, run_id: Any) -> Any:
-    if not isinstance(run_id, str) or not _ID.fullmatch(run_id) or not (Path(root) / "runs" / run_id).is_dir():
+def _run_info(root: Path | None, run_id: Any) -> Any:
+    if root is None or not isinstance(run_id, str) or not _ID.fullmatch(run_id) or \
+            not (Path(root) / "runs" / run_id).is_dir():
         return None
     from tracker.read.reader import Store
 
@@ -479,11 +571,14 @@ def create_sweep(config: SweepConfig, root: Path, *, project: str | None = None,
     return sweep_id
 
 
-def read_meta(root: Path, sweep_id: str, storage: str | None = None) -> dict[str, Any]:
-    """The sweep's facts: from ``sweep.json`` in the store, else (``storage`` given) from the study itself."""
+def read_meta(root: Path | None, sweep_id: str, storage: str | None = None) -> dict[str, Any]:
+    """The sweep's facts: from ``sweep.json`` in the store, else (``storage`` given) from the study itself.
+
+    :param root: the store folder, or ``None`` for a sweep that only the database at ``storage`` holds.
+    """
     sweep_id = check_sweep_id(sweep_id)
-    path = sweeps_dir(root) / sweep_id / "sweep.json"
-    if path.is_file():
+    path = sweeps_dir(root) / sweep_id / "sweep.json" if root is not None else None
+    if path is not None and path.is_file():
         try:
             meta = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError) as exc:
@@ -496,7 +591,7 @@ def read_meta(root: Path, sweep_id: str, storage: str | None = None) -> dict[str
                            "in a database needs --storage URL)")
     o = optuna()
     try:
-        study = o.load_study(study_name=sweep_id, storage=_storage(storage, path.parent))
+        study = o.load_study(study_name=sweep_id, storage=_storage(storage, None))
     except KeyError:
         raise TrackerError(f"no sweep {sweep_id} in {redact(storage)}") from None
     meta = dict(study.user_attrs.get("tracker") or {})
@@ -506,13 +601,58 @@ def read_meta(root: Path, sweep_id: str, storage: str | None = None) -> dict[str
     return meta
 
 
-def open_sweep(root: Path, sweep_id: str, storage: str | None = None, *, seed_offset: int = 0) -> Sweep:
-    """Open sweep ``sweep_id`` of the store at ``root``.
+def open_sweep(root: Path | None, sweep_id: str, storage: str | None = None, *, seed_offset: int = 0) -> Sweep:
+    """Open sweep ``sweep_id`` of the store at ``root`` (``None``: of the database at ``storage`` alone).
 
     :raises TrackerError: an unknown sweep, a storage that cannot be opened, Optuna missing.
     """
     sweep_id = check_sweep_id(sweep_id)
-    return Sweep(Path(root), sweep_id, read_meta(Path(root), sweep_id, storage), seed_offset=seed_offset)
+    where = Path(root) if root is not None else None
+    return Sweep(where, sweep_id, read_meta(where, sweep_id, storage), seed_offset=seed_offset)
+
+
+def list_db_sweeps(url: str) -> list[dict[str, Any]]:
+    """Every sweep whose study is in the database at ``url`` (made by ``tracker sweep create``), newest first.
+
+    A database that holds no Optuna tables (no sweep ever used it) has none; nothing is created in it.
+
+    :raises TrackerError: the database cannot be reached (one line, the password masked).
+    """
+    storage = _rdb.get(url)
+    if storage is None:
+        if not _has_optuna_tables(url):
+            return []
+        storage = _rdb_storage(url, create=False)
+    with storage_errors(url):
+        studies = storage.get_all_studies()
+    out = []
+    for study in studies:
+        meta = study.user_attrs.get("tracker")
+        if not isinstance(meta, dict) or not isinstance(meta.get("config"), dict) or \
+                not _ID.fullmatch(study.study_name):
+            continue  # a study of someone's own Optuna code, in the same database
+        out.append(_listed(study.study_name, meta, redact(url)))
+    return sorted(out, key=lambda m: -(m.get("created_at") or 0))
+
+
+def _has_optuna_tables(url: str) -> bool:
+    """Whether Optuna's tables are in the database at ``url`` (looked at without making them)."""
+    import sqlalchemy
+
+    with storage_errors(url):
+        engine = sqlalchemy.create_engine(_driver_url(url), **_engine_kwargs(url))
+        try:
+            return bool(sqlalchemy.inspect(engine).has_table("study_user_attributes"))
+        finally:
+            engine.dispose()
+
+
+def _listed(sweep_id: str, meta: dict[str, Any], storage: str) -> dict[str, Any]:
+    cfg = meta.get("config") or {}
+    metric = cfg.get("metric")
+    return {"id": sweep_id, "name": cfg.get("name"), "project": meta.get("project"), "method": cfg.get("method"),
+            "metric": metric.get("name") if isinstance(metric, dict) else metric,
+            "created_at": meta.get("created_at"), "storage": storage}
 
 
 def list_sweeps(root: Path) -> list[dict[str, Any]]:
@@ -529,9 +669,5 @@ def list_sweeps(root: Path) -> list[dict[str, Any]]:
             meta = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError):
             continue
-        cfg = meta.get("config") or {}
-        out.append({"id": d.name, "name": cfg.get("name"), "project": meta.get("project"),
-                    "method": cfg.get("method"), "metric": (cfg.get("metric") or {}).get("name")
-                    if isinstance(cfg.get("metric"), dict) else cfg.get("metric"),
-                    "created_at": meta.get("created_at"), "storage": redact(meta.get("storage")) or "journal"})
+        out.append(_listed(d.name, meta, redact(meta.get("storage")) or "journal"))
     return sorted(out, key=lambda m: -(m.get("created_at") or 0))

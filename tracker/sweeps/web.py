@@ -10,36 +10,50 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from tracker.core.errors import TrackerError
+from tracker.core.errors import StoreUnavailable, TrackerError
 
 
-def sweeps_doc(root: Path | None) -> dict[str, Any]:
-    """``{"sweeps": [...]}``: every sweep of the store, newest first, with its state and best value."""
-    from tracker.sweeps.study import list_sweeps, open_sweep
+def sweeps_doc(root: Path | None, storage: str | None = None) -> dict[str, Any]:
+    """``{"sweeps": [...]}``: every sweep of the store, newest first, with its state and best value.
 
-    if root is None:
+    :param storage: the team database (``postgresql://...``): its sweeps instead of a folder's.
+    """
+    from tracker.sweeps.study import list_db_sweeps, list_sweeps, open_sweep, storage_errors
+
+    if root is None and storage is None:
         return {"sweeps": []}
     out = []
-    for s in list_sweeps(root):
+    for s in list_db_sweeps(storage) if storage is not None else list_sweeps(root):
         try:
-            info = open_sweep(root, s["id"]).info()
+            with storage_errors(storage or s.get("storage")):
+                info = open_sweep(root, s["id"], storage).info()
             info.pop("config", None)
             out.append(info)
+        except StoreUnavailable:
+            raise  # the database is out of reach: the page says so (503), not each sweep
         except TrackerError as exc:  # one sweep that cannot be read is named; the others still show
             out.append({**s, "error": str(exc)})
     return {"sweeps": out}
 
 
-def sweep_doc(root: Path | None, sweep_id: str) -> tuple[int, dict[str, Any]]:
-    """``(HTTP status, document)`` of one sweep: 400 for a bad id, 404 for an unknown one."""
-    from tracker.sweeps.study import check_sweep_id, open_sweep, sweeps_dir
+def sweep_doc(root: Path | None, sweep_id: str, storage: str | None = None) -> tuple[int, dict[str, Any]]:
+    """``(HTTP status, document)`` of one sweep: 400 for a bad id, 404 for an unknown one.
+
+    :param storage: the team database (``postgresql://...``): the sweep is looked for there.
+    """
+    from tracker.sweeps.study import check_sweep_id, list_db_sweeps, open_sweep, storage_errors, sweeps_dir
 
     try:
         sweep_id = check_sweep_id(sweep_id)
     except TrackerError as exc:
         return 400, {"error": str(exc)}
-    if root is None or not (sweeps_dir(root) / sweep_id / "sweep.json").is_file():
+    if storage is not None:
+        known = any(s["id"] == sweep_id for s in list_db_sweeps(storage))
+    else:
+        known = root is not None and (sweeps_dir(root) / sweep_id / "sweep.json").is_file()
+    if not known:
         return 404, {"error": f"no sweep {sweep_id} in this store"}
-    sweep = open_sweep(root, sweep_id)
-    return 200, {"sweep": sweep.info(), "trials": sweep.trials(), "best_so_far": sweep.best_so_far(),
-                 "importances": sweep.importances()}
+    with storage_errors(storage):
+        sweep = open_sweep(root, sweep_id, storage)
+        return 200, {"sweep": sweep.info(), "trials": sweep.trials(), "best_so_far": sweep.best_so_far(),
+                     "importances": sweep.importances()}

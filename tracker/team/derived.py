@@ -20,7 +20,9 @@ them) and let readers answer without parsing JSON per record:
   commit that adds to the run: a live page asks whether it moved.
 
 Layout 2 adds them; :func:`migrate_to_2` creates and fills them from the events of
-a layout-1 database (run by ``tracker sync`` under its creation lock).
+a layout-1 database (run by ``tracker sync`` under its creation lock). Layout 3
+adds the runs' ``run_group`` and ``job_type`` columns to ``tracker_runs``
+(:func:`migrate_to_3` fills them from the runs' infos, 0.4's ``group:<x>`` tags included).
 """
 
 from __future__ import annotations
@@ -264,6 +266,20 @@ def add_batch_fresh(cur: Any, run_id: str, writer: str, rows: list[tuple]) -> No
         _add_columns(cur, run_id, writer, count, part)
 
 
-MIGRATIONS = {2: migrate_to_2}
+def migrate_to_3(cur: Any) -> None:
+    """Layout 2 -> 3: ``tracker_runs.run_group`` and ``job_type`` (SQL users filter and group by them), filled
+    from each run's synced info, or from the ``group:<x>`` / ``job_type:<x>`` tag 0.4 kept them as."""
+    cur.execute("ALTER TABLE tracker_runs ADD COLUMN IF NOT EXISTS run_group text, "
+                "ADD COLUMN IF NOT EXISTS job_type text")
+    for column, field in (("run_group", "group"), ("job_type", "job_type")):
+        cur.execute(f"UPDATE tracker_runs SET {column} = COALESCE(info->>'{field}', "  # noqa: S608 - fixed names
+                    f"(SELECT substr(t, {len(field) + 2}) FROM json_array_elements_text("
+                    "CASE WHEN json_typeof(info->'tags') = 'array' THEN info->'tags' ELSE '[]'::json END) AS t "
+                    f"WHERE t LIKE '{field}:_%' LIMIT 1))")
+    cur.execute("CREATE INDEX IF NOT EXISTS tracker_runs_group ON tracker_runs (run_group)")
 
-__all__ = ["CHUNK", "DDL_2", "MIGRATIONS", "add_batch", "add_batch_fresh", "migrate_to_2", "part_of", "stamp"]
+
+MIGRATIONS = {2: migrate_to_2, 3: migrate_to_3}
+
+__all__ = ["CHUNK", "DDL_2", "MIGRATIONS", "add_batch", "add_batch_fresh", "migrate_to_2", "migrate_to_3", "part_of",
+           "stamp"]

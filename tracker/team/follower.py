@@ -105,6 +105,15 @@ class Follower:
                                       "error": None, "retry_at": None, "events": 0, "live": []}
         self._status_at = 0.0
 
+    def session_name(self) -> str:
+        """The follower's ``application_name`` in the database: one per store and machine, so that a new
+        follower ends the sessions a killed one left open on the server (and the locks they hold)."""
+        import hashlib
+        import socket
+
+        digest = hashlib.sha256(f"{socket.gethostname()}\0{self.root}".encode()).hexdigest()[:16]
+        return f"tracker-follower-{digest}"
+
     # --- lock ------------------------------------------------------------------------------------
 
     def acquire(self, wait: float = 2.0) -> bool:
@@ -211,7 +220,7 @@ class Follower:
                 break
             if syncer is None:
                 try:
-                    syncer = Syncer(store, self.url)
+                    syncer = Syncer(store, self.url, exclusive=self.session_name())
                 except TrackerError as exc:
                     backoff = self._down(str(exc), backoff)
                     if time.monotonic() - (self.down_since or 0.0) >= self.give_up:

@@ -30,15 +30,17 @@ import orjson
 
 from tracker.core.errors import RunNotFound, TrackerError
 from tracker.core.format import RECORD, decode_nonfinite, encode_nonfinite
-from tracker.core.records import Problem, Record, RunInfo
+from tracker.core.records import Problem, Record, RunInfo, label_from_tags
 from tracker.query._core import LineChunks, LineError, is_observer, parse_line, read_segment, run_status
 from tracker.read.protocol import RecordsRunMixin
 from tracker.read.reader import LazyHost
 from tracker.team.reading import TeamReading, TeamRunReading
+from tracker.write.artifacts import ArtifactMethods
 
 #: The table layout this version reads and writes; a database with a newer one is refused, an older
 #: one is migrated by ``tracker sync`` (tracker/team/derived.py) and named in one line by readers.
-LAYOUT = 2
+#: Layout 3: ``tracker_runs.run_group`` and ``job_type``.
+LAYOUT = 3
 INSTALL_HINT = 'pip install "tracker-core[team]"'
 SCHEMES = ("postgresql://", "postgres://")
 #: Events per transaction while syncing.
@@ -118,16 +120,25 @@ def _one_line(url: str, exc: BaseException) -> str:
     return text
 
 
-def connect(url: str, *, autocommit: bool = False) -> Any:
-    """A psycopg connection to ``url``.
+def connect(url: str, *, autocommit: bool = False, timeout: float | None = None,
+            exclusive: str | None = None) -> Any:
+    """A psycopg connection to ``url`` that gives up after ``timeout`` seconds without an answer.
 
+    The deadline holds for connecting and for every round trip on the connection, and TCP keepalives
+    probe it while idle (:mod:`tracker.team.connection`).
+
+    :param timeout: seconds (default: ``[team] timeout`` of the tracker.toml that applies, else 30).
+    :param exclusive: a name one connection at a time has (the store's follower): others of it are ended.
     :raises TrackerError: one line naming the masked URL and what failed
-        (unreachable server, wrong password, no such database).
+        (unreachable server, wrong password, no such database, no answer in time).
     """
+    from tracker.team.connection import connect as open_connection
+    from tracker.team.connection import team_timeout
+
     psycopg = _psycopg()
     try:
-        return psycopg.connect(url, autocommit=autocommit, connect_timeout=10,
-                               application_name="tracker")
+        return open_connection(url, autocommit=autocommit, timeout=team_timeout() if timeout is None else timeout,
+                               exclusive=exclusive)
     except psycopg.Error as exc:
         raise TrackerError(f"cannot connect to {mask_url(url)}: {_one_line(url, exc)}") from None
 
@@ -218,18 +229,25 @@ def _writer_facts(path: Path, timeout: float) -> dict[str, Any]:
 class Syncer:
     """Copies a folder store into the database; one instance per ``tracker sync``."""
 
-    def __init__(self, store: Any, url: str, *, batch: int = BATCH, log: Callable[[str], None] | None = None) -> None:
+    def __init__(self, store: Any, url: str, *, batch: int = BATCH, log: Callable[[str], None] | None = None,
+                 exclusive: str | None = None) -> None:
+        from tracker.team.connection import team_timeout
+
         self.store = store
         self.url = url
         self.batch = max(1, int(batch))
         self.log = log or (lambda _m: None)
-        self.conn = connect(url)
+        config = store.host.config if hasattr(store, "host") else None
+        self.conn = connect(url, timeout=team_timeout(config), exclusive=exclusive)
         self.source = socket.gethostname()
         self.timeout = store.host.config.heartbeat_timeout if hasattr(store, "host") else 120.0
         try:  # a role that may not write (the dashboard's read-only one) is one line, not a traceback
             check_layout(self.conn, url, create=True)
             with self.conn.cursor() as cur:
                 cur.execute("CREATE TEMP TABLE _tracker_in (LIKE tracker_events) ON COMMIT DELETE ROWS")
+                from tracker.team.registry import ensure_alias_table
+
+                ensure_alias_table(cur)  # alias edits (tracker.team.registry)
                 cur.execute("SELECT run_id, writer, synced_bytes, synced_seq, status FROM tracker_writers")
                 self.state: dict[tuple[str, str], list[Any]] = {(r, w): [b, s, st]
                                                                  for r, w, b, s, st in cur.fetchall()}
@@ -304,6 +322,9 @@ class Syncer:
         if changed:
             self._sync_info(rid)
             report.runs += 1
+        from tracker.team.registry import sync_alias_edits
+
+        sync_alias_edits(self, rid, run_dir)  # the runs' alias edits: the registry's aliases
         return changed
 
     def _sync_segment(self, rid: str, writer: str, path: Path, facts: dict[str, Any], state: list[Any] | None,
@@ -319,8 +340,14 @@ class Syncer:
         pos = offset
         lineno = 0
         chunks = LineChunks(path, offset)
+        # Only what the segment held at this look: a writer appending faster than this reads is never chased
+        # (what it adds meanwhile is copied at the next look, which starts from the offset committed here).
         for lines in chunks:
+            if pos >= size:
+                break
             for line in lines:
+                if pos + len(line) + 1 > size:
+                    break
                 lineno += 1
                 pos += len(line) + 1
                 try:
@@ -390,13 +417,15 @@ class Syncer:
         doc = encode_nonfinite({f.name: getattr(info, f.name) for f in attrs.fields(RunInfo)})
         with self.conn.transaction(), self.conn.cursor() as cur:
             cur.execute(
-                """INSERT INTO tracker_runs (run_id, name, project, created_at, info, source, synced_at)
-                   VALUES (%s, %s, %s, %s, %s, %s, now())
+                """INSERT INTO tracker_runs (run_id, name, project, created_at, info, source, synced_at, run_group,
+                       job_type)
+                   VALUES (%s, %s, %s, %s, %s, %s, now(), %s, %s)
                    ON CONFLICT (run_id) DO UPDATE SET name = EXCLUDED.name, project = EXCLUDED.project,
                        created_at = LEAST(tracker_runs.created_at, EXCLUDED.created_at), info = EXCLUDED.info,
-                       source = EXCLUDED.source, synced_at = now()""",
+                       source = EXCLUDED.source, synced_at = now(), run_group = EXCLUDED.run_group,
+                       job_type = EXCLUDED.job_type""",
                 (rid, info.name, info.project, info.created_at, orjson.dumps(doc, default=str).decode(),
-                 self.source))
+                 self.source, info.group, info.job_type))
 
     def heartbeat(self) -> None:
         """Tell readers the live writers still run (their ``seen_at``)."""
@@ -472,23 +501,57 @@ def sync(store: Any, url: str, *, follow: bool = False, interval: float = 1.0, b
 
 # --- reading -------------------------------------------------------------------------------------
 
-class TeamStore(TeamReading, LazyHost):
-    """The team database opened for reading, with the folder store's reading API.
+class TeamStore(TeamReading, LazyHost, ArtifactMethods):
+    """The team database opened for reading, with the folder store's reading API and artifact registry.
 
     :param url: ``postgresql://[user[:password]@]host[:port]/database``; what it
         leaves out comes from the ``PG*`` environment variables and ``.pgpass``.
     :param host: the plugin host for schemas and summarizers (default: the process's).
     """
 
-    def __init__(self, url: str, host: Any = None) -> None:
+    def __init__(self, url: str, host: Any = None, *, timeout: float | None = None) -> None:
+        from tracker.team.connection import team_timeout
+
         self.url = url
         self.path = mask_url(url)
         self._host = host
-        self._init_connection(connect(url, autocommit=True))
-        check_layout(self.conn, url, create=False)
+        #: seconds a connection attempt or a round trip may take (``[team] timeout``)
+        self.timeout = team_timeout(getattr(host, "config", None)) if timeout is None else float(timeout)
+        self._ready = False
+        self._init_connection(connect(url, autocommit=True, timeout=self.timeout))
+        self.has_tables()
 
     def _open_connection(self) -> Any:
-        return connect(self.url, autocommit=True)
+        return connect(self.url, autocommit=True, timeout=self.timeout)
+
+    #: What an empty team database says of how runs get there (the dashboard and ``tracker runs`` show it).
+    EMPTY_HINT = ("runs stream here from every machine whose tracker.toml has [team] url set (or "
+                  "TRACKER_TEAM_URL), and `tracker sync URL` copies a store's runs")
+
+    def has_tables(self) -> bool:
+        """Whether the database holds the tracker's tables yet (a database no sync has reached is empty).
+
+        Asked again on each read until they exist, so a reader opened first shows the runs a later
+        sync or follower brings, without being opened again.
+
+        :raises TrackerError: tables of a layout this tracker does not read.
+        """
+        if self._ready:
+            return True
+        psycopg = _psycopg()
+        try:
+            if not self._fetch("SELECT to_regclass('tracker_layout') IS NOT NULL")[0][0]:
+                return False
+            check_layout(self.conn, self.url, create=False)
+        except psycopg.Error as exc:
+            raise self._error(exc) from None
+        self._ready = True
+        return True
+
+    @property
+    def empty_hint(self) -> str | None:
+        """How runs get here, while the database has no tracker tables; else ``None``."""
+        return None if self.has_tables() else self.EMPTY_HINT
 
     @property
     def blobs(self) -> Any:
@@ -499,6 +562,17 @@ class TeamStore(TeamReading, LazyHost):
 
             self._blobs = team_blobs(self.host.config, self.path)
         return self._blobs
+
+    def registry(self) -> Any:
+        """Every named artifact, as the folder store derives it (:mod:`tracker.team.registry`)."""
+        from tracker.team.registry import team_registry
+
+        return team_registry(self)
+
+    def _alias_edit(self, run_id: str, data: dict[str, Any]) -> None:
+        from tracker.team.registry import write_alias_edit
+
+        write_alias_edit(self, run_id, data)
 
     def _query(self, sql: str, params: tuple = ()) -> list[tuple]:
         return self._fetch(sql, params)
@@ -511,9 +585,13 @@ class TeamStore(TeamReading, LazyHost):
 
     def run_ids(self) -> list[str]:
         """Every run id in the database."""
+        if not self.has_tables():
+            return []
         return [r[0] for r in self._query("SELECT run_id FROM tracker_runs ORDER BY run_id")]
 
     def _infos(self, run_id: str | None = None) -> list[RunInfo]:
+        if not self.has_tables():
+            return []
         one = " WHERE run_id = %s" if run_id is not None else ""
         params = (run_id,) if run_id is not None else ()
         rows = self._query(f"SELECT run_id, info::text FROM tracker_runs{one}", params)
@@ -540,6 +618,9 @@ class TeamStore(TeamReading, LazyHost):
             doc.update(id=rid, status=status, error=error, writers=len(ws))
             if ws:
                 doc["ended_at"] = max(w[1] for w in ws)
+            for label in ("group", "job_type"):  # a run synced by 0.4: its group:<x> tag
+                if not isinstance(doc.get(label), str):
+                    doc[label] = label_from_tags(doc.get("tags"), label)
             out.append(RunInfo(**doc))
         return out
 
@@ -552,6 +633,13 @@ class TeamStore(TeamReading, LazyHost):
         infos.sort(key=lambda i: (i.created_at or 0.0, i.id), reverse=True)
         return infos
 
+    def aggregate(self, metric: str, by: str | None = "group", runs: Any = None, stat: str = "mean",
+                  band: Any = "std", max_points: int = 1000) -> dict[Any, dict[str, Any]]:
+        """Per group of runs, ``metric``'s mean and band on a common step grid (as :meth:`tracker.Store.aggregate`)."""
+        from tracker.read.aggregate import aggregate
+
+        return aggregate(self, metric, by, runs, stat, band, max_points)
+
     def run(self, ref: str) -> TeamRunView:
         """The run whose id is ``ref`` or starts with it, else whose name is ``ref``.
 
@@ -560,9 +648,15 @@ class TeamStore(TeamReading, LazyHost):
         from tracker.read.reader import resolve_run_ref
 
         def named(ids: list[str]) -> list[str]:
+            if not self.has_tables():
+                return []
             return [r[0] for r in self._query("SELECT run_id FROM tracker_runs WHERE name = %s", (ref,))]
 
         return TeamRunView(self, resolve_run_ref(ref, self.run_ids(), named, str(self.path)))
+
+    def _view(self, run_id: str) -> TeamRunView:
+        """The view of a run id known to be there (from a listing): no lookup."""
+        return TeamRunView(self, run_id)
 
     def sql(self, query: str) -> Any:
         """Run SQL over the database's runs and records (DuckDB, as :meth:`tracker.Store.sql`)."""
@@ -578,6 +672,8 @@ class TeamStore(TeamReading, LazyHost):
         src = Sources(infos)
         if needed is not None and not (needed - {"runs"}):
             return src
+        if not self.has_tables():
+            return src
         names = self._query("SELECT DISTINCT json_object_keys(data) FROM tracker_events "
                             "WHERE kind = 'record' AND schema = 'metrics'")
         src.metric_names = {r[0]: None for r in names}
@@ -587,6 +683,8 @@ class TeamStore(TeamReading, LazyHost):
     def _dump(self, folder: Path) -> list[str]:
         """Every record as a JSONL line under ``folder/<run_id>/records.jsonl``; returns the files."""
         files: dict[str, Any] = {}
+        if not self.has_tables():
+            return []
         psycopg = _psycopg()
         try:
             with self.conn.cursor() as cur, cur.copy(
@@ -674,8 +772,10 @@ class TeamRunView(TeamRunReading, RecordsRunMixin):
     def artifacts(self) -> list[Any]:
         """Every :class:`tracker.Artifact` of the run, in log order (bytes in the team's bucket)."""
         from tracker.capture.artifacts import artifacts
+        from tracker.write.wandb.artifact import Artifact
 
-        return artifacts(self)
+        project, blobs = self.info.project, self.store.blobs
+        return [Artifact._read(self.store, blobs, project, rec, run=self.id) for rec in artifacts(self)]
 
     def open_artifact(self, name: str) -> Any:
         """A binary file over file artifact ``name``, fetched from the team's bucket (checked, cached)."""
@@ -690,9 +790,12 @@ class TeamRunView(TeamRunReading, RecordsRunMixin):
         return copy_artifact(self, name, dest)
 
 
-def open_team_store(url: str, host: Any = None) -> TeamStore:
-    """Open the team database at ``url`` for reading (the reading API of :func:`tracker.open_store`)."""
-    return TeamStore(url, host=host)
+def open_team_store(url: str, host: Any = None, *, timeout: float | None = None) -> TeamStore:
+    """Open the team database at ``url`` for reading (the reading API of :func:`tracker.open_store`).
+
+    :param timeout: seconds a connection attempt or a round trip may take (default: ``[team] timeout``).
+    """
+    return TeamStore(url, host=host, timeout=timeout)
 
 
 __all__ = ["DDL", "LAYOUT", "SyncReport", "Syncer", "TeamRunView", "TeamStore", "check_layout", "connect",

@@ -51,6 +51,10 @@ class TeamReading:
     def _open_connection(self) -> Any:  # pragma: no cover - provided by the store
         raise NotImplementedError
 
+    def has_tables(self) -> bool:  # pragma: no cover - provided by the store
+        """Whether the database holds the tracker's tables yet."""
+        raise NotImplementedError
+
     def _init_connection(self, conn: Any) -> None:
         self._conn = conn
         self._conn_lock = threading.Lock()
@@ -106,6 +110,8 @@ class TeamReading:
         """``{run_id: metric_stats}``: per run, per metric count, first, last, min, max and their steps."""
         from tracker.read.index.stats import combine_stats
 
+        if not self.has_tables():
+            return {}
         where = " WHERE run_id = ANY(%s)" if run_ids is not None else ""
         rows = self._fetch(f"SELECT run_id, writer, figures::text FROM tracker_writer_figures{where}",
                            (list(run_ids),) if run_ids is not None else ())
@@ -129,7 +135,7 @@ class TeamReading:
         The figures are read once, for every run, when the first entry's are asked for
         (a listing without metric columns reads none).
         """
-        entries = self._listing()
+        entries = self._listing() if self.has_tables() else []
         return [e for e in entries if (project is None or e.info.project == project)
                 and (status is None or e.info.status == status) and (tag is None or tag in e.info.tags)]
 
@@ -146,7 +152,7 @@ class TeamReading:
         now = time.monotonic()
         if cached is not None and cached[0] == key and (not running or now - cached[1] < LISTING_TTL):
             return cached[2]
-        infos = self.runs()  # type: ignore[attr-defined]
+        infos = self.runs()
         shared = _SharedFigures(self)
         entries = [TeamEntry(info, shared) for info in infos]
         self._cached_listing = (key, now, entries)
@@ -154,6 +160,8 @@ class TeamReading:
 
     def stamps(self, run_ids: list[str] | None = None) -> dict[str, int]:
         """``{run_id: change stamp}``: a stamp moves whenever a sync adds to the run."""
+        if not self.has_tables():
+            return {}
         where = " WHERE run_id = ANY(%s)" if run_ids is not None else ""
         return dict(self._fetch(f"SELECT run_id, stamp FROM tracker_changes{where}",
                                 (list(run_ids),) if run_ids is not None else ()))

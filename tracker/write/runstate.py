@@ -33,12 +33,8 @@ class UnsupportedError(TrackerError, AttributeError):
 
 #: W&B names tracker does not offer, and what to use instead.
 UNSUPPORTED: dict[str, str] = {
-    "Artifact": "log files and folders with run.log_artifact(path, name=...)",
-    "use_artifact": "read an artifact of another run with tracker.open_store().run(ID).copy_artifact(name, dest)",
-    "log_artifact": "use run.log_artifact(path, name=...)",
-    "link_artifact": "use run.log_artifact(path, name=...) and tag the run (`tracker tag`)",
-    "log_model": "use run.log_artifact(model_path, name=...)",
-    "use_model": "use tracker.open_store().run(ID).copy_artifact(name, dest)",
+    "link_artifact": "promote a version with an alias: tracker.set_alias('name:v3', 'prod') "
+                     "(or `tracker artifact alias name:v3 prod`)",
     "Video": "log the file with run.log_artifact(path)",
     "Audio": "log the file with run.log_artifact(path)",
     "Html": "log the file with run.log_artifact(path)",
@@ -129,10 +125,12 @@ class RunConfig(_ReadsAsDict):
         object.__setattr__(self, "_values", dict(values))
 
     def _write(self, data: dict[str, Any]) -> None:
+        from tracker.core.urls import redact_urls
         from tracker.core.values import plain_config
         from tracker.write.edits import check_values, write_edit
 
-        data = check_values(plain_config(data), "config")
+        # A database URL's password is masked before it is stored (and so in what run.config reads back).
+        data = redact_urls(check_values(plain_config(data), "config"))
         changed = {k: v for k, v in data.items() if k not in self._values or self._values[k] != v}
         if changed:
             write_edit(self._run.path, {"config": changed}, fsync=self._run._host.config.fsync)

@@ -40,7 +40,8 @@ _SummaryTable.wandb_table = Table
 
 __all__ = ["UNSUPPORTED", "AlertLevel", "Api", "Histogram", "Image", "RunConfig", "RunSummary", "Settings", "Table",
            "UnsupportedError", "alert",
-           "define_metric", "init", "login", "save", "unsupported", "unwatch", "watch"]
+           "define_metric", "init", "log_artifact", "log_model", "login", "save", "unsupported", "unwatch",
+           "use_artifact", "use_model", "watch"]
 
 
 # --- init ---------------------------------------------------------------------------------------
@@ -87,8 +88,9 @@ def init(project: str | None = None, name: str | None = None, config: Mapping[st
 
     :param config: a dict, an argparse Namespace, a dataclass or an OmegaConf
         DictConfig, stored as plain values; ``run.config`` afterwards.
-    :param tags: free-text tags; ``group`` and ``job_type`` are added as the
-        tags ``group:<group>`` and ``job_type:<job_type>``.
+    :param tags: free-text tags.
+    :param group: the run's group (``RunInfo.group``: charts and tables aggregate a group's runs).
+    :param job_type: the run's job type (``RunInfo.job_type``).
     :param notes: the run's notes (``tracker note`` changes them later).
     :param id: the run id; an existing one needs ``resume``.
     :param resume: ``None``, ``False`` or ``"never"``: a new run (an existing
@@ -150,10 +152,6 @@ def init(project: str | None = None, name: str | None = None, config: Mapping[st
     if config_exclude_keys is not None:
         values = {k: v for k, v in values.items() if k not in set(config_exclude_keys)}
     tag_list = list(tags or [])
-    if group is not None:
-        tag_list.append(f"group:{group}")
-    if job_type is not None:
-        tag_list.append(f"job_type:{job_type}")
     if id is not None:
         check_run_id(id)
         root = resolve_store_path(dir, get_host().config)
@@ -168,7 +166,7 @@ def init(project: str | None = None, name: str | None = None, config: Mapping[st
     while _started_by_init:
         _started_by_init.pop().finish()
     run = start_run(project, name, config=values, tags=tag_list, store=dir, run_id=id, resume=resuming,
-                    notes=notes)
+                    notes=notes, group=group, job_type=job_type)
     if resuming and values:
         # On a resume, the config given is applied over the stored one, as in W&B.
         run.config.update(values)
@@ -200,6 +198,28 @@ def save(glob_str: str | os.PathLike[str], base_path: str | os.PathLike[str] | N
          policy: str = "live") -> list[str]:
     """W&B's ``save`` on the active run: the matching files are logged as artifacts (again at ``finish`` if changed)."""
     return _active_run("save").save(glob_str, base_path, policy)
+
+
+def log_artifact(artifact_or_path: Any, name: str | None = None, type: str | None = None,
+                 aliases: list[str] | None = None, tags: list[str] | None = None) -> Any:
+    """W&B's ``wandb.log_artifact`` on the active run (see :meth:`tracker.Run.log_artifact`)."""
+    return _active_run("log_artifact").log_artifact(artifact_or_path, name, type, aliases)
+
+
+def use_artifact(artifact_or_name: Any, type: str | None = None, aliases: list[str] | None = None,
+                 use_as: str | None = None) -> Any:
+    """W&B's ``wandb.use_artifact`` on the active run (see :meth:`tracker.Run.use_artifact`)."""
+    return _active_run("use_artifact").use_artifact(artifact_or_name, type, aliases, use_as)
+
+
+def log_model(path: str | os.PathLike[str], name: str | None = None, aliases: list[str] | None = None) -> Any:
+    """W&B's ``wandb.log_model`` on the active run: the file or folder as a ``model`` artifact."""
+    return _active_run("log_model").log_model(path, name, aliases)
+
+
+def use_model(name: str) -> Any:
+    """W&B's ``wandb.use_model`` on the active run: the model version used and downloaded; its local path."""
+    return _active_run("use_model").use_model(name)
 
 
 def watch(models: Any, criterion: Any = None, log: str | None = "gradients", log_freq: int = 1000,
