@@ -483,6 +483,26 @@ def _blob(api: Api, request: Request) -> Response:
                         content_disposition_type=disposition, headers=headers)
 
 
+def _artifacts(api: Any, request: Request) -> Response:
+    """``GET /api/artifacts``, ``/api/artifact?ref=``, ``/api/lineage?ref=&depth=`` (:mod:`tracker.ui.artifacts`)."""
+    from tracker.ui.artifacts import NotFound, artifact_doc, artifacts_doc, lineage_doc
+
+    q = request.query_params
+    try:
+        if request.url.path == "/api/artifacts":
+            return json_response(parts.strict(artifacts_doc(api.store, q.get("type") or None,
+                                                            q.get("project") or None)))
+        ref = q.get("ref")
+        if not ref:
+            raise BadRequest("ref: expected an artifact (NAME or NAME:VERSION) or, for lineage, a run")
+        if request.url.path == "/api/lineage":
+            depth = _int_param(request, "depth", 3, 1, 20)
+            return json_response(parts.strict(lineage_doc(api.store, ref, depth)))
+        return json_response(parts.strict(artifact_doc(api.store, ref)))
+    except NotFound as exc:
+        return error(404, str(exc))
+
+
 def _sweeps(api: Any, request: Request) -> Response:
     """``GET /api/sweeps`` and ``GET /api/sweeps/{id}`` (see :mod:`tracker.sweeps.web`)."""
     from tracker.core.urls import is_database_url
@@ -557,6 +577,8 @@ def create_app(store: Any = None, *, hosts: tuple[str, ...] = (), frame_ancestor
         Route("/api/aggregate", endpoint(lambda request: _aggregate(api, request))),
         Route("/api/report", endpoint(lambda request: _report(api, request))),
         Route("/api/sweeps", endpoint(lambda request: _sweeps(api, request))),
+        *(Route(p, endpoint(lambda request: _artifacts(api, request))) for p in
+          ("/api/artifacts", "/api/artifact", "/api/lineage")),
         Route("/api/sweeps/{id}", endpoint(lambda request: _sweeps(api, request))),
         Mount("/static", StaticFiles(directory=STATIC, follow_symlink=False), name="static"),
         Route("/{path:path}", page),

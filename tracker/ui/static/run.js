@@ -4,6 +4,7 @@
 import { MetricChart } from "./chart.js";
 import { alertsSection } from "./alerts.js";
 import { artifactsSection, imagesSection, systemSection } from "./capture.js";
+import { lineageBox } from "./lineage.js";
 import { tablesSection, textsSection } from "./logged.js";
 import { panelNode, tableNode } from "./panels.js";
 import { readChartState, writeChartState } from "./state.js";
@@ -33,6 +34,7 @@ export const SECTIONS = [
   { id: "summaries", title: "Summaries", render: summariesSection, part: "summaries", when: () => true },
   { id: "system", title: "System", render: systemSection, part: "system", when: (ctx) => has(ctx, "system", "system.gpu") },
   { id: "artifacts", title: "Artifacts", render: artifactsSection, part: "artifacts", when: (ctx) => has(ctx, "artifact") },
+  { id: "lineage", title: "Lineage", render: (ctx) => (has(ctx, "artifact", "artifact_use") ? lineageBox(ctx.id, ctx.navigate) : null) },
   { id: "images", title: "Images", render: imagesSection, part: "images", when: (ctx) => has(ctx, "image") },
   { id: "texts", title: "Text values", render: textsSection, part: "texts", when: (ctx) => has(ctx, "text") },
   { id: "tables", title: "Tables", render: tablesSection, part: "tables", when: (ctx) => has(ctx, "table") },
@@ -301,6 +303,9 @@ function header(ctx) {
   const crashed = info.status === "crashed";
   const facts = [
     info.project ? el("span", { text: info.project }) : null,
+    // The run's group: a link to the runs page grouped, this group unfolded.
+    info.group ? el("a", { href: `/?groupby=group&open=${encodeURIComponent(info.group)}`, "data-link": true, class: "run-group",
+      text: `group ${info.group}${info.job_type ? ` · ${info.job_type}` : ""}` }) : info.job_type ? el("span", { text: `job type ${info.job_type}` }) : null,
     ctx.statusNode,
     el("span", { text: `started ${fmtTime(info.created_at)}` }),
     // A crashed run has no end: what it has is when it was last seen logging.
