@@ -60,7 +60,7 @@ FLUSH_INTERVAL = 0.1
 #: An unfinished line is written as a ``partial`` record once it is this old, in seconds.
 PARTIAL_AFTER = 0.4
 #: Seconds ``stop()`` waits for an ``"fd"`` pipe to drain after the descriptors are restored.
-DRAIN_TIMEOUT = 2.0
+DRAIN_TIMEOUT = 0.5
 #: Every this many writes waiting (a power of two), the flusher is woken at once: what waits stays small.
 KICK_EVERY = 4096
 #: Writes taken and written at a time.
@@ -382,6 +382,7 @@ class Capture:
         """Restore the streams, write what is left, end the threads (the last sink has gone)."""
         if self.fds is not None:
             self.fds.restore()
+            self.fds.close()  # what the pipes still hold is read (at most DRAIN_TIMEOUT)
         for w in self.wrapped:
             w.unwrap()
         self.wrapped = []
@@ -389,10 +390,8 @@ class Capture:
         self.wake.set()
         t = self.thread
         if t is not None and t is not threading.current_thread() and os.getpid() == self.pid:
-            t.join(DRAIN_TIMEOUT + 5.0)
+            t.join(5.0)
         self.thread = None
-        if self.fds is not None:
-            self.fds.close()
         self.flush(force=True)
 
     # -- the flusher
@@ -404,7 +403,7 @@ class Capture:
                 self.flush()
             except Exception:  # noqa: BLE001, S110 - the flusher never dies while runs capture
                 pass
-            if self.stopping and (self.fds is None or self.fds.done):
+            if self.stopping:
                 return
             self.wake.wait(FLUSH_INTERVAL)
 
