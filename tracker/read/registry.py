@@ -237,9 +237,9 @@ class Collection:
 
     def to_json(self) -> bytes:
         """Everything of the collection but its name, as JSON (what :class:`LazyCollection` decodes)."""
+        history = [[h.alias, h.op, h.version, h.sha256, h.time, h.user, h.run, h.how] for h in self.history]
         return orjson.dumps([self.type, self.last_logged, self.aliases, [list(r) for r in self._rows],
-                             sorted(self._copied), self.consumers, self.loggers,
-                             [[h.alias, h.op, h.version, h.sha256, h.time, h.user, h.run, h.how] for h in self.history]])
+                             sorted(self._copied), self.consumers, self.loggers, history])
 
     def aliases_of(self, number: int) -> list[str]:
         """The aliases naming version ``number``: ``latest`` first, then the others sorted."""
