@@ -31,6 +31,7 @@ its record could hide. Deleting ``<store>/index/`` changes no answer either.
 from __future__ import annotations
 
 import os
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -89,6 +90,7 @@ class Warm:
         self.runs_key: tuple[int, int] | None = None
         self.ids: set[str] = set()
         self.hints: tuple[int, int] | None = None
+        self.lock = threading.Lock()
 
     # --- building ----------------------------------------------------------------------------------
 
@@ -333,12 +335,20 @@ def save_registry(store: Path, fp: int, registry: Any, writable: Any) -> None:
     writable.attempt(write)
 
 
+_warm_lock = threading.Lock()
+
+
 def warm_registry(store: Any) -> Any:
-    """The registry of folder store ``store`` (a :class:`tracker.read.reader.Store`), kept warm on it."""
-    warm = store.__dict__.get("_registry")
-    if warm is None:
-        warm = store.__dict__["_registry"] = Warm(store)
-    return warm.current()
+    """The registry of folder store ``store`` (a :class:`tracker.read.reader.Store`), kept warm on it.
+
+    One question at a time per store (the dashboard asks from several threads).
+    """
+    with _warm_lock:
+        warm = store.__dict__.get("_registry")
+        if warm is None:
+            warm = store.__dict__["_registry"] = Warm(store)
+    with warm.lock:
+        return warm.current()
 
 
 def forget(store: Any) -> None:
