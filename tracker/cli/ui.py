@@ -151,7 +151,7 @@ def serve(obj: CliContext, host: str, port: int, no_open: bool, auth: str | None
 
         if not Watcher(store, obj.host).rules:  # a rule that does not parse: one line, before serving
             click.echo("tracker: warning: --watch: no [[alerts.rules]] in tracker.toml", err=True)
-        stop_watch = start_in_thread(store, obj.host)
+        stop_watch = start_in_thread(store, obj.host, say=lambda line: click.echo(line, err=True))
     sock = listen(host, port)
     config = uvicorn.Config(app, host=host, port=port, log_level="warning", access_log=False)
     server = uvicorn.Server(config)
