@@ -208,3 +208,42 @@ def test_a_look_copies_what_the_segment_held_never_chasing_its_tail(tmp_path: Pa
         finally:
             syncer.close()
     assert sorted(k[2] for k in db_keys(pg_url)) == list(range(1, total + 1))  # the rest, once
+
+
+def test_sync_follow_reconnects_after_a_black_hole(tmp_path: Path, pg_server, pg_url: str,  # noqa: F811
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    import threading
+
+    from tracker.team.postgres import sync
+
+    (tmp_path / "tracker.toml").write_text(f"[team]\ntimeout = {TIMEOUT}\n")
+    monkeypatch.setenv("TRACKER_CONFIG", str(tmp_path / "tracker.toml"))
+    store = tmp_path / "store"
+    proxy = Proxy(pg_server.port)
+    stop = threading.Event()
+    said: list[str] = []
+    run = tracker.start_run("team", "grows", store=store, run_id="grows", system_metrics=False)
+    run.log({"loss": 1.0}, step=0)
+    follow = threading.Thread(target=sync, args=(tracker.open_store(store), proxy.url(pg_server, pg_url.rsplit(
+        "/", 1)[1])), kwargs={"follow": True, "interval": 0.1, "stop": stop, "on_lost": said.append}, daemon=True)
+    follow.start()
+    try:
+        wait(lambda: caught_up(store, pg_url), timeout=30)
+        proxy.freeze()
+        t0 = time.monotonic()
+        run.log({"loss": 0.5}, step=1)
+        wait(lambda: said, timeout=TIMEOUT * 4)
+        assert time.monotonic() - t0 < TIMEOUT * 3 and "no answer" in said[0] and "connecting again" in said[0]
+        assert follow.is_alive()  # not ended: it waits for the database
+        proxy.thaw()
+        for s in range(2, 50):
+            run.log({"loss": 1.0 / s}, step=s)
+        run.finish()
+        wait(lambda: caught_up(store, pg_url), timeout=30)
+        assert any("again: catching up" in m for m in said)
+        keys = db_keys(pg_url)
+        assert len(keys) == len(set(keys))
+    finally:
+        stop.set()
+        follow.join(30)
+        proxy.close()

@@ -440,12 +440,15 @@ def _warning_class() -> type[Warning]:
 
 def sync(store: Any, url: str, *, follow: bool = False, interval: float = 1.0, batch: int = BATCH,
          stop: threading.Event | None = None, on_pass: Callable[[SyncReport], None] | None = None,
-         blobs: str | None = None, blob_progress: Callable[[int, str], Any] | None = None) -> SyncReport:
+         blobs: str | None = None, blob_progress: Callable[[int, str], Any] | None = None,
+         on_lost: Callable[[str], None] | None = None) -> SyncReport:
     """Copy every run of a folder store into the database at ``url`` (idempotent).
 
     :param follow: keep going: new records of running runs (and new runs)
         are copied every ``interval`` seconds until ``stop`` is set, SIGTERM
-        or Ctrl-C.
+        or Ctrl-C. A connection lost meanwhile (no answer within ``[team] timeout``,
+        a restart) is opened again with backoff, and the copy goes on from the
+        last commit; ``on_lost`` is told each time, in one line.
     :param batch: events per transaction.
     :param blobs: the bucket to upload the runs' blobs to (default: ``TRACKER_TEAM_BLOBS``, ``[team] blobs``;
         none set: blobs stay local); ``blob_progress`` draws the uploads' progress (see
@@ -478,8 +481,15 @@ def sync(store: Any, url: str, *, follow: bool = False, interval: float = 1.0, b
                 if time.monotonic() - beat >= min(5.0, interval * 2):
                     syncer.heartbeat()
                     beat = time.monotonic()
-            except _psycopg().Error as exc:
-                raise syncer._fail(exc) from None
+            except TrackerError as exc:
+                if not (syncer.conn.closed or syncer.conn.broken):
+                    raise  # not the link: a permission, a newer layout
+                syncer.close()
+                syncer = _reconnect(store, url, batch, stop, on_lost, str(exc).split(" (nothing is lost")[0])
+                if syncer is None:
+                    break
+                syncer.blob_sync = blob_sync
+                continue
             if on_pass is not None:
                 on_pass(report)
     except KeyboardInterrupt:
@@ -487,9 +497,31 @@ def sync(store: Any, url: str, *, follow: bool = False, interval: float = 1.0, b
     finally:
         if old is not None:
             signal.signal(signal.SIGTERM, old)
-        syncer.close()
+        if syncer is not None:
+            syncer.close()
     report.seconds = time.perf_counter() - t0
     return report
+
+
+def _reconnect(store: Any, url: str, batch: int, stop: threading.Event, on_lost: Callable[[str], None] | None,
+               why: str) -> Syncer | None:
+    """A new :class:`Syncer` once the database answers again (retried with backoff up to 5 s); ``None`` if
+    ``stop`` is set first."""
+    say = on_lost or (lambda _m: None)
+    say(f"{why}; connecting again")
+    backoff = 0.5
+    while not stop.wait(backoff):
+        try:
+            syncer = Syncer(store, url, batch=batch)
+        except TrackerError as exc:
+            backoff = min(backoff * 2, 5.0)
+            if str(exc) != why:
+                say(f"{exc}; retrying every {backoff:g}s")
+                why = str(exc)
+            continue
+        say(f"connected to {mask_url(url)} again: catching up")
+        return syncer
+    return None
 
 
 # --- reading -------------------------------------------------------------------------------------
