@@ -509,12 +509,14 @@ def _reconnect(store: Any, url: str, batch: int, stop: threading.Event, on_lost:
     ``stop`` is set first."""
     say = on_lost or (lambda _m: None)
     say(f"{why}; connecting again")
-    backoff = 0.5
-    while not stop.wait(backoff):
+    backoff, wait = 0.5, 0.5
+    while not stop.wait(wait):
+        tried = time.monotonic()
         try:
             syncer = Syncer(store, url, batch=batch)
         except TrackerError as exc:
             backoff = min(backoff * 2, 5.0)
+            wait = max(0.05, backoff - (time.monotonic() - tried))  # an attempt that timed out waited already
             if str(exc) != why:
                 say(f"{exc}; retrying every {backoff:g}s")
                 why = str(exc)
