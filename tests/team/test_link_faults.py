@@ -113,16 +113,15 @@ def test_the_follower_outlives_a_restart_and_ended_sessions(tmp_path: Path, pg_s
     child = train(folder, LOGGER.format(stop=str(stop)))
     try:
         pid = wait(lambda: follower_pid(store), timeout=30)
-        for _ in range(2):
-            seen = len(wait(lambda: safe(lambda: db_keys(pg_url), []), timeout=30))
-            wait(lambda seen=seen: len(safe(lambda: db_keys(pg_url), [])) > seen + 100, timeout=30)  # mid-stream
-            if fault == "restart":
-                pg_server.restart()
-            else:
-                with psycopg.connect(pg_url, autocommit=True) as admin:
-                    ended = admin.execute("SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
-                                          "WHERE application_name LIKE 'tracker-follower-%'").fetchone()[0]
-                assert ended == 1
+        seen = len(wait(lambda: safe(lambda: db_keys(pg_url), []), timeout=30))
+        wait(lambda: len(safe(lambda: db_keys(pg_url), [])) > seen + 100, timeout=30)  # mid-stream
+        if fault == "restart":
+            pg_server.restart()
+        else:
+            with psycopg.connect(pg_url, autocommit=True) as admin:
+                ended = admin.execute("SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+                                      "WHERE application_name LIKE 'tracker-follower-%'").fetchone()[0]
+            assert ended == 1
         logged = finish(child, stop, store, pg_url)
         assert logged > 0 and follower_pid(store) == pid  # the same follower reconnected each time
     finally:
@@ -210,14 +209,11 @@ def test_a_look_copies_what_the_segment_held_never_chasing_its_tail(tmp_path: Pa
     assert sorted(k[2] for k in db_keys(pg_url)) == list(range(1, total + 1))  # the rest, once
 
 
-def test_sync_follow_reconnects_after_a_black_hole(tmp_path: Path, pg_server, pg_url: str,  # noqa: F811
-                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+def test_sync_follow_reconnects_after_a_black_hole(tmp_path: Path, pg_server, pg_url: str) -> None:  # noqa: F811
     import threading
 
     from tracker.team.postgres import sync
 
-    (tmp_path / "tracker.toml").write_text(f"[team]\ntimeout = {TIMEOUT}\n")
-    monkeypatch.setenv("TRACKER_CONFIG", str(tmp_path / "tracker.toml"))
     store = tmp_path / "store"
     proxy = Proxy(pg_server.port)
     stop = threading.Event()
@@ -225,7 +221,8 @@ def test_sync_follow_reconnects_after_a_black_hole(tmp_path: Path, pg_server, pg
     run = tracker.start_run("team", "grows", store=store, run_id="grows", system_metrics=False)
     run.log({"loss": 1.0}, step=0)
     follow = threading.Thread(target=sync, args=(tracker.open_store(store), proxy.url(pg_server, pg_url.rsplit(
-        "/", 1)[1])), kwargs={"follow": True, "interval": 0.1, "stop": stop, "on_lost": said.append}, daemon=True)
+        "/", 1)[1])), kwargs={"follow": True, "interval": 0.1, "stop": stop, "on_lost": said.append,
+                                                      "timeout": TIMEOUT}, daemon=True)
     follow.start()
     try:
         wait(lambda: caught_up(store, pg_url), timeout=30)
