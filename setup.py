@@ -1,9 +1,12 @@
-"""The logging fast path's C extension; the rest of the project's metadata is in pyproject.toml.
+"""The C extensions: the logging fast path and the console recorder's lines.
 
-The extension is optional: without a C compiler the build goes on without it
-and tracker logs through the same code path in Python (tracker.write.route).
+The rest of the project's metadata is in pyproject.toml. Both extensions are
+optional: without a C compiler the build goes on without them and tracker
+does the same in Python (tracker.write.route, tracker.capture.console).
 """
 
 from setuptools import Extension, setup
 
-setup(ext_modules=[Extension("tracker.write._fastline", ["tracker/write/_fastline.c"], optional=True)])
+setup(ext_modules=[Extension("tracker.write._fastline", ["tracker/write/_fastline.c"], optional=True),
+                   # The console recorder's hot loop (tracker/capture/console.py has the same in Python).
+                   Extension("tracker.capture._console", ["tracker/capture/_console.c"], optional=True)])

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import signal
 from collections.abc import Iterator
 from pathlib import Path
@@ -22,6 +23,13 @@ pytest_plugins = ["tracker.testing"]
 # With Python's own handler here, children start with the default disposition again.
 if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
+# What a run printed and ran on (console and environment records, docs/provenance.md) is recorded by
+# default; the suite's other tests count records, lines and blobs exactly, so it runs with both off
+# unless the environment says otherwise. tests/provenance/ turns them on where they are the subject.
+os.environ.setdefault("TRACKER_CONSOLE", "off")
+os.environ.setdefault("TRACKER_ENVIRONMENT", "off")
 
 
 @pytest.hookimpl(wrapper=True, tryfirst=True)

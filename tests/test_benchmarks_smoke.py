@@ -12,11 +12,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+from .childenv import kept
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
 def test_run_all_quick_prints_a_json_line_per_measurement(tmp_path: Path) -> None:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("TRACKER_")}
+    env = {k: v for k, v in os.environ.items() if kept(k)}
     proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "run_all.py"), "--quick"],
                           capture_output=True, text=True, cwd=tmp_path, env=env, timeout=600)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
@@ -35,7 +37,7 @@ def test_run_all_quick_prints_a_json_line_per_measurement(tmp_path: Path) -> Non
 
 
 def test_tracker_bench_command_prints_cost_next_to_floor(tmp_path: Path) -> None:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("TRACKER_")}
+    env = {k: v for k, v in os.environ.items() if kept(k)}
     proc = subprocess.run([sys.executable, "-m", "tracker", "bench", "--seconds", "0.5", "--format", "json"],
                           capture_output=True, text=True, cwd=tmp_path, env=env, timeout=300)
     assert proc.returncode == 0, proc.stderr

@@ -28,7 +28,6 @@ import types
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # what the names are, for type checkers and readers; loaded lazily below
-    from tracker.capture.artifacts import Artifact
     from tracker.cli import CliContext
     from tracker.core import validators
     from tracker.core.config import Config, load_config
@@ -60,14 +59,19 @@ if TYPE_CHECKING:  # what the names are, for type checkers and readers; loaded l
         alert,
         define_metric,
         init,
+        log_artifact,
+        log_model,
         login,
         save,
         unwatch,
+        use_artifact,
+        use_model,
         watch,
     )
-    from tracker.store import RunView, Store, open_store
+    from tracker.store import RunView, Store, open_store, remove_alias, set_alias
     from tracker.sweeps import agent, sweep
     from tracker.write.api import Run, current_run, finish, log, log_record, start_run
+    from tracker.write.wandb.artifact import Artifact, ArtifactCollection
 
 __version__ = "0.1.0"
 
@@ -76,7 +80,7 @@ _LAZY: dict[str, str] = {}
 for _module, _names in {
     "write.api": "Run current_run finish log log_record start_run",
     "host.bus": "EventBus Subscription TrackerWarning",
-    "capture.artifacts": "Artifact",
+    "write.wandb.artifact": "Artifact ArtifactCollection",
     "cli": "CliContext",
     "core.config": "Config load_config",
     "core.errors": "ConfigError PluginError QueryError RunNotFound SchemaError StoreError TrackerError",
@@ -87,11 +91,12 @@ for _module, _names in {
     "host.pluginmanager": "PluginInfo PluginManager get_plugin_manager",
     "core.records": "Event Problem Record RunInfo",
     "core.schema": "Schema",
-    "store": "RunView Store open_store",
+    "store": "RunView Store open_store remove_alias set_alias",
     "core.summary": "MISSING Summarizer Summary Table",
     "sweeps": "agent sweep",
     "integrations.wandb.init": (
-        "AlertLevel Api Histogram Image Settings UnsupportedError alert define_metric init login save unwatch watch"),
+        "AlertLevel Api Histogram Image Settings UnsupportedError alert define_metric init login save unwatch watch "
+        "log_artifact log_model use_artifact use_model"),
 }.items():
     _LAZY.update(dict.fromkeys(_names.split(), _module))
 del _module, _names
@@ -247,6 +252,13 @@ __all__ = [  # one name per line: additions merge cleanly
     "unwatch",
     "watch",
     "Artifact",
+    "ArtifactCollection",
+    "log_artifact",
+    "log_model",
+    "remove_alias",
+    "set_alias",
+    "use_artifact",
+    "use_model",
     "Band",
     "BarChart",
     "CliContext",

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from tracker.core.records import RunInfo
 from tracker.read import reader
+from tracker.write.artifacts import ArtifactMethods
 
 if TYPE_CHECKING:
     import duckdb
@@ -29,10 +30,16 @@ class RunView(reader.RunView):
     """One run of a store, read-only (see :class:`tracker.read.reader.RunView`), with its artifacts."""
 
     def artifacts(self) -> list[Any]:
-        """Every :class:`tracker.Artifact` of the run, in log order."""
+        """Every :class:`tracker.Artifact` the run logged, in log order (one per record: a name logged
+        twice appears twice); ``.version``, ``.aliases`` and the rest come from the store's registry."""
         from tracker.capture.artifacts import artifacts
+        from tracker.capture.blobs import BlobStore
+        from tracker.write.wandb.artifact import Artifact
 
-        return artifacts(self)
+        store = getattr(self, "parent", None) or Store(self.store, self._host, write_derived=self._writable.ok)
+        blobs = BlobStore(self.store)
+        project = self.info.project
+        return [Artifact._read(store, blobs, project, rec, run=self.id) for rec in artifacts(self)]
 
     def open_artifact(self, name: str) -> Any:
         """A binary file object over the latest version of file artifact ``name``.
@@ -54,10 +61,21 @@ class RunView(reader.RunView):
 
 
 
-class Store(reader.Store):
-    """A store folder opened for reading (see :class:`tracker.read.reader.Store`), with SQL and editing."""
+class Store(reader.Store, ArtifactMethods):
+    """A store folder opened for reading (see :class:`tracker.read.reader.Store`), with SQL, editing and
+    the artifact registry (``artifact``, ``artifacts``, ``lineage``, ``set_alias``, ``remove_alias``)."""
 
     view_class = RunView
+
+    def _view(self, run_id: str) -> RunView:
+        view = super()._view(run_id)
+        view.parent = self  # its artifacts are read through this store's registry
+        return view  # type: ignore[return-value]
+
+    def _alias_edit(self, run_id: str, data: dict[str, Any]) -> None:
+        from tracker.write.artifacts import folder_alias_edit
+
+        folder_alias_edit(self, run_id, data)
 
     @property
     def blobs(self) -> BlobStore:
@@ -169,6 +187,29 @@ class Store(reader.Store):
         from tracker.lifecycle import disk_usage
 
         return disk_usage(self)
+
+
+def _store_of(store: Any) -> Any:
+    return store if hasattr(store, "set_alias") else open_store(store)
+
+
+def set_alias(ref: str, alias: str, store: Any = None) -> Any:
+    """Point ``alias`` (``prod``, ``best``...) at the version ``ref`` names (``mnist-cnn:v3``), moving it
+    from the version it named; returns that version (:class:`tracker.Artifact`).
+
+    :param store: a store, its folder or a ``postgresql://`` URL (default: as :func:`open_store`).
+    :raises TrackerError: ``latest``, ``v<digits>`` or bad characters as the alias; an unknown version;
+        a team database that this role may not write.
+    """
+    return _store_of(store).set_alias(ref, alias)
+
+
+def remove_alias(ref: str, alias: str, store: Any = None) -> None:
+    """Remove ``alias`` from the named artifact ``ref`` (an appended edit; its history is kept).
+
+    :raises TrackerError: the name has no such alias (the message lists its aliases).
+    """
+    _store_of(store).remove_alias(ref, alias)
 
 
 def open_store(path: str | os.PathLike[str] | None = None) -> Store | TeamStore:

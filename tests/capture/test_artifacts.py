@@ -61,7 +61,7 @@ def test_folder_round_trip_with_same_named_files(run: tracker.Run, tmp_path: Pat
         (src / rel).parent.mkdir(parents=True, exist_ok=True)
         (src / rel).write_bytes(data)
     a = run.log_artifact(src, name="checkpoint")
-    assert a.folder and a.kind == "folder" and a.files == 5
+    assert a.folder and a.kind == "folder" and a.file_count == 5 and len(a.files()) == 5
     assert a.size == sum(len(d) for d in files.values())
     manifest = BlobStore(run.store).read_manifest(a.sha256)
     assert {e.path: e.sha256 for e in manifest.files} == {k: _sha(v) for k, v in files.items()}

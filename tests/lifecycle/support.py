@@ -10,10 +10,12 @@ import textwrap
 import time
 from pathlib import Path
 
+from ..childenv import kept
+
 
 def child_env(store: Path, **extra: str) -> dict[str, str]:
     """A child's environment: the store as TRACKER_STORE, no other tracker settings."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("TRACKER_") and k != "NO_COLOR"}
+    env = {k: v for k, v in os.environ.items() if kept(k) and k != "NO_COLOR"}
     env["TRACKER_STORE"] = str(store)
     env.update(extra)
     return env

@@ -21,13 +21,15 @@ from tracker.config import Config
 import tracker
 from tracker.testing import make_host
 
+from ..childenv import kept
+
 CHILD = Path(__file__).with_name("child.py")
 REPO = Path(__file__).resolve().parents[2]
 
 
 def child_env(work: Path, toml: str | None = None, **extra: str) -> dict[str, str]:
     """The environment of a child: no inherited tracker settings, an optional tracker.toml."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("TRACKER_")}
+    env = {k: v for k, v in os.environ.items() if kept(k)}
     if toml is not None:
         cfg = work / "tracker.toml"
         cfg.write_text(toml)

@@ -19,6 +19,8 @@ import pytest
 
 import tracker
 
+from ..childenv import kept
+
 pytestmark = pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs")
 
 LIMIT = 30.0  # the child is killed after this: a hang fails the test
@@ -38,7 +40,7 @@ def _child(code: str, cwd: Path) -> dict:
                 result['error'] = f'{type(exc).__name__}: {exc}'
             result['seconds'] = time.perf_counter() - t0
         """) + textwrap.dedent(code) + "\nprint(json.dumps(result))\n"
-    env = {k: v for k, v in os.environ.items() if not k.startswith("TRACKER_")}
+    env = {k: v for k, v in os.environ.items() if kept(k)}
     env["TRACKER_STORE"] = str(cwd / "store")
     try:
         res = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=LIMIT,
@@ -144,7 +146,7 @@ def test_tracker_get_and_verify_refuse_a_blob_that_became_a_fifo(tmp_path):
 
     store, rid, sha, _ = _store_with_blobs(tmp_path)
     _make_fifo(blob_path(store, sha))
-    env = {k: v for k, v in os.environ.items() if not k.startswith("TRACKER_")}
+    env = {k: v for k, v in os.environ.items() if kept(k)}
     t0 = time.monotonic()
     res = subprocess.run([sys.executable, "-m", "tracker", "--store", str(store), "get", rid, "model.bin",
                           "-o", str(tmp_path / "out.bin")], capture_output=True, text=True, timeout=LIMIT, env=env)
@@ -199,7 +201,7 @@ def _deep_round_trip(tmp_path: Path) -> None:
     (root / "top.txt").write_text("top")
     with tracker.start_run(project="p", store=tmp_path / "store", system_metrics=False) as run:
         art = run.log_artifact(root)
-    assert art.folder and art.files == 2
+    assert art.folder and art.file_count == 2
     view = tracker.open_store(tmp_path / "store").run(run.id)
     from tracker.capture.blobs import BlobStore
 

@@ -16,9 +16,11 @@ import pytest
 import tracker
 from tracker.capture.blobs import BlobStore
 
+from ..childenv import kept
+
 
 def _env() -> dict[str, str]:
-    return {k: v for k, v in os.environ.items() if not k.startswith("TRACKER_")}
+    return {k: v for k, v in os.environ.items() if kept(k)}
 
 
 # --- one rule for tags and config keys ---------------------------------------------------------

@@ -19,9 +19,11 @@ pytest.importorskip("uvicorn")
 
 import tracker  # noqa: E402
 
+from ..childenv import kept
+
 
 def _serve(store: Path, *args: str) -> tuple[subprocess.Popen, int]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("TRACKER_")}
+    env = {k: v for k, v in os.environ.items() if kept(k)}
     env["PYTHONUNBUFFERED"] = "1"
     env.pop("DISPLAY", None)
     env.pop("WAYLAND_DISPLAY", None)

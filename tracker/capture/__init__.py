@@ -1,4 +1,4 @@
-"""Capture: artifacts stored once by content, images, histograms and system metrics.
+"""Capture: artifacts stored once by content, images, histograms, system metrics, the console and environment.
 Imports core, host and read; the write path (tracker.write) calls into it, and it never imports the write path.
 
 The ``Run`` methods (``log_artifact``, ``log_image``, ``log_histogram``) and
@@ -8,7 +8,10 @@ run's latest step when no step is given, and never advance the automatic
 step of ``run.log``.
 
 Modules: :mod:`.blobs` (content-addressed files), :mod:`.artifacts`,
-:mod:`.media` (images and histograms), :mod:`.system` (the sampler thread).
+:mod:`.media` (images and histograms), :mod:`.system` (the sampler thread),
+:mod:`.console` (what the process prints) and :mod:`.environment` (what it
+runs on). The write path hands the last two a run at its start
+(:func:`start_recorders`) and stops them at its finish, nothing more.
 """
 
 from __future__ import annotations
@@ -17,7 +20,8 @@ import os
 from collections.abc import Callable
 from typing import Any
 
-from tracker.capture.artifacts import Artifact
+from tracker.capture.artifacts import Logged
+from tracker.core.errors import TrackerError
 
 
 def latest_step(run: Any) -> int:
@@ -40,12 +44,14 @@ def side_writer(run: Any) -> Callable[[str, dict[str, Any], int | None], tuple[i
     return write
 
 
-def log_artifact(run: Any, path: str | os.PathLike[str], name: str | None = None, *, kind: str = "file",
-                 copy: bool = True, step: int | None = None) -> Artifact:
-    """``Run.log_artifact``: see :func:`tracker.capture.artifacts.log_artifact`."""
+def log_artifact(run: Any, path: Any, name: str | None = None, *, kind: str = "file",
+                 copy: bool = True, step: int | None = None, **more: Any) -> Logged:
+    """``Run.log_artifact``: see :func:`tracker.capture.artifacts.log_artifact` (``more``: its type,
+    aliases, description, metadata, filename, members and probe arguments)."""
     from tracker.capture.artifacts import log_artifact as _log
 
-    return _log(side_writer(run), run.store, path, name, kind=kind, copy=copy, step=step, fsync=run._host.config.fsync)
+    return _log(side_writer(run), run.store, path, name, kind=kind, copy=copy, step=step,
+                fsync=run._host.config.fsync, **more)
 
 
 def log_image(run: Any, name: str, image: Any, step: int | None = None, *, caption: str = "") -> str:
@@ -79,5 +85,98 @@ def start_sampler(run: Any, system_metrics: Any) -> Any:
     return sampler if sampler.start() else None
 
 
-__all__ = ["Artifact", "latest_step", "log_artifact", "log_histogram", "log_image", "side_writer",
-           "start_sampler"]
+class Recorders:
+    """A run's console and environment recorders, stopped together when the run finishes."""
+
+    def __init__(self, console: Any = None, environment: Any = None) -> None:
+        self.console = console
+        self.environment = environment
+
+    def stop(self) -> None:
+        """Let the environment record be written, then write the last console lines and restore the streams."""
+        if self.environment is not None:
+            self.environment.wait()
+            self.environment = None
+        if self.console is not None:
+            from tracker.capture.console import remove_sink
+
+            remove_sink(self.console)
+            self.console = None
+
+
+#: ``TRACKER_CONSOLE`` values (W&B's ``WANDB_CONSOLE`` names too) and what they mean.
+_CONSOLE_VALUES = {"off": None, "false": None, "0": None, "no": None, "on": "wrap", "true": "wrap", "1": "wrap",
+                   "yes": "wrap", "wrap": "wrap", "auto": "wrap", "fd": "fd", "redirect": "fd"}
+_SWITCH_VALUES = {"off": False, "false": False, "0": False, "no": False, "on": True, "true": True, "1": True,
+                  "yes": True}
+
+
+def console_mode(console: Any, config: Any) -> str | None:
+    """``"wrap"``, ``"fd"`` or ``None`` (off): ``start_run(console=)``, else ``TRACKER_CONSOLE``, else
+    tracker.toml's ``[run] console`` (on by default).
+
+    :raises TypeError: ``console`` is not None, True, False, "wrap" or "fd".
+    :raises TrackerError: ``TRACKER_CONSOLE`` holds something else than off, wrap or fd (or their synonyms).
+    """
+    if console is None:
+        env = os.environ.get("TRACKER_CONSOLE")
+        if env:
+            if env.strip().lower() not in _CONSOLE_VALUES:
+                raise TrackerError(f"TRACKER_CONSOLE: expected off, wrap or fd, given {env!r}")
+            return _CONSOLE_VALUES[env.strip().lower()]
+        console = getattr(config, "run_console", True)
+    if console is False:
+        return None
+    if console is True or console == "wrap":
+        return "wrap"
+    if console == "fd":
+        return "fd"
+    raise TypeError(f'console: expected None, True, False, "wrap" or "fd", given {console!r}')
+
+
+def environment_on(environment: Any, config: Any) -> bool:
+    """Whether to record the environment: ``start_run(environment=)``, else ``TRACKER_ENVIRONMENT``, else
+    tracker.toml's ``[run] environment`` (on by default).
+
+    :raises TrackerError: ``TRACKER_ENVIRONMENT`` is not on or off (true/false, 1/0).
+    """
+    if environment is not None:
+        if environment not in (True, False):
+            raise TypeError(f"environment: expected None, True or False, given {environment!r}")
+        return bool(environment)
+    env = os.environ.get("TRACKER_ENVIRONMENT")
+    if env:
+        if env.strip().lower() not in _SWITCH_VALUES:
+            raise TrackerError(f"TRACKER_ENVIRONMENT: expected on or off, given {env!r}")
+        return _SWITCH_VALUES[env.strip().lower()]
+    return bool(getattr(config, "run_environment", True))
+
+
+def start_recorders(run: Any, console: str | None, environment: bool) -> Recorders | None:
+    """Start ``run``'s console capture (``"wrap"``, ``"fd"`` or ``None``: :func:`console_mode`) and environment
+    recorder (:func:`environment_on`); ``None`` when both are off. Never raises for a recorder that cannot start.
+    """
+    config = run._host.config
+    rec = Recorders()
+    if console is not None:
+        try:
+            from tracker.capture.console import add_sink
+
+            rec.console = add_sink(run, console, getattr(config, "console_max_bytes", 100 * 1024 * 1024))
+        except Exception:  # noqa: BLE001, S110 - a console that cannot be captured leaves the run as it is
+            rec.console = None
+    if environment:
+        try:
+            from tracker.capture.environment import EnvironmentRecorder
+
+            write = side_writer(run)
+            rec.environment = EnvironmentRecorder(
+                lambda schema, data: write(schema, data, None), run.store, config,
+                lambda folder, name: run.log_artifact(folder, name=name, type="code")).start()
+        except Exception:  # noqa: BLE001, S110 - as above
+            rec.environment = None
+    return rec if rec.console is not None or rec.environment is not None else None
+
+
+__all__ = ["Logged", "Recorders", "console_mode", "environment_on", "latest_step", "log_artifact", "log_histogram",
+           "log_image", "side_writer", "start_recorders", "start_sampler"]

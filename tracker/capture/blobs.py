@@ -20,7 +20,11 @@ names the blob, so no record ever points to a missing or partial blob.
 
 The same content stored again lands on the same name: the rename replaces
 the old copy with identical bytes (which also heals a damaged one and makes
-it young again for ``tracker gc``).
+it young again for ``tracker gc``). A file that is probably stored already
+(``put_file(probe=True)``: the artifact's name has a version of that size
+logged after the file last changed) is hashed first, reading it once and
+writing nothing when its blob is there (its time is set anew, so ``tracker
+gc`` sees it young); only new content is copied.
 
 A folder is stored as one *manifest* blob, a JSON document listing each file
 (relative POSIX path, size, sha256) sorted by path, plus one blob per file;
@@ -360,9 +364,11 @@ class BlobStore:
             raise StoreError(f"cannot store blob {final}: {exc.strerror}") from None
         return final
 
-    def put_file(self, src: str | os.PathLike[str]) -> tuple[str, int]:
+    def put_file(self, src: str | os.PathLike[str], *, probe: bool = False) -> tuple[str, int]:
         """Store a copy of file ``src``: ``(sha256, size)``.
 
+        :param probe: hash the file first and copy nothing when its blob is stored already (one read,
+            no write); when it is not, copy it as without ``probe`` (a second read).
         :raises StoreError: the file cannot be read or the blob written.
         """
         try:
@@ -370,6 +376,11 @@ class BlobStore:
         except OSError as exc:
             raise TrackerError(f"cannot read {src}: {exc.strerror}") from None
         with f:
+            if probe:
+                sha, size = copy_hashing(f, None, os.fstat(f.fileno()).st_size)
+                if self.keep(sha, size):
+                    return sha, size
+                f.seek(0)
             fd, tmp = self._tmp()
             try:
                 sha, size = self._copy(f, fd)
@@ -394,9 +405,24 @@ class BlobStore:
                 pass
         return copy_hashing(f, fd, size)
 
+    def keep(self, sha: str, size: int) -> bool:
+        """Whether the blob of ``sha`` is stored with ``size`` bytes; if so its time is set to now, so that
+        ``tracker gc`` (which spares young blobs) never takes it before the record that names it is written."""
+        path = self.path(sha)
+        try:
+            st = os.stat(path)
+            if not stat.S_ISREG(st.st_mode) or st.st_size != size:
+                return False
+            os.utime(path)
+        except OSError:
+            return False
+        return True
+
     def put_bytes(self, data: bytes) -> tuple[str, int]:
-        """Store ``data``: ``(sha256, size)``."""
+        """Store ``data``: ``(sha256, size)`` (nothing is written when the blob is there)."""
         sha = hashlib.sha256(data).hexdigest()
+        if self.keep(sha, len(data)):
+            return sha, len(data)
         fd, tmp = self._tmp()
         try:
             _write_all(fd, memoryview(data))
@@ -443,14 +469,27 @@ class BlobStore:
 
     # --- folders ----------------------------------------------------------------------------
 
-    def put_folder(self, folder: str | os.PathLike[str], *, copy: bool = True) -> Manifest:
+    def put_folder(self, folder: str | os.PathLike[str], *, copy: bool = True,
+                   probe_before: float | None = None) -> Manifest:
         """Store a folder's manifest blob (and, with ``copy``, a blob per file).
 
+        :param probe_before: files last changed before this time (seconds since the epoch) are
+            probably stored already: hashed first, copied only when not (see :meth:`put_file`).
         :returns: the manifest (its ``sha256`` names the manifest blob).
         """
+        return self.put_files(walk_files(folder), copy=copy, probe_before=probe_before)
+
+    def put_files(self, files: list[tuple[str, Path]], *, copy: bool = True,
+                  probe_before: float | None = None) -> Manifest:
+        """Store the manifest of ``files`` (``(relative POSIX path, file)``, sorted by path) and, with ``copy``,
+        a blob per file (see :meth:`put_folder`)."""
         entries = []
-        for rel, path in walk_files(folder):
-            sha, size = self.put_file(path) if copy else hash_file(path)
+        for rel, path in files:
+            if copy:
+                probe = probe_before is not None and _changed_before(path, probe_before)
+                sha, size = self.put_file(path, probe=probe)
+            else:
+                sha, size = hash_file(path)
             entries.append(ManifestEntry(rel, size, sha))
         manifest = Manifest(tuple(entries))
         sha, _ = self.put_bytes(manifest.encode())
@@ -563,6 +602,13 @@ def walk_files(folder: str | os.PathLike[str]) -> list[tuple[str, Path]]:
             out.append((rel, Path(e.path)))
     out.sort(key=lambda t: t[0])
     return out
+
+
+def _changed_before(path: Path, when: float) -> bool:
+    try:
+        return os.stat(path).st_mtime <= when
+    except OSError:
+        return False
 
 
 def make_folders(path: Path) -> None:

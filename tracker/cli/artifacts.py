@@ -34,7 +34,7 @@ def artifacts_cmd(obj: CliContext, run: str, fmt: str) -> None:
       tracker artifacts 3f2a --format json
     """
     view = obj.store.run(run)
-    rows = [{"name": a.name, "kind": a.kind, "size": a.size, "files": a.files, "sha256": a.sha256,
+    rows = [{"name": a.name, "kind": a.kind, "size": a.size, "files": a.file_count, "sha256": a.sha256,
              "step": a.step, "time": a.time, "stored": "reference" if a.reference else "copy",
              "path": str(a.path)} for a in view.artifacts()]
     if fmt == "json":

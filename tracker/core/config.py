@@ -42,6 +42,12 @@ class Config:
         database may take before it is given up (the link is taken as down).
     :ivar alerts: the ``[alerts]`` table, checked: ``channels`` (by name), ``rules`` (a list),
         ``interval``, ``retries``, ``backoff``, ``finish_timeout`` (see docs/alerts.md).
+    :ivar run_console: ``[run] console``: ``True`` (the ``sys.stdout``/``sys.stderr`` streams),
+        ``"fd"`` (file descriptors 1 and 2) or ``False`` (off); see docs/provenance.md.
+    :ivar console_max_bytes: ``[run] console_max_bytes``: console text kept per run and process.
+    :ivar run_environment: ``[run] environment``: record Python, packages, GPUs and git at the start.
+    :ivar run_code: ``[run] code``: glob patterns of files stored as the run's ``code`` artifact.
+    :ivar max_diff_bytes: ``[run] max_diff_bytes``: the uncommitted diff is cut there, with a note.
     """
 
     file: Path | None = None
@@ -57,6 +63,11 @@ class Config:
     team_blobs: str | None = None
     team_timeout: float = 30.0
     alerts: dict[str, Any] = attrs.field(factory=dict)
+    run_console: bool | str = True
+    console_max_bytes: int = 100 * 1024 * 1024
+    run_environment: bool = True
+    run_code: tuple[str, ...] = ()
+    max_diff_bytes: int = 10 * 1024 * 1024
 
     @property
     def fsync(self) -> bool:
@@ -105,7 +116,7 @@ def _check(file: Path, raw: dict[str, Any]) -> Config:
     def bad(key: str, allowed: str, given: Any) -> ConfigError:
         return ConfigError(f"{file}: {key}: expected {allowed}, given {given!r}")
 
-    _only(file, "", raw, {"store", "plugins", "system", "team", "alerts"})
+    _only(file, "", raw, {"store", "plugins", "system", "team", "alerts", "run"})
     store = raw.get("store", {})
     if not isinstance(store, dict):
         raise bad("store", "a table", store)
@@ -143,6 +154,7 @@ def _check(file: Path, raw: dict[str, Any]) -> Config:
     kw["plugins"] = tables
     kw.update(_check_system(file, raw.get("system", {}), bad))
     kw.update(_check_team(file, raw.get("team", {}), bad))
+    kw.update(_check_run(file, raw.get("run", {}), bad))
     if "alerts" in raw:
         kw["alerts"] = _check_alerts(file, raw["alerts"], bad)
     return Config(**kw)
@@ -196,6 +208,39 @@ def _check_team(file: Path, team: Any, bad: Any) -> dict[str, Any]:
         if type(v) not in (int, float) or not 0 < v <= 3600:
             raise bad("[team] timeout", "a number of seconds above 0 and at most 3600", v)
         kw["team_timeout"] = float(v)
+    return kw
+
+
+#: What ``[run] console`` and ``start_run(console=)`` take besides true and false.
+CONSOLE_MODES = ("wrap", "fd")
+
+
+def _check_run(file: Path, run: Any, bad: Any) -> dict[str, Any]:
+    """``[run]``: console, console_max_bytes, environment, code, max_diff_bytes (docs/provenance.md)."""
+    if not isinstance(run, dict):
+        raise bad("run", "a table", run)
+    _only(file, "run", run, {"console", "console_max_bytes", "environment", "code", "max_diff_bytes"})
+    kw: dict[str, Any] = {}
+    if "console" in run:
+        v = run["console"]
+        if type(v) is not bool and v not in CONSOLE_MODES:
+            raise bad("[run] console", 'true, false, "wrap" or "fd"', v)
+        kw["run_console"] = v
+    for key in ("console_max_bytes", "max_diff_bytes"):
+        if key in run:
+            v = run[key]
+            if type(v) is not int or v < 0:
+                raise bad(f"[run] {key}", "a number of bytes (an int >= 0)", v)
+            kw[key] = v
+    if "environment" in run:
+        if type(run["environment"]) is not bool:
+            raise bad("[run] environment", "true or false", run["environment"])
+        kw["run_environment"] = run["environment"]
+    if "code" in run:
+        code = run["code"]
+        if not isinstance(code, list) or not all(isinstance(x, str) and x for x in code):
+            raise bad("[run] code", 'a list of glob patterns such as ["*.py", "configs/**"]', code)
+        kw["run_code"] = tuple(code)
     return kw
 
 

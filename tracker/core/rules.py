@@ -8,6 +8,7 @@ too, with the same message.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -68,4 +69,86 @@ def check_keys(values: Mapping[str, Any], what: str = "config") -> None:
             stack.extend((f"{where}[{i}]", x) for i, x in enumerate(v))
 
 
-__all__ = ["MAX_LABEL", "check_keys", "check_label", "plain_text"]
+# --- artifacts: names, types, aliases (DESIGN.md, "Artifacts: versions, aliases, lineage") -------------
+
+#: The longest artifact name and type accepted.
+MAX_ARTIFACT_NAME = 256
+#: What an alias may be made of: a word a path, a URL and a shell leave alone.
+ALIAS_RE = re.compile(r"[A-Za-z0-9_.-]{1,64}")
+#: Version names (``v0``, ``v12``): never an alias.
+VERSION_RE = re.compile(r"v[0-9]+")
+#: The alias every name has, naming its newest version; never set by hand.
+LATEST = "latest"
+
+
+def check_artifact_name(value: Any, what: str = "artifact name") -> str:
+    """An artifact name: one line, no ``:`` (it separates the version), no ``\\``, not a path that
+    leaves its folder (no ``/`` at either end, no ``.`` or ``..`` part), no control characters.
+
+    A ``/`` inside is kept (``eval/report.txt``, as ``save`` names files): the name is data, never a path.
+
+    :raises TrackerError: one line naming the name and what is wrong with it.
+    """
+    text = check_label(value, what)
+    if len(text) > MAX_ARTIFACT_NAME:
+        raise TrackerError(f"{what} {text[:40]!r}...: at most {MAX_ARTIFACT_NAME} characters, given {len(text)}")
+    bad = next((c for c in text if ord(c) < 32 or ord(c) == 127), None)
+    if bad is not None:
+        raise TrackerError(f"{what} {text!r}: holds the control character {bad!r}")
+    if ":" in text:
+        raise TrackerError(f"{what} {text!r}: must not hold ':' (it separates a name from its version, "
+                           "as in 'mnist-cnn:v3')")
+    if "\\" in text:
+        raise TrackerError(f"{what} {text!r}: must not hold a backslash")
+    parts = text.split("/")
+    if any(p in ("", ".", "..") for p in parts):
+        raise TrackerError(f"{what} {text!r}: must not be a path (no leading or trailing '/', no '.' or '..' "
+                           "part); names are data, never paths")
+    if text != text.strip():
+        raise TrackerError(f"{what} {text!r}: must not start or end with a blank")
+    return text
+
+
+def check_artifact_type(value: Any) -> str:
+    """An artifact type (``model``, ``dataset``...): one line of at most 128 characters, no ``:``.
+
+    :raises TrackerError: naming what is wrong.
+    """
+    text = check_label(value, "artifact type")
+    if len(text) > 128 or ":" in text or text != text.strip():
+        raise TrackerError(f"artifact type {text[:40]!r}: expected one word or phrase of at most 128 characters, "
+                           "without ':' or blanks at either end")
+    return text
+
+
+def check_alias(value: Any) -> str:
+    """An alias set by hand or at log time: ``[A-Za-z0-9_.-]{1,64}``, not ``latest``, not ``v<digits>``.
+
+    :raises TrackerError: one line naming the alias and the rule it breaks.
+    """
+    if not isinstance(value, str):
+        raise TrackerError(f"alias: expected a str, given {given(value)}")
+    if value == LATEST:
+        raise TrackerError("alias 'latest' is set automatically (it names the newest version) and cannot be "
+                           "set or removed by hand")
+    if VERSION_RE.fullmatch(value):
+        raise TrackerError(f"alias {value!r} looks like a version number; versions are named v0, v1, ... "
+                           "by the order they were logged, so an alias may not be one")
+    if not ALIAS_RE.fullmatch(value):
+        raise TrackerError(f"alias {value!r}: expected 1 to 64 of the characters A-Z a-z 0-9 _ . -")
+    return value
+
+
+def check_aliases(values: Any) -> list[str]:
+    """A list of aliases (a single str is one alias), each checked by :func:`check_alias`, duplicates dropped."""
+    if values is None:
+        return []
+    if isinstance(values, str):
+        values = [values]
+    if not isinstance(values, (list, tuple, set, frozenset)):
+        raise TrackerError(f"aliases: expected a list of str, given {given(values)}")
+    return list(dict.fromkeys(check_alias(v) for v in values))
+
+
+__all__ = ["ALIAS_RE", "LATEST", "MAX_ARTIFACT_NAME", "MAX_LABEL", "VERSION_RE", "check_alias", "check_aliases",
+           "check_artifact_name", "check_artifact_type", "check_keys", "check_label", "plain_text"]

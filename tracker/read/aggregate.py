@@ -219,6 +219,44 @@ def _grid(runs: list[tuple[np.ndarray, np.ndarray]], max_points: int) -> np.ndar
     return np.unique(lo + (np.arange(max_points, dtype=np.int64) * width) // max_points)
 
 
+def _buckets(runs: list[tuple[np.ndarray, np.ndarray]], edges: np.ndarray) -> tuple[np.ndarray, ...]:
+    """Per run (rows) and grid point (columns): its value there, and the min and max it logged in the bucket.
+
+    All runs at once: each value's bucket, the last value of each (run, bucket), then carried forward to the
+    buckets of the run's own range that it logged nothing in. NaN where a run has no value.
+    """
+    n, k = len(runs), edges.size
+    sizes = np.fromiter((s.size for s, _ in runs), dtype=np.int64, count=n)
+    steps = np.concatenate([s for s, _ in runs])
+    vals = np.concatenate([v for _, v in runs])
+    row = np.repeat(np.arange(n, dtype=np.int64), sizes)
+    key = row * k + (np.searchsorted(edges, steps, "right") - 1)  # non-decreasing: runs in order, steps sorted
+    change = np.flatnonzero(key[1:] != key[:-1])
+    firsts = np.concatenate(([0], change + 1))
+    lasts = np.concatenate((change, [key.size - 1]))
+    cells = key[firsts]
+    values = np.full(n * k, np.nan)
+    values[cells] = vals[lasts]
+    lows = np.full(n * k, np.nan)
+    highs = np.full(n * k, np.nan)
+    lows[cells] = np.minimum.reduceat(vals, firsts)
+    highs[cells] = np.maximum.reduceat(vals, firsts)
+    values, lows, highs = values.reshape(n, k), lows.reshape(n, k), highs.reshape(n, k)
+    # Carried forward within each run's range: from the bucket of its first value to that of its last.
+    logged = ~np.isnan(values)
+    at = np.where(logged, np.arange(k), 0)
+    np.maximum.accumulate(at, axis=1, out=at)
+    rows = np.arange(n)[:, None]
+    ends = np.concatenate((np.flatnonzero(np.diff(row)), [row.size - 1]))
+    last_cell = key[ends] - np.arange(n) * k
+    inside = np.cumsum(logged, axis=1) > 0
+    inside &= np.arange(k) <= last_cell[:, None]
+    carried = np.where(inside, values[rows, at], np.nan)
+    lows = np.where(logged, lows, carried)
+    highs = np.where(logged, highs, carried)
+    return carried, lows, highs
+
+
 def aggregate_series(series: Iterable[tuple[Any, Any]], *, stat: str = "mean", band: Any = "std",
                      max_points: int = DEFAULT_MAX_POINTS) -> dict[str, Any] | None:
     """One group's line and band from its runs' ``(steps, values)`` (the rules of this module's docstring).
@@ -231,27 +269,7 @@ def aggregate_series(series: Iterable[tuple[Any, Any]], *, stat: str = "mean", b
     if not runs:
         return None
     edges = _grid(runs, max_points)
-    k = edges.size
-    ends = np.empty(k, dtype=np.int64)
-    ends[:-1] = edges[1:]
-    ends[-1] = max(int(s[-1]) for s, _ in runs) + 1
-    values = np.full((len(runs), k), np.nan)
-    lows = np.full((len(runs), k), np.nan)
-    highs = np.full((len(runs), k), np.nan)
-    for r, (s, v) in enumerate(runs):
-        last = np.searchsorted(s, ends, "left") - 1  # the last value before the next grid point
-        covered = (last >= 0) & (s[-1] >= edges)
-        at = np.where(covered, last, 0)
-        row = np.where(covered, v[at], np.nan)
-        values[r] = row
-        lows[r] = row
-        highs[r] = row
-        starts = np.searchsorted(s, edges, "left")
-        has = (np.searchsorted(s, ends, "left") > starts) & covered
-        if has.any():
-            first = starts[has]
-            lows[r, has] = np.minimum.reduceat(v, first)
-            highs[r, has] = np.maximum.reduceat(v, first)
+    values, lows, highs = _buckets(runs, edges)
     count = np.count_nonzero(~np.isnan(values), axis=0)
     keep = count > 0
     if not keep.all():
@@ -282,6 +300,21 @@ def metric_series(view: Any, metric: str) -> tuple[np.ndarray, np.ndarray]:
     return np.asarray(steps, dtype=np.int64), np.asarray(col, dtype=np.float64)
 
 
+def view_of(store: Any, info: Any) -> Any:
+    """The view of a run listed just now: made from its id (no search of the store's ids per run) and holding
+    the listing's info (not read again from the run's segments)."""
+    make = getattr(store, "_view", None)
+    view = make(info.id) if make is not None else store.run(info.id)
+    if getattr(view, "_info", False) is None:
+        view._info = info
+    return view
+
+
+def run_series(store: Any, info: Any, metric: str) -> tuple[np.ndarray, np.ndarray]:
+    """A listed run's ``(steps, values)`` of ``metric`` (:func:`metric_series` of :func:`view_of`)."""
+    return metric_series(view_of(store, info), metric)
+
+
 def selected_infos(store: Any, runs: Iterable[Any] | None) -> list[Any]:
     """The runs to aggregate: every run of the store (``None``), or each given id, prefix, name or RunInfo.
 
@@ -298,18 +331,19 @@ def selected_infos(store: Any, runs: Iterable[Any] | None) -> list[Any]:
     return list(out.values())
 
 
-def _logged(store: Any, infos: list[Any], metric: str) -> tuple[set[str] | None, list[str]]:
+def _logged(store: Any, infos: list[Any], metric: str,
+            entries: Iterable[Any] | None = None) -> tuple[set[str] | None, list[str]]:
     """Which of ``infos`` logged ``metric`` (from the catalog's figures when the store keeps them) and every
     metric name they logged; ``(None, names)`` when the store cannot tell without reading the runs."""
     catalog = getattr(store, "catalog", None)
     names: dict[str, None] = {}
-    if catalog is None:
+    if catalog is None and entries is None:
         for i in infos:
             names.update(dict.fromkeys(i.last_metrics))
         return None, sorted(names)
     ids = {i.id for i in infos}
     have = set()
-    for entry in catalog():
+    for entry in entries if entries is not None else catalog():
         if entry.info.id in ids:
             names.update(dict.fromkeys(entry.metrics))
             if metric in entry.metrics:
@@ -319,7 +353,7 @@ def _logged(store: Any, infos: list[Any], metric: str) -> tuple[set[str] | None,
 
 def aggregate(store: Any, metric: str, by: str | None = "group", runs: Iterable[Any] | None = None,
               stat: str = "mean", band: Any = "std", max_points: int = DEFAULT_MAX_POINTS,
-              series: Any = None) -> dict[Any, dict[str, Any]]:
+              series: Any = None, entries: Iterable[Any] | None = None) -> dict[Any, dict[str, Any]]:
     """``store.aggregate``: per group, ``metric``'s line and band across the group's runs.
 
     :param store: a reader of the reading protocol (a folder or the team database).
@@ -329,7 +363,8 @@ def aggregate(store: Any, metric: str, by: str | None = "group", runs: Iterable[
     :param stat: ``"mean"`` or ``"median"``: the line.
     :param band: ``"std"`` (±1 std, ddof 0), ``"minmax"``, or a percentile pair such as ``(10, 90)``.
     :param max_points: the most grid points per group.
-    :param series: ``fn(view, metric) -> (steps, values)`` instead of :func:`metric_series` (a cache).
+    :param series: ``fn(store, info, metric) -> (steps, values)`` instead of :func:`run_series` (a cache).
+    :param entries: the store's catalog entries, when the caller has them (not listed again).
     :returns: ``{group value: {"n", "step", "count", stat, "std", "lo", "hi", "min", "max", "runs"}}``: ``n`` the
         group's runs that logged the metric, ``runs`` their ids, arrays per grid point. Groups none of whose
         runs logged the metric are left out.
@@ -341,11 +376,11 @@ def aggregate(store: Any, metric: str, by: str | None = "group", runs: Iterable[
         raise TrackerError(f"metric: expected a metric name, given {metric!r}")
     infos = selected_infos(store, runs)
     groups = group_runs(infos, by)
-    have, names = _logged(store, infos, metric)
+    have, names = _logged(store, infos, metric, entries)
     if have is not None and not have:
         raise TrackerError(f"metric {metric!r}: none of the {len(infos)} runs logged it (metrics logged: "
                            f"{', '.join(names[:30]) or 'none'}{', ...' if len(names) > 30 else ''})")
-    read = series or metric_series
+    read = series or run_series
     cache: dict[str, tuple[np.ndarray, np.ndarray]] = {}
     out: dict[Any, dict[str, Any]] = {}
     for value, members in groups.items():
@@ -354,7 +389,7 @@ def aggregate(store: Any, metric: str, by: str | None = "group", runs: Iterable[
             if have is not None and info.id not in have:
                 continue
             if info.id not in cache:
-                cache[info.id] = read(store.run(info.id), metric)
+                cache[info.id] = read(store, info, metric)
             s, v = cache[info.id]
             if v.size and np.isfinite(v).any():
                 used.append(info.id)
@@ -408,4 +443,5 @@ def group_table(infos: Sequence[Any], by: str | None, metrics: Sequence[str]) ->
 
 
 __all__ = ["BY_FORMS", "DEFAULT_MAX_POINTS", "STATS", "aggregate", "aggregate_series", "check_by", "group_runs",
-           "group_table", "group_values", "last_values", "metric_series", "parse_band", "selected_infos"]
+           "group_table", "group_values", "last_values", "metric_series", "parse_band", "run_series",
+           "selected_infos", "view_of"]

@@ -140,7 +140,9 @@ class Store(LazyHost):
             for rid in self.run_ids():
                 try:
                     view = self._view(rid)
-                    entries.append(CatalogEntry(view.info, view.metric_stats(), view.schema_counts()))
+                    counts = view.schema_counts()
+                    entries.append(CatalogEntry(view.info, view.metric_stats(), counts,
+                                                artifacts=_artifact_figures(view, counts, bool(edit_paths(view.path)))))
                 except StoreError as exc:
                     self._unlisted(rid, exc)
         out = []
@@ -155,6 +157,16 @@ class Store(LazyHost):
             out.append(e)
         out.sort(key=lambda e: (e.info.created_at or 0.0, e.info.id), reverse=True)
         return out
+
+    def registry(self) -> Any:
+        """Every named artifact: versions, aliases, producers and consumers (:class:`tracker.read.registry.Registry`).
+
+        Derived from the artifact figures of the run catalog, and kept warm in memory: later questions
+        look only at what may have changed (:mod:`tracker.read.index.artifacts`).
+        """
+        from tracker.read.index.artifacts import warm_registry
+
+        return warm_registry(self)
 
     #: The class of the views :meth:`run` returns (:mod:`tracker.store` gives one with the capabilities' methods).
     view_class: type[RunView]
@@ -192,7 +204,8 @@ class Store(LazyHost):
         for ix in ixs:
             for name, m in ix.meta.items():
                 counts[name] = counts.get(name, 0) + m["n"]
-        entry = CatalogEntry(info, combine_stats([ix.stats for ix in ixs]), counts)
+        entry = CatalogEntry(info, combine_stats([ix.stats for ix in ixs]), counts,
+                             artifacts=_artifact_figures(view, counts, bool(edits)))
         # A writer on another host that never finished is judged by a timeout of the reader's
         # configuration: such a run's status is derived again at each listing, like a running one's.
         here = hostname()
@@ -202,7 +215,7 @@ class Store(LazyHost):
 
     def _refresh_running(self, run_id: str, entry: CatalogEntry) -> CatalogEntry:
         # Its files are unchanged, but its writer may have died since: derive the status again.
-        return CatalogEntry(self._view(run_id).info, entry.metrics, entry.schemas)
+        return CatalogEntry(self._view(run_id).info, entry.metrics, entry.schemas, artifacts=entry.artifacts)
 
     def run(self, ref: str) -> RunView:
         """The run whose id is ``ref`` or starts with it (like git), else whose name is ``ref``.
@@ -226,6 +239,20 @@ class Store(LazyHost):
             return self._view(run_id).info.name
         except StoreError:
             return None
+
+
+def _artifact_figures(view: RunView, counts: dict[str, int], has_edits: bool) -> dict[str, Any] | None:
+    """What run ``view`` adds to the artifact registry (:mod:`tracker.read.registry`), for its catalog entry."""
+    from tracker.read.registry import ARTIFACT, ARTIFACT_USE, run_figures
+
+    if ARTIFACT not in counts and ARTIFACT_USE not in counts and not has_edits:
+        return None
+    edits: list[dict[str, Any]] = []
+    if has_edits:
+        from tracker.read.edits import read_edits
+
+        edits = read_edits(view.path)
+    return run_figures(view, view.info.project, counts, edits)
 
 
 def merge_log_order(sources: Sequence[Iterable[Record]], tops: list[float] | None = None) -> Iterator[Record]:

@@ -200,7 +200,7 @@ def run_status(writers: list[tuple[float, float, str, dict | None]]) -> tuple[st
     current = [w for w in writers if not any(o is not w and o[0] > w[1] for o in writers)] or writers
     worst = max(current, key=lambda w: _SEVERITY.get(w[2], 2))
     error = None
-    if worst[2] == "failed" and worst[3] is not None:
+    if worst[2] in ("failed", "stopped") and worst[3] is not None:  # a Ctrl-C keeps its KeyboardInterrupt
         error = (worst[3].get("data") or {}).get("error")
     return worst[2], error
 

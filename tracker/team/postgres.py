@@ -35,6 +35,7 @@ from tracker.query._core import LineChunks, LineError, is_observer, parse_line, 
 from tracker.read.protocol import RecordsRunMixin
 from tracker.read.reader import LazyHost
 from tracker.team.reading import TeamReading, TeamRunReading
+from tracker.write.artifacts import ArtifactMethods
 
 #: The table layout this version reads and writes; a database with a newer one is refused, an older
 #: one is migrated by ``tracker sync`` (tracker/team/derived.py) and named in one line by readers.
@@ -245,6 +246,9 @@ class Syncer:
             check_layout(self.conn, url, create=True)
             with self.conn.cursor() as cur:
                 cur.execute("CREATE TEMP TABLE _tracker_in (LIKE tracker_events) ON COMMIT DELETE ROWS")
+                from tracker.team.registry import ensure_alias_table
+
+                ensure_alias_table(cur)  # alias edits (tracker.team.registry)
                 cur.execute("SELECT run_id, writer, synced_bytes, synced_seq, status FROM tracker_writers")
                 self.state: dict[tuple[str, str], list[Any]] = {(r, w): [b, s, st]
                                                                  for r, w, b, s, st in cur.fetchall()}
@@ -319,6 +323,9 @@ class Syncer:
         if changed:
             self._sync_info(rid)
             report.runs += 1
+        from tracker.team.registry import sync_alias_edits
+
+        sync_alias_edits(self, rid, run_dir)  # the runs' alias edits: the registry's aliases
         return changed
 
     def _sync_segment(self, rid: str, writer: str, path: Path, facts: dict[str, Any], state: list[Any] | None,
@@ -533,8 +540,8 @@ def _reconnect(store: Any, url: str, batch: int, timeout: float | None, stop: th
 
 # --- reading -------------------------------------------------------------------------------------
 
-class TeamStore(TeamReading, LazyHost):
-    """The team database opened for reading, with the folder store's reading API.
+class TeamStore(TeamReading, LazyHost, ArtifactMethods):
+    """The team database opened for reading, with the folder store's reading API and artifact registry.
 
     :param url: ``postgresql://[user[:password]@]host[:port]/database``; what it
         leaves out comes from the ``PG*`` environment variables and ``.pgpass``.
@@ -594,6 +601,17 @@ class TeamStore(TeamReading, LazyHost):
 
             self._blobs = team_blobs(self.host.config, self.path)
         return self._blobs
+
+    def registry(self) -> Any:
+        """Every named artifact, as the folder store derives it (:mod:`tracker.team.registry`)."""
+        from tracker.team.registry import team_registry
+
+        return team_registry(self)
+
+    def _alias_edit(self, run_id: str, data: dict[str, Any]) -> None:
+        from tracker.team.registry import write_alias_edit
+
+        write_alias_edit(self, run_id, data)
 
     def _query(self, sql: str, params: tuple = ()) -> list[tuple]:
         return self._fetch(sql, params)
@@ -674,6 +692,10 @@ class TeamStore(TeamReading, LazyHost):
             return [r[0] for r in self._query("SELECT run_id FROM tracker_runs WHERE name = %s", (ref,))]
 
         return TeamRunView(self, resolve_run_ref(ref, self.run_ids(), named, str(self.path)))
+
+    def _view(self, run_id: str) -> TeamRunView:
+        """The view of a run id known to be there (from a listing): no lookup."""
+        return TeamRunView(self, run_id)
 
     def sql(self, query: str) -> Any:
         """Run SQL over the database's runs and records (DuckDB, as :meth:`tracker.Store.sql`)."""
@@ -789,8 +811,10 @@ class TeamRunView(TeamRunReading, RecordsRunMixin):
     def artifacts(self) -> list[Any]:
         """Every :class:`tracker.Artifact` of the run, in log order (bytes in the team's bucket)."""
         from tracker.capture.artifacts import artifacts
+        from tracker.write.wandb.artifact import Artifact
 
-        return artifacts(self)
+        project, blobs = self.info.project, self.store.blobs
+        return [Artifact._read(self.store, blobs, project, rec, run=self.id) for rec in artifacts(self)]
 
     def open_artifact(self, name: str) -> Any:
         """A binary file over file artifact ``name``, fetched from the team's bucket (checked, cached)."""

@@ -370,6 +370,91 @@ class Api:
         return json_response(parts.strict(parts.compare(views)))
 
 
+def _aggregate(api: Api, request: Request) -> Response:
+    """``GET /api/aggregate?metrics=a,b&by=KEY&runs=id,id`` (or the runs page's ``project=&status=&tag=&q=``)
+    ``&stat=mean|median&band=std|minmax|pLO-pHI&max_points=N``: per metric, one line and band per group."""
+    from tracker.read.aggregate import group_runs, parse_band
+    from tracker.ui.groups import MAX_METRICS, MAX_RUNS, SeriesCache, aggregate_doc, matches, select_runs
+
+    q = request.query_params
+    metrics = _names_param(request, "metrics") or []
+    if not metrics or len(metrics) > MAX_METRICS:
+        raise BadRequest(f"metrics: expected 1 to {MAX_METRICS} metric names separated by commas, given {len(metrics)}")
+    stat = q.get("stat") or "mean"
+    if stat not in ("mean", "median"):
+        raise BadRequest(f"stat: expected 'mean' or 'median', given {stat[:40]!r}")
+    status = q.get("status") or None
+    if status is not None and status not in parts.STATUSES:
+        raise BadRequest(f"status: expected one of {', '.join(parts.STATUSES)}, given {status[:40]!r}")
+    refs = _names_param(request, "runs")
+    for ref in refs or ():
+        if not parts.is_run_id(ref):
+            raise BadRequest(f"runs: invalid run id {ref[:80]!r}")
+    max_points = _int_param(request, "max_points", 1000, 1, 10_000)
+    tags = [t for t in q.getlist("tag") if t]
+    catalog = getattr(api.store, "catalog", None)
+    with gc_paused():
+        entries = catalog() if catalog is not None else None
+        infos = select_runs(api.store, entries, refs, lambda infos: [
+            i for i in infos if matches(i, q.get("project") or None, status, tags, q.get("q") or None)])
+        if len(infos) > MAX_RUNS:
+            raise BadRequest(f"runs: at most {MAX_RUNS} runs are aggregated, these filters keep {len(infos)}")
+        by, band = q.get("by") or None, q.get("band") or "std"
+        try:  # what makes nothing drawable is a bad request: a key no run has, a band that does not parse
+            parse_band(band)
+            group_runs(infos, by)
+        except TrackerError as exc:
+            raise BadRequest(str(exc)) from None
+        if getattr(api, "series", None) is None:
+            api.series = SeriesCache()
+        kept = {e.info.id: e for e in entries} if entries is not None else {}
+        doc = aggregate_doc(api.store, infos, metrics, by, stat=stat, band=band, max_points=max_points,
+                            cache=api.series, figures=kept)
+    return json_response(parts.strict(doc))
+
+
+def _report(api: Api, request: Request) -> Response:
+    """``GET /api/report?runs=id,id`` (or ``project=&status=&tag=&q=``) ``&by=KEY&metrics=a,b&title=T``: the report
+    file of ``tracker report`` for what a page shows, sent as an attachment (saved, never shown in the app)."""
+    import re
+
+    from tracker.ui.groups import matches, select_runs
+    from tracker.ui.report import MAX_RUNS, build
+
+    q = request.query_params
+    refs = _names_param(request, "runs")
+    for ref in refs or ():
+        if not parts.is_run_id(ref):
+            raise BadRequest(f"runs: invalid run id {ref[:80]!r}")
+    status = q.get("status") or None
+    if status is not None and status not in parts.STATUSES:
+        raise BadRequest(f"status: expected one of {', '.join(parts.STATUSES)}, given {status[:40]!r}")
+    metrics = _names_param(request, "metrics")
+    title = (q.get("title") or "").strip()[:200] or None
+    tags = [t for t in q.getlist("tag") if t]
+    catalog = getattr(api.store, "catalog", None)
+    with gc_paused():
+        entries = catalog() if catalog is not None else None
+        infos = select_runs(api.store, entries, refs, lambda infos: [
+            i for i in infos if matches(i, q.get("project") or None, status, tags, q.get("q") or None)])
+        if not infos:
+            raise BadRequest("no run to report: the filters keep none")
+        if len(infos) > MAX_RUNS:
+            raise BadRequest(f"{len(infos)} runs: a report holds at most {MAX_RUNS}; filter or select fewer")
+        try:
+            text = build(api.store, infos, by=q.get("by") or None, metrics=metrics, title=title,
+                         environment=q.get("environment") != "0", entries=entries)
+        except StoreError:
+            raise
+        except TrackerError as exc:  # a key no run has, a metric none logged: what was asked cannot be drawn
+            raise BadRequest(str(exc)) from None
+    name = re.sub(r"[^A-Za-z0-9._-]+", "-", title or "report").strip("-.")[:60] or "report"
+    return Response(text.encode(), media_type="text/html; charset=utf-8", headers={
+        "content-disposition": f'attachment; filename="{name}.html"', "cache-control": "no-store",
+        # Were it ever shown from here, it would run nothing: the app's pages keep their own policy.
+        "content-security-policy": "default-src 'none'; sandbox"})
+
+
 def _blob(api: Api, request: Request) -> Response:
     """``GET /api/runs/{id}/blobs/{sha256}[?download=1]``: a stored file or image the run names.
 
@@ -469,6 +554,8 @@ def create_app(store: Any = None, *, hosts: tuple[str, ...] = (), frame_ancestor
         Route("/api/runs/{id}/panels", endpoint(api.panels)),
         Route("/api/runs/{id}/blobs/{sha}", endpoint(lambda request: _blob(api, request))),
         Route("/api/compare", endpoint(api.compare)),
+        Route("/api/aggregate", endpoint(lambda request: _aggregate(api, request))),
+        Route("/api/report", endpoint(lambda request: _report(api, request))),
         Route("/api/sweeps", endpoint(lambda request: _sweeps(api, request))),
         Route("/api/sweeps/{id}", endpoint(lambda request: _sweeps(api, request))),
         Mount("/static", StaticFiles(directory=STATIC, follow_symlink=False), name="static"),

@@ -79,7 +79,8 @@ def info_json(info: Any) -> dict[str, Any]:
 
 def _matches(info: Any, text: str) -> bool:
     needle = text.casefold()
-    hay = [info.id, info.name or "", info.project or "", *info.tags, str(getattr(info, "notes", "") or "")]
+    hay = [info.id, info.name or "", info.project or "", *info.tags, str(getattr(info, "notes", "") or ""),
+           getattr(info, "group", None) or "", getattr(info, "job_type", None) or ""]
     return any(needle in str(h).casefold() for h in hay)
 
 

@@ -31,6 +31,7 @@ from tracker.core.urls import redact_urls
 from tracker.core.values import MAX_INT, RESERVED, check_metrics, given, plain_config, storable, unwrap_numpy
 from tracker.host.bus import TrackerWarning
 from tracker.host.host import Host, get_host
+from tracker.write import crash
 from tracker.write.origin import error_facts, origin_facts
 from tracker.write.route import Attachment, attach, detach, fast_method
 from tracker.write.runstate import WandbRunMethods
@@ -87,6 +88,8 @@ class Run(WandbRunMethods):
         self._summary: RunSummary | None = None
         #: W&B's pending step, defined metrics, watched models, TensorBoard sync: made on first use.
         self._wb: WandbExtras | None = None
+        #: The thread that started the run: its death by an exception ends the run (tracker.write.crash).
+        self._thread = threading.get_ident()
 
     @property
     def config(self) -> RunConfig:
@@ -282,25 +285,58 @@ class Run(WandbRunMethods):
         self._write(compiled.name, compiled.validate(data), step, time, advance=not latest)
         return time
 
-    def log_artifact(self, path: str | os.PathLike[str], name: str | None = None, *, kind: str = "file",
-                     copy: bool = True, step: int | None = None) -> Any:
-        """Store a file or a folder once by content (or, ``copy=False``, record a reference to it).
+    def log_artifact(self, path: Any, name: str | None = None, type: str | None = None,
+                     aliases: list[str] | str | None = None, *, kind: str = "file", copy: bool = True,
+                     step: int | None = None, description: str | None = None,
+                     metadata: dict[str, Any] | None = None) -> Any:
+        """Store a file or a folder once by content (or, ``copy=False``, record a reference to it), as a
+        version of the named artifact ``name``.
 
         The bytes are hashed while copied into ``<store>/blobs/sha256/`` and
         renamed into place before the ``artifact`` record is appended. A folder
-        is one artifact with a manifest of its files.
+        is one artifact with a manifest of its files. The same content under the
+        same name is the same version (no new bytes); new content is the next
+        version (``v0``, ``v1``, ... in the order the records were written).
 
-        :param path: a file or a folder.
+        :param path: a file or a folder, or a :class:`tracker.Artifact` filled with ``add_file``/``add_dir``.
         :param name: the artifact's name (default: the file or folder name).
-        :param kind: free text: ``"file"`` (``"folder"`` for a folder by default), ``"model"``...
+        :param type: what it is (``"model"``, ``"dataset"``; default: unspecified); a name keeps one type.
+        :param aliases: aliases to point at this version (``"best"``, ``"prod"``); ``latest`` is automatic.
+        :param kind: free text: ``"file"`` (``"folder"`` for a folder by default), ``"checkpoint"``...
         :param copy: ``False``: record the absolute path, size and sha256 without copying.
         :param step: the step (default: the run's latest step; never advances the automatic step).
-        :returns: the :class:`tracker.Artifact` written.
-        :raises SchemaError: a bad name or kind; :class:`TrackerError`: ``path`` cannot be read.
+        :returns: the :class:`tracker.Artifact` written (``.version``, ``.aliases`` when asked).
+        :raises SchemaError: a bad name, kind, type, alias or a type other than the name's;
+            :class:`TrackerError`: ``path`` cannot be read. Nothing is written.
         """
-        from tracker.capture import log_artifact
+        from tracker.write.artifacts import log_artifact
 
-        return log_artifact(self, path, name, kind=kind, copy=copy, step=step)
+        return log_artifact(self, path, name, type, aliases, kind=kind, copy=copy, step=step,
+                            description=description, metadata=metadata)
+
+    def use_artifact(self, artifact: Any, type: str | None = None, aliases: list[str] | None = None,
+                     use_as: str | None = None) -> Any:
+        """Record that this run uses a version of an artifact, and return it (:class:`tracker.Artifact`).
+
+        :param artifact: ``"mnist-cnn"`` (its latest), ``"mnist-cnn:v3"``, ``"mnist-cnn:prod"``, with
+            ``project/`` (or W&B's ``entity/project/``) in front when needed; or an Artifact of the store.
+        :param type: when given, the artifact must be of this type.
+        :raises TrackerError: an unknown name, version or alias (the message names those that exist).
+        """
+        from tracker.write.artifacts import use_artifact
+
+        return use_artifact(self, artifact, type, aliases, use_as)
+
+    def log_model(self, path: str | os.PathLike[str], name: str | None = None,
+                  aliases: list[str] | str | None = None) -> Any:
+        """W&B's ``log_model``: ``log_artifact(path, name, type="model", aliases=aliases)``."""
+        return self.log_artifact(path, name, "model", aliases)
+
+    def use_model(self, name: str) -> Path:
+        """W&B's ``use_model``: use the model version ``name`` and download it; returns the local path
+        (the file of a one-file model, else its folder)."""
+        art = self.use_artifact(name)
+        return art.file() if art.file_count == 1 and not art.folder else art.download()
 
     def log_image(self, name: str, image: Any, step: int | None = None, *, caption: str = "") -> str:
         """Store an image as a PNG blob with an ``image`` record (needs the ``media`` extra: Pillow).
@@ -363,6 +399,14 @@ class Run(WandbRunMethods):
             error = {"type": "ExitCode", "message": f"exit code {exit_code}", "traceback": ""}
         if self._wb is not None and self.status == "running":
             self._wb.close()  # the pending step, define_metric summaries, hooks and patches
+        att = self._att
+        if self.status == "running" and att.refs == 1 and att.recorders is not None:
+            # The last console lines and the environment record go in while the run still takes records.
+            recorders, att.recorders = att.recorders, None
+            try:
+                recorders.stop()
+            except Exception:  # noqa: BLE001, S110 - what could not be written never stops the finish
+                pass
         with _lock:
             if self.status != "running":
                 return
@@ -376,6 +420,8 @@ class Run(WandbRunMethods):
             self._routes = {}  # ``log`` takes no route any more: it finds the status and refuses
             if self in _active:
                 _active.remove(self)
+            if not _active:
+                crash.uninstall()
             _stopped[:] = [self] if status == "stopped" else []
 
             def last_words() -> None:
@@ -404,13 +450,30 @@ class Run(WandbRunMethods):
             self.finish("finished")
             return
         try:
-            self.finish("failed", error_facts(exc_type, exc, tb))
+            self.finish(_ended_status(exc_type), error_facts(exc_type, exc, tb))
         except Exception as failure:  # noqa: BLE001 - the user's exception propagates, never ours
             warnings.warn(f"tracker: run {self.id}: its failure could not be recorded: "
                           f"{type(failure).__name__}: {failure}", TrackerWarning, stacklevel=2)
 
     def __repr__(self) -> str:
         return f"<Run {self.id} name={self.name!r} project={self.project!r} {self.status}>"
+
+
+def _ended_status(exc_type: type[BaseException] | None) -> str:
+    """``stopped`` for a Ctrl-C (KeyboardInterrupt), ``failed`` for any other exception."""
+    return "stopped" if exc_type is not None and issubclass(exc_type, KeyboardInterrupt) else "failed"
+
+
+def _on_exception(exc_type: type[BaseException], exc: BaseException | None, tb: TracebackType | None,
+                  thread: int | None) -> None:
+    """An exception nobody caught (``thread``: the ident of a thread it ended): the runs it ends, ended."""
+    error = error_facts(exc_type, exc, tb)
+    for run in list(reversed(_active)):
+        if thread is None or run._thread == thread:
+            try:
+                run.finish(_ended_status(exc_type), error)
+            except Exception:  # noqa: BLE001, S110 - the next run is still ended
+                pass
 
 
 def check_time(time: Any) -> float:
@@ -457,7 +520,8 @@ def start_run(project: str | None = None, name: str | None = None, *, config: di
               tags: list[str] | None = None, store: str | os.PathLike[str] | None = None,
               run_id: str | None = None, resume: bool = False, system_metrics: bool | float | None = None,
               notes: str | None = None, created_at: float | None = None, group: str | None = None,
-              job_type: str | None = None) -> Run:
+              job_type: str | None = None, console: bool | str | None = None,
+              environment: bool | None = None) -> Run:
     """Start (or, with ``resume=True``, attach to) a run; use it as a context manager.
 
     ``TRACKER_RUN_ID=X`` in the environment means ``run_id=X, resume=True``,
@@ -479,6 +543,12 @@ def start_run(project: str | None = None, name: str | None = None, *, config: di
     :param group: the group the run belongs to (e.g. the seeds of one ablation): charts and
         tables of groups aggregate its runs (``store.aggregate``, ``tracker runs --group-by``).
     :param job_type: what kind of job the run is (``train``, ``eval``...), W&B's ``job_type``.
+    :param console: keep what the process prints as ``console`` records: ``None`` follows
+        ``TRACKER_CONSOLE``, else tracker.toml's ``[run] console`` (on), ``True`` or ``"wrap"`` the
+        ``sys.stdout`` and ``sys.stderr`` streams, ``"fd"`` descriptors 1 and 2 (C extensions,
+        child processes), ``False`` off (docs/provenance.md).
+    :param environment: record Python, platform, GPUs, packages, command and git in the background:
+        ``None`` follows ``TRACKER_ENVIRONMENT``, else ``[run] environment`` (on), ``False`` turns it off.
     :raises TrackerError: a bad run id, or an existing run without ``resume``.
     """
     host = get_host()
@@ -487,6 +557,10 @@ def start_run(project: str | None = None, name: str | None = None, *, config: di
                                                           and system_metrics > 0):
         raise TypeError("system_metrics: expected None, False, True or a positive number of seconds, "
                         f"given {system_metrics!r}")
+    from tracker.capture import console_mode, environment_on
+
+    console = console_mode(console, host.config)  # "wrap", "fd" or None; a bad value is refused here
+    environment = environment_on(environment, host.config)
     run_id_from_env = os.environ.get("TRACKER_RUN_ID")
     # A script a sweep's agent started: its config fills in what the trial's sampled values leave out.
     trial = run_id is None and bool(run_id_from_env) and bool(os.environ.get("TRACKER_SWEEP_ID"))
@@ -545,7 +619,20 @@ def start_run(project: str | None = None, name: str | None = None, *, config: di
         _stopped.clear()
         if att.refs == 1 and att.sampler is None:
             att.sampler = _start_sampler(run, system_metrics, host)
+        if att.refs == 1 and att.recorders is None:
+            att.recorders = _start_recorders(run, console, environment)
+        crash.install(_on_exception)
     return run
+
+
+def _start_recorders(run: Run, console: str | None, environment: bool) -> Any:
+    """The run's console and environment recorders (tracker.capture), or ``None``: off, or they cannot start."""
+    try:
+        from tracker.capture import start_recorders
+
+        return start_recorders(run, console, environment)
+    except Exception:  # noqa: BLE001 - recorders never make a run fail (e.g. a module that cannot load)
+        return None
 
 
 def _start_sampler(run: Run, system_metrics: bool | float | None, host: Host) -> Any:
@@ -608,7 +695,7 @@ def _finish_at_exit() -> None:
     for run in list(reversed(_active)):
         try:
             if exc is not None:
-                run.finish("failed", exc)
+                run.finish(_ended_status(type(exc)), exc)
             else:
                 run.finish("finished")
         except Exception:  # noqa: BLE001, S110 - never raise at interpreter exit

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import platform
-import subprocess
+import re
 import sys
 import traceback
 from pathlib import Path
@@ -36,16 +36,49 @@ def error_facts(exc_type: type[BaseException], exc: BaseException | None,
     return {"type": storable_text(name), "message": storable_text(message), "traceback": storable_text(text[-20000:])}
 
 
+_SHA = re.compile(r"[0-9a-f]{40}(?:[0-9a-f]{24})?")
+
+
 def _git_commit(start: Path) -> str | None:
+    """The commit checked out in the repository holding ``start``, read from its files (no ``git`` process:
+    a slow or missing git never holds up ``start_run``; the environment recorder runs git in the background)."""
     for folder in (start, *start.parents):
-        if (folder / ".git").exists():
-            try:
-                out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=folder, capture_output=True,
-                                     text=True, timeout=5)
-            except (OSError, subprocess.SubprocessError):
-                return None
-            return out.stdout.strip() or None if out.returncode == 0 else None
+        dot = folder / ".git"
+        if dot.exists():
+            return _head_commit(dot)
     return None
+
+
+def _head_commit(dot: Path) -> str | None:
+    try:
+        gitdir = dot
+        if dot.is_file():  # a worktree or a submodule: "gitdir: <path>"
+            text = dot.read_text().strip()
+            if not text.startswith("gitdir:"):
+                return None
+            gitdir = (dot.parent / text[len("gitdir:"):].strip()).resolve()
+        head = (gitdir / "HEAD").read_text().strip()
+        if _SHA.fullmatch(head):
+            return head  # a detached HEAD
+        if not head.startswith("ref:"):
+            return None
+        ref = head[len("ref:"):].strip()
+        common = gitdir
+        if (gitdir / "commondir").is_file():
+            common = (gitdir / (gitdir / "commondir").read_text().strip()).resolve()
+        for base in (gitdir, common):
+            if (base / ref).is_file():
+                sha = (base / ref).read_text().strip()
+                return sha if _SHA.fullmatch(sha) else None
+        packed = common / "packed-refs"
+        if packed.is_file():
+            for line in packed.read_text().splitlines():
+                sha, _, name = line.partition(" ")
+                if name == ref:
+                    return sha if _SHA.fullmatch(sha) else None
+    except (OSError, UnicodeDecodeError, ValueError):
+        return None
+    return None  # a branch without a commit yet
 
 
 def origin_facts() -> dict[str, Any]:

@@ -177,7 +177,7 @@ class Route:
 class Attachment:
     """This process's writer for one run, shared by every ``Run`` object of that run here."""
 
-    __slots__ = ("writer", "store", "run_id", "refs", "routes", "sink", "sampler")
+    __slots__ = ("writer", "store", "run_id", "refs", "routes", "sink", "sampler", "recorders")
 
     def __init__(self, writer: SegmentWriter, store: Path, run_id: str, sink: StoreSink) -> None:
         self.writer = writer
@@ -190,6 +190,8 @@ class Attachment:
         self.routes: dict[str, Route] = {}
         #: The system metrics sampler (tracker.capture.system), if on; the last ``Run`` stops it.
         self.sampler: Any = None
+        #: The console and environment recorders (tracker.capture.Recorders), if on; the last ``Run`` stops them.
+        self.recorders: Any = None
 
     def route(self, schema: str) -> Route | None:
         """The route of ``schema``'s records, if only the store wants them (else they take the bus)."""

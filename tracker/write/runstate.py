@@ -33,12 +33,8 @@ class UnsupportedError(TrackerError, AttributeError):
 
 #: W&B names tracker does not offer, and what to use instead.
 UNSUPPORTED: dict[str, str] = {
-    "Artifact": "log files and folders with run.log_artifact(path, name=...)",
-    "use_artifact": "read an artifact of another run with tracker.open_store().run(ID).copy_artifact(name, dest)",
-    "log_artifact": "use run.log_artifact(path, name=...)",
-    "link_artifact": "use run.log_artifact(path, name=...) and tag the run (`tracker tag`)",
-    "log_model": "use run.log_artifact(model_path, name=...)",
-    "use_model": "use tracker.open_store().run(ID).copy_artifact(name, dest)",
+    "link_artifact": "promote a version with an alias: tracker.set_alias('name:v3', 'prod') "
+                     "(or `tracker artifact alias name:v3 prod`)",
     "Video": "log the file with run.log_artifact(path)",
     "Audio": "log the file with run.log_artifact(path)",
     "Html": "log the file with run.log_artifact(path)",

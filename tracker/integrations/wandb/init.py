@@ -40,7 +40,8 @@ _SummaryTable.wandb_table = Table
 
 __all__ = ["UNSUPPORTED", "AlertLevel", "Api", "Histogram", "Image", "RunConfig", "RunSummary", "Settings", "Table",
            "UnsupportedError", "alert",
-           "define_metric", "init", "login", "save", "unsupported", "unwatch", "watch"]
+           "define_metric", "init", "log_artifact", "log_model", "login", "save", "unsupported", "unwatch",
+           "use_artifact", "use_model", "watch"]
 
 
 # --- init ---------------------------------------------------------------------------------------
@@ -197,6 +198,28 @@ def save(glob_str: str | os.PathLike[str], base_path: str | os.PathLike[str] | N
          policy: str = "live") -> list[str]:
     """W&B's ``save`` on the active run: the matching files are logged as artifacts (again at ``finish`` if changed)."""
     return _active_run("save").save(glob_str, base_path, policy)
+
+
+def log_artifact(artifact_or_path: Any, name: str | None = None, type: str | None = None,
+                 aliases: list[str] | None = None, tags: list[str] | None = None) -> Any:
+    """W&B's ``wandb.log_artifact`` on the active run (see :meth:`tracker.Run.log_artifact`)."""
+    return _active_run("log_artifact").log_artifact(artifact_or_path, name, type, aliases)
+
+
+def use_artifact(artifact_or_name: Any, type: str | None = None, aliases: list[str] | None = None,
+                 use_as: str | None = None) -> Any:
+    """W&B's ``wandb.use_artifact`` on the active run (see :meth:`tracker.Run.use_artifact`)."""
+    return _active_run("use_artifact").use_artifact(artifact_or_name, type, aliases, use_as)
+
+
+def log_model(path: str | os.PathLike[str], name: str | None = None, aliases: list[str] | None = None) -> Any:
+    """W&B's ``wandb.log_model`` on the active run: the file or folder as a ``model`` artifact."""
+    return _active_run("log_model").log_model(path, name, aliases)
+
+
+def use_model(name: str) -> Any:
+    """W&B's ``wandb.use_model`` on the active run: the model version used and downloaded; its local path."""
+    return _active_run("use_model").use_model(name)
 
 
 def watch(models: Any, criterion: Any = None, log: str | None = "gradients", log_freq: int = 1000,

@@ -4,8 +4,8 @@
 one run; a run has ``.id``, ``.name``, ``.project``, ``.state``, ``.config``,
 ``.summary``, ``.tags``, ``.notes``, ``.created_at``, ``.history()`` (a pandas
 DataFrame, one row per step, with ``_step`` and ``_timestamp``) and
-``.scan_history()``. W&B's ``entity/`` part of a path is accepted and ignored:
-the store is local.
+``.scan_history()``. ``Api().artifact("project/name:alias")`` gives a version of a
+named artifact. W&B's ``entity/`` part of a path is accepted and ignored: the store is local.
 """
 
 from __future__ import annotations
@@ -68,6 +68,37 @@ class Api:
             raise RunNotFound(f"Api().run({path!r}): run {view.info.id} is of project {view.info.project!r}, "
                               f"not {project!r}")
         return ApiRun(self._store, view.info)
+
+    def artifact(self, name: str, type: str | None = None) -> Any:
+        """A version of a named artifact: ``"project/name:alias"``, ``"entity/project/name:v3"``, ``"name"``
+        (its latest); a :class:`tracker.Artifact` (``download()``, ``files()``, ``version``, ``aliases``).
+
+        :raises TrackerError: an unknown name, version or alias (naming what exists), or another type.
+        """
+        return self._store.artifact(name, type=type)  # type: ignore[attr-defined]
+
+    def artifact_exists(self, name: str, type: str | None = None) -> bool:
+        """Whether :meth:`artifact` finds ``name``."""
+        from tracker.core.errors import TrackerError
+
+        try:
+            self.artifact(name, type)
+        except TrackerError:
+            return False
+        return True
+
+    def artifact_versions(self, type_name: str, name: str) -> list[Any]:
+        """Every version of the named artifact ``name`` (``project/name``), ``v0`` first."""
+        return self.artifact_collection(type_name, name).versions
+
+    def artifact_collection(self, type_name: str, name: str) -> Any:
+        """The named artifact ``name``: versions, aliases, their history (:class:`tracker.ArtifactCollection`)."""
+        from tracker.core.errors import TrackerError
+
+        c = self._store.artifact_collection(name)  # type: ignore[attr-defined]
+        if type_name and c.type != type_name:
+            raise TrackerError(f"artifact {c.qualified!r} is of type {c.type!r}, not {type_name!r}")
+        return c
 
     def projects(self, entity: str | None = None) -> list[str]:
         """The projects of the store's runs."""

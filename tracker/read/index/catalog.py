@@ -18,8 +18,9 @@ have died). Anything else is derived again from the segments
 
 The file is columnar, so that a listing parses one short JSON text per run:
 the ids and file names in the header, the integers in typed arrays, each
-run's info and per-metric figures as JSON texts in two byte arrays (the
-figures parsed only when asked for).
+run's info, per-metric figures and artifact figures (what it logged and used,
+its alias edits: :mod:`tracker.read.registry`) as JSON texts in three byte
+arrays (the figures parsed only when asked for).
 """
 
 from __future__ import annotations
@@ -48,7 +49,7 @@ from tracker.read.index import container
 from tracker.read.index.build import gc_paused
 from tracker.read.index.segments import INDEX_DIR, Writable, _last_line_crc
 
-LAYOUT = 4
+LAYOUT = 5  # 5: the artifact figures
 CATALOG = "catalog.idx"
 #: How long after an entry was derived its files' times must lie for a change to move them.
 SETTLE_NS = 3_000_000_000
@@ -72,17 +73,35 @@ class CatalogEntry:
         parsed on first access, since a listing of runs never needs them.
     :ivar schemas: records per schema.
     :ivar finite: whether the info holds no NaN or infinity (an encoder can then take it as it is).
+    :ivar artifacts: the run's artifact figures (:func:`tracker.read.registry.figures`), ``None``
+        when it logged and used none; parsed on first access.
     """
 
-    __slots__ = ("info", "_metrics", "_raw", "schemas", "_finite")
+    __slots__ = ("info", "_metrics", "_raw", "schemas", "_finite", "_artifacts", "_raw_artifacts")
 
     def __init__(self, info: RunInfo, metrics: dict[str, dict[str, Any]] | None, schemas: dict[str, int],
-                 raw: bytes | None = None, finite: bool | None = None) -> None:
+                 raw: bytes | None = None, finite: bool | None = None, artifacts: dict[str, Any] | None = None,
+                 raw_artifacts: bytes | None = None) -> None:
         self.info = info
         self._metrics = metrics
         self._raw = raw
         self.schemas = schemas
         self._finite = finite
+        self._artifacts = artifacts
+        self._raw_artifacts = raw_artifacts
+
+    @property
+    def artifacts(self) -> dict[str, Any] | None:
+        if self._artifacts is None and self._raw_artifacts:
+            self._artifacts = orjson.loads(self._raw_artifacts)
+            self._raw_artifacts = None
+        return self._artifacts
+
+    def artifacts_text(self) -> bytes:
+        """The artifact figures as the file keeps them (``b""``: none)."""
+        if self._raw_artifacts is not None:
+            return self._raw_artifacts
+        return orjson.dumps(self._artifacts) if self._artifacts else b""
 
     @property
     def metrics(self) -> dict[str, dict[str, Any]]:
@@ -101,11 +120,12 @@ class CatalogEntry:
         return self._finite
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, CatalogEntry) and (self.info, self.metrics, self.schemas) == \
-            (other.info, other.metrics, other.schemas)
+        return isinstance(other, CatalogEntry) and (self.info, self.metrics, self.schemas, self.artifacts) == \
+            (other.info, other.metrics, other.schemas, other.artifacts)
 
     def __repr__(self) -> str:
-        return f"CatalogEntry(info={self.info!r}, metrics={self.metrics!r}, schemas={self.schemas!r})"
+        return (f"CatalogEntry(info={self.info!r}, metrics={self.metrics!r}, schemas={self.schemas!r}, "
+                f"artifacts={self.artifacts!r})")
 
 
 def catalog_file(store: Path) -> Path:
@@ -134,14 +154,15 @@ class Kept:
     edits inode (0: no edits folder), edits mtime_ns, newest mtime_ns, flags]``.
     """
 
-    __slots__ = ("id", "seg_names", "edit_names", "run", "segs", "edits", "info", "metrics")
+    __slots__ = ("id", "seg_names", "edit_names", "run", "segs", "edits", "info", "metrics", "artifacts")
 
     def __init__(self, run_id: str, seg_names: list[str], edit_names: list[str], run: list[int],
-                 segs: list[list[int]], edits: list[list[int]], info: bytes, metrics: bytes) -> None:
+                 segs: list[list[int]], edits: list[list[int]], info: bytes, metrics: bytes,
+                 artifacts: bytes = b"") -> None:
         self.id = run_id
         self.seg_names, self.edit_names = seg_names, edit_names
         self.run, self.segs, self.edits = run, segs, edits
-        self.info, self.metrics = info, metrics
+        self.info, self.metrics, self.artifacts = info, metrics, artifacts
 
 
 def encode_info(info: RunInfo, schemas: dict[str, int]) -> tuple[bytes, bool]:
@@ -166,16 +187,18 @@ def encode_entry(run_id: str, entry: CatalogEntry, state: dict[str, Any]) -> Kep
         (_RECHECK if state["recheck"] else 0) | (_FINITE if finite else 0)
     run = [folder[0], folder[1], *(edits_folder if edits_folder is not None else (0, 0)), newest, flags]
     metrics = orjson.dumps(encode_nonfinite(entry.metrics))
-    return Kept(run_id, list(state["segs"]), list(state["edits"]), run, segs, edits, info, metrics)
+    return Kept(run_id, list(state["segs"]), list(state["edits"]), run, segs, edits, info, metrics,
+                entry.artifacts_text())
 
 
-def decode_info(text: bytes, metrics: bytes) -> CatalogEntry:
+def decode_info(text: bytes, metrics: bytes, artifacts: bytes = b"") -> CatalogEntry:
     """The entry of an info text and a figures text (raises on anything malformed: the caller
     derives it again)."""
     values, nf, schemas = orjson.loads(text)
     if nf:
         restore_nonfinite(values, nf)
-    return CatalogEntry(run_info_from_values(values), None, schemas, raw=metrics, finite=not nf)
+    return CatalogEntry(run_info_from_values(values), None, schemas, raw=metrics, finite=not nf,
+                        raw_artifacts=artifacts or None)
 
 
 HOLDS, SETTLES = 1, 2
@@ -185,11 +208,13 @@ class Table:
     """The catalog file as read: its columns, each run's entry built only when asked for."""
 
     def __init__(self, runs: list[list[Any]], rc: list[list[int]], sc: list[list[int]], ec: list[list[int]],
-                 info: bytes, info_at: list[int], metrics: bytes, metrics_at: list[int]) -> None:
+                 info: bytes, info_at: list[int], metrics: bytes, metrics_at: list[int], artifacts: bytes,
+                 artifacts_at: list[int]) -> None:
         self.runs = runs
         self.rc, self.sc, self.ec = rc, sc, ec
         self.info, self.info_at = info, info_at
         self.metrics, self.metrics_at = metrics, metrics_at
+        self.artifacts, self.artifacts_at = artifacts, artifacts_at
         self.at: dict[str, int] = {}
         #: Where each run's rows start in the segment and edit columns.
         self.seg_at: list[int] = []
@@ -251,8 +276,14 @@ class Table:
             return 0
 
     def entry(self, i: int) -> CatalogEntry:
-        at, mat = self.info_at, self.metrics_at
-        return decode_info(self.info[at[i]:at[i + 1]], self.metrics[mat[i]:mat[i + 1]])
+        at, mat, aat = self.info_at, self.metrics_at, self.artifacts_at
+        return decode_info(self.info[at[i]:at[i + 1]], self.metrics[mat[i]:mat[i + 1]],
+                           self.artifacts[aat[i]:aat[i + 1]])
+
+    def artifacts_of(self, i: int) -> bytes:
+        """Run ``i``'s artifact figures as the file keeps them (``b""``: none), without its info."""
+        aat = self.artifacts_at
+        return self.artifacts[aat[i]:aat[i + 1]]
 
     def kept(self, i: int) -> Kept:
         """Run ``i``'s entry as :func:`save` takes it."""
@@ -262,7 +293,7 @@ class Table:
         edits = [list(row) for row in zip(*(c[e:e + len(edit_names)] for c in self.ec), strict=True)]
         at, mat = self.info_at, self.metrics_at
         return Kept(rid, seg_names, edit_names, [c[i] for c in self.rc], segs, edits,
-                    self.info[at[i]:at[i + 1]], self.metrics[mat[i]:mat[i + 1]])
+                    self.info[at[i]:at[i + 1]], self.metrics[mat[i]:mat[i + 1]], self.artifacts_of(i))
 
 
 def _files_hold(folder: str, names: list[str], cols: list[list[int]], start: int) -> bool:
@@ -297,13 +328,49 @@ def load(store: Path) -> Table | None:
             ec = [_ints(reader, k, c) for k, c in _EDIT_COLS]
             info, info_at = bytes(reader.read("info")), _ints(reader, "info_at", "Q")
             metrics, metrics_at = bytes(reader.read("metrics")), _ints(reader, "metrics_at", "Q")
+            artifacts, artifacts_at = bytes(reader.read("artifacts")), _ints(reader, "artifacts_at", "Q")
         n = len(runs)
         if any(len(c) != n for c in rc) or len(info_at) != n + 1 or len(metrics_at) != n + 1 or \
+                len(artifacts_at) != n + 1 or \
                 any(len(c) != len(sc[0]) for c in sc) or any(len(c) != len(ec[0]) for c in ec):
             return None
-        return Table(runs, rc, sc, ec, info, info_at, metrics, metrics_at)
-    except (OSError, container.Damaged, TypeError, ValueError):
+        return Table(runs, rc, sc, ec, info, info_at, metrics, metrics_at, artifacts, artifacts_at)
+    except (OSError, container.Damaged, KeyError, TypeError, ValueError):
         return None
+
+
+def peek_artifacts(store: Path, needle: bytes) -> dict[str, dict[str, Any]]:
+    """The artifact figures of the runs whose figures mention ``needle`` (a JSON string, say a name), as
+    the catalog file holds them: nothing checked against the runs' files, nothing derived or written.
+
+    For a writing process that wants a hint of what a name holds (its type, its versions' sizes)
+    without reading the store as a reader does; runs added since the last reader are not there.
+    """
+    from bisect import bisect_right
+
+    try:
+        with container.Reader(catalog_file(store)) as reader:
+            h = reader.header
+            runs = h.get("runs")
+            if h.get("layout") != LAYOUT or type(runs) is not list:
+                return {}
+            blob = bytes(reader.read("artifacts"))
+            at = _ints(reader, "artifacts_at", "Q")
+    except (OSError, container.Damaged, KeyError, TypeError, ValueError):
+        return {}
+    out: dict[str, dict[str, Any]] = {}
+    pos = blob.find(needle)
+    while pos >= 0:
+        i = bisect_right(at, pos) - 1
+        if 0 <= i < len(runs):
+            try:
+                out[runs[i][0]] = orjson.loads(blob[at[i]:at[i + 1]])
+            except (orjson.JSONDecodeError, IndexError, TypeError):
+                pass
+            pos = blob.find(needle, at[i + 1] if i + 1 < len(at) else len(blob))
+        else:
+            break
+    return out
 
 
 def save(store: Path, kept: list[Kept], writable: Writable) -> None:
@@ -316,7 +383,7 @@ def save(store: Path, kept: list[Kept], writable: Writable) -> None:
             arrays[key] = array(code, [s[j] for k in kept for s in k.segs])
         for j, (key, code) in enumerate(_EDIT_COLS):
             arrays[key] = array(code, [x[j] for k in kept for x in k.edits])
-        for key in ("info", "metrics"):
+        for key in ("info", "metrics", "artifacts"):
             at = [0]
             for k in kept:
                 at.append(at[-1] + len(getattr(k, key)))

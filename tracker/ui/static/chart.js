@@ -7,6 +7,8 @@
 //   when few enough points are in view to tell them apart.
 // - Smoothing is off unless asked for; with it on, the raw line stays drawn under the smoothed one.
 // - Axes are as wide as their labels; ticks are "nice" and written with fmtTick.
+// - A group of runs (a series with `band`) is its line (mean or median), its band (±1 std, min-max or
+//   percentiles) filled in the same hue, and its bucket min/max as a fainter envelope; hovering says n and std.
 
 import uPlot from "./vendor/uplot/uPlot.esm.js";
 import { el, clear, cssVar, fmtNum, fmtTick, fmtTime, smooth } from "./util.js";
@@ -156,9 +158,48 @@ function drawEnvelopes(chart) {
   };
 }
 
+/** Fill each group's band (lo..hi) under the lines, one polygon per stretch without a gap. */
+function drawBands(chart) {
+  return (u) => {
+    const bands = chart.bands || [];
+    if (!bands.length) return;
+    const ctx = u.ctx;
+    const { left, top, width, height } = u.bbox;
+    const xs = u.data[0];
+    ctx.save();
+    ctx.beginPath();
+    ctx.rect(left, top, width, height);
+    ctx.clip();
+    for (const b of bands) {
+      const lo = u.data[b.lo], hi = u.data[b.hi];
+      ctx.fillStyle = alpha(b.color, 0.2);
+      let run = [];
+      const flush = () => {
+        if (run.length > 1) {
+          ctx.beginPath();
+          run.forEach(([x, y], k) => (k ? ctx.lineTo(x, y) : ctx.moveTo(x, y)));
+          for (let k = run.length - 1; k >= 0; k--) ctx.lineTo(run[k][0], run[k][2]);
+          ctx.closePath();
+          ctx.fill();
+        }
+        run = [];
+      };
+      for (let i = 0; i < xs.length; i++) {
+        const a = lo[i], c = hi[i];
+        if (a === undefined && c === undefined) continue;  // a point of another series (uPlot.join)
+        if (a === null || c === null) { flush(); continue; }
+        run.push([u.valToPos(xs[i], "x", true), u.valToPos(c, "y", true), u.valToPos(a, "y", true)]);
+      }
+      flush();
+    }
+    ctx.restore();
+  };
+}
+
 /**
  * A metric chart: one run or several overlaid.
- * runs: [{id, label, color, x: [], y: [], y_min: [], y_max: []}]
+ * runs: [{id, label, color, x: [], y: [], y_min: [], y_max: []}]; a group also has band: {lo: [], hi: []},
+ * count: [] (runs at each x) and std: [], and `stat` ("mean" or "median") naming its line.
  *
  * Zoom: dragging over the chart magnifies the x range at once and calls onZoom({min, max}) (in the
  * unit of x); the page fetches that range from the server at full resolution and hands it to
@@ -249,6 +290,7 @@ export class MetricChart {
     const tables = [];
     const series = [{}];
     const envelopes = [];
+    const bands = [];
     this.rawOf = {};
     let col = 1;
     for (const r of shown) {
@@ -259,9 +301,20 @@ export class MetricChart {
       const cols = [r.x.slice(), lo, hi];
       const hidden = { stroke: "transparent", width: 0, paths: () => null, points: { show: false } };
       series.push({ ...hidden, label: `${r.label} min`, role: "min" }, { ...hidden, label: `${r.label} max`, role: "max" });
-      envelopes.push({ lo: col, hi: col + 1, color: r.color, alpha: shown.length > 1 ? 0.3 : 0.45 });
+      envelopes.push({ lo: col, hi: col + 1, color: r.color, alpha: r.band ? 0.1 : shown.length > 1 ? 0.3 : 0.45 });
+      let group = null;
+      if (r.band) {
+        // The band on the y scale (it counts for the range); n and std on a scale of their own, never drawn.
+        const bl = this.log ? positive(r.band.lo) : r.band.lo.slice(), bh = this.log ? positive(r.band.hi) : r.band.hi.slice();
+        cols.push(bl, bh, r.count.slice(), r.std.slice());
+        series.push({ ...hidden, label: `${r.label} band low`, role: "band" }, { ...hidden, label: `${r.label} band high`, role: "band" },
+          { ...hidden, label: `${r.label} n`, role: "aux", scale: "aux" }, { ...hidden, label: `${r.label} std`, role: "aux", scale: "aux" });
+        bands.push({ lo: col + 2, hi: col + 3, color: r.color });
+        group = { count: col + 4, std: col + 5, stat: r.stat || "mean" };
+        col += 4;
+      }
       const raw = col + 2;
-      this.rawOf[raw] = { lo: col, hi: col + 1 };
+      this.rawOf[raw] = { lo: col - (group ? 4 : 0), hi: col + 1 - (group ? 4 : 0), group };
       const markers = { show: false, size: 5, fill: r.color, filter: (u, si) => this.markers(u, si) };
       if (this.smoothing > 0) {
         cols.push(ys, smooth(ys, this.smoothing));
@@ -270,12 +323,14 @@ export class MetricChart {
         col += 4;
       } else {
         cols.push(ys);
-        series.push({ label: r.label, role: "raw", stroke: r.color, width: 1.5, points: markers });
+        series.push({ label: r.label, role: "raw", stroke: r.color, width: r.band ? 2 : 1.5, points: markers });
         col += 3;
       }
       tables.push(sortedByX(cols));
     }
     this.envelopes = envelopes;
+    this.bands = bands;
+    this.node.dataset.bands = String(bands.length);
     let data;
     if (tables.length === 1) data = tables[0];
     else if (tables.length === 0) data = [[]];
@@ -286,7 +341,7 @@ export class MetricChart {
   /** Indices of the logged values in view of raw series `si`, when few enough to mark; else null. */
   markers(u, si) {
     const env = this.rawOf[si];
-    if (!env) return null;
+    if (!env || env.group) return null;  // a group's line stands for several runs: no point is one logged value
     const xs = u.data[0], ys = u.data[si], lo = u.data[env.lo], hi = u.data[env.hi];
     const xmin = u.scales.x.min, xmax = u.scales.x.max;
     const out = [];
@@ -340,13 +395,13 @@ export class MetricChart {
     const width = Math.max(120, this.node.clientWidth || 400);
     const opts = {
       width, height: this.height,
-      scales: { x: { time: xTime }, y: { distr: this.log ? 3 : 1 } },
+      scales: { x: { time: xTime }, y: { distr: this.log ? 3 : 1 }, aux: { auto: true } },
       axes: axes(t, { xTime, logY: this.log, intX: !xTime && allIntegers(...this.runs.map((r) => r.x)) }),
       series,
       legend: { show: false },
       cursor: { drag: { x: true, y: false, setScale: true }, points: { show: false } },
       hooks: {
-        drawAxes: [drawEnvelopes(this)],
+        drawAxes: [drawEnvelopes(this), drawBands(this)],
         setCursor: [(u) => this.showReadout(u)],
         setSelect: [(u) => this.selected(u)],
       },
@@ -395,9 +450,10 @@ export class MetricChart {
   /** "300 points", or for several runs "2 runs × 300 points" / "2 runs: 300 + 250 points". */
   pointsText() {
     const counts = this.runs.map((r) => r.x.length);
+    const what = this.runs.length && this.runs.every((r) => r.band) ? "groups" : "runs";
     if (counts.length <= 1) return `${fmtNum(counts[0] || 0)} points`;
-    if (counts.every((c) => c === counts[0])) return `${counts.length} runs × ${fmtNum(counts[0])} points`;
-    return `${counts.length} runs: ${counts.map((c) => fmtNum(c)).join(" + ")} points`;
+    if (counts.every((c) => c === counts[0])) return `${counts.length} ${what} × ${fmtNum(counts[0])} points`;
+    return `${counts.length} ${what}: ${counts.map((c) => fmtNum(c)).join(" + ")} points`;
   }
 
   showReadout(u) {
@@ -422,7 +478,11 @@ export class MetricChart {
       const env = this.rawOf[s];
       const lo = u.data[env.lo][i], hi = u.data[env.hi][i];
       let text = v === null || v === undefined ? "–" : fmtNum(v);
-      if (lo !== hi && lo !== null && lo !== undefined) text += ` (mean; min ${fmtNum(lo)}, max ${fmtNum(hi)})`;
+      if (env.group) {
+        const n = u.data[env.group.count][i], sd = u.data[env.group.std][i];
+        if (v !== null && v !== undefined) text = `${env.group.stat} ${fmtNum(v)} ± ${fmtNum(sd)} std · n ${fmtNum(n)}`;
+        if (lo !== hi && lo !== null && lo !== undefined) text += ` (min ${fmtNum(lo)}, max ${fmtNum(hi)})`;
+      } else if (lo !== hi && lo !== null && lo !== undefined) text += ` (mean; min ${fmtNum(lo)}, max ${fmtNum(hi)})`;
       if (this.smoothing > 0 && u.data[s + 1][i] !== null && u.data[s + 1][i] !== undefined) text += ` · smoothed ${fmtNum(u.data[s + 1][i])}`;
       const sw = el("span", { class: "swatch" });
       sw.style.background = this.envelopes.find((e) => e.lo === env.lo).color;

@@ -1,12 +1,17 @@
 // The compare page: every metric with the runs overlaid, the config that differs, summaries side by side.
 
 import { MetricChart } from "./chart.js";
+import { reportButton } from "./download.js";
+import { GroupCharts, groupBySelect } from "./groups.js";
 import { readChartState, writeChartState } from "./state.js";
 import { api, box, breakable, clear, dot, el, errorBox, fmtCell, fmtDuration, fmtTime, fmtValue, loading, runColors, shortId, statusBadge } from "./util.js";
 
 // The colours of the compared runs: each run's own, moved apart where two are close (set in load()).
 let COLORS = {};
 const runColor = (id) => COLORS[id];
+
+/** Colour the runs of the tables below as `colors` ({id: colour}) says (the report page's runs). */
+export function useColors(colors) { COLORS = colors; }
 
 const POLL_MS = 2000;
 const MAX_POINTS = 2000;
@@ -18,7 +23,8 @@ function runChip(run) {
   return el("a", { class: "run-chip", href: `/runs/${encodeURIComponent(run.id)}` }, dot(runColor(run.id)), label(run), " ", statusBadge(run.status));
 }
 
-function configDiff(data) {
+/** The config that differs (and, folded, the keys the runs share) of {runs, config_diff, config_same}. */
+export function configDiff(data) {
   const runs = data.runs;
   const diffKeys = Object.keys(data.config_diff);
   const sameKeys = Object.keys(data.config_same);
@@ -41,7 +47,8 @@ function cellValue(row, v) {
   return fmtCell(row.field, v);
 }
 
-function sectionsNode(data) {
+/** Summaries side by side, the best value of each row marked, of {runs, sections}. */
+export function sectionsNode(data) {
   const runs = data.runs;
   return box("Summaries side by side", el("p", { class: "muted", text: "★ marks the best value of a row (lower for losses and errors, higher for accuracies), as tracker compare does." }),
     data.sections.map((s) => {
@@ -63,8 +70,9 @@ export function mount(root, params, nav) {
   nav.setCrumbs(el("a", { href: "/", text: "runs" }), "compare");
   const status = el("div", {}, loading("Loading comparison…"));
   root.append(status);
-  const state = { ...readChartState(), stopped: false, charts: new Map(), series: new Map(), zooms: {}, runs: [] };
-  const save = (push = false) => writeChartState(state, { runs: ids.join(",") }, push);
+  const state = { ...readChartState(), stopped: false, charts: new Map(), series: new Map(), zooms: {}, runs: [],
+    groupBy: new URLSearchParams(location.search).get("groupby") || "", groupCharts: null };
+  const save = (push = false) => writeChartState(state, { runs: ids.join(","), ...(state.groupBy ? { groupby: state.groupBy } : {}) }, push);
   let timer = null;
 
   function dropZooms() {
@@ -106,6 +114,9 @@ export function mount(root, params, nav) {
     if (failed.length) chartStatus.append(errorBox(`cannot load metrics of ${failed.join("; ")}`));
     const names = [...new Set(results.flatMap((res) => Object.keys(res.series || {})))];
     if (!names.length) chartStatus.append(el("p", { class: "muted", text: "These runs have no metrics." }));
+    // Grouped: one line and band per group instead of one line per run (the runs' charts stay, hidden).
+    grid.hidden = statGrid.hidden = !!state.groupBy;
+    if (state.groupBy && state.groupCharts) state.groupCharts.update({ by: state.groupBy, metrics: names.slice(0, 12), params: { runs: ids.join(",") } });
     for (const name of names) {
       let c = state.charts.get(name);
       if (!c) {
@@ -162,8 +173,19 @@ export function mount(root, params, nav) {
     const statGrid = el("div", { class: "stats" });
     const chartStatus = el("div", {}, loading("Loading metrics…"));
     const legend = el("div", { class: "legend runs-legend" }, data.runs.map(runChip));
-    status.append(el("div", { class: "run-head" }, el("h1", { text: `Comparing ${data.runs.length} runs` }), legend),
-      box("Metrics", el("div", { class: "toolbar" }, xSel, el("label", { class: "slider" }, smoothOn, "smoothing ", slider, sliderVal)), chartStatus, grid, statGrid),
+    const groupBox = el("div", { class: "group-box", hidden: !state.groupBy });
+    if (state.groupCharts) state.groupCharts.destroy();
+    state.groupCharts = new GroupCharts(groupBox, { title: "groups" });
+    const groupSel = groupBySelect(Object.keys(data.config_diff).concat(Object.keys(data.config_same)), state.groupBy, (v) => {
+      state.groupBy = v;
+      groupBox.hidden = !v;
+      save(true);
+      loadSeries(data, grid, statGrid, chartStatus);
+    });
+    const report = reportButton(() => ({ runs: ids.join(","), by: state.groupBy, metrics: [...state.charts.keys()].slice(0, 12).join(","),
+      title: `compare ${data.runs.length} runs` }));
+    status.append(el("div", { class: "run-head" }, el("h1", {}, `Comparing ${data.runs.length} runs`, report), legend),
+      box("Metrics", el("div", { class: "toolbar" }, xSel, el("label", { class: "slider" }, smoothOn, "smoothing ", slider, sliderVal), groupSel), chartStatus, groupBox, grid, statGrid),
       configDiff(data), sectionsNode(data));
     xSel.addEventListener("change", () => { state.x = xSel.value; state.zoom = {}; save(true); loadSeries(data, grid, statGrid, chartStatus); });
     const setSmoothing = (v, push) => {
@@ -191,5 +213,5 @@ export function mount(root, params, nav) {
   if (ids.length < 2) {
     clear(status).append(errorBox("choose at least two runs to compare"), el("p", {}, el("a", { href: "/", text: "Runs" })));
   } else load();
-  return { destroy() { state.stopped = true; clearTimeout(timer); dropZooms(); for (const c of state.charts.values()) c.chart.destroy(); } };
+  return { destroy() { state.stopped = true; clearTimeout(timer); dropZooms(); for (const c of state.charts.values()) c.chart.destroy(); if (state.groupCharts) state.groupCharts.destroy(); } };
 }

@@ -2,6 +2,8 @@
 // same runs; state lives in the URL. Sorting and filtering never fetch: only the periodic refresh does.
 
 import { alertBadge } from "./alerts.js";
+import { reportButton } from "./download.js";
+import { GroupCharts, groupBySelect, groupColors, groupItems, groupRow, groupRows } from "./groups.js";
 import { paramsDefaults, paramsView, specOf } from "./params.js";
 import { setQuery } from "./state.js";
 import { alignDecimals, ApiError, clear, dot, el, errorBox, fmtAgo, fmtDuration, fmtNum, fmtValue, loading, num, runColor, runColors, shortId, statusBadge } from "./util.js";
@@ -18,7 +20,7 @@ function readState() {
     q: p.get("q") || "", sort: p.get("sort") || "created_at", desc: p.get("desc") !== "0",
     cols: p.has("cols") ? list("cols") : null, sel: list("sel"),
     view: p.get("view") === "params" ? "params" : "table", pc: p.getAll("pc").filter(Boolean), pm: p.get("pm") || "",
-    sx: p.get("sx") || "", sy: p.get("sy") || "" };
+    sx: p.get("sx") || "", sy: p.get("sy") || "", groupBy: p.get("groupby") || "", open: p.getAll("open") };
 }
 
 /**
@@ -72,6 +74,8 @@ function writeState(s, push) {
   if (!s.desc) p.set("desc", "0");
   if (s.cols !== null) p.set("cols", s.cols.join(","));
   if (s.sel.length) p.set("sel", s.sel.join(","));
+  if (s.groupBy) p.set("groupby", s.groupBy);
+  if (s.groupBy) s.open.forEach((g) => p.append("open", g));
   if (s.view === "params") {
     p.set("view", "params");
     s.pc.forEach((k) => p.append("pc", k));
@@ -86,6 +90,7 @@ const BASE_COLUMNS = [
   { key: "name", label: "name", get: (r) => r.name || "", text: true },
   { key: "id", label: "id", get: (r) => r.id, text: true, show: shortId, cls: "mono" },
   { key: "project", label: "project", get: (r) => r.project || "", text: true },
+  { key: "group", label: "group", get: (r) => r.group || "", text: true, ifAny: true },
   { key: "status", label: "status", get: (r) => r.status, text: true },
   { key: "created_at", label: "started", get: (r) => r.created_at, show: (v) => fmtAgo(v), title: (v) => (v ? new Date(v * 1000).toLocaleString() : "") },
   { key: "duration", label: "duration", get: liveDuration, show: fmtDuration, cls: "num" },
@@ -125,7 +130,7 @@ function matches(r, s) {
   if (s.tags.some((t) => !r.tags.includes(t))) return false;
   if (s.q) {
     const q = s.q.toLowerCase();
-    const hay = [r.id, r.name || "", r.project || "", ...r.tags, r.notes || ""];
+    const hay = [r.id, r.name || "", r.project || "", ...r.tags, r.notes || "", r.group || "", r.job_type || ""];
     if (!hay.some((h) => String(h).toLowerCase().includes(q))) return false;
   }
   return true;
@@ -148,6 +153,11 @@ export function mount(root, params, ctx) {
   const sweepLink = el("a", { "data-link": true, class: "sweep-link", hidden: true, text: "sweep page" });
   const tagChips = el("span", { class: "chips" });
   const count = el("span", { class: "count muted" });
+  // Grouping: the menu (rebuilt when the config keys change), the charts of the groups above the table.
+  const groupSlot = el("span", { class: "group-by" });
+  const groupBox = el("section", { class: "box group-box", hidden: true });
+  const groupCharts = new GroupCharts(groupBox);
+  let groupKeysShown = null;
   const compareBtn = el("button", { class: "primary", type: "button", text: "compare" });
   const clearSel = el("button", { type: "button", text: "clear selection" });
   const chooser = el("details", { class: "chooser" }, el("summary", { text: "columns" }));
@@ -155,8 +165,11 @@ export function mount(root, params, ctx) {
   chooser.append(chooserBody);
   const viewBtns = ["table", "params"].map((v) => el("button", { type: "button", class: "seg", dataset: { view: v },
     text: v === "table" ? "table" : "parameters", on: { click: () => { state.view = v; update(true); } } }));
-  const toolbar = el("div", { class: "toolbar" }, filter, projectSel, statusSel, sweepSel, tagSel, tagChips, sweepLink, chooser, count, el("span", { class: "grow" }),
-    el("span", { class: "segs", role: "group", "aria-label": "view" }, viewBtns), clearSel, compareBtn);
+  const toolbar = el("div", { class: "toolbar" }, filter, projectSel, statusSel, sweepSel, tagSel, tagChips, sweepLink, chooser, groupSlot, count, el("span", { class: "grow" }),
+    el("span", { class: "segs", role: "group", "aria-label": "view" }, viewBtns), clearSel, compareBtn,
+    // The report of what is on screen: the selection (else the filtered runs), the grouping, the metric columns.
+    reportButton(() => ({ ...chartParams(), by: state.groupBy, metrics: data ? chartMetrics().join(",") : "",
+      title: state.project ? `${state.project}${state.groupBy ? ` by ${state.groupBy}` : ""}` : "" })));
   const firstLine = loading("Loading runs…");
   const message = el("div", { class: "message" }, firstLine);
   // A store never read before takes seconds to list (its derived data is built): say so while it does.
@@ -183,7 +196,7 @@ export function mount(root, params, ctx) {
   };
   scroller.addEventListener("scroll", updateCue, { passive: true });
   new ResizeObserver(updateCue).observe(scroller);
-  root.append(toolbar, message, cue, scroller, paramsNode);
+  root.append(toolbar, message, groupBox, cue, scroller, paramsNode);
 
   /** The extra columns: the user's, or by default the last and min of the most common metric. */
   function chosenCols() {
@@ -193,7 +206,8 @@ export function mount(root, params, ctx) {
   }
 
   function columns() {
-    return BASE_COLUMNS.concat(chosenCols().map(extraColumn).filter(Boolean));
+    const anyGroup = data && data.runs.some((r) => r.group);
+    return BASE_COLUMNS.filter((c) => !c.ifAny || anyGroup).concat(chosenCols().map(extraColumn).filter(Boolean));
   }
 
   /** The runs of the parameters view: the selected ones among the filtered, or every filtered one. */
@@ -262,6 +276,11 @@ export function mount(root, params, ctx) {
     compareBtn.textContent = `compare ${state.sel.length || ""} selected`.replace("  ", " ");
     clearSel.hidden = state.sel.length === 0;
     if (!chooser.open) renderChooser();
+    const keysNow = JSON.stringify(data.config_keys);
+    if (keysNow !== groupKeysShown || groupSlot.firstChild === null || groupSlot.firstChild.value !== state.groupBy) {
+      groupKeysShown = keysNow;
+      clear(groupSlot).append(groupBySelect(data.config_keys, state.groupBy, (v) => { state.groupBy = v; state.open = []; update(true); }));
+    }
   }
 
   function renderChooser() {
@@ -362,13 +381,22 @@ export function mount(root, params, ctx) {
     const top = scroller.scrollTop;
     const height = scroller.clientHeight || 600;
     const first = Math.max(0, Math.floor(top / ROW_H) - 10);
-    const last = Math.min(rows.length, Math.ceil((top + height) / ROW_H) + 10);
+    const list = items || rows;
+    const last = Math.min(list.length, Math.ceil((top + height) / ROW_H) + 10);
     clear(tbody);
     const spacer = (h) => { const tr = el("tr", { class: "spacer" }); tr.style.height = `${h}px`; return tr; };
     if (first > 0) tbody.append(spacer(first * ROW_H));
     for (let i = first; i < last; i++) {
-      const r = rows[i];
-      const tr = el("tr", { dataset: { id: r.id }, class: state.sel.includes(r.id) ? "selected" : "" });
+      if (items && items[i].group) {
+        const g = items[i].group;
+        const isOpen = state.open.includes(g.label);
+        tbody.append(groupRow(g, cols, { color: groupColorOf[g.label], isOpen, selected: state.sel,
+          onToggle: () => { state.open = isOpen ? state.open.filter((x) => x !== g.label) : state.open.concat(g.label); update(true); },
+          onSelect: (ids, on) => { state.sel = on ? [...new Set(state.sel.concat(ids))] : state.sel.filter((x) => !ids.includes(x)); update(false); } }));
+        continue;
+      }
+      const r = items ? items[i].run : rows[i];
+      const tr = el("tr", { dataset: { id: r.id }, class: `${state.sel.includes(r.id) ? "selected" : ""}${items ? " in-group" : ""}` });
       tr.append(el("td", { class: "sel" }, el("input", { type: "checkbox", "aria-label": `select ${r.name || r.id}`, checked: state.sel.includes(r.id),
         on: { change: (ev) => {
           state.sel = ev.target.checked ? state.sel.concat(r.id) : state.sel.filter((x) => x !== r.id);
@@ -377,8 +405,43 @@ export function mount(root, params, ctx) {
       for (const c of cols) tr.append(cell(c, r));
       tbody.append(tr);
     }
-    if (last < rows.length) tbody.append(spacer((rows.length - last) * ROW_H));
+    if (last < list.length) tbody.append(spacer((list.length - last) * ROW_H));
   }
+
+  // While grouped: the table's items (group rows, and the runs of open groups) and each group's colour.
+  let items = null;
+  let groupColorOf = {};
+
+  /** The metrics the group charts draw: those of the metric columns shown (else the default metric). */
+  function chartMetrics() {
+    const names = [];
+    for (const spec of chosenCols()) {
+      const c = extraColumn(spec);
+      if (c && c.metric && !names.includes(c.metric)) names.push(c.metric);
+    }
+    const m = commonMetric(data);
+    return names.length ? names.slice(0, 6) : m ? [m] : [];
+  }
+
+  /** The runs the group charts cover: the selection, else the runs the filters keep (as the server filters). */
+  function chartParams() {
+    if (state.sel.length) return { runs: state.sel.join(",") };
+    return { project: state.project, status: state.status, tag: state.tags, q: state.q };
+  }
+
+  function renderGroups() {
+    const grouped = !!state.groupBy && state.view === "table" && data.runs.length > 0;
+    groupBox.hidden = !grouped;
+    if (!grouped) { items = null; groupCharts.key = null; return; }
+    const groups = groupRows(rows, state.groupBy);
+    groupColorOf = groupColors(groups.map((g) => g.label));
+    items = groupItems(groups, state.open);
+    count.textContent = `${count.textContent} in ${groups.length.toLocaleString("en-US")} group${groups.length === 1 ? "" : "s"}`;
+    table.dataset.groups = String(groups.length);
+    groupCharts.update({ by: state.groupBy, metrics: chartMetrics(), params: chartParams(), force: chartsStale });
+    chartsStale = false;
+  }
+  let chartsStale = false;
 
   function renderAll() {
     if (!data) return;
@@ -394,6 +457,8 @@ export function mount(root, params, ctx) {
     });
     rows = keyed.map((k) => k[2]);
     measureColumns(cols);
+    items = null;
+    groupBox.hidden = !(state.groupBy && state.view === "table" && data.runs.length);
     count.textContent = rows.length === data.runs.length ? `${data.runs.length.toLocaleString("en-US")} runs`
       : `${rows.length.toLocaleString("en-US")} of ${data.runs.length.toLocaleString("en-US")} runs`;
     renderControls();
@@ -435,12 +500,14 @@ export function mount(root, params, ctx) {
           update(true);
         } } })));
     }
+    renderGroups();
     renderHead();
     renderRows();
     updateCue();
   }
 
   let selColors = null;
+  let chartsAt = Date.now();
   let last = null;  // the last answer: {key, etag, data}
 
   async function refresh() {
@@ -456,6 +523,9 @@ export function mount(root, params, ctx) {
       if (stopped) return;
       last = got;
       if (got.fresh || !data) {
+        // A listing that changed (runs added, runs that logged more) redraws the group charts, at most
+        // once every 10 s: they read every run of the groups.
+        if (data && Date.now() - chartsAt > 10_000) { chartsStale = true; chartsAt = Date.now(); }
         data = got.data;
         statsHave = metricNames.concat(data.default_metric ? [data.default_metric] : []);
       }
@@ -477,5 +547,5 @@ export function mount(root, params, ctx) {
   }
 
   refresh();
-  return { destroy() { stopped = true; clearTimeout(timer); clearInterval(firstTimer); } };
+  return { destroy() { stopped = true; clearTimeout(timer); clearInterval(firstTimer); groupCharts.destroy(); } };
 }

@@ -2,6 +2,7 @@
 // the trial number, Optuna's parameter importances, the parameters view of its trials (the runs tagged
 // sweep:<id>), and its trials best first. Everything comes from /api/sweeps and /api/runs.
 
+import { reportButton } from "./download.js";
 import { barFigure, lineFigure } from "./figures.js";
 import { paramsDefaults, paramsView } from "./params.js";
 import { setQuery } from "./state.js";
@@ -81,7 +82,8 @@ export function mount(root, params, ctx) {
   function renderHeader(s) {
     const counts = Object.entries(s.counts || {}).map(([k, n]) => `${n} ${k}`).join(", ");
     clear(header).append(
-      el("h1", { class: "sweep-title" }, el("span", { class: "mono", text: s.id }), s.name ? ` ${s.name}` : "", " ", statusBadge(s.state)),
+      el("h1", { class: "sweep-title" }, el("span", { class: "mono", text: s.id }), s.name ? ` ${s.name}` : "", " ", statusBadge(s.state),
+        reportButton(() => ({ tag: `sweep:${s.id}`, metrics: s.metric || "", title: `sweep ${s.id}${s.name ? ` ${s.name}` : ""}` }))),
       el("p", { class: "muted" }, `${s.method} · ${goalText(s)} · ${s.trials} trial${s.trials === 1 ? "" : "s"}${counts ? ` (${counts})` : ""}`,
         s.best !== null && s.best !== undefined ? ` · best ${fmtNum(s.best)}` : "", s.project ? ` · project ${s.project}` : "",
         s.run_cap ? ` · run_cap ${s.run_cap}` : "", " · ",

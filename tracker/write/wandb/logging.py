@@ -279,8 +279,10 @@ class WandbExtras:
             stamp = (st.st_size, st.st_mtime_ns)
             if changed_only and self.saved_stamps.get(key) == stamp:
                 continue
-            name = os.path.relpath(path, base) if base is not None else p.name
-            self.run.log_artifact(p, name=name.replace(os.sep, "/"))
+            name = os.path.relpath(path, base).replace(os.sep, "/") if base is not None else p.name
+            if name.startswith("../") or name == "..":
+                name = p.name  # a file outside base_path: named by its file name, as without one
+            self.run.log_artifact(p, name=name)
             self.saved_stamps[key] = stamp
             done.append(str(p))
         return done

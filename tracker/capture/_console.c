@@ -1,0 +1,721 @@
+/*
+ * The console recorder's hot paths in C (tracker/capture/console.py holds the same in Python, used when
+ * this module was not built: no C compiler, or TRACKER_PURE_PYTHON=1).
+ *
+ * Tee is the wrapped write of sys.stdout / sys.stderr: it calls the stream's own write with exactly the
+ * arguments given, returns its result, then appends the text to a list (stderr's as a 1-tuple), so a
+ * print() pays one C call more and nothing else; when the list has grown by `every` items it wakes the
+ * flusher, so that what waits stays small. Its `on` turns it into a pass-through.
+ *
+ * lines() and feed() put console lines between the constant parts of a `console` record's line (made by
+ * the recorder from the writer's record template), escape the text as orjson escapes JSON strings (the
+ * encoder of every other line), number the lines after the writer's last sequence number and append each
+ * line's CRC-32 (zlib's), so that one write(2) puts a whole batch into the segment. feed() also cuts the
+ * written texts into lines itself (the common case: stdout only, text UTF-8 can hold), collapsing \r
+ * rewrites and splitting lines over 64 KiB exactly as console.py's _Line and checked() do, without making
+ * a str per line; it declines (returns None, having changed nothing) for anything else.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The most text one record holds, in bytes of UTF-8 (console.py's MAX_TEXT_BYTES). */
+#define MAX_TEXT_BYTES (64 * 1024)
+
+/* ---- CRC-32 (zlib's: reflected, polynomial 0xEDB88320), slicing by 8 --------------------------- */
+
+static uint32_t crc_table[8][256];
+
+static void
+crc_init(void)
+{
+    for (uint32_t i = 0; i < 256; i++) {
+        uint32_t c = i;
+        for (int k = 0; k < 8; k++)
+            c = (c & 1) ? (c >> 1) ^ 0xEDB88320u : c >> 1;
+        crc_table[0][i] = c;
+    }
+    for (uint32_t i = 0; i < 256; i++) {
+        uint32_t c = crc_table[0][i];
+        for (int t = 1; t < 8; t++) {
+            c = crc_table[0][c & 0xff] ^ (c >> 8);
+            crc_table[t][i] = c;
+        }
+    }
+}
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define HAVE_CLMUL 1
+#include <immintrin.h>
+
+/*
+ * CRC-32 by carry-less multiplication (Intel, "Fast CRC Computation for Generic Polynomials Using
+ * PCLMULQDQ"; the constants of Linux's crc32-pclmul for zlib's reflected polynomial): folds 64 bytes
+ * at a time, then 16, then reduces to 32 bits (Barrett). Takes and returns the running state (the CRC
+ * before its final inversion); n >= 64; handles n rounded down to 16 bytes, the rest is the caller's.
+ */
+__attribute__((target("pclmul,sse4.1"))) static uint32_t
+crc32_clmul(const unsigned char *p, size_t n, uint32_t state)
+{
+    const __m128i k2k1 = _mm_set_epi64x(0x1c6e41596LL, 0x154442bd4LL);
+    const __m128i k4k3 = _mm_set_epi64x(0x0ccaa009eLL, 0x1751997d0LL);
+    const __m128i k5 = _mm_set_epi64x(0, 0x163cd6124LL);
+    const __m128i poly = _mm_set_epi64x(0x1f7011641LL, 0x1db710641LL);
+    const __m128i mask32 = _mm_set_epi32(0, 0, 0, -1);
+    __m128i x1 = _mm_loadu_si128((const __m128i *)p), x2 = _mm_loadu_si128((const __m128i *)(p + 16)),
+            x3 = _mm_loadu_si128((const __m128i *)(p + 32)), x4 = _mm_loadu_si128((const __m128i *)(p + 48));
+    x1 = _mm_xor_si128(x1, _mm_cvtsi32_si128((int)state));
+    p += 64;
+    n -= 64;
+#define FOLD(x, k, next) _mm_xor_si128(_mm_xor_si128(_mm_clmulepi64_si128(x, k, 0x00), \
+                                                     _mm_clmulepi64_si128(x, k, 0x11)), next)
+    while (n >= 64) {
+        x1 = FOLD(x1, k2k1, _mm_loadu_si128((const __m128i *)p));
+        x2 = FOLD(x2, k2k1, _mm_loadu_si128((const __m128i *)(p + 16)));
+        x3 = FOLD(x3, k2k1, _mm_loadu_si128((const __m128i *)(p + 32)));
+        x4 = FOLD(x4, k2k1, _mm_loadu_si128((const __m128i *)(p + 48)));
+        p += 64;
+        n -= 64;
+    }
+    x1 = FOLD(x1, k4k3, x2);
+    x1 = FOLD(x1, k4k3, x3);
+    x1 = FOLD(x1, k4k3, x4);
+    while (n >= 16) {
+        x1 = FOLD(x1, k4k3, _mm_loadu_si128((const __m128i *)p));
+        p += 16;
+        n -= 16;
+    }
+#undef FOLD
+    /* 128 to 64 bits, then to 32 (both adding zeros to the message), then the Barrett reduction. */
+    x1 = _mm_xor_si128(_mm_srli_si128(x1, 8), _mm_clmulepi64_si128(k4k3, x1, 0x01));
+    x1 = _mm_xor_si128(_mm_srli_si128(x1, 4), _mm_clmulepi64_si128(_mm_and_si128(x1, mask32), k5, 0x00));
+    __m128i t = _mm_and_si128(_mm_clmulepi64_si128(_mm_and_si128(x1, mask32), poly, 0x10), mask32);
+    x1 = _mm_xor_si128(x1, _mm_clmulepi64_si128(t, poly, 0x00));
+    return (uint32_t)_mm_extract_epi32(x1, 1);
+}
+
+static int has_clmul;
+#endif
+
+static uint32_t
+crc32_of(const unsigned char *p, size_t n, uint32_t crc)
+{
+    uint32_t c = crc ^ 0xFFFFFFFFu;
+#ifdef HAVE_CLMUL
+    if (n >= 64 && has_clmul) {
+        size_t whole = n & ~(size_t)15;
+        c = crc32_clmul(p, whole, c);
+        p += whole;
+        n -= whole;
+    }
+#endif
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    while (n >= 8) {
+        uint32_t a, b;
+        memcpy(&a, p, 4);
+        memcpy(&b, p + 4, 4);
+        a ^= c;
+        c = crc_table[7][a & 0xff] ^ crc_table[6][(a >> 8) & 0xff] ^ crc_table[5][(a >> 16) & 0xff]
+            ^ crc_table[4][a >> 24] ^ crc_table[3][b & 0xff] ^ crc_table[2][(b >> 8) & 0xff]
+            ^ crc_table[1][(b >> 16) & 0xff] ^ crc_table[0][b >> 24];
+        p += 8;
+        n -= 8;
+    }
+#endif
+    while (n--)
+        c = crc_table[0][(c ^ *p++) & 0xff] ^ (c >> 8);
+    return c ^ 0xFFFFFFFFu;
+}
+
+/* ---- JSON string escaping, as orjson writes it ------------------------------------------------- */
+
+/* 0: the byte as it is; 'u': \u00XX; else the letter after a backslash. */
+static char escape_of[256];
+static const char hexdigits[] = "0123456789abcdef";
+
+static void
+escape_init(void)
+{
+    memset(escape_of, 0, sizeof escape_of);
+    for (int c = 0; c < 0x20; c++)
+        escape_of[c] = 'u';
+    escape_of['\b'] = 'b';
+    escape_of['\t'] = 't';
+    escape_of['\n'] = 'n';
+    escape_of['\f'] = 'f';
+    escape_of['\r'] = 'r';
+    escape_of['"'] = '"';
+    escape_of['\\'] = '\\';
+}
+
+/* Whether any of the 8 bytes of x needs escaping: below 0x20, '"' or '\\' (bit tricks, no branch per byte). */
+static inline int
+word_needs_escape(uint64_t x)
+{
+    const uint64_t ones = 0x0101010101010101ULL, highs = 0x8080808080808080ULL;
+    uint64_t below = (x - ones * 0x20) & ~x & highs;
+    uint64_t q = x ^ (ones * '"'), b = x ^ (ones * '\\');
+    uint64_t quote = (q - ones) & ~q & highs, backslash = (b - ones) & ~b & highs;
+    return (below | quote | backslash) != 0;
+}
+
+/* Writes the escaped form of s[0:n] at out (room for 6 * n bytes); returns the bytes written. */
+static size_t
+escape(char *out, const unsigned char *s, size_t n)
+{
+    char *o = out;
+    size_t i = 0;
+    while (i < n) {
+        size_t run = i;
+        while (run + 8 <= n) {
+            uint64_t x;
+            memcpy(&x, s + run, 8);
+            if (word_needs_escape(x))
+                break;
+            run += 8;
+        }
+        while (run < n && escape_of[s[run]] == 0)
+            run++;
+        memcpy(o, s + i, run - i);
+        o += run - i;
+        if (run == n)
+            break;
+        unsigned char c = s[run];
+        char e = escape_of[c];
+        if (e == 'u') {
+            o[0] = '\\'; o[1] = 'u'; o[2] = '0'; o[3] = '0';
+            o[4] = hexdigits[c >> 4]; o[5] = hexdigits[c & 15];
+            o += 6;
+        } else {
+            o[0] = '\\'; o[1] = e;
+            o += 2;
+        }
+        i = run + 1;
+    }
+    return (size_t)(o - out);
+}
+
+/* The first \n or \r in s[0:n], or n. */
+static inline size_t
+next_break(const unsigned char *s, size_t n)
+{
+    const unsigned char *nl = memchr(s, '\n', n);
+    size_t end = nl ? (size_t)(nl - s) : n;
+    const unsigned char *cr = end ? memchr(s, '\r', end) : NULL;
+    return cr ? (size_t)(cr - s) : end;
+}
+
+/* A sequence number as decimal text, counted up in place (lines are numbered one after another). */
+typedef struct {
+    char d[24];
+    size_t n;
+} Seq;
+
+static void
+seq_set(Seq *q, long long v)
+{
+    char tmp[24];
+    size_t n = 0;
+    unsigned long long u = v < 0 ? 0 : (unsigned long long)v;
+    do {
+        tmp[n++] = (char)('0' + u % 10);
+        u /= 10;
+    } while (u);
+    for (size_t i = 0; i < n; i++)
+        q->d[i] = tmp[n - 1 - i];
+    q->n = n;
+}
+
+static void
+seq_next(Seq *q)
+{
+    size_t i = q->n;
+    while (i > 0) {
+        if (q->d[i - 1] != '9') {
+            q->d[i - 1]++;
+            return;
+        }
+        q->d[--i] = '0';
+    }
+    memmove(q->d + 1, q->d, q->n);  /* 999 -> 1000 */
+    q->d[0] = '1';
+    q->n++;
+}
+
+/* ---- a growable byte buffer -------------------------------------------------------------------- */
+
+typedef struct {
+    char *p;
+    size_t len, cap;
+} Buf;
+
+static int
+reserve(Buf *b, size_t more)
+{
+    if (b->len + more <= b->cap)
+        return 0;
+    size_t cap = b->cap ? b->cap : 4096;
+    while (cap < b->len + more)
+        cap *= 2;
+    char *p = realloc(b->p, cap);
+    if (p == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    b->p = p;
+    b->cap = cap;
+    return 0;
+}
+
+static int
+put(Buf *b, const void *data, size_t n)
+{
+    if (reserve(b, n) < 0)
+        return -1;
+    memcpy(b->p + b->len, data, n);
+    b->len += n;
+    return 0;
+}
+
+/* ---- one record's line ------------------------------------------------------------------------- */
+
+typedef struct {
+    const char *pre;
+    size_t pren;
+    uint32_t crc_pre;
+    long long seq;
+    Seq text;
+    const char *mid[2], *tail[2];
+    size_t midn[2], tailn[2];
+} Parts;
+
+/* Appends the line of one record (text: UTF-8, already valid) to out. */
+static int
+emit(Buf *out, Parts *parts, const unsigned char *text, size_t n, int stream, int partial)
+{
+    if (reserve(out, parts->pren + 21 + parts->midn[stream] + 6 * n + parts->tailn[partial] + 20) < 0)
+        return -1;
+    char *o = out->p + out->len;
+    memcpy(o, parts->pre, parts->pren);
+    o += parts->pren;
+    char *after_pre = o;
+    parts->seq++;
+    seq_next(&parts->text);
+    memcpy(o, parts->text.d, parts->text.n);
+    o += parts->text.n;
+    memcpy(o, parts->mid[stream], parts->midn[stream]);
+    o += parts->midn[stream];
+    o += escape(o, text, n);
+    memcpy(o, parts->tail[partial], parts->tailn[partial]);
+    o += parts->tailn[partial];
+    uint32_t crc = crc32_of((const unsigned char *)after_pre, (size_t)(o - after_pre), parts->crc_pre);
+    memcpy(o, ",\"crc\":\"", 8);
+    o += 8;
+    for (int shift = 28; shift >= 0; shift -= 4)
+        *o++ = hexdigits[(crc >> shift) & 15];
+    memcpy(o, "\"}\n", 3);
+    o += 3;
+    out->len = (size_t)(o - out->p);
+    return 0;
+}
+
+/* The length of the first piece of s[0:n] of at most MAX_TEXT_BYTES bytes, cut between characters. */
+static size_t
+piece(const unsigned char *s, size_t n)
+{
+    if (n <= MAX_TEXT_BYTES)
+        return n;
+    size_t end = MAX_TEXT_BYTES;
+    while (end > 0 && (s[end] & 0xC0) == 0x80)
+        end--;
+    return end;
+}
+
+static int
+parse_parts(Parts *parts, Py_buffer *pre, unsigned int crc_pre, long long seq, PyObject *mids, PyObject *tails)
+{
+    if (!PyTuple_Check(mids) || !PyTuple_Check(tails) || PyTuple_GET_SIZE(mids) != 2 || PyTuple_GET_SIZE(tails) != 2) {
+        PyErr_SetString(PyExc_ValueError, "expected two mids and two tails");
+        return -1;
+    }
+    for (int i = 0; i < 2; i++) {
+        PyObject *m = PyTuple_GET_ITEM(mids, i), *t = PyTuple_GET_ITEM(tails, i);
+        if (!PyBytes_Check(m) || !PyBytes_Check(t)) {
+            PyErr_SetString(PyExc_TypeError, "mids and tails must be bytes");
+            return -1;
+        }
+        parts->mid[i] = PyBytes_AS_STRING(m);
+        parts->midn[i] = (size_t)PyBytes_GET_SIZE(m);
+        parts->tail[i] = PyBytes_AS_STRING(t);
+        parts->tailn[i] = (size_t)PyBytes_GET_SIZE(t);
+    }
+    parts->pre = pre->buf;
+    parts->pren = (size_t)pre->len;
+    parts->crc_pre = crc_pre;
+    parts->seq = seq;
+    seq_set(&parts->text, seq);
+    return 0;
+}
+
+/* ---- lines(pre, crc_pre, seq, texts, mids, tails, kinds) -> bytes ------------------------------ */
+
+static PyObject *
+lines(PyObject *Py_UNUSED(self), PyObject *args)
+{
+    Py_buffer pre, kinds;
+    unsigned int crc_pre;
+    long long seq;
+    PyObject *texts, *mids, *tails;
+    if (!PyArg_ParseTuple(args, "y*ILO!OOy*:lines", &pre, &crc_pre, &seq, &PyList_Type, &texts, &mids, &tails,
+                          &kinds))
+        return NULL;
+    PyObject *result = NULL;
+    Buf out = {NULL, 0, 0};
+    Parts parts;
+    Py_ssize_t n = PyList_GET_SIZE(texts);
+    if (parse_parts(&parts, &pre, crc_pre, seq, mids, tails) < 0)
+        goto done;
+    if (kinds.len != n) {
+        PyErr_SetString(PyExc_ValueError, "lines: expected one kind per text");
+        goto done;
+    }
+    const unsigned char *k = (const unsigned char *)kinds.buf;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *s = PyList_GET_ITEM(texts, i);
+        Py_ssize_t len;
+        const char *u = PyUnicode_Check(s) ? PyUnicode_AsUTF8AndSize(s, &len) : NULL;
+        if (u == NULL) {
+            if (!PyErr_Occurred())
+                PyErr_SetString(PyExc_TypeError, "lines: texts must be str");
+            goto done;
+        }
+        if (emit(&out, &parts, (const unsigned char *)u, (size_t)len, k[i] & 1, (k[i] >> 1) & 1) < 0)
+            goto done;
+    }
+    result = PyBytes_FromStringAndSize(out.p ? out.p : "", (Py_ssize_t)out.len);
+done:
+    free(out.p);
+    PyBuffer_Release(&pre);
+    PyBuffer_Release(&kinds);
+    return result;
+}
+
+/* ---- feed(items, pending, cr, pre, crc_pre, seq, mids, tails, limit) ----------------------------
+ *
+ * items: what was written to stdout (str each). pending, cr: the unfinished line and whether a \r asks
+ * the next text to replace it (console.py's _Line.text and .cr). Returns None (nothing changed) when an
+ * item is not a str or holds text UTF-8 cannot (lone surrogates); else (blob, records, text_bytes,
+ * pending, cr, lines_ended, full): the records of the lines the items complete, as _Line.feed and
+ * checked() would make them, and the new unfinished line. limit: text bytes the run may still take; the
+ * first line past it is not written and full is true. */
+
+static PyObject *
+feed(PyObject *Py_UNUSED(self), PyObject *args)
+{
+    PyObject *items, *pending, *mids, *tails;
+    int cr;
+    Py_buffer pre;
+    unsigned int crc_pre;
+    long long seq, limit;
+    if (!PyArg_ParseTuple(args, "O!Upy*ILOOL:feed", &PyList_Type, &items, &pending, &cr, &pre, &crc_pre, &seq,
+                          &mids, &tails, &limit))
+        return NULL;
+    PyObject *result = NULL;
+    Buf out = {NULL, 0, 0}, cur = {NULL, 0, 0};
+    Parts parts;
+    if (parse_parts(&parts, &pre, crc_pre, seq, mids, tails) < 0)
+        goto done;
+    Py_ssize_t n = PyList_GET_SIZE(items);
+    /* Every item a str that UTF-8 can hold, or decline before anything changes. */
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *s = PyList_GET_ITEM(items, i);
+        if (!PyUnicode_CheckExact(s)) {
+            result = Py_NewRef(Py_None);
+            goto done;
+        }
+        if (!PyUnicode_IS_ASCII(s) && PyUnicode_AsUTF8AndSize(s, NULL) == NULL) {
+            PyErr_Clear();
+            result = Py_NewRef(Py_None);
+            goto done;
+        }
+    }
+    Py_ssize_t plen;
+    const char *p = PyUnicode_AsUTF8AndSize(pending, &plen);
+    if (p == NULL) {
+        PyErr_Clear();
+        result = Py_NewRef(Py_None);
+        goto done;
+    }
+    if (put(&cur, p, (size_t)plen) < 0)
+        goto done;
+    long long records = 0, text_bytes = 0, ended = 0;
+    int full = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        Py_ssize_t len;
+        const unsigned char *u = (const unsigned char *)PyUnicode_AsUTF8AndSize(PyList_GET_ITEM(items, i), &len);
+        size_t start = 0;
+        for (;;) {
+            size_t j = start + next_break(u + start, (size_t)len - start);
+            if (j >= (size_t)len)
+                break;
+            unsigned char c = u[j];
+            /* the text before the break goes to the line: appended, or replacing it after a \r */
+            if (j > start) {
+                if (cr) {
+                    cur.len = 0;
+                    cr = 0;
+                }
+                if (put(&cur, u + start, j - start) < 0)
+                    goto done;
+            }
+            start = j + 1;
+            if (c == '\r') {
+                cr = 1;
+                continue;
+            }
+            /* a line ends: its records (a line over 64 KiB in pieces) */
+            ended++;
+            size_t off = 0;
+            do {
+                size_t k = piece((const unsigned char *)cur.p + off, cur.len - off);
+                if (!full) {
+                    if (text_bytes + (long long)k > limit) {
+                        full = 1;
+                    } else {
+                        if (emit(&out, &parts, (const unsigned char *)cur.p + off, k, 0, 0) < 0)
+                            goto done;
+                        records++;
+                        text_bytes += (long long)k;
+                    }
+                }
+                off += k;
+            } while (off < cur.len);
+            cur.len = 0;
+            cr = 0;
+        }
+        if ((size_t)len > start) {
+            if (cr) {
+                cur.len = 0;
+                cr = 0;
+            }
+            if (put(&cur, u + start, (size_t)len - start) < 0)
+                goto done;
+        }
+    }
+    /* An unfinished line over 64 KiB: its first pieces are records of their own (as _Line.feed). */
+    size_t off = 0;
+    while (cur.len - off > MAX_TEXT_BYTES) {
+        size_t k = piece((const unsigned char *)cur.p + off, cur.len - off);
+        if (!full) {
+            if (text_bytes + (long long)k > limit) {
+                full = 1;
+            } else {
+                if (emit(&out, &parts, (const unsigned char *)cur.p + off, k, 0, 0) < 0)
+                    goto done;
+                records++;
+                text_bytes += (long long)k;
+            }
+        }
+        off += k;
+    }
+    PyObject *blob = PyBytes_FromStringAndSize(out.p ? out.p : "", (Py_ssize_t)out.len);
+    PyObject *rest = PyUnicode_DecodeUTF8(cur.p ? cur.p + off : "", (Py_ssize_t)(cur.len - off), "strict");
+    if (blob != NULL && rest != NULL)
+        result = Py_BuildValue("(OLLOiLi)", blob, records, text_bytes, rest, cr, ended, full);
+    Py_XDECREF(blob);
+    Py_XDECREF(rest);
+done:
+    free(out.p);
+    free(cur.p);
+    PyBuffer_Release(&pre);
+    return result;
+}
+
+/* ---- Tee: the wrapped write -------------------------------------------------------------------- */
+
+typedef struct {
+    PyObject_HEAD
+    PyObject *write;   /* the stream's own write */
+    PyObject *list;    /* where the text goes */
+    PyObject *kick;    /* called (no arguments) each time the list holds a multiple of `every` items, or NULL */
+    Py_ssize_t every;  /* a power of two */
+    int wrap;          /* 1: append a 1-tuple (stderr) */
+    int on;            /* 0: a pass-through */
+    vectorcallfunc vectorcall;
+} TeeObject;
+
+static PyObject *
+tee_vectorcall(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+{
+    TeeObject *t = (TeeObject *)self;
+    PyObject *r = PyObject_Vectorcall(t->write, args, nargsf, kwnames);
+    if (r == NULL || !t->on || PyVectorcall_NARGS(nargsf) != 1 || kwnames != NULL)
+        return r;
+    PyObject *s = args[0];
+    if (t->wrap) {
+        PyObject *tup = PyTuple_Pack(1, s);
+        if (tup == NULL || PyList_Append(t->list, tup) < 0)
+            PyErr_Clear();
+        Py_XDECREF(tup);
+    } else if (PyList_Append(t->list, s) < 0) {
+        PyErr_Clear();
+    }
+    if (t->kick != NULL && (PyList_GET_SIZE(t->list) & (t->every - 1)) == 0) {
+        /* much is waiting: the flusher takes it now, so that what waits stays small */
+        PyObject *k = PyObject_CallNoArgs(t->kick);
+        if (k == NULL)
+            PyErr_Clear();
+        Py_XDECREF(k);
+    }
+    return r;
+}
+
+static PyObject *
+tee_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
+{
+    PyObject *write, *list, *kick = Py_None;
+    int wrap = 0;
+    Py_ssize_t every = 4096;
+    static char *names[] = {"write", "list", "wrap", "kick", "every", NULL};
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OO!|pOn:Tee", names, &write, &PyList_Type, &list, &wrap, &kick,
+                                     &every))
+        return NULL;
+    if (every < 1 || (every & (every - 1)) != 0) {
+        PyErr_SetString(PyExc_ValueError, "Tee: every must be a power of two");
+        return NULL;
+    }
+    TeeObject *t = (TeeObject *)type->tp_alloc(type, 0);
+    if (t == NULL)
+        return NULL;
+    t->write = Py_NewRef(write);
+    t->list = Py_NewRef(list);
+    t->kick = kick == Py_None ? NULL : Py_NewRef(kick);
+    t->every = every;
+    t->wrap = wrap;
+    t->on = 1;
+    t->vectorcall = tee_vectorcall;
+    return (PyObject *)t;
+}
+
+static int
+tee_traverse(TeeObject *t, visitproc visit, void *arg)
+{
+    Py_VISIT(t->write);
+    Py_VISIT(t->list);
+    Py_VISIT(t->kick);
+    return 0;
+}
+
+static int
+tee_clear(TeeObject *t)
+{
+    Py_CLEAR(t->write);
+    Py_CLEAR(t->list);
+    Py_CLEAR(t->kick);
+    return 0;
+}
+
+static void
+tee_dealloc(TeeObject *t)
+{
+    PyObject_GC_UnTrack(t);
+    tee_clear(t);
+    Py_TYPE(t)->tp_free((PyObject *)t);
+}
+
+static PyObject *
+tee_get_write(TeeObject *t, void *Py_UNUSED(closure))
+{
+    return Py_NewRef(t->write ? t->write : Py_None);
+}
+
+static PyObject *
+tee_get_on(TeeObject *t, void *Py_UNUSED(closure))
+{
+    return PyBool_FromLong(t->on);
+}
+
+static int
+tee_set_on(TeeObject *t, PyObject *value, void *Py_UNUSED(closure))
+{
+    int v = value == NULL ? 0 : PyObject_IsTrue(value);
+    if (v < 0)
+        return -1;
+    t->on = v;
+    return 0;
+}
+
+static PyGetSetDef tee_getset[] = {
+    {"write", (getter)tee_get_write, NULL, "the stream's own write", NULL},
+    {"on", (getter)tee_get_on, (setter)tee_set_on, "whether the text is kept (else a pass-through)", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PyTypeObject TeeType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "tracker.capture._console.Tee",
+    .tp_basicsize = sizeof(TeeObject),
+    .tp_dealloc = (destructor)tee_dealloc,
+    .tp_vectorcall_offset = offsetof(TeeObject, vectorcall),
+    .tp_call = PyVectorcall_Call,
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL,
+    .tp_doc = "Tee(write, list, wrap=False, kick=None, every=4096): calls write, returns its result, then appends "
+              "the text to list (a 1-tuple with wrap); calls kick() whenever the list holds a multiple of every.",
+    .tp_traverse = (traverseproc)tee_traverse,
+    .tp_clear = (inquiry)tee_clear,
+    .tp_getset = tee_getset,
+    .tp_new = tee_new,
+};
+
+static PyObject *
+crc32_py(PyObject *Py_UNUSED(self), PyObject *args)
+{
+    Py_buffer view;
+    unsigned int start = 0;
+    if (!PyArg_ParseTuple(args, "y*|I:crc32", &view, &start))
+        return NULL;
+    uint32_t crc = crc32_of((const unsigned char *)view.buf, (size_t)view.len, start);
+    PyBuffer_Release(&view);
+    return PyLong_FromUnsignedLong(crc);
+}
+
+static PyMethodDef methods[] = {
+    {"lines", lines, METH_VARARGS,
+     "lines(pre, crc_of_pre, last_seq, texts, mids, tails, kinds) -> bytes: one store line per text "
+     "(kinds: one byte per text, bit 0 stderr, bit 1 partial)."},
+    {"feed", feed, METH_VARARGS,
+     "feed(items, pending, cr, pre, crc_of_pre, last_seq, mids, tails, limit) -> (blob, records, text_bytes, "
+     "pending, cr, lines_ended, full), or None when declined."},
+    {"crc32", crc32_py, METH_VARARGS, "crc32(data, start=0) -> zlib.crc32(data, start)."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, "tracker.capture._console",
+    "The console recorder's hot paths in C (the tee, lines as store lines); tracker works without it.", -1,
+    methods,
+};
+
+PyMODINIT_FUNC
+PyInit__console(void)
+{
+    crc_init();
+    escape_init();
+#ifdef HAVE_CLMUL
+    __builtin_cpu_init();
+    has_clmul = __builtin_cpu_supports("pclmul") && __builtin_cpu_supports("sse4.1");
+#endif
+    if (PyType_Ready(&TeeType) < 0)
+        return NULL;
+    PyObject *m = PyModule_Create(&module);
+    if (m == NULL)
+        return NULL;
+    if (PyModule_AddObjectRef(m, "Tee", (PyObject *)&TeeType) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}

@@ -1,0 +1,306 @@
+"""Named artifacts as users call them: ``run.log_artifact`` / ``use_artifact``, and on a store
+``artifact``, ``artifacts``, ``lineage``, ``set_alias`` and ``remove_alias``.
+
+Each of these first appends the run's id to the store's hints
+(:func:`tracker.read.index.artifacts.note_change`), so that readers keeping the
+registry warm look at that run again. Logging stores the bytes and appends an ``artifact`` record; using appends an
+``artifact_use`` record; an alias change is an edit event in the edit
+segment of the run that made the version (:mod:`tracker.write.edits`), or a
+row of the team database's alias table. Nothing else is written: versions,
+aliases and lineage are derived from these by every reader
+(:mod:`tracker.read.registry`). :class:`ArtifactMethods` gives the folder
+store and the team store the same methods over their own registries.
+"""
+
+from __future__ import annotations
+
+import getpass
+import os
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from tracker.core.errors import SchemaError, TrackerError
+from tracker.core.rules import LATEST, VERSION_RE, check_alias
+from tracker.read.index.artifacts import note_change
+from tracker.read.registry import ALIAS_EDIT, UNSPECIFIED, split_ref
+from tracker.write.wandb.artifact import Artifact, ArtifactCollection
+
+if TYPE_CHECKING:
+    from tracker.read.registry import Collection, Registry, Version
+
+#: Files from this size on are hashed before they are copied when their name already holds a
+#: version of that size logged after the file last changed (re-logging writes nothing).
+PROBE_MIN = 1 << 24
+
+
+def user() -> str | None:
+    """Who is changing an alias (the login name), or ``None`` when it cannot be told."""
+    try:
+        return getpass.getuser()
+    except Exception:  # noqa: BLE001 - no user name in this environment
+        return None
+
+
+# --- the run side ----------------------------------------------------------------------------------
+
+_readers: dict[str, Any] = {}
+
+
+def reader_of(run: Any) -> Any:
+    """A reader of the run's store (kept per store in this process, so its registry stays warm)."""
+    from tracker.read.reader import Store
+
+    key = os.path.abspath(run.store)
+    store = _readers.get(key)
+    if store is None or store._host is not run._host:
+        store = _readers[key] = Store(run.store, host=run._host)
+    return store
+
+
+def _blobs(run: Any) -> Any:
+    from tracker.capture.blobs import BlobStore
+
+    return BlobStore(run.store)
+
+
+def log_artifact(run: Any, path: Any, name: str | None = None, type: str | None = None,
+                 aliases: Iterable[str] | str | None = None, *, kind: str = "file", copy: bool = True,
+                 step: int | None = None, description: str | None = None,
+                 metadata: Mapping[str, Any] | None = None) -> Artifact:
+    """``Run.log_artifact``: a path (file or folder) or a W&B-style :class:`Artifact`, stored and recorded.
+
+    :raises SchemaError: a bad name, type, alias, description or metadata, or a type other than the
+        name's; nothing is written.
+    """
+    from tracker.capture import log_artifact as capture_log
+
+    art = path if isinstance(path, Artifact) else None
+    more: dict[str, Any] = {}
+    if art is not None:
+        payload = art._payload()
+        path = payload.pop("path")
+        copy = payload.pop("copy", True)
+        more.update(payload)
+        name = name or art.name
+        type = type if type is not None else art.type
+        description = description if description is not None else art.description
+        metadata = metadata if metadata is not None else (art.metadata or None)
+        if payload.get("members") is not None:
+            kind = "folder"
+    if type == UNSPECIFIED:
+        type = None
+    if name is None and path is not None:
+        name = Path(path).resolve().name or str(path)
+    probe = _prior(run, name, type, path, more.get("members"))
+    if probe is not None:
+        more["probe_before"], more["probe_sizes"] = probe
+    note_change(run.store, run.id)
+    rec = capture_log(run, path, name, kind=kind, copy=copy, step=step, type=type, aliases=aliases,
+                      description=description, metadata=metadata, **more)
+    _remember(run, rec)
+    store = reader_of(run)
+    if art is not None:
+        return art._bind(store, _blobs(run), run.project, rec, run.id)
+    return Artifact._read(store, _blobs(run), run.project, rec, run=run.id)
+
+
+def _prior(run: Any, name: Any, type: str | None, path: Any, members: Any) -> tuple[float, set[int]] | None:
+    """Check ``type`` against the name's versions; for large content, when to hash before copying.
+
+    A writing process reads no store as a reader does (nothing derived, nothing written under
+    ``index/``): what the name holds comes from the run catalog as the last reader left it, and from
+    what this process logged.
+    """
+    from tracker.core.files import check_regular
+
+    if not isinstance(name, str) or not name:
+        return None  # the capture layer names what is wrong
+    big = members is not None
+    if path is not None and not big:
+        try:
+            st = check_regular(Path(path), folder_ok=True)
+            big = st.st_size >= PROBE_MIN or os.path.isdir(path)
+        except (OSError, TrackerError):
+            return None  # the capture layer names what is wrong
+    if type is None and not big:
+        return None
+    import orjson
+
+    from tracker.read.index.catalog import peek_artifacts
+    from tracker.read.registry import Registry
+
+    figs = peek_artifacts(Path(run.store), orjson.dumps(name))
+    mine = _logged.get((os.path.abspath(run.store), run.id))
+    if mine:
+        had = figs.get(run.id) or {"p": run.project, "o": [], "u": [], "e": []}
+        figs[run.id] = {**had, "o": list(had.get("o") or []) + mine}
+    c = Registry(figs).collections.get((run.project, name))
+    if c is None:
+        return None
+    if type is not None and c.type not in (UNSPECIFIED, type):
+        raise SchemaError("artifact", [("type", f"artifact {c.qualified!r} is of type {c.type!r} ({c.describe()}), "
+                                                f"given type {type!r}: a name keeps one type; log under another name")])
+    return c.last_logged, c.sizes()
+
+
+#: What this process logged, per (store, run): figure rows, for :func:`_prior` (runs this process writes).
+_logged: dict[tuple[str, str], list[list[Any]]] = {}
+
+
+def _remember(run: Any, rec: Any) -> None:
+    row = [rec.name, rec.type, rec.sha256, rec.size, rec.time, run.writer_id, 0, rec.step, rec.kind, rec.folder,
+           rec.files, rec.referenced, list(rec.aliases), rec.filename, None, None]
+    _logged.setdefault((os.path.abspath(run.store), run.id), []).append(row)
+
+
+def use_artifact(run: Any, ref: Any, type: str | None = None, aliases: Any = None, use_as: str | None = None
+                 ) -> Artifact:
+    """``Run.use_artifact``: resolve ``ref`` (``name``, ``name:v3``, ``name:prod``, ``project/name:alias``,
+    ``entity/project/name:alias``, or an :class:`Artifact` read from the store), record an
+    ``artifact_use`` record, and return the version.
+
+    :raises TrackerError: an unknown name, version or alias (naming what exists), or a type other than asked.
+    """
+    from tracker.capture import side_writer
+    from tracker.capture.artifacts import use_record
+
+    store = reader_of(run)
+    if isinstance(ref, Artifact):
+        if ref._store is None:
+            raise TrackerError(f"use_artifact: artifact {ref.name!r} is not logged; log it first "
+                               "(run.log_artifact(artifact)), or use it by name")
+        ref = f"{ref.project}/{ref.name}:{ref.version}" if ref.project else f"{ref.name}:{ref.version}"
+    if not isinstance(ref, str):
+        raise TrackerError(f"use_artifact: expected a name such as 'mnist-cnn:prod' or an Artifact, given {ref!r}")
+    c, v, spec = store.registry().find(ref, run.project)
+    if type is not None and type != c.type:
+        raise TrackerError(f"use_artifact({ref!r}): artifact {c.qualified!r} is of type {c.type!r}, not {type!r}")
+    alias = LATEST if spec is None else (None if VERSION_RE.fullmatch(spec) else spec)
+    note_change(run.store, run.id)
+    side_writer(run)("artifact_use", use_record(c.project, c.name, v.version, v.sha256,
+                                                None if c.type == UNSPECIFIED else c.type, alias), None)
+    a = Artifact._read(store, _blobs(run), c.project, v)
+    a.asked = spec
+    return a
+
+
+# --- the store side: the same methods over a folder and the team database ---------------------------
+
+class ArtifactMethods:
+    """``artifact``, ``artifacts``, ``lineage``, ``set_alias``, ``remove_alias`` over a store's registry.
+
+    A store gives ``registry()``, ``runs()``, ``blobs`` and ``_alias_edit(run_id, data)``.
+    """
+
+    def registry(self) -> Registry:  # pragma: no cover - provided by the store
+        raise NotImplementedError
+
+    def _alias_edit(self, run_id: str, data: dict[str, Any]) -> None:  # pragma: no cover - provided by the store
+        raise NotImplementedError
+
+    def _artifact_blobs(self) -> Any:
+        return self.blobs  # type: ignore[attr-defined]
+
+    def artifact(self, ref: str, type: str | None = None) -> Artifact:
+        """The version ``ref`` names: ``name`` (its latest), ``name:v3``, ``name:prod``; ``project/`` in front
+        when two projects use one name.
+
+        :raises TrackerError: an unknown name, version or alias, naming the ones that exist.
+        """
+        c, v, spec = self.registry().find(ref)
+        if type is not None and type != c.type:
+            raise TrackerError(f"artifact {c.qualified!r} is of type {c.type!r}, not {type!r}")
+        a = Artifact._read(self, self._artifact_blobs(), c.project, v)
+        a.asked = spec
+        return a
+
+    def artifacts(self, type: str | None = None, project: str | None = None) -> list[ArtifactCollection]:
+        """Every named artifact (of one type, of one project): versions, aliases and their history."""
+        blobs = self._artifact_blobs()
+        return [ArtifactCollection(self, blobs, c) for c in self.registry().names(type=type, project=project)]
+
+    def artifact_collection(self, ref: str) -> ArtifactCollection:
+        """The named artifact ``ref`` (``name`` or ``project/name``): every version and alias."""
+        base, spec = split_ref(ref)
+        if spec is not None:
+            raise TrackerError(f"artifact {ref!r}: expected a name without a version here")
+        return ArtifactCollection(self, self._artifact_blobs(), self.registry().collection(base))
+
+    def lineage(self, ref: str, depth: int = 3) -> dict[str, Any]:
+        """The lineage graph of a run (its id, a prefix or its name) or of a version (``name[:version]``).
+
+        A ``ref`` that names a run is a run; otherwise a version (see :func:`tracker.read.lineage.lineage`).
+        """
+        from tracker.core.errors import RunNotFound
+        from tracker.read.lineage import lineage
+
+        if not isinstance(depth, int) or isinstance(depth, bool) or depth < 1:
+            raise TrackerError(f"lineage: depth expects a whole number of 1 or more, given {depth!r}")
+        registry = self.registry()
+        infos = {i.id: i for i in self.runs()}  # type: ignore[attr-defined]
+        run_id = None
+        if ":" not in ref:
+            try:
+                run_id = self.run(ref).id  # type: ignore[attr-defined]
+            except RunNotFound:
+                run_id = None
+        if run_id is not None:
+            return lineage(registry, infos, run=run_id, depth=depth)
+        try:
+            c, v, _ = registry.find(ref)
+        except TrackerError as exc:
+            if ":" in ref:
+                raise
+            raise TrackerError(f"{ref!r} is neither a run nor an artifact: {exc}") from None
+        return lineage(registry, infos, version=(c, v), depth=depth)
+
+    def set_alias(self, ref: str, alias: str) -> Artifact:
+        """Point ``alias`` at the version ``ref`` names (moving it from the version it named); returns it.
+
+        An edit event, appended: the alias's history keeps every change.
+
+        :raises TrackerError: ``latest``, ``v<digits>`` or bad characters as the alias; an unknown version.
+        """
+        alias = check_alias(alias)
+        c, v, _ = self.registry().find(ref)
+        if c.aliases.get(alias) != v.number:
+            self._alias_edit(v.producer, _alias_data("set", c, v, alias))
+        return self.artifact(f"{c.qualified}:{v.version}")
+
+    def remove_alias(self, ref: str, alias: str) -> None:
+        """Remove ``alias`` from the name ``ref`` (``name`` or ``project/name``; ``name:v3`` when it must be
+        on v3), as an appended edit event.
+
+        :raises TrackerError: the name has no such alias (the message lists its aliases), or ``latest``.
+        """
+        alias = check_alias(alias)
+        base, spec = split_ref(ref)
+        registry = self.registry()
+        c = registry.collection(base)
+        number = c.aliases.get(alias)
+        if number is None:
+            raise TrackerError(f"artifact {c.qualified!r} has no alias {alias!r} ({c.describe()})")
+        v = c.version(number)
+        if spec is not None and c.pick(spec).number != number:
+            raise TrackerError(f"alias {alias!r} of {c.qualified!r} names {v.version}, not {spec}; nothing changed")
+        self._alias_edit(v.producer, _alias_data("remove", c, v, alias))
+
+
+def _alias_data(op: str, c: Collection, v: Version, alias: str) -> dict[str, Any]:
+    return {ALIAS_EDIT: {"op": op, "project": c.project, "name": c.name, "alias": alias, "sha256": v.sha256,
+                         "version": v.version, "user": user()}}
+
+
+def folder_alias_edit(store: Any, run_id: str, data: dict[str, Any]) -> None:
+    """An alias edit in a folder store: an edit event of run ``run_id`` (the version's producer)."""
+    from tracker.write.edits import fsync_wanted, write_edit
+
+    # The hint before and after: a reader that looked between the two sees the edit at its next question.
+    note_change(store.path, run_id)
+    write_edit(Path(store.path) / "runs" / run_id, data, fsync=fsync_wanted(store))
+    note_change(store.path, run_id)
+
+
+__all__ = ["PROBE_MIN", "ArtifactMethods", "folder_alias_edit", "log_artifact", "reader_of", "use_artifact",
+           "user"]
