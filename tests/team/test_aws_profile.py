@@ -36,7 +36,7 @@ def test_a_profile_in_a_credentials_file_reaches_the_bucket(profile_env, s3_serv
                                                           pg_url: str) -> None:
     import boto3
 
-    boto3.client("s3").create_bucket(Bucket="profiled", CreateBucketConfiguration={
+    boto3.session.Session().client("s3").create_bucket(Bucket="profiled", CreateBucketConfiguration={
         "LocationConstraint": "eu-west-1"})
     (tmp_path / "weights.bin").write_bytes(b"w" * 5000)
     store = tmp_path / "store"
