@@ -67,8 +67,8 @@ class Store(reader.Store, ArtifactMethods):
 
     view_class = RunView
 
-    def _view(self, run_id: str) -> RunView:
-        view = super()._view(run_id)
+    def _view(self, run_id: str, bounds: dict[str, int] | None = None) -> RunView:
+        view = super()._view(run_id, bounds)
         view.parent = self  # its artifacts are read through this store's registry
         return view  # type: ignore[return-value]
 

@@ -128,3 +128,28 @@ def test_the_old_commands_stay(chain, tmp_path: Path) -> None:
     assert code == 0 and [a["name"] for a in json.loads(out)["artifacts"]] == ["mnist-cnn"]
     code, out, err = run_cli("get", ids["eval"], "mnist-eval", "-o", str(tmp_path / "r.txt"))
     assert code == 0 and (tmp_path / "r.txt").read_text() == "acc 0.93\n"
+
+
+def test_the_dashboard_api(chain) -> None:
+    from starlette.testclient import TestClient
+
+    import tracker.ui
+
+    store, ids = chain
+    c = TestClient(tracker.ui.create_app(store), base_url="http://127.0.0.1")
+    doc = c.get("/api/artifacts").json()
+    assert [a["qualified"] for a in doc["artifacts"]] == ["mnist/mnist", "mnist/mnist-cnn", "mnist/mnist-eval"]
+    assert doc["types"] == ["dataset", "evaluation", "model"]
+    one = c.get("/api/artifact", params={"ref": "mnist-cnn:prod"}).json()
+    v = one["version"]
+    assert (v["version"], v["asked"], v["producer"]["name"], [r["name"] for r in v["consumers"]]) == \
+        ("v1", "prod", "train-2", ["eval"])
+    assert v["files"][0]["download"] == f"/api/runs/{ids['train-2']}/blobs/{v['sha256']}?download=1"
+    got = c.get(v["files"][0]["download"])
+    assert got.status_code == 200 and got.content == b"weightsweights"
+    assert c.get("/api/artifact", params={"ref": "nope:v0"}).status_code == 404
+    assert c.get("/api/artifact").status_code == 400
+    assert c.get("/api/lineage", params={"ref": ids["eval"], "depth": "x"}).status_code == 400
+    assert c.get("/api/lineage", params={"ref": "not-a-thing"}).status_code == 404
+    runs = c.get(f"/api/runs/{ids['eval']}", params={"parts": "artifacts"}).json()["artifacts"]
+    assert [(a["name"], a["version"], a["qualified"]) for a in runs] == [("mnist-eval", "v0", "mnist/mnist-eval")]

@@ -263,3 +263,38 @@ def test_report_button_downloads_the_file_of_what_is_on_screen(driver, server, a
     with urllib.request.urlopen(f"{server.url}/api/report?runs={runs}") as resp:
         assert resp.headers["content-disposition"] == 'attachment; filename="report.html"'
         assert resp.headers["content-security-policy"] == "default-src 'none'; sandbox"
+
+
+def test_sweep_page_report_button(driver, tmp_path):
+    from selenium.webdriver.common.by import By
+
+    pytest.importorskip("optuna")
+    store = tmp_path / "store"
+
+    def train() -> None:
+        run = tracker.init()
+        for step in range(3):
+            tracker.log({"loss": run.config["lr"] * 10 + 1.0 / (step + 1)})
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.delenv("TRACKER_RUN_ID", raising=False)
+        sweep_id = tracker.sweep({"name": "lr", "method": "random", "metric": {"name": "loss"},
+                                  "parameters": {"lr": {"values": [0.1, 0.01, 0.001]}}},
+                                 project="sw", store=store, seed=1)
+        tracker.agent(sweep_id, function=train, count=3, store=store)
+        with tracker.start_run(project="sw", name="outside", store=store) as r:
+            r.log({"loss": 9.0})
+    trials = sorted(i.id for i in tracker.open_store(store).runs() if f"sweep:{sweep_id}" in i.tags)
+    downloads = tmp_path / "downloads"
+    downloads.mkdir()
+    driver.execute_cdp_cmd("Browser.setDownloadBehavior", {"behavior": "allow", "downloadPath": str(downloads)})
+    with Server(tracker.ui.create_app(store)) as srv:
+        driver.get(f"{srv.url}/sweeps/{sweep_id}")
+        button = wait(driver, lambda d: d.find_element(By.CSS_SELECTOR, ".sweep-title button.report-button"),
+                      what="the sweep page's report button")
+        button.click()
+        files = wait(driver, lambda d: [p for p in downloads.iterdir() if p.suffix == ".html"], timeout=30,
+                     what="the sweep's report")
+    doc = json.loads(re.search(r'id="report-data">(.*?)</script>', files[0].read_text(), re.S).group(1))
+    assert sorted(r["id"] for r in doc["runs"]) == trials and len(trials) == 3
+    assert doc["title"] == f"sweep {sweep_id} lr" and doc["metrics"] == ["loss"]

@@ -107,6 +107,7 @@ def test_report_data_is_the_stores_and_nothing_else(ablations: tuple[Path, dict]
     assert env["cwd"] and env["command"]
     quiet = build(store, infos, metrics=["loss"], environment=False)
     assert report_doc(quiet)["environment"] is None and env["cwd"] not in quiet
+    assert not {s["schema"] for s in report_doc(quiet)["sections"]} & {"environment", "console"}
     # Ungrouped: each run's series downsampled to at most max_points, bucket min and max kept.
     series = report_doc(build(store, infos, metrics=["loss"], max_points=8))["series"]["loss"]
     assert len(series) == 6 and all(len(s["x"]) == 8 for s in series)

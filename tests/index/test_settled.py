@@ -188,9 +188,9 @@ def test_a_heartbeat_on_a_running_segment_keeps_its_columns(tmp_path: Path, monk
         parsed_from_start = []
         real = segments._extend
 
-        def spy(old, segment, st):  # noqa: ANN001, ANN202
+        def spy(old, segment, st, limit):  # noqa: ANN001, ANN202
             parsed_from_start.append(old is None)
-            return real(old, segment, st)
+            return real(old, segment, st, limit)
 
         monkeypatch.setattr(segments, "_extend", spy)
         assert len(tracker.open_store(store).run("live").metrics()["step"]) == 50

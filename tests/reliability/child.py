@@ -12,6 +12,10 @@ Modes:
   parent SIGKILLs it). With ``--fsync-probe`` every ``os.fsync`` is
   counted and each acknowledgement also carries the count and the size of the
   file at its last fsync.
+- ``burst``: start (or join) a run, print ``ready``, wait for the ``--go`` file (if given),
+  then log ``{"c": child, "k": k, "x": k / 7}`` in a tight loop forever, printing the
+  number of records logged so far after every 500th (fewer lines than ``loop``, so the
+  loop runs at full speed).
 - ``write``: attach to (or create) a run, log ``--count`` records, finish.
 - ``rank``: one data-parallel rank: attach through ``TRACKER_RUN_ID``, wait for
   the parent's go file, log ``--count`` records, finish.
@@ -70,6 +74,22 @@ def mode_loop(args: argparse.Namespace) -> None:
         else:
             ack(k)
         k += 1
+
+
+def mode_burst(args: argparse.Namespace) -> None:
+    import tracker
+
+    run = tracker.start_run(project="burst", store=args.store, run_id=args.run_id, resume=True)
+    ack("ready", run.writer_id)
+    while args.go and not os.path.exists(args.go):
+        time.sleep(0.001)
+    log = run.log
+    k = 0
+    while True:
+        for _ in range(500):
+            log({"c": args.child, "k": k, "x": k / 7})
+            k += 1
+        ack(k)
 
 
 def mode_write(args: argparse.Namespace) -> None:
@@ -247,8 +267,9 @@ def main() -> None:
     parser.add_argument("--fsize-limit", type=int, default=0)
     parser.add_argument("--uid", type=int, default=None)
     args = parser.parse_args()
-    {"loop": mode_loop, "write": mode_write, "rank": mode_rank, "fill": mode_fill, "readonly": mode_readonly,
-     "heartbeat": mode_heartbeat, "plugins": mode_plugins, "clock": mode_clock}[args.mode](args)
+    {"loop": mode_loop, "burst": mode_burst, "write": mode_write, "rank": mode_rank, "fill": mode_fill,
+     "readonly": mode_readonly, "heartbeat": mode_heartbeat, "plugins": mode_plugins,
+     "clock": mode_clock}[args.mode](args)
 
 
 if __name__ == "__main__":

@@ -148,3 +148,18 @@ def test_lineage_json_is_strict(synced) -> None:
     code, out, _ = _cli(url, "lineage", ids["prep"], "--format", "json")
     doc = json.loads(out)
     assert doc["root"] == f"run:{ids['prep']}" and len([n for n in doc["nodes"] if n["kind"] == "run"]) == 4
+
+
+def test_the_dashboard_gives_the_same_json(synced) -> None:
+    from starlette.testclient import TestClient
+
+    import tracker.ui
+
+    store, url, ids = synced
+    asks = [("/api/artifacts", {}), ("/api/artifacts", {"type": "model"}), ("/api/artifact", {"ref": "mnist-cnn"}),
+            ("/api/lineage", {"ref": ids["train-2"]}), ("/api/lineage", {"ref": "mnist-cnn:prod", "depth": "1"}),
+            ("/api/artifact", {"ref": "nope"})]
+    clients = [TestClient(tracker.ui.create_app(where), base_url="http://127.0.0.1") for where in (store, url)]
+    for path, params in asks:
+        folder, team = (c.get(path, params=params) for c in clients)
+        assert (team.status_code, team.json()) == (folder.status_code, folder.json()), (path, params)

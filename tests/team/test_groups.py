@@ -68,3 +68,19 @@ def test_layout_2_is_migrated_with_the_groups_of_0_4_tags(grouped: Path, pg_url:
         assert got.fetchall() == [("a", "train", 3), ("b", "eval", 1), ("b", "train", 3)]
     old = [i for i in TeamStore(pg_url).runs() if i.job_type == "eval"]
     assert [(i.group, i.job_type) for i in old] == [("b", "eval")]
+
+
+def test_a_report_of_the_team_store_is_the_folders(grouped: Path, pg_url: str) -> None:
+    from tracker.ui.report import report_data
+
+    quiet_sync(grouped, pg_url)
+    local, team = tracker.open_store(grouped), TeamStore(pg_url)
+    for by in (None, "group"):
+        want = report_data(local, local.runs(), by=by, metrics=["loss"], environment=False)
+        got = report_data(team, team.runs(), by=by, metrics=["loss"], environment=False)
+        import orjson
+
+        want, got = (orjson.loads(orjson.dumps({k: v for k, v in doc.items() if k != "generated_at"}))
+                     for doc in (want, got))
+        assert [r["id"] for r in got["runs"]] == [r["id"] for r in want["runs"]]
+        assert got == want

@@ -94,7 +94,8 @@ def warm_with_progress(store: Any, run_ids: Iterable[str] | None = None, *, labe
     with _Line(label, total) as line:
         for rid, seg, n in work:
             try:
-                load_segment(store_path, rid, seg, set(), writable)
+                # Up to the size it had when the command began: a run logging fast is not chased.
+                load_segment(store_path, rid, seg, set(), writable, end=n)
             except Exception:  # noqa: BLE001, S112 - the command's own read reports what is wrong
                 pass
             line.done += n

@@ -16,6 +16,7 @@ takes the format from here.
 from __future__ import annotations
 
 import math
+import os
 import re
 import secrets
 import zlib
@@ -363,29 +364,41 @@ class LineChunks:
     a last line without its newline (a torn write, or one in progress),
     which is never yielded, and ``lines`` counts the lines yielded.
 
+    Reading is bounded: it stops at ``end``, by default the file's size when
+    iteration begins, so a file that a writer appends to faster than it is
+    read is read up to where it was (the rest on the next look), never chased.
+    ``end`` (after iterating) is where reading stopped looking.
+
     :raises StoreError: when the file cannot be opened or read.
     """
 
-    def __init__(self, path: Path, offset: int = 0, chunk: int = READ_CHUNK) -> None:
+    def __init__(self, path: Path, offset: int = 0, chunk: int = READ_CHUNK, end: int | None = None) -> None:
         self.path = path
         self.offset = offset
         self.chunk = chunk
+        self.end = end
         self.rest = b""
         self.lines = 0
 
     def __iter__(self) -> Iterator[list[bytes]]:
         pos, size, rest = self.offset, self.chunk, b""
+        end = self.end
         while True:
             try:
                 with open(self.path, "rb") as f:
+                    if end is None:
+                        end = self.end = os.fstat(f.fileno()).st_size
+                    want = min(size, end - pos)
+                    if want <= 0:
+                        break
                     f.seek(pos)
-                    data = f.read(size)
+                    data = f.read(want)
             except OSError as exc:
                 raise StoreError(f"cannot read {self.path}: {exc.strerror or exc}") from None
             if not data:
                 break
             pos += len(data)
-            at_end = len(data) < size  # a short read: the end of the file as it is now
+            at_end = len(data) < size or pos >= end  # the end of the file as it is now, or of the bound
             if rest:
                 data = rest + data
             lines = data.split(b"\n")
@@ -401,14 +414,16 @@ class LineChunks:
         self.rest = rest
 
 
-def iter_lines(path: Path, offset: int = 0, chunk: int = READ_CHUNK) -> Iterator[tuple[int, bytes]]:
+def iter_lines(path: Path, offset: int = 0, chunk: int = READ_CHUNK,
+               end: int | None = None) -> Iterator[tuple[int, bytes]]:
     """Yield ``(end_offset, line)`` for each newline-terminated line from ``offset``.
 
     A last line without its newline (a torn write, or one in progress) is not
-    yielded; ``Segment.torn`` reports it.
+    yielded; ``Segment.torn`` reports it. Bounded as :class:`LineChunks` is: up to
+    ``end``, by default the file's size when iteration begins.
     """
     pos = offset
-    for lines in LineChunks(path, offset, chunk):
+    for lines in LineChunks(path, offset, chunk, end):
         for line in lines:
             pos += len(line) + 1
             yield pos, line

@@ -36,7 +36,7 @@ from tracker.core.errors import StoreError
 from tracker.core.records import Problem
 from tracker.core.summary import _MISSING_BITS
 from tracker.read.index import CatalogEntry, SchemaCols, Writable, load_segment, warn_once
-from tracker.read.segment import segment_paths
+from tracker.read.segment import segment_paths, segment_sizes
 
 METRICS = "metrics"
 #: Up to this many metric names, ``metrics`` is a UNION ALL over the wide table; past it, a long table.
@@ -108,9 +108,13 @@ class ColumnSources:
     :param store: the :class:`tracker.Store`.
     :param entries: the runs' catalog entries (their ids are the runs read).
     :param needed: the views a query refers to (``None``: all).
+    :param sizes: per run, how far to read each segment (by file name): its size when the query began
+        (default: noted for every run before the first is read). A run logging faster than the query
+        reads is read as it was, never chased.
     """
 
-    def __init__(self, store: Any, entries: list[CatalogEntry], needed: set[str] | None) -> None:
+    def __init__(self, store: Any, entries: list[CatalogEntry], needed: set[str] | None,
+                 sizes: dict[str, dict[str, int]] | None = None) -> None:
         pa = arrow_module()
         assert pa is not None
         self.pa = pa
@@ -127,20 +131,23 @@ class ColumnSources:
         self.writers = _Codes()
         self.problems: list[Problem] = []
         if self.want_any:
-            self._load(store)
+            self._load(store, sizes)
 
-    def _load(self, store: Any) -> None:
+    def _load(self, store: Any, sizes: dict[str, dict[str, int]] | None) -> None:
         writable = Writable()
         warn = warn_once(set())
         schemas = None if self.want_records else {METRICS}
+        if sizes is None:
+            sizes = {e.info.id: segment_sizes(store.path / "runs" / e.info.id) for e in self.entries}
         for entry in self.entries:
             rid = entry.info.id
             quiet = entry.info.status == "running"
             code = self.runs.code(rid)
             run_dir = store.path / "runs" / rid
+            ends = sizes.get(rid, {})
             for path in segment_paths(run_dir):
                 try:
-                    ix = load_segment(store.path, rid, path, schemas, writable, warn)
+                    ix = load_segment(store.path, rid, path, schemas, writable, warn, end=ends.get(path.name))
                 except (StoreError, OSError) as exc:
                     from tracker.host.bus import TrackerWarning
 

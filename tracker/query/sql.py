@@ -620,8 +620,13 @@ def folder_sources(store: Any, needed: set[str] | None = None, use_index: bool =
 
     wants_stats = needed is None or "metric_stats" in needed
     if use_index and index_enabled() and arrow_module() is not None:
+        from tracker.read.segment import segment_sizes
+
+        # How far each segment reaches as the query begins: the listing reads at least that far, and the
+        # columns read no further, so a run logging fast is read once, never chased.
+        sizes = {rid: segment_sizes(store.path / "runs" / rid) for rid in store.run_ids()}
         entries = store.catalog()
-        cols = ColumnSources(store, entries, needed)
+        cols = ColumnSources(store, entries, needed, sizes)
         report(cols.problems)
         return Sources([e.info for e in entries], index=cols, stats=stats_rows(entries) if wants_stats else None)
     sources = jsonl_sources(store, needed)

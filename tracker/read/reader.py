@@ -55,7 +55,7 @@ from tracker.read.index import (
 )
 from tracker.read.index import segments as index_segments
 from tracker.read.liveness import hostname
-from tracker.read.segment import Segment, read_run_info, read_segment, segment_paths
+from tracker.read.segment import Segment, read_run_info, read_segment, segment_paths, segment_sizes
 
 if TYPE_CHECKING:
     import numpy as np
@@ -132,14 +132,23 @@ class Store(LazyHost):
         Read from ``<store>/index/catalog.idx`` where it still matches the
         run's files, derived again from the segments where it does not.
         """
+        # The size of each segment to read is noted when the listing begins, for every run it reads:
+        # runs logging faster than this reader parses are read as they were, never chased.
+        bounds: dict[str, dict[str, int]] = {}
+
+        def note(ids: list[str]) -> None:
+            bounds.update({rid: segment_sizes(self.runs_dir / rid) for rid in ids})
+
         if index_enabled():
-            entries = catalog_entries(self.path, self.run_ids(), self._derive_entry, self._refresh_running,
-                                      self._writable, self._unlisted)
+            entries = catalog_entries(self.path, self.run_ids(), lambda rid: self._derive_entry(rid, bounds.get(rid)),
+                                      self._refresh_running, self._writable, self._unlisted, note)
         else:
             entries = []
-            for rid in self.run_ids():
+            ids = self.run_ids()
+            note(ids)
+            for rid in ids:
                 try:
-                    view = self._view(rid)
+                    view = self._view(rid, bounds.get(rid))
                     counts = view.schema_counts()
                     entries.append(CatalogEntry(view.info, view.metric_stats(), counts,
                                                 artifacts=_artifact_figures(view, counts, bool(edit_paths(view.path)))))
@@ -180,16 +189,19 @@ class Store(LazyHost):
 
         return run_frame(self, project, status, library)
 
-    def _view(self, run_id: str) -> RunView:
-        return self.view_class(self.path, run_id, host=self._host, writable=self._writable)
+    def _view(self, run_id: str, bounds: dict[str, int] | None = None) -> RunView:
+        view = self.view_class(self.path, run_id, host=self._host, writable=self._writable)
+        if bounds:
+            view._bounds.update(bounds)
+        return view
 
     def _unlisted(self, run_id: str, exc: Exception) -> None:
         if not isinstance(exc, StoreError):
             raise exc
         warnings.warn(f"tracker: run {run_id} is not listed: {exc}", TrackerWarning, stacklevel=4)
 
-    def _derive_entry(self, run_id: str) -> tuple[CatalogEntry, dict[str, Any]]:
-        view = self._view(run_id)
+    def _derive_entry(self, run_id: str, bounds: dict[str, int] | None = None) -> tuple[CatalogEntry, dict[str, Any]]:
+        view = self._view(run_id, bounds)
         # The folders' state first: a change made while deriving makes the entry stale, never wrong.
         derived_ns = time.time_ns()
         dir_state, edits_state = folder_state(view.path)
@@ -310,6 +322,12 @@ class RunView(LazyHost):
 
     ``problems`` collects every damaged line met while reading; each is also
     warned about once.
+
+    A view reads each segment up to the size it had when the view first read
+    it, and its later reads (records, metrics, tables, summaries) keep to the
+    same sizes, so that one answer is read from one state of the run and a
+    writer appending faster than the view reads is never chased:
+    :meth:`refresh` takes the run as it is now.
     """
 
     def __init__(self, store: str | os.PathLike[str], run_id: str,
@@ -332,6 +350,8 @@ class RunView(LazyHost):
         self._ends: list[Segment] = []
         self._writable = writable if writable is not None else Writable()
         self._warn_index = warn_once(set())
+        #: Per segment name, the byte offset this view reads it to (its size when first read).
+        self._bounds: dict[str, int] = {}
 
     def segment_paths(self) -> list[Path]:
         """The run's segment files, sorted by name."""
@@ -355,9 +375,31 @@ class RunView(LazyHost):
         return info_html(self.info)
 
     def refresh(self) -> RunInfo:
-        """Read the info again (a running run's status and counts change)."""
+        """Read the run again as it is now: its info (a running run's status and counts change), and
+        records appended since the view first read them."""
         self._info = None
+        self._bounds.clear()
         return self.info
+
+    def _bound(self, path: Path) -> int:
+        """The byte offset this view reads segment ``path`` to: its size when the view first read it."""
+        end = self._bounds.get(path.name)
+        if end is None:
+            try:
+                end = os.stat(path).st_size
+            except OSError as exc:
+                raise StoreError(f"cannot read {path}: {exc.strerror or exc}") from None
+            self._bounds[path.name] = end
+        return end
+
+    def _snapshot(self, paths: list[Path]) -> None:
+        """Note the size of every segment not read yet, all at once (before any is read)."""
+        for p in paths:
+            if p.name not in self._bounds:
+                try:
+                    self._bounds[p.name] = os.stat(p).st_size
+                except OSError:
+                    pass  # gone or unreadable: the read that follows says so
 
     def _timeout(self) -> float:
         # [store] heartbeat_timeout of tracker.toml, also for a view opened without a host
@@ -447,9 +489,12 @@ class RunView(LazyHost):
         quiet = self._quiet()
         enabled = index_enabled()
         out = []
-        for p in self.segment_paths():
+        paths = self.segment_paths()
+        self._snapshot(paths)
+        for p in paths:
             ix = load_segment(self.store, self.id, p, schemas, self._writable, self._warn_index,
-                              derived=enabled)
+                              derived=enabled, end=self._bounds.get(p.name))
+            self._bounds.setdefault(p.name, ix.size)
             for line, kind, message in ix.problems:
                 self._warn_once(Problem(str(p), line, kind, message))
             if ix.rest and not quiet:
@@ -539,6 +584,7 @@ class RunView(LazyHost):
         """:meth:`records` parsed from the JSONL, line by line (what the index is checked against)."""
         quiet = self._quiet()
         paths = self.segment_paths()
+        self._snapshot(paths)
         # Any number of segments within bounded memory and open files: LineChunks opens a file
         # only while it reads a chunk, and a merge of many segments reads smaller chunks.
         chunk = merge_chunk(len(paths))
@@ -561,8 +607,10 @@ class RunView(LazyHost):
     def _jsonl_schemas(self) -> list[str]:
         seen: dict[str, None] = {}
         mark = RECORD_SCHEMA_MARK
-        for p in self.segment_paths():
-            for _, line in iter_lines(p):
+        paths = self.segment_paths()
+        self._snapshot(paths)
+        for p in paths:
+            for _, line in iter_lines(p, end=self._bound(p)):
                 i = line.find(mark)
                 if i >= 0:
                     j = i + len(mark)
@@ -593,7 +641,9 @@ class RunView(LazyHost):
 
         if not index_enabled():
             quiet = self._quiet()
-            return metric_columns(((str(p), self._line_chunks(p, quiet)) for p in self.segment_paths()), self._warn)
+            paths = self.segment_paths()
+            self._snapshot(paths)
+            return metric_columns(((str(p), self._line_chunks(p, quiet)) for p in paths), self._warn)
         parts = []
         for ix in self._indexes({METRICS}):
             part = ix.parts.get(METRICS)
@@ -635,7 +685,7 @@ class RunView(LazyHost):
 
         Like :meth:`_lines` but with one generator step per 1 MiB instead of one per line.
         """
-        reader = LineChunks(path, 0, chunk)
+        reader = LineChunks(path, 0, chunk, self._bound(path))
         yield from reader
         if reader.rest and not quiet_tail:
             self._warn(Problem(str(path), reader.lines + 1, "torn",

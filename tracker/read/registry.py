@@ -287,6 +287,8 @@ class Registry:
 
     def __init__(self, figs: Mapping[str, Mapping[str, Any]]) -> None:
         self.collections: dict[tuple[str | None, str], Collection] = {}
+        #: run id -> RunInfo, when the store that made the registry knows them (for lineage and pages).
+        self.infos: dict[str, Any] | None = None
         self._figs = figs
         self._outputs: dict[str, dict[tuple[tuple[str | None, str], str], None]] | None = None
         self._inputs: dict[str, list[tuple[tuple[str | None, str], str, str | None]]] | None = None

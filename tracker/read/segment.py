@@ -48,6 +48,22 @@ def segment_paths(run_dir: Path) -> list[Path]:
         raise StoreError(f"cannot read {run_dir}: {exc.strerror}") from None
 
 
+def segment_sizes(run_dir: Path) -> dict[str, int]:
+    """Each segment's size now, by file name (none when the folder cannot be read): how far a read
+    that begins now reads them."""
+    out = {}
+    try:
+        paths = segment_paths(run_dir)
+    except StoreError:
+        return out
+    for p in paths:
+        try:
+            out[p.name] = p.stat().st_size
+        except OSError:
+            continue
+    return out
+
+
 @attrs.define
 class Segment:
     """One writer's file, as far as its first line and its tail tell."""

@@ -37,6 +37,7 @@ from tracker.read.columns import merge_columns, segment_columns
 from tracker.read.index import Writable, index_enabled, load_segment
 from tracker.read.reader import merge_log_order
 from tracker.read.segment import segment_paths as _segment_paths
+from tracker.read.segment import segment_sizes
 
 #: Whether this process may write derived data into the store (off after the first refusal).
 _WRITABLE = Writable()
@@ -123,20 +124,23 @@ class SegmentColumns:
         #: Whether ``lines`` counts from the file's start (line numbers in problems are exact).
         self.from_start = True
 
-    def seed(self, path: Path) -> None:
+    def seed(self, path: Path, end: int | None = None) -> bool:
         """Start from the segment's derived columns (``<store>/index/``) instead of its first line.
 
         The store's index covers the segment up to a byte offset (and is
         extended to its last complete line on the way), so the first request
         for a long run costs its columns, not a parse of every line; reading
         then goes on from that offset as from any other.
+
+        :param end: read no further than this byte offset (the segment's size when the request began).
+        :returns: whether the columns were seeded now (they cover the segment as it was at this call).
         """
         if self.offset or self.ino is not None or not index_enabled():
-            return
+            return False
         try:
-            ix = load_segment(path.parents[2], path.parent.name, path, {METRICS}, _WRITABLE)
+            ix = load_segment(path.parents[2], path.parent.name, path, {METRICS}, _WRITABLE, end=end)
         except Exception:  # noqa: BLE001 - derived data is an optimisation: read the lines instead
-            return
+            return False
         part = ix.parts.get(METRICS)
         self.offset, self.lines, self.ino = ix.offset, ix.lines, ix.ino
         if part is not None and part.n:
@@ -144,10 +148,17 @@ class SegmentColumns:
             self.n = part.n
         for line, kind, message in ix.problems[:100]:
             self.problems.append({"segment": self.name, "line": line, "kind": kind, "message": message})
+        return True
 
-    def read(self, path: Path) -> int:
-        """Read the complete lines after ``self.offset``; returns how many metrics records were new."""
-        self.seed(path)
+    def read(self, path: Path, end: int | None = None) -> int:
+        """Read the complete lines after ``self.offset``; returns how many metrics records were new.
+
+        Up to the segment's size at this call (or ``end``, its size when the caller's read began):
+        lines appended meanwhile are read by the next call.
+        """
+        if self.seed(path, end):
+            # The seed read the segment as it was a moment ago; what came since is the next call's.
+            return self.n
         try:
             st = os.stat(path)
         except OSError as exc:
@@ -156,11 +167,12 @@ class SegmentColumns:
         if self.ino is not None and (st.st_ino != self.ino or st.st_size < self.offset):
             self.__init__(self.name)  # the file was replaced: read it again from the start
         self.ino = st.st_ino
-        if st.st_size <= self.offset:
+        limit = st.st_size if end is None else min(end, st.st_size)
+        if limit <= self.offset:
             return 0
         base = self.lines
         try:
-            cols, n = segment_columns(self.name, self._counted(LineChunks(path, self.offset)),
+            cols, n = segment_columns(self.name, self._counted(LineChunks(path, self.offset, end=limit)),
                                       lambda p: self._problem(p, base))
         except StoreError as exc:
             self._unreadable(path, str(exc))
@@ -223,11 +235,12 @@ def read_since(run_dir: Path, offsets: dict[str, int]) -> tuple[dict[str, np.nda
     :returns: the new records' columns, the offsets to resume from, problems met.
     """
     parts, new_offsets, problems = [], {}, []
+    ends = segment_sizes(run_dir)  # all noted before any is read: a run logging fast is not chased
     for path in segment_paths(run_dir):
         seg = SegmentColumns(path.name)
         seg.offset = offsets.get(path.name, 0)
         seg.from_start = seg.offset == 0
-        seg.read(path)
+        seg.read(path, ends.get(path.name))
         new_offsets[path.name] = seg.offset
         parts.append(seg.columns())
         problems += seg.problems

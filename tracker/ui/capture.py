@@ -67,7 +67,22 @@ def artifacts_json(view: Any) -> list[dict[str, Any]]:
             except StoreError as exc:
                 row["error"] = str(exc)
         out.append(row)
+    _versions(view, out)
     return out
+
+
+def _versions(view: Any, rows: list[dict[str, Any]]) -> None:
+    """Each row's version of its named artifact (``qualified``, ``version``), from the store's registry."""
+    try:
+        registry = view.store.registry() if hasattr(view.store, "registry") else view.parent.registry()
+    except (AttributeError, TrackerError):
+        return
+    project = view.info.project
+    for row in rows:
+        c = registry.collections.get((project, row["name"]))
+        v = c.version_of(row["sha256"]) if c is not None else None
+        if v is not None:
+            row["qualified"], row["version"] = c.qualified, v.version
 
 
 def images_json(view: Any) -> dict[str, list[dict[str, Any]]]:

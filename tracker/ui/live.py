@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from tracker.read.segment import segment_sizes
 from tracker.read.tail import SegmentColumns, merge, read_since, segment_paths  # noqa: F401 - the app's names
 
 
@@ -43,11 +44,12 @@ class MetricsCache:
                     old, _ = self._runs.popitem(last=False)
                     self._locks.pop(old, None)
             parts, offsets, problems = [], {}, []
+            ends = segment_sizes(run_dir)  # all noted before any is read: a run logging fast is not chased
             for path in segment_paths(run_dir):
                 seg = segs.get(path.name)
                 if seg is None:
                     seg = segs[path.name] = SegmentColumns(path.name)
-                seg.read(path)
+                seg.read(path, ends.get(path.name))
                 offsets[path.name] = seg.offset
                 parts.append(seg.columns())
                 problems += seg.problems

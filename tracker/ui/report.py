@@ -16,7 +16,8 @@ character first.
 What goes in is only what the chosen runs hold (their info without the
 store's paths, their metrics downsampled with each bucket's min and max, their
 config, summaries and plugin panels) and, unless ``environment=False``, each
-run's recorded command, working directory, host and git commit.
+run's recorded command, working directory, host and git commit (and the
+summaries of its ``environment`` and ``console`` records).
 """
 
 from __future__ import annotations
@@ -50,6 +51,9 @@ MAX_RUNS = 500
 SUMMARY_RUNS = 20
 PANEL_RUNS = 10
 DEFAULT_POINTS = 1000
+#: Summaries left out with ``environment=False``: where a run ran, and what it printed (which may name
+#: the machine's folders).
+PRIVATE_SCHEMAS = frozenset({"environment", "console"})
 
 _IMPORT = re.compile(r'^import\s+(?P<what>.+?)\s+from\s+"(?P<src>[^"]+)";?[ \t]*$', re.M)
 _EXPORT_DECL = re.compile(r"^export\s+(?=(?:async\s+)?function\b|class\b|const\b|let\b|var\b)", re.M)
@@ -263,7 +267,8 @@ def report_data(store: Any, infos: Sequence[Any], *, by: str | None = None, metr
 
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            doc["sections"] = [s for s in compare_runs(views[:len(infos)])["sections"] if s["title"] != "Config"]
+            doc["sections"] = [s for s in compare_runs(views[:len(infos)])["sections"] if s["title"] != "Config"
+                               and (environment or s["schema"] not in PRIVATE_SCHEMAS)]
     doc["summaries_left_out"] = max(0, len(infos) - SUMMARY_RUNS) if len(infos) > SUMMARY_RUNS else 0
     from tracker.ui.parts import panels_of
 

@@ -238,7 +238,8 @@ class ArtifactMethods:
         if not isinstance(depth, int) or isinstance(depth, bool) or depth < 1:
             raise TrackerError(f"lineage: depth expects a whole number of 1 or more, given {depth!r}")
         registry = self.registry()
-        infos = {i.id: i for i in self.runs()}  # type: ignore[attr-defined]
+        infos = registry.infos if registry.infos is not None else \
+            {i.id: i for i in self.runs()}  # type: ignore[attr-defined]
         run_id = None
         if ":" not in ref:
             try:

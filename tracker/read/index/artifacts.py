@@ -98,6 +98,7 @@ class Warm:
                 self.live[e.info.id] = self._stamp(e.info.id)
         self.watch = {}
         self.registry = Registry(self.figs)
+        self.registry.infos = self.infos
         self.built = time.monotonic()
         return self.registry
 
@@ -173,6 +174,7 @@ class Warm:
             from tracker.read.registry import Registry
 
             self.registry = Registry(self.figs)
+            self.registry.infos = self.infos
         return self.registry
 
     def _read_hints(self) -> list[str] | None:

@@ -398,21 +398,25 @@ def save(store: Path, kept: list[Kept], writable: Writable) -> None:
 
 def entries(store: Path, run_ids: list[str], derive: Callable[[str], tuple[CatalogEntry, dict[str, Any]]],
             refresh_running: Callable[[str, CatalogEntry], CatalogEntry], writable: Writable,
-            on_error: Callable[[str, Exception], None]) -> list[CatalogEntry]:
+            on_error: Callable[[str, Exception], None],
+            prepare: Callable[[list[str]], None] | None = None) -> list[CatalogEntry]:
     """The catalog entries of ``run_ids``: kept ones that still hold, the others derived again.
 
     :param derive: gives a run's entry and the state it was derived from (``dir``, ``edits_dir``,
         ``segs``, ``edits``, ``recheck``, ``derived_ns``: see :meth:`tracker.read.reader.Store._derive_entry`).
     :param refresh_running: gives the entry of a run listed as running with its status derived again.
     :param on_error: called for a run that cannot be read (it is left out).
+    :param prepare: called with the ids of the runs to derive again, before the first is derived (the
+        reader notes how far each of their segments reaches now, and derives no further).
     """
     with gc_paused():
-        return _entries(store, run_ids, derive, refresh_running, writable, on_error)
+        return _entries(store, run_ids, derive, refresh_running, writable, on_error, prepare)
 
 
 def _entries(store: Path, run_ids: list[str], derive: Callable[[str], tuple[CatalogEntry, dict[str, Any]]],
              refresh_running: Callable[[str, CatalogEntry], CatalogEntry], writable: Writable,
-             on_error: Callable[[str, Exception], None]) -> list[CatalogEntry]:
+             on_error: Callable[[str, Exception], None],
+             prepare: Callable[[list[str]], None] | None = None) -> list[CatalogEntry]:
     table = load(store)
     runs_dir = str(store / "runs")
     out = []
@@ -420,6 +424,9 @@ def _entries(store: Path, run_ids: list[str], derive: Callable[[str], tuple[Cata
     rows: list[int | Kept] = []
     changed = (set(table.at) if table is not None else set()) != set(run_ids)
     now = time.time_ns()
+    # First every kept entry is checked, then the stale ones are derived: what they are derived from is
+    # noted for all of them at once, so that deriving one never gives the others time to grow.
+    found: list[tuple[int | None, CatalogEntry | None]] = []
     for rid in run_ids:
         i = table.at.get(rid) if table is not None else None
         entry = None
@@ -433,6 +440,10 @@ def _entries(store: Path, run_ids: list[str], derive: Callable[[str], tuple[Cata
                 if entry is not None and verdict == SETTLES:
                     table.rc[5][i] |= _SETTLED
                     changed = True
+        found.append((i, entry))
+    if prepare is not None:
+        prepare([rid for rid, (_, entry) in zip(run_ids, found, strict=True) if entry is None])
+    for rid, (i, entry) in zip(run_ids, found, strict=True):
         row: int | Kept
         if entry is None:
             try:

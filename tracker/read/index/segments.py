@@ -193,11 +193,14 @@ class SegmentIndex:
 
     def __init__(self, path: Path, dev: int, ino: int, offset: int, lines: int, last_start: int, last_crc: int,
                  parts: dict[str, SchemaCols], problems: list[list[Any]], stats: dict[str, Any],
-                 meta: dict[str, dict[str, Any]], rest: bytes = b"", size: int = 0, mtime_ns: int = 0) -> None:
+                 meta: dict[str, dict[str, Any]], rest: bytes = b"", size: int = 0, mtime_ns: int = 0,
+                 stat_size: int | None = None) -> None:
         self.path = path
-        #: The segment's size when it was read (at least ``offset``).
+        #: How far the segment was looked at when it was read (at least ``offset``): its size then,
+        #: or the bound the read was given, whichever is smaller; ``offset`` plus ``rest``.
         self.size = max(size, offset)
-        self._stat_size = size
+        #: The segment's size when it was read (more than ``size`` when a bound stopped the read).
+        self._stat_size = size if stat_size is None else stat_size
         #: Whether the last covered line is the writer's finish event (no writer touches the segment again).
         self.closed = False
         self.dev, self.ino = dev, ino
@@ -447,21 +450,27 @@ def _stat(path: Path) -> os.stat_result:
 
 
 def load(store: Path, run_id: str, segment: Path, schemas: set[str] | None, writable: Writable,
-         warn_index: Callable[[str], None] | None = None, *, derived: bool = True) -> SegmentIndex:
+         warn_index: Callable[[str], None] | None = None, *, derived: bool = True,
+         end: int | None = None) -> SegmentIndex:
     """The segment's derived data, with the columns of ``schemas`` (``None``: all) loaded.
 
     Checked against the segment before use; extended by the lines past the
-    covered offset (and saved, when the store can be written); rebuilt from
-    the segment when it does not match.
+    covered offset up to the segment's size at this call (and saved, when the
+    store can be written); rebuilt from the segment when it does not match.
+    Lines a writer appends meanwhile are left for the next read: the work is
+    bounded by what was there, however fast the segment grows.
 
     :param warn_index: called with a message naming an index file that is damaged or foreign.
     :param derived: ``False`` parses the whole segment, reading and writing no derived file.
+    :param end: read no further than this byte offset (a reader's snapshot of the segment's size);
+        derived data that already covers more is used as it is.
     """
     st = _stat(segment)
+    limit = st.st_size if end is None else max(0, min(end, st.st_size))
     target = index_file(store, run_id, segment)
     old: SegmentIndex | None = None
     if not derived:
-        ix = _extend(None, segment, st)
+        ix = _extend(None, segment, st, limit)
         if schemas is not None:
             ix.parts = {k: v for k, v in ix.parts.items() if k in schemas}
         return ix
@@ -502,9 +511,10 @@ def load(store: Path, run_id: str, segment: Path, schemas: set[str] | None, writ
         if warn_index is not None and not isinstance(exc, PermissionError):
             warn_index(f"{target}: {exc.strerror or exc}; rebuilt from the segment")
         old = None
-    if old is not None and st.st_size == old.offset:
+    if old is not None and limit <= old.offset:
+        old.size = old.offset  # looked at no further than the covered part
         return old
-    ix = _extend(old, segment, st)
+    ix = _extend(old, segment, st, limit)
     if ix.offset != (old.offset if old is not None else -1):
         ix.source = None
         writable.attempt(lambda: _save(ix, target))
@@ -516,11 +526,13 @@ def load(store: Path, run_id: str, segment: Path, schemas: set[str] | None, writ
     return ix
 
 
-def _extend(old: SegmentIndex | None, segment: Path, st: os.stat_result) -> SegmentIndex:
-    """``old`` (or nothing) followed by the segment's complete lines past its offset."""
+def _extend(old: SegmentIndex | None, segment: Path, st: os.stat_result, limit: int) -> SegmentIndex:
+    """``old`` (or nothing) followed by the segment's complete lines past its offset, up to byte ``limit``."""
     start = old.offset if old is not None else 0
     builder = Builder(str(segment), (old.lines if old is not None else 0) + 1)
-    chunks = LineChunks(segment, start)
+    # Up to the size the segment had when this read began: a writer appending faster than this
+    # reader parses is never chased (its new lines are read next time).
+    chunks = LineChunks(segment, start, end=limit)
     pos = start
     last_start = old.last_start if old is not None else 0
     last_line = None
@@ -531,7 +543,8 @@ def _extend(old: SegmentIndex | None, segment: Path, st: os.stat_result) -> Segm
         last_start = pos - len(last_line) - 1
     if old is not None and last_line is None:
         old.rest = chunks.rest
-        old.size = old._stat_size = st.st_size
+        old.size = old.offset + len(chunks.rest)
+        old._stat_size = st.st_size
         old.mtime_ns = st.st_mtime_ns
         return old
     parts = {name: SchemaCols.from_part(p) for name, p in builder.parts.items()}
@@ -550,7 +563,8 @@ def _extend(old: SegmentIndex | None, segment: Path, st: os.stat_result) -> Segm
     metrics = parts.get("metrics")
     stats = metric_stats(metrics) if metrics is not None else {}
     ix = SegmentIndex(segment, st.st_dev, st.st_ino, pos, lines_total, last_start, last_crc, parts, problems,
-                      stats, _meta_of(parts), chunks.rest, size=st.st_size, mtime_ns=st.st_mtime_ns)
+                      stats, _meta_of(parts), chunks.rest, size=pos + len(chunks.rest), mtime_ns=st.st_mtime_ns,
+                      stat_size=st.st_size)
     if last_line is not None:
         try:
             event = orjson.loads(last_line)

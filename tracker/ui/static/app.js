@@ -1,10 +1,11 @@
-// The page: a small router over three views (runs, run, compare); everything comes from /api/.
+// The page: a small router over its views (runs, run, compare, sweeps, artifacts); everything comes from /api/.
 
 import { el, clear, errorBox } from "./util.js";
 import * as runsPage from "./runs.js";
 import * as runPage from "./run.js";
 import * as comparePage from "./compare.js";
 import * as sweepPage from "./sweep.js";
+import * as artifactsPage from "./artifacts.js";
 
 const root = document.getElementById("app");
 const crumbs = document.getElementById("crumbs");
@@ -19,6 +20,9 @@ function route(url) {
   if (path === "/sweeps") return { page: { mount: sweepPage.mountList }, params: {} };
   const sw = path.match(/^\/sweeps\/([^/]+)$/);
   if (sw) return { page: sweepPage, params: { id: decodeURIComponent(sw[1]) } };
+  if (path === "/artifacts") return { page: { mount: artifactsPage.mountList }, params: {} };
+  const art = path.match(/^\/artifacts\/([^/]+)(?:\/([^/]+))?$/);
+  if (art) return { page: artifactsPage, params: { name: decodeURIComponent(art[1]), version: art[2] ? decodeURIComponent(art[2]) : null } };
   return null;
 }
 

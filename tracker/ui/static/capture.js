@@ -28,8 +28,11 @@ export function artifactsSection(ctx) {
     if (a.reference) link = el("span", { class: "muted", text: "reference (not in the store)" });
     else if (a.folder) link = el("span", { class: "muted", text: `folder of ${a.files} file${a.files === 1 ? "" : "s"}` });
     else link = el("a", { href: blobUrl(ctx, a.sha256, true), download: a.name, class: "download", text: "download" });
+    // A version of a named artifact links to its page (artifacts.js).
+    const name = a.version ? el("td", {}, el("a", { href: `/artifacts/${encodeURIComponent(a.qualified)}/${encodeURIComponent(a.version)}`,
+      "data-link": true, text: `${a.name}:${a.version}` })) : el("td", { text: a.name });
     rows.push(el("tr", { dataset: { artifact: a.name } },
-      el("td", { text: a.name }), el("td", { text: a.kind }), el("td", { class: "num", text: fmtBytes(a.size) }),
+      name, el("td", { text: a.kind }), el("td", { class: "num", text: fmtBytes(a.size) }),
       el("td", { class: "mono", title: a.sha256, text: a.sha256.slice(0, 12) }), el("td", { class: "num", text: fmtNum(a.step) }),
       el("td", { text: fmtTime(a.time) }), el("td", {}, link)));
     if (a.folder && Array.isArray(a.members) && !a.reference) {

@@ -82,7 +82,9 @@ export function columnStats(runs, get) {
 /** "0.031 ± 0.004" (and "(3 of 5)" where not every run of the group has a value). */
 export function meanStdText(s, total, show = fmtNum) {
   if (!s || s.mean === null) return "–";
-  return `${show(s.mean)} ± ${show(s.std)}${s.n < total ? ` (${s.n} of ${total})` : ""}`;
+  const of = s.n < total ? ` (${s.n} of ${total})` : "";
+  // Every run the same (a config value the group shares, one run): the value, not "0.3 ± 0".
+  return s.std === 0 ? `${show(s.mean)}${of}` : `${show(s.mean)} ± ${show(s.std)}${of}`;
 }
 
 /** The colour of each group: the same label gets the same colour on every chart of the page. */
@@ -190,6 +192,9 @@ export class GroupCharts {
       return;
     }
     if (!this.charts.size) clear(this.status).append(loading("Loading groups…"));
+    // Typing in the filter changes the runs at every key: ask once the typing pauses.
+    await new Promise((resolve) => setTimeout(resolve, 250));
+    if (seq !== this.seq) return;
     let doc;
     try {
       doc = await api("/api/aggregate", { ...params, by, metrics: metrics.join(","), max_points: 1000 });

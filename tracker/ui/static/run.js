@@ -4,6 +4,9 @@
 import { MetricChart } from "./chart.js";
 import { alertsSection } from "./alerts.js";
 import { artifactsSection, imagesSection, systemSection } from "./capture.js";
+import { environmentSection } from "./environment.js";
+import { lastLinesNode, logsSection } from "./logs.js";
+import { lineageBox } from "./lineage.js";
 import { tablesSection, textsSection } from "./logged.js";
 import { panelNode, tableNode } from "./panels.js";
 import { readChartState, writeChartState } from "./state.js";
@@ -28,11 +31,14 @@ export const SECTIONS = [
   { id: "error", title: "Error", render: errorSection },
   { id: "alerts", title: "Alerts", render: alertsSection, part: "alerts", when: (ctx) => has(ctx, "alert") },
   { id: "charts", title: "Metrics", render: chartsSection, part: "metric_names" },
+  { id: "logs", title: "Logs", render: (ctx) => (has(ctx, "console") || ctx.detail.info.status === "running" ? logsSection(ctx) : null) },
   { id: "config", title: "Config", render: configSection },
   { id: "summary-values", title: "Summary values", render: summaryValuesSection },
   { id: "summaries", title: "Summaries", render: summariesSection, part: "summaries", when: () => true },
   { id: "system", title: "System", render: systemSection, part: "system", when: (ctx) => has(ctx, "system", "system.gpu") },
+  { id: "environment", title: "Environment", render: (ctx) => (has(ctx, "environment") ? environmentSection(ctx) : null) },
   { id: "artifacts", title: "Artifacts", render: artifactsSection, part: "artifacts", when: (ctx) => has(ctx, "artifact") },
+  { id: "lineage", title: "Lineage", render: (ctx) => (has(ctx, "artifact", "artifact_use") ? lineageBox(ctx.id, ctx.navigate) : null) },
   { id: "images", title: "Images", render: imagesSection, part: "images", when: (ctx) => has(ctx, "image") },
   { id: "texts", title: "Text values", render: textsSection, part: "texts", when: (ctx) => has(ctx, "text") },
   { id: "tables", title: "Tables", render: tablesSection, part: "tables", when: (ctx) => has(ctx, "table") },
@@ -64,6 +70,11 @@ function errorSection(ctx) {
     node.append(el("p", { class: "muted", text: `last ${TRACE_LINES} lines of the traceback:` }), pre, more);
   } else if (trace.length) node.append(pre);
   node.classList.add("failed");
+  // What the run printed last, beside its traceback (the NCCL error above it, the loader's warnings).
+  if (has(ctx, "console")) {
+    const side = el("div", { class: "error-side" }, ...[...node.childNodes].slice(1));
+    node.append(el("div", { class: "error-columns" }, side, lastLinesNode(ctx, 100)));
+  }
   return node;
 }
 
@@ -301,6 +312,9 @@ function header(ctx) {
   const crashed = info.status === "crashed";
   const facts = [
     info.project ? el("span", { text: info.project }) : null,
+    // The run's group: a link to the runs page grouped, this group unfolded.
+    info.group ? el("a", { href: `/?groupby=group&open=${encodeURIComponent(info.group)}`, "data-link": true, class: "run-group",
+      text: `group ${info.group}${info.job_type ? ` · ${info.job_type}` : ""}` }) : info.job_type ? el("span", { text: `job type ${info.job_type}` }) : null,
     ctx.statusNode,
     el("span", { text: `started ${fmtTime(info.created_at)}` }),
     // A crashed run has no end: what it has is when it was last seen logging.
@@ -468,5 +482,5 @@ export function mount(root, params, nav) {
   }
 
   load();
-  return { destroy() { ctx.stopped = true; clearTimeout(timer); dropZooms(ctx); for (const c of ctx.charts.values()) c.chart.destroy(); document.title = "tracker"; } };
+  return { destroy() { ctx.stopped = true; clearTimeout(timer); dropZooms(ctx); if (ctx.logsStop) ctx.logsStop(); for (const c of ctx.charts.values()) c.chart.destroy(); document.title = "tracker"; } };
 }
