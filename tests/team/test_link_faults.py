@@ -10,6 +10,8 @@ from pathlib import Path
 
 import psycopg
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 import tracker
 from tracker.write.stream import STATUS_FILE, team_dir
@@ -244,3 +246,15 @@ def test_sync_follow_reconnects_after_a_black_hole(tmp_path: Path, pg_server, pg
         stop.set()
         follow.join(30)
         proxy.close()
+
+
+@given(st.floats(min_value=0.01, max_value=3600))
+def test_keepalives_notice_a_dead_idle_link_within_about_the_timeout(timeout: float) -> None:
+    from tracker.team.connection import libpq_params
+
+    p = libpq_params(timeout)
+    noticed = p["keepalives_idle"] + p["keepalives_interval"] * p["keepalives_count"]
+    assert noticed <= max(timeout, 2) + 2  # whole seconds, at least one each
+    assert p["connect_timeout"] >= min(timeout, 3600) and p["connect_timeout"] >= 2
+    assert p["tcp_user_timeout"] >= 1000 and p["keepalives"] == 1
+    assert libpq_params(30)["keepalives_idle"] + 3 * libpq_params(30)["keepalives_interval"] <= 60
