@@ -438,7 +438,7 @@ export function mount(root, params, ctx) {
     items = groupItems(groups, state.open);
     count.textContent = `${count.textContent} in ${groups.length.toLocaleString("en-US")} group${groups.length === 1 ? "" : "s"}`;
     table.dataset.groups = String(groups.length);
-    groupCharts.update({ by: state.groupBy, metrics: chartMetrics(), params: chartParams(), force: chartsStale });
+    groupCharts.update({ by: state.groupBy, metrics: chartMetrics(), params: chartParams(), force: chartsStale, colors: groupColorOf });
     chartsStale = false;
   }
   let chartsStale = false;
