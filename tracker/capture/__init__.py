@@ -111,6 +111,23 @@ _SWITCH_VALUES = {"off": False, "false": False, "0": False, "no": False, "on": T
                   "yes": True}
 
 
+def blob_putter(store: Any, fsync: bool = False) -> Callable[[bytes], str]:
+    """``put(data) -> sha256``: ``data`` stored as a blob of ``store``, once (the same bytes again write nothing)."""
+
+    def put(data: bytes) -> str:
+        import hashlib
+
+        from tracker.capture.blobs import BlobStore
+
+        blobs = BlobStore(store, fsync=fsync)
+        sha = hashlib.sha256(data).hexdigest()
+        if not blobs.exists(sha):
+            sha, _ = blobs.put_bytes(data)
+        return sha
+
+    return put
+
+
 def console_mode(console: Any, config: Any) -> str | None:
     """``"wrap"``, ``"fd"`` or ``None`` (off): ``start_run(console=)``, else ``TRACKER_CONSOLE``, else
     tracker.toml's ``[run] console`` (on by default).
@@ -171,12 +188,12 @@ def start_recorders(run: Any, console: str | None, environment: bool) -> Recorde
 
             write = side_writer(run)
             rec.environment = EnvironmentRecorder(
-                lambda schema, data: write(schema, data, None), run.store, config,
+                lambda schema, data: write(schema, data, None), blob_putter(run.store, config.fsync), config,
                 lambda folder, name: run.log_artifact(folder, name=name, type="code")).start()
         except Exception:  # noqa: BLE001, S110 - as above
             rec.environment = None
     return rec if rec.console is not None or rec.environment is not None else None
 
 
-__all__ = ["Logged", "Recorders", "console_mode", "environment_on", "latest_step", "log_artifact", "log_histogram",
-           "log_image", "side_writer", "start_recorders", "start_sampler"]
+__all__ = ["Logged", "Recorders", "blob_putter", "console_mode", "environment_on", "latest_step", "log_artifact",
+           "log_histogram", "log_image", "side_writer", "start_recorders", "start_sampler"]

@@ -685,8 +685,9 @@ def references(view: Any) -> set[str]:
     For ``tracker gc`` (run lifecycle): a blob named by no run's references
     (and older than its grace period) is garbage. Covers the ``artifact``
     records (the file blob, or a folder's manifest blob and, for a copied
-    folder, each member's blob), the ``image`` records (their PNG blobs) and
-    the images in ``table`` cells.
+    folder, each member's blob), the ``image`` records (their PNG blobs),
+    the images in ``table`` cells and the package lists and diffs of the
+    ``environment`` records.
     A referenced file outside the store (``copy=False``) has its hash listed
     too, but no blob. A manifest that cannot be read keeps at least its own
     hash listed.
@@ -711,4 +712,7 @@ def references(view: Any) -> set[str]:
     from tracker.capture.cells import table_image_shas
 
     out |= table_image_shas(view)  # images in table cells
+    from tracker.capture.environment import environment_blobs
+
+    out.update(sha for sha, _ in environment_blobs(view))  # package lists and uncommitted diffs
     return out

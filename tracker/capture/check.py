@@ -79,6 +79,13 @@ def _collect_table_images(view: Any, stored: dict[str, _Ref]) -> None:
             view.id] = None
 
 
+def _collect_environment(view: Any, stored: dict[str, _Ref]) -> None:
+    from tracker.capture.environment import environment_blobs
+
+    for sha, what in environment_blobs(view):
+        stored.setdefault(sha, _Ref(None, what)).runs[view.id] = None
+
+
 def _runs(ref: _Ref) -> str:
     ids = list(ref.runs)
     return ("run " if len(ids) == 1 else "runs ") + ", ".join(ids)
@@ -100,6 +107,7 @@ def check_blobs(store: str | os.PathLike[str], run_ids: Iterable[str], *, open_r
             view = open_run(rid)
             _collect(view, blobs, stored, files, problems)
             _collect_table_images(view, stored)
+            _collect_environment(view, stored)
         except TrackerError:
             continue  # a run that cannot be read is the segment scan's to report
     for sha, ref in sorted(stored.items()):

@@ -298,6 +298,9 @@ def git_facts(cwd: Path, max_diff_bytes: int, put_blob: Callable[[bytes], str] |
         if diff is not None:
             out["git_dirty"] = bool(diff)
             out["git_files_changed"] = diff.count(b"diff --git ")
+            lines = diff.split(b"\n")
+            out["git_insertions"] = sum(1 for ln in lines if ln.startswith(b"+") and not ln.startswith(b"+++"))
+            out["git_deletions"] = sum(1 for ln in lines if ln.startswith(b"-") and not ln.startswith(b"---"))
             out["git_diff_bytes"] = len(diff)
             if diff and put_blob is not None:
                 kept = diff
@@ -389,15 +392,15 @@ class EnvironmentRecorder:
     """Records the environment of ``run`` on a daemon thread; :meth:`wait` lets it end before the run does.
 
     :param write: ``write(schema, data)`` writes a record at the run's latest step.
-    :param store: the store folder (blobs).
-    :param config: the loaded tracker.toml (``max_diff_bytes``, ``run_code``, ``fsync``).
+    :param put_blob: ``put_blob(data) -> sha256`` stores bytes as a blob (the package list, the diff).
+    :param config: the loaded tracker.toml (``max_diff_bytes``, ``run_code``).
     :param log_artifact: ``log_artifact(folder, name)`` for ``[run] code``.
     """
 
-    def __init__(self, write: Callable[[str, dict[str, Any]], Any], store: Path, config: Any,
+    def __init__(self, write: Callable[[str, dict[str, Any]], Any], put_blob: Callable[[bytes], str], config: Any,
                  log_artifact: Callable[[Path, str], Any] | None = None) -> None:
         self.write = write
-        self.store = store
+        self.put_blob = put_blob
         self.config = config
         self.log_artifact = log_artifact
         self.data: dict[str, Any] | None = None
@@ -413,21 +416,10 @@ class EnvironmentRecorder:
         if self.thread.is_alive() and self.thread is not threading.current_thread():
             self.thread.join(timeout)
 
-    def _put_blob(self, data: bytes) -> str:
-        from tracker.capture.blobs import BlobStore
-
-        blobs = BlobStore(self.store, fsync=getattr(self.config, "fsync", False))
-        import hashlib
-
-        sha = hashlib.sha256(data).hexdigest()
-        if not blobs.exists(sha):
-            sha, _ = blobs.put_bytes(data)
-        return sha
-
     def _run(self) -> None:
         try:
             data = collect(max_diff_bytes=getattr(self.config, "max_diff_bytes", 10 * 1024 * 1024),
-                           put_blob=self._put_blob)
+                           put_blob=self.put_blob)
             for w in data["warnings"]:
                 _warn(w)
             self.data = data
@@ -450,33 +442,58 @@ class EnvironmentRecorder:
                 if out is not None:
                     listing = [p for p in out.decode("utf-8", "surrogateescape").split("\0") if p]
         files = code_files(root, patterns, listing)
-        if not files:
-            return
-        with tempfile.TemporaryDirectory(prefix="tracker-code-") as tmp:
-            total = 0
-            kept = 0
-            for rel in files:
-                src = root / rel
-                try:
-                    if not src.is_file() or src.is_symlink():
-                        continue
-                    size = src.stat().st_size
-                except OSError:
+        if files and self.log_artifact is not None:
+            store_code(root, files, self.log_artifact)
+
+
+def store_code(root: Path, files: list[str], log_artifact: Callable[[Path, str], Any]) -> int:
+    """Copy ``files`` (relative to ``root``) into a folder and log it as the ``code`` artifact; the files stored.
+
+    At most :data:`CODE_MAX_FILES` files and :data:`CODE_MAX_BYTES` bytes (one warning line past them);
+    symbolic links and what is not a regular file are left out.
+    """
+    with tempfile.TemporaryDirectory(prefix="tracker-code-") as tmp:
+        total = 0
+        kept = 0
+        for rel in files:
+            src = root / rel
+            try:
+                if not src.is_file() or src.is_symlink():
                     continue
-                if kept >= CODE_MAX_FILES or total + size > CODE_MAX_BYTES:
-                    _warn(f"[run] code matched more than {CODE_MAX_FILES} files or {CODE_MAX_BYTES} bytes; "
-                          f"the first {kept} files are stored")
-                    break
-                dst = Path(tmp) / rel
-                dst.parent.mkdir(parents=True, exist_ok=True)
-                try:
-                    shutil.copyfile(src, dst)
-                except OSError:
-                    continue
-                total += size
-                kept += 1
-            if kept:
-                self.log_artifact(Path(tmp), "code")
+                size = src.stat().st_size
+            except OSError:
+                continue
+            if kept >= CODE_MAX_FILES or total + size > CODE_MAX_BYTES:
+                _warn(f"[run] code matched more than {CODE_MAX_FILES} files or {CODE_MAX_BYTES} bytes; "
+                      f"the first {kept} files are stored")
+                break
+            dst = Path(tmp) / rel
+            dst.parent.mkdir(parents=True, exist_ok=True)
+            try:
+                shutil.copyfile(src, dst)
+            except OSError:
+                continue
+            total += size
+            kept += 1
+        if kept:
+            log_artifact(Path(tmp), "code")
+        return kept
+
+
+def environment_blobs(view: Any) -> list[tuple[str, str]]:
+    """The blobs a run's ``environment`` records name: ``(sha256, what)`` (its package list, its diff).
+
+    ``tracker gc`` keeps them, ``tracker verify`` checks them, ``tracker sync`` uploads them.
+    """
+    if "environment" not in view.schemas():
+        return []
+    out = []
+    for rec in view.records("environment"):
+        for field, what in (("packages", "package list"), ("git_diff", "uncommitted diff")):
+            sha = rec.data.get(field)
+            if isinstance(sha, str) and re.fullmatch(r"[0-9a-f]{64}", sha):
+                out.append((sha, f"environment {what} of writer {rec.writer}"))
+    return out
 
 
 def _warn(text: str) -> None:
@@ -490,5 +507,5 @@ def _warn(text: str) -> None:
         pass
 
 
-__all__ = ["EnvironmentRecorder", "clean_remote", "code_files", "collect", "git_facts", "gpu_facts",
-           "installed_packages"]
+__all__ = ["EnvironmentRecorder", "clean_remote", "code_files", "collect", "environment_blobs", "git_facts",
+           "gpu_facts", "installed_packages", "store_code"]

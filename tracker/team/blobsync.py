@@ -51,6 +51,10 @@ class BlobReport:
     errors: list[str] = attrs.Factory(list)
 
 
+#: The schemas whose records name blobs (``references`` reads these).
+_NAMING_BLOBS = frozenset({"artifact", "image", "table", "environment"})
+
+
 class BlobSync:
     """Uploads the blobs of synced runs; one instance per ``tracker sync`` (see the module's docstring).
 
@@ -92,8 +96,7 @@ class BlobSync:
         from tracker.capture.blobs import BlobStore, references
 
         view = self.store.run(rid)
-        present = view.schemas()
-        if "artifact" not in present and "image" not in present:
+        if not _NAMING_BLOBS.intersection(view.schemas()):
             return []
         local = BlobStore(self.store.path)
         out = []

@@ -483,6 +483,41 @@ def _blob(api: Api, request: Request) -> Response:
                         content_disposition_type=disposition, headers=headers)
 
 
+def _console(api: Api, request: Request) -> Response:
+    """``GET /api/runs/{id}/console[?since=CURSOR][&tail=N]``: the run's console lines (see :mod:`.provenance`)."""
+    from tracker.ui.provenance import CursorError, console_doc
+
+    view = api.view(request.path_params["id"])
+    tail = _parsed_param(request, "tail", _ascii_int, "a number of lines from 0 to 1000000")
+    if tail is not None and not 0 <= tail <= 1_000_000:
+        raise BadRequest(f"tail: expected a number of lines from 0 to 1000000, given {tail}")
+    since = request.query_params.get("since") or None
+    host = getattr(api.store, "host", None) or getattr(api.store, "_host", None)
+    try:
+        return json_response(console_doc(view, host, since, tail))
+    except CursorError as exc:
+        raise BadRequest(str(exc)) from None
+
+
+def _environment(api: Api, request: Request) -> Response:
+    """``GET /api/runs/{id}/environment[?diff=1]``: the run's environment, its packages (and diff)."""
+    from tracker.ui.provenance import environment_doc
+
+    view = api.view(request.path_params["id"])
+    return json_response(parts.strict(environment_doc(view, api.store.blobs, request.query_params.get("diff") == "1")))
+
+
+def _diff(api: Api, request: Request) -> Response:
+    """``GET /api/diff?runs=a,b``: why two runs differ (config, packages, git, Python, platform, GPU, host, command)."""
+    from tracker.ui.provenance import diff_doc
+
+    refs = _names_param(request, "runs") or []
+    if len(refs) != 2:
+        raise BadRequest(f"runs: expected two run ids separated by a comma, given {len(refs)}")
+    a, b = (api.view(r) for r in refs)
+    return json_response(parts.strict(diff_doc(a, b, api.store.blobs)))
+
+
 def _artifacts(api: Any, request: Request) -> Response:
     """``GET /api/artifacts``, ``/api/artifact?ref=``, ``/api/lineage?ref=&depth=`` (:mod:`tracker.ui.artifacts`)."""
     from tracker.ui.artifacts import NotFound, artifact_doc, artifacts_doc, lineage_doc
@@ -573,7 +608,10 @@ def create_app(store: Any = None, *, hosts: tuple[str, ...] = (), frame_ancestor
         Route("/api/runs/{id}/metrics", endpoint(api.metrics)),
         Route("/api/runs/{id}/panels", endpoint(api.panels)),
         Route("/api/runs/{id}/blobs/{sha}", endpoint(lambda request: _blob(api, request))),
+        Route("/api/runs/{id}/console", endpoint(lambda request: _console(api, request))),
+        Route("/api/runs/{id}/environment", endpoint(lambda request: _environment(api, request))),
         Route("/api/compare", endpoint(api.compare)),
+        Route("/api/diff", endpoint(lambda request: _diff(api, request))),
         Route("/api/aggregate", endpoint(lambda request: _aggregate(api, request))),
         Route("/api/report", endpoint(lambda request: _report(api, request))),
         Route("/api/sweeps", endpoint(lambda request: _sweeps(api, request))),

@@ -15,7 +15,9 @@ from __future__ import annotations
 
 import enum
 import os
+import sys
 from collections.abc import Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tracker.core.errors import TrackerError
@@ -49,8 +51,11 @@ __all__ = ["UNSUPPORTED", "AlertLevel", "Api", "Histogram", "Image", "RunConfig"
 _NEW = (None, False, "never")
 _ANY = (True, "allow", "auto")
 #: W&B arguments of ``init`` that mean nothing for a local store: accepted and ignored.
-IGNORED_INIT_ARGS = frozenset({"entity", "reinit", "settings", "save_code", "anonymous", "allow_val_change",
+IGNORED_INIT_ARGS = frozenset({"entity", "reinit", "anonymous", "allow_val_change",
                                "monitor_gym", "magic", "force", "fork_from", "resume_from", "tensorboard"})
+#: W&B's ``Settings(console=...)`` and ``WANDB_CONSOLE`` values as ``start_run(console=)`` (``None``: tracker.toml).
+CONSOLE_SETTINGS = {"auto": None, "off": False, "wrap": "wrap", "wrap_raw": "wrap", "wrap_emu": "wrap",
+                    "redirect": "fd"}
 _started_by_init: list[Any] = []
 
 
@@ -76,7 +81,8 @@ def init(project: str | None = None, name: str | None = None, config: Mapping[st
          resume: bool | str | None = None, dir: str | os.PathLike[str] | None = None,  # noqa: A002 - W&B's name
          *, group: str | None = None, job_type: str | None = None, mode: str | None = None,
          config_exclude_keys: list[str] | None = None, config_include_keys: list[str] | None = None,
-         sync_tensorboard: bool | None = None, **wandb_args: Any) -> Run:
+         sync_tensorboard: bool | None = None, settings: Any = None, save_code: bool | None = None,
+         **wandb_args: Any) -> Run:
     """Start a run and make it the active one: :func:`tracker.start_run` with W&B's names.
 
     ``import tracker as wandb`` makes a W&B script log here. A run started
@@ -101,8 +107,13 @@ def init(project: str | None = None, name: str | None = None, config: Mapping[st
     :param mode: ``"online"``, ``"offline"``, ``None`` (the store is local anyway) or
         ``"disabled"``: a run that takes every call and stores nothing.
     :param sync_tensorboard: also log what ``torch.utils.tensorboard`` and tensorboardX writers log.
+    :param settings: ``wandb.Settings(...)``: its ``console`` (``"off"``, ``"wrap"``, ``"redirect"``,
+        ``"auto"``; also ``WANDB_CONSOLE``) sets the console capture (``"redirect"`` is
+        ``console="fd"``); ``save_code`` and ``code_dir`` as below. Other settings are accepted.
+    :param save_code: store the script (with ``settings.code_dir``, every ``.py`` file under that
+        folder) as the run's ``code`` artifact; also ``WANDB_SAVE_CODE``.
     :raises TrackerError: a bad id, an existing run without ``resume``, a
-        missing run with ``resume="must"``, an unsupported ``mode``.
+        missing run with ``resume="must"``, an unsupported ``mode``, a ``console`` setting not offered.
     :raises TypeError: an argument W&B's ``init`` does not have either.
     """
     from tracker.core.config import resolve_store_path
@@ -163,10 +174,13 @@ def init(project: str | None = None, name: str | None = None, config: Mapping[st
                                "(or 'must') to log to it again")
     elif resume == "must":
         raise TrackerError("init(resume='must') needs the id of the run to resume: init(id=..., resume='must')")
+    console, code = _settings(settings, save_code)
     while _started_by_init:
         _started_by_init.pop().finish()
     run = start_run(project, name, config=values, tags=tag_list, store=dir, run_id=id, resume=resuming,
-                    notes=notes, group=group, job_type=job_type)
+                    notes=notes, group=group, job_type=job_type, console=console)
+    if code is not None:
+        _save_code(run, code)
     if resuming and values:
         # On a resume, the config given is applied over the stored one, as in W&B.
         run.config.update(values)
@@ -176,6 +190,48 @@ def init(project: str | None = None, name: str | None = None, config: Mapping[st
         run._wandb().tensorboard = TensorBoardSync(run)
     _started_by_init.append(run)
     return run
+
+
+def _setting(settings: Any, key: str) -> Any:
+    if settings is None:
+        return None
+    if isinstance(settings, Mapping):
+        return settings.get(key)
+    return getattr(settings, key, None)
+
+
+def _settings(settings: Any, save_code: bool | None) -> tuple[Any, Path | None]:
+    """``start_run``'s ``console`` and the folder of code to store (or ``None``) from W&B's settings.
+
+    :raises TrackerError: a ``console`` value W&B does not have either.
+    """
+    console = _setting(settings, "console") or _env("WANDB_CONSOLE")
+    if console is not None:
+        if str(console).lower() not in CONSOLE_SETTINGS:
+            raise TrackerError(f"Settings(console={console!r}): expected one of {', '.join(CONSOLE_SETTINGS)}")
+        console = CONSOLE_SETTINGS[str(console).lower()]
+    if save_code is None:
+        save_code = _setting(settings, "save_code")
+    if save_code is None and _env("WANDB_SAVE_CODE"):
+        save_code = os.environ["WANDB_SAVE_CODE"].strip().lower() in ("1", "true", "yes")
+    if not save_code:
+        return console, None
+    code_dir = _setting(settings, "code_dir")
+    if code_dir:
+        return console, Path(code_dir)
+    script = Path(sys.argv[0]) if sys.argv and sys.argv[0] not in ("", "-c") else None
+    return console, script if script is not None and script.is_file() else None
+
+
+def _save_code(run: Any, where: Path) -> None:
+    """W&B's ``save_code``: the script (a file) or every ``.py`` file under a folder as the ``code`` artifact."""
+    from tracker.capture.environment import code_files, store_code
+
+    if where.is_file():
+        root, files = where.parent, [where.name]
+    else:
+        root, files = where, code_files(where, ("*.py",))
+    store_code(root, files, lambda folder, name: run.log_artifact(folder, name=name, type="code"))
 
 
 def _active_run(call: str) -> Any:
@@ -247,10 +303,17 @@ def alert(title: str, text: str, level: Any = None, wait_duration: Any = None) -
 
 
 class Settings(dict):
-    """W&B's ``wandb.Settings(...)``: accepted (and ignored) so that ``init(settings=...)`` runs unchanged."""
+    """W&B's ``wandb.Settings(...)``: ``console``, ``save_code`` and ``code_dir`` are used by :func:`init`;
+    the others are accepted so that ``init(settings=...)`` runs unchanged. Settings read as attributes too."""
 
     def __init__(self, **settings: Any) -> None:
         super().__init__(settings)
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            return self[name]
+        except KeyError:
+            raise AttributeError(name) from None
 
 
 def login(*args: Any, **kwargs: Any) -> bool:

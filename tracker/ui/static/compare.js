@@ -2,6 +2,7 @@
 
 import { MetricChart } from "./chart.js";
 import { reportButton } from "./download.js";
+import { whyTheyDiffer } from "./environment.js";
 import { GroupCharts, groupBySelect } from "./groups.js";
 import { readChartState, writeChartState } from "./state.js";
 import { api, box, breakable, clear, dot, el, errorBox, fmtCell, fmtDuration, fmtTime, fmtValue, loading, runColors, shortId, statusBadge } from "./util.js";
@@ -186,7 +187,7 @@ export function mount(root, params, nav) {
       title: `compare ${data.runs.length} runs` }));
     status.append(el("div", { class: "run-head" }, el("h1", {}, `Comparing ${data.runs.length} runs`, report), legend),
       box("Metrics", el("div", { class: "toolbar" }, xSel, el("label", { class: "slider" }, smoothOn, "smoothing ", slider, sliderVal), groupSel), chartStatus, groupBox, grid, statGrid),
-      configDiff(data), sectionsNode(data));
+      configDiff(data), whyTheyDiffer(data.runs, runColor), sectionsNode(data));
     xSel.addEventListener("change", () => { state.x = xSel.value; state.zoom = {}; save(true); loadSeries(data, grid, statGrid, chartStatus); });
     const setSmoothing = (v, push) => {
       state.smoothing = v;

@@ -4,6 +4,8 @@
 import { MetricChart } from "./chart.js";
 import { alertsSection } from "./alerts.js";
 import { artifactsSection, imagesSection, systemSection } from "./capture.js";
+import { environmentSection } from "./environment.js";
+import { lastLinesNode, logsSection } from "./logs.js";
 import { lineageBox } from "./lineage.js";
 import { tablesSection, textsSection } from "./logged.js";
 import { panelNode, tableNode } from "./panels.js";
@@ -29,10 +31,12 @@ export const SECTIONS = [
   { id: "error", title: "Error", render: errorSection },
   { id: "alerts", title: "Alerts", render: alertsSection, part: "alerts", when: (ctx) => has(ctx, "alert") },
   { id: "charts", title: "Metrics", render: chartsSection, part: "metric_names" },
+  { id: "logs", title: "Logs", render: (ctx) => (has(ctx, "console") || ctx.detail.info.status === "running" ? logsSection(ctx) : null) },
   { id: "config", title: "Config", render: configSection },
   { id: "summary-values", title: "Summary values", render: summaryValuesSection },
   { id: "summaries", title: "Summaries", render: summariesSection, part: "summaries", when: () => true },
   { id: "system", title: "System", render: systemSection, part: "system", when: (ctx) => has(ctx, "system", "system.gpu") },
+  { id: "environment", title: "Environment", render: (ctx) => (has(ctx, "environment") ? environmentSection(ctx) : null) },
   { id: "artifacts", title: "Artifacts", render: artifactsSection, part: "artifacts", when: (ctx) => has(ctx, "artifact") },
   { id: "lineage", title: "Lineage", render: (ctx) => (has(ctx, "artifact", "artifact_use") ? lineageBox(ctx.id, ctx.navigate) : null) },
   { id: "images", title: "Images", render: imagesSection, part: "images", when: (ctx) => has(ctx, "image") },
@@ -66,6 +70,11 @@ function errorSection(ctx) {
     node.append(el("p", { class: "muted", text: `last ${TRACE_LINES} lines of the traceback:` }), pre, more);
   } else if (trace.length) node.append(pre);
   node.classList.add("failed");
+  // What the run printed last, beside its traceback (the NCCL error above it, the loader's warnings).
+  if (has(ctx, "console")) {
+    const side = el("div", { class: "error-side" }, ...[...node.childNodes].slice(1));
+    node.append(el("div", { class: "error-columns" }, side, lastLinesNode(ctx, 100)));
+  }
   return node;
 }
 
@@ -473,5 +482,5 @@ export function mount(root, params, nav) {
   }
 
   load();
-  return { destroy() { ctx.stopped = true; clearTimeout(timer); dropZooms(ctx); for (const c of ctx.charts.values()) c.chart.destroy(); document.title = "tracker"; } };
+  return { destroy() { ctx.stopped = true; clearTimeout(timer); dropZooms(ctx); if (ctx.logsStop) ctx.logsStop(); for (const c of ctx.charts.values()) c.chart.destroy(); document.title = "tracker"; } };
 }
