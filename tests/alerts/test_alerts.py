@@ -113,6 +113,22 @@ def test_run_alert_reaches_a_webhook_and_repeats_are_suppressed(host_of, receive
                                                                ("other", False)]
 
 
+@pytest.mark.parametrize("call", ["run", "module"])
+def test_a_bad_alert_argument_is_a_tracker_error_naming_it_and_nothing_is_recorded(tmp_store: Path,
+                                                                                  call: str) -> None:
+    with tracker.start_run() as run:
+        alert = run.alert if call == "run" else tracker.alert
+        with pytest.raises(tracker.TrackerError) as caught:
+            alert("t", "x", level="CATASTROPHIC")
+        assert isinstance(caught.value, ValueError)  # `except ValueError` of 0.4 still catches it
+        assert str(caught.value) == "schema 'alert': level: expected one of INFO, WARN, ERROR, given str 'CATASTROPHIC'"
+        with pytest.raises(tracker.SchemaError, match="wait_duration: expected seconds >= 0"):
+            alert("t", "x", wait_duration=-1)
+        with pytest.raises(tracker.SchemaError, match="title: expected a str, given int 3"):
+            alert(3, "x")
+    assert read_alerts(tracker.open_store().run(run.id)) == []
+
+
 def test_slack_discord_teams_payload_shapes() -> None:
     a = tracker.alerts.channels.Alert(title="loss is nan", text="at step 3", level="ERROR", run_id="abc",
                                       run_name="fft-a", condition="loss is nan")

@@ -21,6 +21,8 @@ def make_ablations(store: Path) -> dict[str, list[str]]:
                 last = 21 if (group, seed) == ("b", 2) else 40
                 for s in range(last):
                     run.log({"loss": 1 / (s + 1) + (lr * 10) + seed / 10, "acc": s / 40 + seed / 100}, step=s)
+                    if (group, seed) == ("a", 0) and s % 10 == 0:
+                        run.log_histogram("weights", [float(s + k % 7) for k in range(50)], step=s)  # a panel
             ids[group].append(run.id)
     with tracker.start_run(project="abl", name=XSS, store=store, config={"lr": 0.5, "seed": 7},
                            tags=["<script>alert(2)</script>"]) as run:

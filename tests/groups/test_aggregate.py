@@ -136,6 +136,14 @@ def test_sparse_runs_carry_their_last_value_within_their_own_range() -> None:
     assert got["mean"].tolist() == [0.5, 0.5, 1.0, 1.0, 1.5, 0.0]
 
 
+def test_steps_at_the_ends_of_their_range() -> None:
+    big = 2**53
+    got = aggregate_series([([-big, 0, big], [1.0, 2.0, 3.0]), ([-big + 1, big], [5.0, 7.0])], max_points=2)
+    assert got["step"].tolist() == [-big, 0]  # two buckets of 2**53 steps
+    assert got["count"].tolist() == [2, 2] and got["mean"].tolist() == [3.0, 5.0]
+    assert got["max"].tolist() == [5.0, 7.0]
+
+
 def test_bad_arguments_are_one_line_each() -> None:
     with pytest.raises(tracker.TrackerError, match="stat: expected 'mean' or 'median'"):
         aggregate_series([([0], [1.0])], stat="mode")

@@ -210,6 +210,9 @@ def test_report_opens_offline_from_disk_and_runs_no_script_of_its_data(driver, a
         .move_by_offset(w // 4, 0).release().perform()
     wait(driver, lambda d: body.get_attribute("data-view") == "zoomed", what="the chart zoomed")
     assert "config that differs" in driver.find_element(By.TAG_NAME, "main").text.lower()
+    # The plugins' panels: the histogram heatmap of the run that logged histograms, drawn by panels.js.
+    panel = driver.find_element(By.CSS_SELECTOR, f".report-panels[data-run='{ids['a'][0]}'] figure[data-type=heatmap]")
+    wait(driver, lambda d: panel.find_elements(By.TAG_NAME, "canvas"), what="the heatmap drawn")
     assert [e for e in severe(driver) if "favicon" not in e["message"]] == []
 
 

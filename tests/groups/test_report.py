@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 import tracker
 from tracker.cli import make_cli
 from tracker.ui.markdown import render
-from tracker.ui.report import MODULES, build, bundle, report_data, script_json
+from tracker.ui.report import build, bundle, modules, report_data, script_json
 
 
 def report_doc(text: str) -> dict:
@@ -82,8 +82,12 @@ def test_the_shipped_modules_bundle_into_one_script() -> None:
     script = bundle()
     assert not re.search(r"^\s*(import|export)\b", script, re.M)
     assert "</script" not in script.lower() and "<!--" not in script
-    for i, key in enumerate(MODULES):
-        assert f"const __m{i} = (() => {{" in script, key
+    order = modules()
+    assert order[0] == "vendor/uplot/uPlot.esm.js" and order[-1] == "report.js"
+    for key in ("util.js", "chart.js", "panels.js", "groups.js", "compare.js"):
+        assert key in order
+    for i, key in enumerate(order):
+        assert f"// --- {key}\nconst __m{i} = (() => {{" in script, key
 
 
 def test_report_data_is_the_stores_and_nothing_else(ablations: tuple[Path, dict]) -> None:
@@ -102,7 +106,8 @@ def test_report_data_is_the_stores_and_nothing_else(ablations: tuple[Path, dict]
     assert [(g["key"], g["n"]) for g in doc["groups"]] == [("a", 3), ("b", 3)]
     assert sorted(r["id"] for r in doc["runs"]) == sorted(ids["a"] + ids["b"])
     assert ids["none"][0] not in text  # a run not chosen is nowhere in the file
-    assert str(store_path) not in text and "traceback" not in text
+    assert str(store_path) not in text
+    assert "traceback" not in json.dumps(doc)  # a failed run's traceback names the machine's files
     env = doc["environment"][ids["a"][0]]
     assert env["cwd"] and env["command"]
     quiet = build(store, infos, metrics=["loss"], environment=False)

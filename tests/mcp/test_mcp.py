@@ -89,6 +89,9 @@ def test_every_tool_over_stdio(tmp_store: Path, runs: dict[str, str]) -> None:
     err, doc = res[2]
     s = doc["series"]["loss"]
     assert not err and len(s["x"]) == 10 and s["downsampled"] and s["points_logged"] == 50 and s["y_max"][0] == 1.0
+    # the first and the last step as logged: where the loss began and where it ended
+    assert (s["x"][0], s["y"][0], s["x"][-1], s["y"][-1]) == (0, 1.0, 49, 1.0 / 50)
+    assert "first and the last record are points of their own" in doc["sampling"]
     err, doc = res[3]
     assert not err and doc["config_diff"] == {"lr": [0.1, 0.2]} and doc["runs"][1]["last_metrics"]["loss"] == 0.04
     err, doc = res[4]
@@ -135,6 +138,9 @@ def test_a_million_step_run_comes_back_downsampled(tmp_store: Path) -> None:
     assert not err and not err2
     loss = doc["series"]["loss"]
     assert loss["points_logged"] == BIG_N and len(loss["x"]) == 200 and loss["downsampled"]
+    # "where did the loss end?": the last step is in the answer, with its value
+    assert (loss["x"][-1], loss["y"][-1], loss["y_min"][-1], loss["y_max"][-1]) == (BIG_N - 1, *[1.0 / BIG_N] * 3)
+    assert (loss["x"][0], loss["y"][0]) == (0, 1.0)
     assert len(doc2["series"]["loss"]["x"]) == 2000
     assert max(v for v in doc2["series"]["loss"]["y_max"] if v is not None) > 1.0  # the spike survives
     assert min(seconds, seconds2) < 1.0

@@ -68,12 +68,15 @@ class S3Server:
 
         app = DomainDispatcherApplication(create_backend_app)
         self.requests: list[tuple[str, str, str]] = []
+        #: The ``Authorization`` header of every request (which key signed it, for which region).
+        self.authorizations: list[str] = []
         #: Seconds each uploaded part waits before it is answered: a slow link, so a kill lands mid-upload.
         self.part_delay = 0.0
 
         def counting(environ: dict[str, Any], start_response: Any) -> Any:
             req = (environ["REQUEST_METHOD"], environ.get("PATH_INFO", ""), environ.get("QUERY_STRING", ""))
             self.requests.append(req)
+            self.authorizations.append(environ.get("HTTP_AUTHORIZATION", ""))
             if self.part_delay and req[0] == "PUT" and "partNumber=" in req[2]:
                 time.sleep(self.part_delay)
             return app(environ, start_response)

@@ -109,3 +109,26 @@ class Proxy:
                 if s is a and self.trigger is not None and self.trigger in data:
                     self.trigger = None
                     self.freeze()
+
+
+def main() -> None:
+    """``python -m tests.team.faults PORT``: a proxy to ``127.0.0.1:PORT`` in a process of its own (the benchmarks
+    keep its threads out of the process they time). Prints its port; reads ``freeze``, ``thaw``, ``quit``."""
+    import sys
+
+    proxy = Proxy(int(sys.argv[1]))
+    print(proxy.port, flush=True)
+    for line in sys.stdin:
+        word = line.strip()
+        if word == "freeze":
+            proxy.freeze()
+        elif word == "thaw":
+            proxy.thaw()
+        elif word == "quit":
+            break
+        print("ok", flush=True)
+    proxy.close()
+
+
+if __name__ == "__main__":
+    main()

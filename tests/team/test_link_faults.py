@@ -10,6 +10,8 @@ from pathlib import Path
 
 import psycopg
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 import tracker
 from tracker.write.stream import STATUS_FILE, team_dir
@@ -113,16 +115,15 @@ def test_the_follower_outlives_a_restart_and_ended_sessions(tmp_path: Path, pg_s
     child = train(folder, LOGGER.format(stop=str(stop)))
     try:
         pid = wait(lambda: follower_pid(store), timeout=30)
-        for _ in range(2):
-            seen = len(wait(lambda: safe(lambda: db_keys(pg_url), []), timeout=30))
-            wait(lambda seen=seen: len(safe(lambda: db_keys(pg_url), [])) > seen + 100, timeout=30)  # mid-stream
-            if fault == "restart":
-                pg_server.restart()
-            else:
-                with psycopg.connect(pg_url, autocommit=True) as admin:
-                    ended = admin.execute("SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
-                                          "WHERE application_name LIKE 'tracker-follower-%'").fetchone()[0]
-                assert ended == 1
+        seen = len(wait(lambda: safe(lambda: db_keys(pg_url), []), timeout=30))
+        wait(lambda: len(safe(lambda: db_keys(pg_url), [])) > seen + 100, timeout=30)  # mid-stream
+        if fault == "restart":
+            pg_server.restart()
+        else:
+            with psycopg.connect(pg_url, autocommit=True) as admin:
+                ended = admin.execute("SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+                                      "WHERE application_name LIKE 'tracker-follower-%'").fetchone()[0]
+            assert ended == 1
         logged = finish(child, stop, store, pg_url)
         assert logged > 0 and follower_pid(store) == pid  # the same follower reconnected each time
     finally:
@@ -208,3 +209,52 @@ def test_a_look_copies_what_the_segment_held_never_chasing_its_tail(tmp_path: Pa
         finally:
             syncer.close()
     assert sorted(k[2] for k in db_keys(pg_url)) == list(range(1, total + 1))  # the rest, once
+
+
+def test_sync_follow_reconnects_after_a_black_hole(tmp_path: Path, pg_server, pg_url: str) -> None:  # noqa: F811
+    import threading
+
+    from tracker.team.postgres import sync
+
+    store = tmp_path / "store"
+    proxy = Proxy(pg_server.port)
+    stop = threading.Event()
+    said: list[str] = []
+    run = tracker.start_run("team", "grows", store=store, run_id="grows", system_metrics=False)
+    run.log({"loss": 1.0}, step=0)
+    follow = threading.Thread(target=sync, args=(tracker.open_store(store), proxy.url(pg_server, pg_url.rsplit(
+        "/", 1)[1])), kwargs={"follow": True, "interval": 0.1, "stop": stop, "on_lost": said.append,
+                                                      "timeout": TIMEOUT}, daemon=True)
+    follow.start()
+    try:
+        wait(lambda: caught_up(store, pg_url), timeout=30)
+        proxy.freeze()
+        t0 = time.monotonic()
+        run.log({"loss": 0.5}, step=1)
+        wait(lambda: said, timeout=TIMEOUT * 4)
+        assert time.monotonic() - t0 < TIMEOUT * 3 and "no answer" in said[0] and "connecting again" in said[0]
+        assert follow.is_alive()  # not ended: it waits for the database
+        proxy.thaw()
+        for s in range(2, 50):
+            run.log({"loss": 1.0 / s}, step=s)
+        run.finish()
+        wait(lambda: caught_up(store, pg_url), timeout=30)
+        assert any("again: catching up" in m for m in said)
+        keys = db_keys(pg_url)
+        assert len(keys) == len(set(keys))
+    finally:
+        stop.set()
+        follow.join(30)
+        proxy.close()
+
+
+@given(st.floats(min_value=0.01, max_value=3600))
+def test_keepalives_notice_a_dead_idle_link_within_about_the_timeout(timeout: float) -> None:
+    from tracker.team.connection import libpq_params
+
+    p = libpq_params(timeout)
+    noticed = p["keepalives_idle"] + p["keepalives_interval"] * p["keepalives_count"]
+    assert noticed <= max(timeout, 2) + 2  # whole seconds, at least one each
+    assert p["connect_timeout"] >= min(timeout, 3600) and p["connect_timeout"] >= 2
+    assert p["tcp_user_timeout"] >= 1000 and p["keepalives"] == 1
+    assert libpq_params(30)["keepalives_idle"] + 3 * libpq_params(30)["keepalives_interval"] <= 60

@@ -89,3 +89,33 @@ def test_the_team_dashboard_serves_the_database_sweeps(team_sweep, pg_url: str) 
         assert client.get("/api/sweeps/abc").status_code == 404
     with psycopg.connect(pg_url) as conn:
         assert conn.execute("SELECT to_regclass('studies')").fetchone()[0] is None
+
+
+def test_the_sweep_pages_answer_503_within_the_timeout_over_a_link_that_hangs(
+        team_sweep, pg_server, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:  # noqa: F811
+    import time
+
+    from starlette.testclient import TestClient
+
+    import tracker.ui
+
+    from .faults import Proxy
+
+    _, url, sweep_id = team_sweep
+    (tmp_path / "tracker.toml").write_text("[team]\ntimeout = 2\n")
+    monkeypatch.setenv("TRACKER_CONFIG", str(tmp_path / "tracker.toml"))
+    monkeypatch.setattr(tracker.host.host, "_host", None, raising=False)
+    proxy = Proxy(pg_server.port)
+    try:
+        with TestClient(tracker.ui.create_app(proxy.url(pg_server, url.rsplit("/", 1)[1]))) as client:
+            assert client.get(f"/api/sweeps/{sweep_id}").status_code == 200
+            proxy.freeze()
+            for path in (f"/api/sweeps/{sweep_id}", "/api/sweeps"):  # a pooled connection, then a new one
+                t0 = time.monotonic()
+                res = client.get(path)
+                assert res.status_code == 503 and time.monotonic() - t0 < 2 + 1.5, (path, res.status_code, res.text)
+                assert "cannot be reached" in res.json()["error"] and PASSWORD not in res.text
+            proxy.thaw()
+            assert client.get(f"/api/sweeps/{sweep_id}").status_code == 200
+    finally:
+        proxy.close()

@@ -14,6 +14,7 @@ import time
 
 import pytest
 
+import tracker
 import tracker.ui
 
 from ..sysdeps import chrome, chromium_paths, require_chromium
@@ -108,6 +109,19 @@ def test_runs_page_lists_filters_and_keeps_state_in_the_url(driver, server, runs
     driver.get(server.url + "/?project=vision&sort=name&desc=0")
     names = wait(driver, lambda d: [e.text for e in css(d, "table.runs[data-ready] td.name a")], what="vision rows")
     assert names == ["alpha", "beta"]
+    assert console_errors(driver) == []
+
+
+def test_the_start_columns_tooltip_is_the_clis_date(driver, server, runs_store):
+    from tracker.core.text import when
+
+    store, ids = runs_store
+    created = tracker.open_store(store).run(ids["alpha"]).info.created_at
+    driver.get(server.url + "/")
+    cells = wait(driver, lambda d: css(d, f'table.runs[data-ready] tr[data-id="{ids["alpha"]}"] td'), what="row")
+    titles = [c.get_attribute("title") for c in cells]
+    # "2026-11-28 04:43:57", as `tracker runs` prints it, whatever the browser's locale
+    assert when(created) in titles, titles
     assert console_errors(driver) == []
 
 

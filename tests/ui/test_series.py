@@ -36,15 +36,26 @@ def test_downsample_keeps_bounds_and_extremes(ys, max_points):
     # each point's x is its bucket's first x, in order
     assert np.all(np.diff(xs) > 0)
     assert set(xs.tolist()) <= set(x.tolist())
+    if len(ys) > max_points >= 3:
+        # the first and the last record are points of their own, as logged
+        first, last = (v if math.isfinite(v) else math.nan for v in (ys[0], ys[-1]))
+        assert (xs[0], xs[-1]) == (x[0], x[-1])
+        assert np.array_equal([mid[0], lo[0], hi[0]], [first] * 3, equal_nan=True)
+        assert np.array_equal([mid[-1], lo[-1], hi[-1]], [last] * 3, equal_nan=True)
 
 
 def test_a_spike_survives_and_buckets_are_consecutive():
     y = np.ones(10_000)
     y[6_789] = 1e9
+    y[-1] = 0.5
     xs, mid, lo, hi = downsample(np.arange(10_000), y, 100)
-    assert hi.max() == 1e9 and hi[67] == 1e9 and lo[67] == 1.0
-    assert xs.tolist() == list(range(0, 10_000, 100))
-    assert mid[67] == pytest.approx((99 + 1e9) / 100)
+    # step 0 alone, steps 1..9998 in 98 even buckets, step 9999 alone (where the run ended)
+    assert xs.tolist() == [0, *(1 + k * 9998 // 98 for k in range(98)), 9999]
+    i = int(np.searchsorted(xs, 6_789, side="right")) - 1
+    assert hi.max() == 1e9 and hi[i] == 1e9 and lo[i] == 1.0
+    size = xs[i + 1] - xs[i]
+    assert mid[i] == pytest.approx((size - 1 + 1e9) / size)
+    assert (xs[-1], mid[-1], lo[-1], hi[-1]) == (9999, 0.5, 0.5, 0.5)
 
 
 def test_series_json_nulls_for_gaps_and_ints_for_steps():

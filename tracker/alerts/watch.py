@@ -10,6 +10,11 @@ not changed since the last look costs one ``scandir``. For the others:
   appended since the last poll, read from the offset reached before; only
   lines naming a watched metric are parsed.
 
+One watcher per store: each takes ``<store>/alerts/watch.lock`` (an
+``flock``, let go by the kernel when its process ends, however it ends), so
+two ``tracker watch`` (or ``tracker ui --watch``) on one store never both
+send an alert; the lock file names the holder for the second one's message.
+
 A run already running when the watcher starts is first checked against its
 per-metric figures (count, min, max, last: the derived data every reader
 keeps), then followed from the end of its files. A rule fires once per run
@@ -42,6 +47,69 @@ from tracker.read.segment import is_observer, read_run_info, read_segment, segme
 
 #: Bytes of new lines read at a time.
 TAIL_CHUNK = 4 << 20
+#: The store's watcher lock, under ``<store>/``.
+LOCK_PATH = ("alerts", "watch.lock")
+
+
+class WatchLock:
+    """The store's one-watcher lock: :meth:`acquire` takes it without waiting, :meth:`holder` says who has it.
+
+    :param store_path: the store folder (made if it does not exist yet: the watcher writes its alerts there);
+        a database URL has no folder to hold a lock, and its watcher takes none.
+    """
+
+    def __init__(self, store_path: str | os.PathLike[str]) -> None:
+        self.folder = "://" not in str(store_path)
+        self.path = Path(store_path).joinpath(*LOCK_PATH)
+        self.fd: int | None = None
+
+    def acquire(self) -> bool:
+        """Take the lock; ``False`` when another process holds it.
+
+        :raises OSError: when the lock file cannot be made (a store this user may not write).
+        """
+        try:
+            import fcntl
+        except ImportError:  # no flock on this system: nothing to take
+            return True
+        if not self.folder:
+            return True
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(fd)
+            return False
+        # Who holds it, for the message of the next one (written only while holding it).
+        import socket
+
+        facts = {"pid": os.getpid(), "host": socket.gethostname(), "since": time.time()}
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, orjson.dumps(facts) + b"\n", 0)
+        self.fd = fd
+        return True
+
+    def holder(self) -> str:
+        """Who holds the lock, as the holder wrote it (``"another process"`` when it cannot be read)."""
+        try:
+            facts = orjson.loads(self.path.read_bytes())
+            return f"pid {int(facts['pid'])} on {facts['host']}"
+        except (OSError, ValueError, KeyError, TypeError):
+            return "another process"
+
+    def busy_message(self, store_path: Any) -> str:
+        """The one line a second watcher prints."""
+        return f"tracker: another watcher ({self.holder()}) already watches {store_path}; this one does not"
+
+    def release(self) -> None:
+        """Let go of the lock (closing the file drops it)."""
+        if self.fd is not None:
+            try:
+                os.close(self.fd)
+            except OSError:
+                pass
+            self.fd = None
 
 
 @attrs.define
@@ -352,9 +420,37 @@ def _duration(seconds: float) -> str:
     return f"{seconds / 3600:.1f}h"
 
 
-def start_in_thread(store: Any, host: Any, on_alert: Callable[[Alert], None] | None = None) -> threading.Event:
-    """A watcher polling in a daemon thread (``tracker ui --watch``); set the returned event to stop it."""
+def start_in_thread(store: Any, host: Any, on_alert: Callable[[Alert], None] | None = None,
+                    say: Callable[[str], None] | None = None) -> threading.Event:
+    """A watcher polling in a daemon thread (``tracker ui --watch``); set the returned event to stop it.
+
+    The thread watches only while it holds the store's watcher lock: when another watcher has it,
+    ``say`` is called once with a line saying so, and the thread takes the lock over when that one ends.
+    """
     watcher = Watcher(store, host, on_alert)
     stop = threading.Event()
-    threading.Thread(target=watcher.run, args=(stop,), name="tracker-watch", daemon=True).start()
+    lock = WatchLock(store.path)
+
+    def run() -> None:
+        said = False
+        try:
+            while not stop.is_set():
+                try:
+                    held = lock.acquire()
+                except OSError as exc:
+                    if say is not None:
+                        say(f"tracker: warning: --watch: cannot take {lock.path} ({exc.strerror or exc}); "
+                            "watching without it")
+                    held = True
+                if held:
+                    watcher.run(stop)
+                    return
+                if not said and say is not None:
+                    say(lock.busy_message(store.path))
+                said = True
+                stop.wait(watcher.interval)
+        finally:
+            lock.release()
+
+    threading.Thread(target=run, name="tracker-watch", daemon=True).start()
     return stop

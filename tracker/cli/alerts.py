@@ -104,6 +104,17 @@ def watch_cmd(obj: CliContext, once: bool, since: str | None) -> None:
     if not watcher.rules:
         where = host.config.file or "tracker.toml (none found)"
         fail(f"{where}: no [[alerts.rules]] to check; see docs/alerts.md")
+    from tracker.alerts.watch import WatchLock
+
+    lock = WatchLock(store.path)
+    try:
+        if not lock.acquire():
+            # Two watchers would both send each alert: the first keeps watching, this one has nothing to do.
+            click.echo(lock.busy_message(store.path), err=True)
+            return
+    except OSError as exc:
+        click.echo(f"tracker: warning: cannot take {lock.path} ({exc.strerror or exc}); watching without it",
+                   err=True)
     click.echo(f"tracker: watching {store.path}: {len(watcher.rules)} rule{'s' if len(watcher.rules) > 1 else ''}, "
                f"channels {', '.join(watcher.channels) or 'none'}"
                + ("; once" if once else f"; every {watcher.interval:g} s (Ctrl-C stops)"), err=True)
@@ -117,6 +128,7 @@ def watch_cmd(obj: CliContext, once: bool, since: str | None) -> None:
         pass
     finally:
         stop.set()
+        lock.release()
         if not flush():
             click.echo("tracker: warning: some alerts were still being delivered at exit", err=True)
 

@@ -125,9 +125,10 @@ def agent_cmd(obj: CliContext, sweep_id: str, count: int | None, storage: str | 
 
 
 def _params_text(params: dict[str, Any]) -> str:
-    from tracker.sweeps.config import arg_text
+    """The parameters as ``key=value``, numbers as ``tracker runs`` prints them (``--format json`` has them whole)."""
+    from tracker.cli.render import cell
 
-    return " ".join(f"{k}={arg_text(v)}" for k, v in params.items())
+    return " ".join(f"{k}={cell(v)}" for k, v in params.items())
 
 
 @sweep_group.command("show")
@@ -154,10 +155,12 @@ def show_cmd(obj: CliContext, sweep_id: str, storage: str | None, fmt: str) -> N
     if fmt == "json":
         click.echo(dumps({"sweep": info, "trials": trials, "importances": importances}))
         return
+    from tracker.cli.render import cell
+
     metric = info["metric"] or "metric"
     click.echo(f"sweep {info['id']}" + (f" ({info['name']})" if info["name"] else "")
                + f": {info['method']}, {info['state']}, {info['trials']} trials"
-               + (f", best {metric} {info['best']:.6g} ({info['goal']})" if info["best"] is not None else ""))
+               + (f", best {metric} {cell(info['best'])} ({info['goal']})" if info["best"] is not None else ""))
     rows = [{"#": t["number"], "run": t["run_id"] or "", "state": t["state"] + (
              f" (exit {t['exit_code']})" if t["exit_code"] not in (None, 0) else ""),
              metric: t["metric"], "parameters": _params_text(t["params"])} for t in trials]

@@ -78,7 +78,8 @@ def sync_cmd(obj: CliContext, url: str | None, follow: bool, interval: float, ba
     from tracker.cli.terminal import progress
 
     rep = sync(store, url, follow=follow, interval=interval, batch=batch_size, on_pass=on_pass, blobs=blobs,
-               blob_progress=lambda total, label: progress(total, label))
+               blob_progress=lambda total, label: progress(total, label),
+               on_lost=lambda message: click.echo(f"tracker: {message}", err=True))
     click.echo(f"synced {rep.runs} run{'s' if rep.runs != 1 else ''} ({rep.segments} segments) to {mask_url(url)}: "
                f"{rep.events_read} events read, {rep.events_new} new, in {rep.seconds:.1f}s "
                f"({rep.rate():.0f} events/s)" + (f"; {rep.problems} damaged lines skipped" if rep.problems else ""))

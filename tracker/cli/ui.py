@@ -138,9 +138,14 @@ def serve(obj: CliContext, host: str, port: int, no_open: bool, auth: str | None
     # The team database (postgresql://...) is served like a folder; a folder that does not exist yet is empty.
     store = obj.store if is_database_url(obj.given_store) else Store(obj.store_path, host=lambda: obj.host)
     where = redact_url(store.path)
-    app = create_app(store, hosts=(host,), auth=gate)
-    shown = f"[{host}]" if ":" in host and not host.startswith("[") else host
-    url = f"http://{shown if host not in ('0.0.0.0', '::') else '127.0.0.1'}:{port}/"
+    # Served on every address: the banner names this machine as a colleague reaches it (its host name and
+    # addresses), and the Host check lets those names in. On 0.0.0.0 only IPv4 is served.
+    names: list[str] = []
+    if host in ("0.0.0.0", "::"):
+        from tracker.ui.hosts import machine_names
+
+        names = [*machine_names(ipv6=host == "::"), "127.0.0.1"]
+    app = create_app(store, hosts=(host, *names), auth=gate)
     if not is_loopback(host):
         click.echo(f"tracker: warning: listening on {host}: anyone who can reach this machine may try to log in; "
                    "plain http shows the token or password to the network on the way: keep it on a trusted network, "
@@ -151,7 +156,7 @@ def serve(obj: CliContext, host: str, port: int, no_open: bool, auth: str | None
 
         if not Watcher(store, obj.host).rules:  # a rule that does not parse: one line, before serving
             click.echo("tracker: warning: --watch: no [[alerts.rules]] in tracker.toml", err=True)
-        stop_watch = start_in_thread(store, obj.host)
+        stop_watch = start_in_thread(store, obj.host, say=lambda line: click.echo(line, err=True))
     sock = listen(host, port)
     config = uvicorn.Config(app, host=host, port=port, log_level="warning", access_log=False)
     server = uvicorn.Server(config)
@@ -164,15 +169,21 @@ def serve(obj: CliContext, host: str, port: int, no_open: bool, auth: str | None
             bound = port
             if port == 0 and server.servers:
                 bound = server.servers[0].sockets[0].getsockname()[1]
-            real = url.rsplit(":", 1)[0] + f":{bound}/"
-            if isinstance(gate, TokenAuth):
-                real += f"?token={gate.token}"
+            token = f"?token={gate.token}" if isinstance(gate, TokenAuth) else ""
+
+            def url(name: str) -> str:
+                shown = f"[{name}]" if ":" in name and not name.startswith("[") else name
+                return f"http://{shown}:{bound}/{token}"
+
+            urls = [url(n) for n in names] or [url(host)]
             who = f", users of {gate.path}" if isinstance(gate, UsersAuth) else ""
-            click.echo(f"tracker ui: serving {where} at {real}  (Ctrl-C to stop{who})")
+            click.echo(f"tracker ui: serving {where} at {urls[0]}  (Ctrl-C to stop{who})")
+            for other in urls[1:]:
+                click.echo(f"  or {other}")
             if not no_open and can_open_browser():
                 import webbrowser
 
-                webbrowser.open(real)
+                webbrowser.open(urls[-1])  # this machine's browser: the loopback URL when there are several
 
     threading.Thread(target=announce, name="tracker-ui-announce", daemon=True).start()
     try:

@@ -101,8 +101,16 @@ def get_run(store: Any, run: str) -> dict[str, Any]:
                    "schemas": view.schema_counts(), "summaries": summaries})
 
 
+#: What a downsampled series holds, said in every ``get_metrics`` answer.
+SAMPLING = ("A series of more records than max_points is cut into max_points buckets of consecutive records, "
+            "as the dashboard draws it: the first and the last record are points of their own, as logged (the "
+            "last point is where the run ended); every other point is a bucket: x its first step, y the mean "
+            "of its values, y_min and y_max their min and max (a one-step spike survives). NaN is null.")
+
+
 def get_metrics(store: Any, run: str, names: list[str] | None = None, max_points: int | None = 200) -> dict[str, Any]:
-    """Metric series against step, downsampled as the dashboard does (bucket mean, min and max; NaN as null)."""
+    """Metric series against step, downsampled as the dashboard does (:mod:`tracker.ui.series`): the first and
+    last records kept as logged, every other point a bucket's first step, mean, min and max; NaN as null."""
     from tracker.ui.series import present, series_json
 
     points = _limit(max_points, 200, MAX_POINTS)
@@ -124,7 +132,7 @@ def get_metrics(store: Any, run: str, names: list[str] | None = None, max_points
         s["points_logged"] = int(yv.size)
         s["downsampled"] = int(yv.size) > points
         series[name] = s
-    return {"run": view.id, "max_points": points, "series": series}
+    return {"run": view.id, "max_points": points, "sampling": SAMPLING, "series": series}
 
 
 def compare_runs(store: Any, runs: list[str]) -> dict[str, Any]:

@@ -216,7 +216,10 @@ def _grid(runs: list[tuple[np.ndarray, np.ndarray]], max_points: int) -> np.ndar
     lo = min(int(s[0]) for s, _ in runs)
     hi = max(int(s[-1]) for s, _ in runs)
     width = hi - lo + 1
-    return np.unique(lo + (np.arange(max_points, dtype=np.int64) * width) // max_points)
+    if width < 2**53 // max_points:
+        return np.unique(lo + (np.arange(max_points, dtype=np.int64) * width) // max_points)
+    # Steps reach ±2**53: k * width would overflow int64, so these few edges are worked out in Python's ints.
+    return np.unique(np.array([lo + k * width // max_points for k in range(max_points)], dtype=np.int64))
 
 
 def _buckets(runs: list[tuple[np.ndarray, np.ndarray]], edges: np.ndarray) -> tuple[np.ndarray, ...]:

@@ -110,7 +110,7 @@ def _rdb_storage(url: str, *, create: bool = True) -> Any:
         return storage
     o = optuna()
     try:
-        storage = o.storages.RDBStorage(_driver_url(url), engine_kwargs=_engine_kwargs(url),
+        storage = o.storages.RDBStorage(_driver_url(url), engine_kwargs=_engine_kwargs(url, ping=create),
                                         skip_table_creation=not create)
     except Exception as exc:  # noqa: BLE001 - a driver's or server's error, as one line
         raise TrackerError(f"cannot open the sweep storage {redact(url)}: {type(exc).__name__}: "
@@ -136,11 +136,17 @@ def storage_errors(url: str | None) -> Iterator[None]:
     except TrackerError:
         raise
     except Exception as exc:  # noqa: BLE001 - SQLAlchemy's or the driver's error, as one line
-        text = _first_line(exc)
+        # Optuna wraps the driver's error (StorageInternalError "... during the commit"): the cause says what it was.
+        chain, seen = [], exc
+        while seen is not None and len(chain) < 8:
+            chain.append(seen)
+            seen = seen.__cause__ or seen.__context__
+        lost = next((e for e in chain if {c.__name__ for c in type(e).__mro__}
+                     & {"OperationalError", "InterfaceError", "DisconnectionError", "TimeoutError"}), None)
+        text = _first_line(lost if lost is not None else exc)
         for secret in url_secrets(url or ""):
             text = text.replace(secret, "***")
-        names = {c.__name__ for c in type(exc).__mro__}
-        if names & {"OperationalError", "InterfaceError", "DisconnectionError", "TimeoutError"}:
+        if lost is not None:
             raise StoreUnavailable(f"the sweep storage {redact_url(url)} cannot be reached: {text}") from None
         raise TrackerError(f"reading the sweep storage {redact_url(url)} failed: {type(exc).__name__}: "
                            f"{text}") from None
@@ -152,15 +158,19 @@ def _libpq_url(url: str) -> str | None:
     return "postgresql://" + url[m.end():] if m else None
 
 
-def _engine_kwargs(url: str) -> dict[str, Any]:
+def _engine_kwargs(url: str, *, ping: bool = True) -> dict[str, Any]:
     """SQLAlchemy's engine options for the sweep storage at ``url``.
 
     A PostgreSQL database (the team's) is reached through the team store's connections (psycopg 3):
     ``[team] timeout`` bounds each connection attempt and each round trip, and TCP keepalives probe idle
     connections (:mod:`tracker.team.connection`), so an agent or a dashboard never waits for ever on a
     link that dropped. With psycopg2 instead, libpq's own limits apply (connecting, keepalives).
+
+    :param ping: test a pooled connection before each use (an agent rides over a server restart); a
+        reader (the dashboard) does not, so that a request over a dead link fails within one timeout
+        (a connection that failed is dropped from the pool, and the next request connects again).
     """
-    kw: dict[str, Any] = {"pool_pre_ping": True}
+    kw: dict[str, Any] = {"pool_pre_ping": ping}
     raw = _libpq_url(url)
     if raw is None:
         return kw
@@ -640,7 +650,7 @@ def _has_optuna_tables(url: str) -> bool:
     import sqlalchemy
 
     with storage_errors(url):
-        engine = sqlalchemy.create_engine(_driver_url(url), **_engine_kwargs(url))
+        engine = sqlalchemy.create_engine(_driver_url(url), **_engine_kwargs(url, ping=False))
         try:
             return bool(sqlalchemy.inspect(engine).has_table("study_user_attributes"))
         finally:

@@ -26,9 +26,12 @@ their hash only when both match: an object whose bytes do not match its key
 is never served. The cache keeps at most ``TRACKER_BLOB_CACHE_BYTES`` bytes
 (default 10 GiB), least recently used first out; ``tracker gc`` empties it.
 
-Credentials come only from the client library's usual environment
-(``AWS_*``, ``AWS_ENDPOINT_URL`` for an S3-compatible server,
-``GOOGLE_APPLICATION_CREDENTIALS``, ``AZURE_*``); nothing is stored in the
+Credentials come only from the client libraries' usual environment and files:
+for ``s3://`` as the AWS CLI finds them (boto3's chain through obstore's
+``Boto3CredentialProvider``: ``AWS_*`` variables, the ``AWS_PROFILE`` profile
+of ``~/.aws/credentials`` and ``~/.aws/config`` with its region and
+``endpoint_url``, the instance's role; see :func:`aws_options`), else
+``GOOGLE_APPLICATION_CREDENTIALS`` and ``AZURE_*``; nothing is stored in the
 database and no credential is ever printed.
 """
 
@@ -170,6 +173,48 @@ class _Damaged(Exception):
     """The local bytes do not hash to their blob's name (the upload is aborted)."""
 
 
+def aws_options(shown: str) -> dict[str, Any]:
+    """How an ``s3://`` bucket is reached, found as the AWS CLI finds it (boto3's own chain, through obstore's
+    ``Boto3CredentialProvider``): the credentials of ``AWS_ACCESS_KEY_ID``..., else of the profile
+    ``AWS_PROFILE`` (else ``default``) in ``~/.aws/credentials`` and ``~/.aws/config`` (``AWS_SHARED_CREDENTIALS_FILE``,
+    ``AWS_CONFIG_FILE``), its SSO, role or process settings, else the container's or instance's role; the region
+    the same way; the endpoint of ``AWS_ENDPOINT_URL`` (``AWS_ENDPOINT_URL_S3``) or of the profile's
+    ``endpoint_url``, for an S3-compatible server.
+
+    Without boto3 (or when it finds no credentials), obstore's own reading of the environment and of the
+    instance's role applies, as before.
+
+    :raises TrackerError: a profile that is named but does not exist, or profiles without boto3 installed.
+    """
+    try:
+        import boto3
+        import botocore.exceptions
+        from obstore.auth.boto3 import Boto3CredentialProvider
+    except ImportError:
+        if os.environ.get("AWS_PROFILE"):
+            raise TrackerError(f"[team] blobs = {shown!r}: AWS_PROFILE is set, and reading AWS profiles needs "
+                               f"boto3: {INSTALL_HINT}") from None
+        return {}
+    try:
+        session = boto3.Session()
+        provider = Boto3CredentialProvider(session)
+    except botocore.exceptions.ProfileNotFound as exc:
+        raise TrackerError(f"[team] blobs = {shown!r}: {exc} (AWS_PROFILE; profiles are read from "
+                           "~/.aws/credentials and ~/.aws/config)") from None
+    except ValueError:  # boto3 found no credentials: obstore looks in the environment and the instance's role
+        return {}
+    except botocore.exceptions.BotoCoreError as exc:  # a file that does not parse, an SSO token that expired
+        raise TrackerError(f"[team] blobs = {shown!r}: the AWS credentials cannot be read: {exc}") from None
+    out: dict[str, Any] = {"credential_provider": provider}
+    try:
+        endpoint = session.client("s3").meta.endpoint_url or ""
+    except botocore.exceptions.BotoCoreError:
+        endpoint = ""
+    if endpoint and not endpoint.split("://", 1)[-1].split("/", 1)[0].split(":")[0].endswith("amazonaws.com"):
+        out["endpoint"] = endpoint  # an S3-compatible server named in the environment or the profile
+    return out
+
+
 class BucketBlobs:
     """The team's blobs in a bucket (the reading protocol's ``BlobReader``), with uploads for ``tracker sync``.
 
@@ -215,9 +260,12 @@ class BucketBlobs:
                                    f"given {self.url!r}")
             Path(path).mkdir(parents=True, exist_ok=True)
             return from_url(self.url)
-        if self.url.startswith("s3://") and os.environ.get("AWS_ENDPOINT_URL", "").startswith("http://"):
-            # An S3-compatible server named over plain HTTP (a lab's MinIO, a test server): allowed as named.
-            kw["client_options"]["allow_http"] = True
+        if self.url.startswith("s3://"):
+            kw.update(aws_options(self.shown))
+            endpoint = kw.get("endpoint") or os.environ.get("AWS_ENDPOINT_URL", "")
+            if endpoint.startswith("http://"):
+                # An S3-compatible server named over plain HTTP (a lab's MinIO, a test server): allowed as named.
+                kw["client_options"]["allow_http"] = True
         try:
             return from_url(self.url, **kw)
         except Exception as exc:  # noqa: BLE001 - obstore's configuration errors, shown in one line

@@ -69,8 +69,16 @@ def connection_class() -> type:
     cls = _classes.get("sync")
     if cls is not None:
         return cls
+    import inspect
+
     import psycopg
     from psycopg import errors
+
+    if not hasattr(errors, "_WaitTimeout") or "interval" not in inspect.signature(psycopg.Connection.wait).parameters:
+        from tracker.core.errors import TrackerError
+
+        raise TrackerError(f"the team store needs psycopg 3.2 or newer (its waits with a deadline), found "
+                           f"{psycopg.__version__}: pip install \"tracker-core[team]\"")
 
     class DeadlineConnection(psycopg.Connection):  # type: ignore[type-arg,misc]
         """A psycopg connection that gives up on a round trip after ``deadline`` seconds (and closes)."""

@@ -219,10 +219,12 @@ class Follower:
                 self.log(f"{store.runs_dir} is gone: nothing left to follow")
                 break
             if syncer is None:
+                tried = time.monotonic()
                 try:
                     syncer = Syncer(store, self.url, exclusive=self.session_name())
                 except TrackerError as exc:
-                    backoff = self._down(str(exc), backoff)
+                    # An attempt that waited for its deadline has waited already: the next starts sooner.
+                    backoff = self._down(str(exc), backoff, spent=time.monotonic() - tried)
                     if time.monotonic() - (self.down_since or 0.0) >= self.give_up:
                         self.log(f"giving up after {self.give_up:.0f}s; a live run starts a follower again")
                         break
@@ -259,8 +261,9 @@ class Follower:
         if syncer is not None:
             syncer.close()
 
-    def _down(self, message: str, backoff: float) -> float:
-        """The database is out of reach: say so, wait ``backoff`` seconds; returns the next backoff."""
+    def _down(self, message: str, backoff: float, spent: float = 0.0) -> float:
+        """The database is out of reach: say so, wait ``backoff`` seconds (less the ``spent`` seconds the failed
+        attempt took); returns the next backoff."""
         message = self._clean(message)
         if self.down_since is None:
             self.down_since = time.monotonic()
@@ -268,7 +271,7 @@ class Follower:
             self.log(f"database unreachable, retrying with backoff: {message}")
         self.state.update(connected=False, error=message, retry_at=time.time() + backoff)
         self.write_status(force=True)
-        self.stop.wait(backoff)
+        self.stop.wait(max(0.05, backoff - spent))
         return min(backoff * 2, self.backoff_max)
 
     def _pass(self, store: Any, syncer: Any, report: Any, full: bool) -> bool:

@@ -230,15 +230,16 @@ class Syncer:
     """Copies a folder store into the database; one instance per ``tracker sync``."""
 
     def __init__(self, store: Any, url: str, *, batch: int = BATCH, log: Callable[[str], None] | None = None,
-                 exclusive: str | None = None) -> None:
+                 exclusive: str | None = None, timeout: float | None = None) -> None:
         from tracker.team.connection import team_timeout
 
         self.store = store
         self.url = url
         self.batch = max(1, int(batch))
         self.log = log or (lambda _m: None)
-        config = store.host.config if hasattr(store, "host") else None
-        self.conn = connect(url, timeout=team_timeout(config), exclusive=exclusive)
+        if timeout is None:
+            timeout = team_timeout(store.host.config if hasattr(store, "host") else None)
+        self.conn = connect(url, timeout=timeout, exclusive=exclusive)
         self.source = socket.gethostname()
         self.timeout = store.host.config.heartbeat_timeout if hasattr(store, "host") else 120.0
         try:  # a role that may not write (the dashboard's read-only one) is one line, not a traceback
@@ -447,12 +448,17 @@ def _warning_class() -> type[Warning]:
 
 def sync(store: Any, url: str, *, follow: bool = False, interval: float = 1.0, batch: int = BATCH,
          stop: threading.Event | None = None, on_pass: Callable[[SyncReport], None] | None = None,
-         blobs: str | None = None, blob_progress: Callable[[int, str], Any] | None = None) -> SyncReport:
+         blobs: str | None = None, blob_progress: Callable[[int, str], Any] | None = None,
+         on_lost: Callable[[str], None] | None = None, timeout: float | None = None) -> SyncReport:
     """Copy every run of a folder store into the database at ``url`` (idempotent).
 
     :param follow: keep going: new records of running runs (and new runs)
         are copied every ``interval`` seconds until ``stop`` is set, SIGTERM
-        or Ctrl-C.
+        or Ctrl-C. A connection lost meanwhile (no answer within ``[team] timeout``,
+        a restart) is opened again with backoff, and the copy goes on from the
+        last commit; ``on_lost`` is told each time, in one line.
+    :param timeout: seconds a connection attempt or a round trip may take (default: ``[team] timeout`` of
+        the store's configuration).
     :param batch: events per transaction.
     :param blobs: the bucket to upload the runs' blobs to (default: ``TRACKER_TEAM_BLOBS``, ``[team] blobs``;
         none set: blobs stay local); ``blob_progress`` draws the uploads' progress (see
@@ -465,7 +471,7 @@ def sync(store: Any, url: str, *, follow: bool = False, interval: float = 1.0, b
 
     report = SyncReport()
     blob_sync = open_blob_sync(store, blobs, blob_progress)
-    syncer = Syncer(store, url, batch=batch)
+    syncer = Syncer(store, url, batch=batch, timeout=timeout)
     syncer.blob_sync = blob_sync
     report.blobs = blob_sync.report if blob_sync is not None else None
     stop = stop or threading.Event()
@@ -474,10 +480,11 @@ def sync(store: Any, url: str, *, follow: bool = False, interval: float = 1.0, b
         old = signal.signal(signal.SIGTERM, lambda *_: stop.set())
     try:
         syncer.sync_once(report)
-        syncer.heartbeat()
+        if not follow:
+            syncer.heartbeat()
         if on_pass is not None:
             on_pass(report)
-        beat = time.monotonic()
+        beat = -1e18  # following: the first beat comes with the first look, where a lost link is retried
         while follow and not stop.is_set():
             stop.wait(interval)
             try:
@@ -485,8 +492,16 @@ def sync(store: Any, url: str, *, follow: bool = False, interval: float = 1.0, b
                 if time.monotonic() - beat >= min(5.0, interval * 2):
                     syncer.heartbeat()
                     beat = time.monotonic()
-            except _psycopg().Error as exc:
-                raise syncer._fail(exc) from None
+            except TrackerError as exc:
+                if not (syncer.conn.closed or syncer.conn.broken):
+                    raise  # not the link: a permission, a newer layout
+                syncer.close()
+                syncer = _reconnect(store, url, batch, timeout, stop, on_lost,
+                                    str(exc).split(" (nothing is lost")[0])
+                if syncer is None:
+                    break
+                syncer.blob_sync = blob_sync
+                continue
             if on_pass is not None:
                 on_pass(report)
     except KeyboardInterrupt:
@@ -494,9 +509,33 @@ def sync(store: Any, url: str, *, follow: bool = False, interval: float = 1.0, b
     finally:
         if old is not None:
             signal.signal(signal.SIGTERM, old)
-        syncer.close()
+        if syncer is not None:
+            syncer.close()
     report.seconds = time.perf_counter() - t0
     return report
+
+
+def _reconnect(store: Any, url: str, batch: int, timeout: float | None, stop: threading.Event,
+               on_lost: Callable[[str], None] | None, why: str) -> Syncer | None:
+    """A new :class:`Syncer` once the database answers again (retried with backoff up to 5 s); ``None`` if
+    ``stop`` is set first."""
+    say = on_lost or (lambda _m: None)
+    say(f"{why}; connecting again")
+    backoff, wait = 0.5, 0.5
+    while not stop.wait(wait):
+        tried = time.monotonic()
+        try:
+            syncer = Syncer(store, url, batch=batch, timeout=timeout)
+        except TrackerError as exc:
+            backoff = min(backoff * 2, 5.0)
+            wait = max(0.05, backoff - (time.monotonic() - tried))  # an attempt that timed out waited already
+            if str(exc) != why:
+                say(f"{exc}; retrying every {backoff:g}s")
+                why = str(exc)
+            continue
+        say(f"connected to {mask_url(url)} again: catching up")
+        return syncer
+    return None
 
 
 # --- reading -------------------------------------------------------------------------------------

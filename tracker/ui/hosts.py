@@ -8,12 +8,18 @@ answers only a ``Host`` that is a loopback name or address (``127.0.0.1``,
 the address the connection actually arrived at (the ASGI ``server`` of the
 request: for ``--host 0.0.0.0``, the machine's own address the client
 dialled). Anything else gets 403, with or without a port.
+
+Served on every address (``--host 0.0.0.0`` or ``::``), the dashboard also
+answers the names :func:`machine_names` gives, the ones its banner prints
+for colleagues: this machine's host name (and its full name) and its
+non-loopback addresses.
 """
 
 from __future__ import annotations
 
 import ipaddress
 import json
+import socket
 from collections.abc import Iterable
 from typing import Any
 
@@ -47,6 +53,75 @@ def _normal(host: str) -> str:
         return str(ipaddress.ip_address(h))
     except ValueError:
         return h
+
+
+def _usable(address: str) -> bool:
+    """Whether a colleague could open a URL of this address: not loopback, unspecified, link-local or multicast."""
+    try:
+        ip = ipaddress.ip_address(address)
+    except ValueError:
+        return False
+    return not (ip.is_loopback or ip.is_unspecified or ip.is_link_local or ip.is_multicast)
+
+
+def _interface_addresses() -> list[str]:
+    """The addresses of this machine's network interfaces (psutil's list when installed, else those the
+    host name resolves to and the ones outgoing traffic would leave from)."""
+    found: list[str] = []
+    try:
+        import psutil
+    except ImportError:
+        psutil = None
+    if psutil is not None:
+        try:
+            for addrs in psutil.net_if_addrs().values():
+                found += [a.address.split("%")[0] for a in addrs if a.family in (socket.AF_INET, socket.AF_INET6)]
+            return found
+        except OSError:
+            pass
+    try:
+        found += [str(info[4][0]) for info in socket.getaddrinfo(socket.gethostname(), None)]
+    except OSError:
+        pass
+    # Connecting a datagram socket sends nothing; it picks the address a packet to there would leave from.
+    for family, target in ((socket.AF_INET, "192.0.2.1"), (socket.AF_INET6, "2001:db8::1")):
+        try:
+            with socket.socket(family, socket.SOCK_DGRAM) as s:
+                s.connect((target, 9))
+                found.append(str(s.getsockname()[0]))
+        except OSError:
+            continue
+    return found
+
+
+def machine_names(ipv6: bool = True) -> list[str]:
+    """This machine's host name, its full name (when it has one) and its non-loopback addresses, in that order.
+
+    What a colleague on the network can put in a URL to reach a dashboard served on every address.
+
+    :param ipv6: include IPv6 addresses (a server on ``0.0.0.0`` takes IPv4 only).
+    """
+    out: list[str] = []
+
+    def add(name: str) -> None:
+        name = name.strip().rstrip(".")
+        if name and name.lower() not in LOOPBACK and name not in out:
+            out.append(name)
+
+    host = socket.gethostname()
+    add(host)
+    if "." not in host:
+        try:
+            full = socket.getfqdn(host)
+        except OSError:
+            full = ""
+        if "." in full and not full.startswith("localhost"):
+            add(full)
+    addresses = [a for a in _interface_addresses() if _usable(a)]
+    for a in sorted(set(addresses), key=lambda a: (ipaddress.ip_address(a).version, addresses.index(a))):
+        if ipv6 or ipaddress.ip_address(a).version == 4:
+            add(a)
+    return out
 
 
 def allowed(header: str, extra: Iterable[str] = (), server: str | None = None) -> bool:
@@ -101,11 +176,12 @@ class HostCheck:
             return
         shown = header[:100] if header else "(none)"
         body = json.dumps({"error": f"Host {shown} is not this dashboard's address; open it at 127.0.0.1 or "
-                                    "localhost (or the --host it was started with)"}).encode()
+                                    "localhost (or the --host it was started with, or a URL its banner "
+                                    "printed)"}).encode()
         await send({"type": "http.response.start", "status": 403,
                     "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
                                 (b"cache-control", b"no-store")]})
         await send({"type": "http.response.body", "body": body})
 
 
-__all__ = ["LOOPBACK", "HostCheck", "allowed", "host_name"]
+__all__ = ["LOOPBACK", "HostCheck", "allowed", "host_name", "machine_names"]

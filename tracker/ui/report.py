@@ -41,9 +41,8 @@ from tracker.core.errors import TrackerError
 from tracker.core.text import flatten
 
 STATIC = Path(__file__).resolve().parent / "static"
-#: The dashboard's modules a report carries, each after the modules it imports.
-MODULES = ("vendor/uplot/uPlot.esm.js", "util.js", "chart.js", "state.js", "figures.js", "panels.js", "groups.js",
-           "download.js", "compare.js", "report.js")
+#: The report page's module: it and every module it imports (and they import) are bundled, each after its imports.
+ENTRY = "report.js"
 STYLES = ("vendor/uplot/uPlot.min.css", "style.css", "report.css")
 #: The most runs one report holds (a report is read by people, and sent by mail).
 MAX_RUNS = 500
@@ -110,15 +109,40 @@ def _module(source: str, key: str, ids: dict[str, str]) -> str:
     return "\n".join(head) + "\n" + body + f"\nreturn {{ {names} }};"
 
 
-def bundle(modules: Sequence[str] = MODULES) -> str:
+def modules(entry: str = ENTRY) -> list[str]:
+    """``entry`` and the modules it imports, transitively, each after the modules it imports.
+
+    :raises TrackerError: an import cycle (an ES module graph the bundle cannot order).
+    """
+    order: list[str] = []
+    state: dict[str, int] = {}
+
+    def visit(key: str, path: tuple[str, ...]) -> None:
+        if state.get(key) == 2:
+            return
+        if state.get(key) == 1:
+            raise TrackerError(f"report bundle: the modules import each other in a circle: {' -> '.join(path)}")
+        state[key] = 1
+        source = _BLOCK_COMMENT.sub("", (STATIC / key).read_text(encoding="utf-8"))
+        for m in _IMPORT.finditer(source):
+            visit(os.path.normpath(os.path.join(os.path.dirname(key), m.group("src"))), (*path, key))
+        state[key] = 2
+        order.append(key)
+
+    visit(entry, ())
+    return order
+
+
+def bundle(order: Sequence[str] | None = None) -> str:
     """The dashboard's ES modules as one classic script (each module a function scope, in order).
 
+    :param order: the modules in order (default: :func:`modules`, the report page's graph).
     :raises TrackerError: a module imports one not bundled before it, or uses an import or export
         form this bundler does not read (a test bundles the shipped modules).
     """
     ids: dict[str, str] = {}
     parts = ['"use strict";']
-    for i, key in enumerate(modules):
+    for i, key in enumerate(order if order is not None else modules()):
         source = (STATIC / key).read_text(encoding="utf-8")
         ids[key] = f"__m{i}"
         parts.append(f"// --- {key}\nconst __m{i} = (() => {{\n{_module(source, key, ids)}\n}})();")
@@ -393,5 +417,5 @@ def read_notes(path: str | os.PathLike[str]) -> str:
             from None
 
 
-__all__ = ["MAX_RUNS", "MODULES", "build", "bundle", "check_output", "read_notes", "report_data", "run_doc",
+__all__ = ["ENTRY", "MAX_RUNS", "build", "bundle", "check_output", "modules", "read_notes", "report_data", "run_doc",
            "script_json", "write"]

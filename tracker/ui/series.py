@@ -1,7 +1,11 @@
 """Metric series for the dashboard: downsampling with bucket min/max, gaps, cursors (numpy only).
 
 A series longer than ``max_points`` is cut into ``max_points`` buckets of
-consecutive records (in log order). Each bucket becomes one point:
+consecutive records (in log order): the first record and the last are
+buckets of their own (kept as logged, so a chart starts and ends where the
+run did: its last step and value), and the records between them are cut
+into ``max_points - 2`` buckets (with ``max_points`` under 3, every bucket
+is cut alike). Each bucket becomes one point:
 
 - ``x``: the bucket's first x (step or time);
 - ``y``: the mean of the bucket's finite values (the representative value);
@@ -58,7 +62,7 @@ def downsample(x: np.ndarray, y: np.ndarray, max_points: int) -> tuple[np.ndarra
     if n <= max_points:
         shown = np.where(finite, y, np.nan)
         return x.copy(), shown, shown.copy(), shown.copy()
-    starts = (np.arange(max_points, dtype=np.int64) * n) // max_points
+    starts = bucket_starts(n, max_points)
     if finite.all():
         # Every value finite (most series): the same sums, minima and maxima without masked copies.
         counts = np.diff(starts, append=n)
@@ -79,6 +83,19 @@ def downsample(x: np.ndarray, y: np.ndarray, max_points: int) -> tuple[np.ndarra
     y_min[empty] = np.nan
     y_max[empty] = np.nan
     return x[starts], mean, y_min, y_max
+
+
+def bucket_starts(n: int, max_points: int) -> np.ndarray:
+    """Where each of the ``max_points`` buckets of ``n > max_points`` records starts: the first and the
+    last record alone (when ``max_points >= 3``), the records between them in even buckets."""
+    if max_points < 3:
+        return (np.arange(max_points, dtype=np.int64) * n) // max_points
+    inner = max_points - 2
+    starts = np.empty(max_points, dtype=np.int64)
+    starts[0] = 0
+    starts[1:-1] = 1 + (np.arange(inner, dtype=np.int64) * (n - 2)) // inner
+    starts[-1] = n - 1
+    return starts
 
 
 def to_list(values: np.ndarray) -> list[float | None]:

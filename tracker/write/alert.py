@@ -13,6 +13,7 @@ import threading
 import time as _time
 from typing import Any
 
+from tracker.core.errors import SchemaError
 from tracker.core.values import given
 
 ALERT = "alert"
@@ -21,7 +22,11 @@ _lock = threading.Lock()
 
 
 def check_level(level: Any) -> str:
-    """``INFO``, ``WARN`` or ``ERROR`` (any case), or W&B's ``AlertLevel`` member; ``None`` is INFO."""
+    """``INFO``, ``WARN`` or ``ERROR`` (any case), or W&B's ``AlertLevel`` member; ``None`` is INFO.
+
+    :raises SchemaError: any other level (a :class:`TrackerError` and a ``ValueError``), naming it and
+        the allowed ones.
+    """
     if level is None:
         return "INFO"
     value = getattr(level, "value", level)
@@ -29,7 +34,7 @@ def check_level(level: Any) -> str:
         return value.upper()
     if isinstance(value, str) and value.upper() == "WARNING":
         return "WARN"
-    raise ValueError(f"alert level: expected one of INFO, WARN, ERROR, given {given(level)}")
+    raise SchemaError(ALERT, [("level", f"expected one of {', '.join(LEVELS)}, given {given(level)}")])
 
 
 def check_wait(wait_duration: Any) -> float:
@@ -40,7 +45,8 @@ def check_wait(wait_duration: Any) -> float:
         return wait_duration.total_seconds()
     if isinstance(wait_duration, bool) or not isinstance(wait_duration, (int, float)) or \
             not math.isfinite(wait_duration) or wait_duration < 0:
-        raise ValueError(f"wait_duration: expected seconds >= 0 or a datetime.timedelta, given {given(wait_duration)}")
+        raise SchemaError(ALERT, [("wait_duration", "expected seconds >= 0 or a datetime.timedelta, "
+                                                    f"given {given(wait_duration)}")])
     return float(wait_duration)
 
 
@@ -51,14 +57,14 @@ def record_alert(run: Any, title: str, text: str, level: Any = None, wait_durati
     sent is recorded with ``suppressed=True`` and not sent. Returns whether it
     was sent (queued for delivery: the channels are reached in the background).
 
-    :raises SchemaError: a title or text that is not a string.
-    :raises ValueError: an unknown level or a negative ``wait_duration``.
+    :raises SchemaError: a title or text that is not a string, an unknown level or a negative
+        ``wait_duration`` (a :class:`TrackerError`, and a ``ValueError`` as before).
     """
     lvl = check_level(level)
     wait = check_wait(wait_duration)
     for what, value in (("title", title), ("text", text)):
         if not isinstance(value, str):
-            raise TypeError(f"alert {what}: expected a str, given {given(value)}")
+            raise SchemaError(ALERT, [(what, f"expected a str, given {given(value)}")])
     now = _time.time()
     with _lock:
         sent_at: dict[str, float] = run.__dict__.setdefault("_alerts_sent", {})

@@ -181,7 +181,9 @@ export class GroupCharts {
   }
 
   /** Show the groups of `by` for `metrics` over the runs of `params` (runs=ids, or the page's filters). */
-  async update({ by, metrics, params, force = false }) {
+  async update({ by, metrics, params, force = false, colors = null }) {
+    // colors: {label: colour} of the page's own group rows, so a group has one colour in table and chart.
+    this.pageColors = colors;
     const key = JSON.stringify([by, metrics, params]);
     if (key === this.key && !force) return;
     this.key = key;
@@ -216,7 +218,8 @@ export class GroupCharts {
   draw(doc, metrics) {
     clear(this.status);
     const labels = (doc.groups || []).map((g) => groupLabel(g.key));
-    const colors = groupColors(labels);
+    const own = groupColors(labels);
+    const colors = Object.fromEntries(labels.map((l) => [l, (this.pageColors && this.pageColors[l]) || own[l]]));
     this.node.querySelector(".note").textContent = ` ${labels.length} group${labels.length === 1 ? "" : "s"} of ${fmtNum(doc.runs)} run${doc.runs === 1 ? "" : "s"} · line: ${doc.stat}, band: ${doc.band === "std" ? "±1 std" : doc.band === "minmax" ? "min–max" : `p${doc.band[0]}–p${doc.band[1]}`}, faint: each step's min and max`;
     clear(this.legend).append(...(doc.groups || []).map((g) => {
       const sw = el("span", { class: "dot" });

@@ -6,7 +6,7 @@ import { reportButton } from "./download.js";
 import { GroupCharts, groupBySelect, groupColors, groupItems, groupRow, groupRows } from "./groups.js";
 import { paramsDefaults, paramsView, specOf } from "./params.js";
 import { setQuery } from "./state.js";
-import { alignDecimals, ApiError, clear, dot, el, errorBox, fmtAgo, fmtDuration, fmtNum, fmtValue, loading, num, runColor, runColors, shortId, statusBadge } from "./util.js";
+import { alignDecimals, ApiError, clear, dot, el, errorBox, fmtAgo, fmtDuration, fmtNum, fmtTime, fmtValue, loading, num, runColor, runColors, shortId, statusBadge } from "./util.js";
 
 const ROW_H = 34;
 const REFRESH_MS = 4000;
@@ -92,7 +92,7 @@ const BASE_COLUMNS = [
   { key: "project", label: "project", get: (r) => r.project || "", text: true },
   { key: "group", label: "group", get: (r) => r.group || "", text: true, ifAny: true },
   { key: "status", label: "status", get: (r) => r.status, text: true },
-  { key: "created_at", label: "started", get: (r) => r.created_at, show: (v) => fmtAgo(v), title: (v) => (v ? new Date(v * 1000).toLocaleString() : "") },
+  { key: "created_at", label: "started", get: (r) => r.created_at, show: (v) => fmtAgo(v), title: (v) => (v ? fmtTime(v) : "") },
   { key: "duration", label: "duration", get: liveDuration, show: fmtDuration, cls: "num" },
   { key: "records", label: "records", hint: "records of every schema (metrics, plugins' records, system samples)", get: (r) => r.records, show: (v) => fmtNum(v), cls: "num" },
   { key: "last_step", label: "step", get: (r) => r.last_step, show: (v) => fmtNum(v), cls: "num" },
@@ -438,7 +438,7 @@ export function mount(root, params, ctx) {
     items = groupItems(groups, state.open);
     count.textContent = `${count.textContent} in ${groups.length.toLocaleString("en-US")} group${groups.length === 1 ? "" : "s"}`;
     table.dataset.groups = String(groups.length);
-    groupCharts.update({ by: state.groupBy, metrics: chartMetrics(), params: chartParams(), force: chartsStale });
+    groupCharts.update({ by: state.groupBy, metrics: chartMetrics(), params: chartParams(), force: chartsStale, colors: groupColorOf });
     chartsStale = false;
   }
   let chartsStale = false;
