@@ -29,9 +29,10 @@ import attrs
 import orjson
 
 from tracker.core.errors import RunNotFound, TrackerError
-from tracker.core.format import RECORD, decode_nonfinite, encode_nonfinite
+from tracker.core.format import RECORD, decode_nonfinite, encode_nonfinite, nonfinite_paths, restore_nonfinite
 from tracker.core.records import Problem, Record, RunInfo, label_from_tags
 from tracker.query._core import LineChunks, LineError, is_observer, parse_line, read_segment, run_status
+from tracker.read.edits import EDIT, EDITS_FOLDER, EDITS_PREFIX, edit_paths
 from tracker.read.protocol import RecordsRunMixin
 from tracker.read.reader import LazyHost
 from tracker.team.reading import TeamReading, TeamRunReading
@@ -47,6 +48,10 @@ SCHEMES = ("postgresql://", "postgres://")
 BATCH = 20_000
 _LOCK_KEY = 0x7472616B  # pg_advisory_xact_lock key while creating the tables ("trak")
 _SPECIAL = (b'"NaN"', b'Infinity"')
+#: Fields of a run's info whose strings stay strings, and the key of its stored info that lists the paths of the
+#: NaN and infinities among them (as the start event's ``config_nonfinite`` does).
+_FREE_FORM = ("config", "summary")
+_NONFINITE = "nonfinite"
 
 DDL = [
     """CREATE TABLE tracker_layout (
@@ -86,6 +91,20 @@ DDL = [
     "CREATE INDEX tracker_events_run_schema ON tracker_events (run_id, schema, time)",
     "CREATE INDEX tracker_runs_project ON tracker_runs (project, created_at)",
 ]
+
+#: The runs' edit events (tags, name, notes, config, summary changed after the fact), keyed as events are; made by
+#: ``tracker sync`` when it is not there (so a database keeps its layout). How far each edit segment was copied
+#: is its row of ``tracker_writers`` (``is_writer`` false, status :data:`EDITS_STATUS`).
+EDITS_TABLE = "tracker_edits"
+EDITS_DDL = f"""CREATE TABLE IF NOT EXISTS {EDITS_TABLE} (
+    run_id text NOT NULL,
+    writer text NOT NULL,
+    seq bigint NOT NULL,
+    time double precision NOT NULL,
+    data json NOT NULL,
+    PRIMARY KEY (run_id, writer, seq))"""
+#: ``tracker_writers.status`` of an edit segment (never a writer: it changes labels, not the run's status).
+EDITS_STATUS = "edits"
 
 
 def is_team_url(text: Any) -> bool:
@@ -249,6 +268,9 @@ class Syncer:
                 from tracker.team.registry import ensure_alias_table
 
                 ensure_alias_table(cur)  # alias edits (tracker.team.registry)
+                cur.execute(f"SELECT to_regclass('{EDITS_TABLE}') IS NOT NULL")
+                if not cur.fetchone()[0]:
+                    cur.execute(EDITS_DDL)
                 cur.execute("SELECT run_id, writer, synced_bytes, synced_seq, status FROM tracker_writers")
                 self.state: dict[tuple[str, str], list[Any]] = {(r, w): [b, s, st]
                                                                  for r, w, b, s, st in cur.fetchall()}
@@ -289,9 +311,10 @@ class Syncer:
     def _sync_run(self, rid: str, report: SyncReport) -> bool:
         run_dir = Path(self.store.path) / "runs" / rid
         try:
-            paths = sorted(p for p in run_dir.iterdir() if p.suffix == ".jsonl" and not p.name.startswith("."))
+            names = [p for p in run_dir.iterdir() if not p.name.startswith(".")]
         except OSError:
             return False
+        paths = sorted(p for p in names if p.suffix == ".jsonl")
         changed = False
         for path in paths:
             writer = path.stem
@@ -320,12 +343,49 @@ class Syncer:
                 self.live.discard((rid, writer))
             report.segments += 1
             changed = True
+        # Edits after the fact (tags, name, notes, config, summary, aliases): a run without an edits folder
+        # costs nothing more, and an edit segment is read only past the bytes the database has of it.
+        if any(p.name == EDITS_FOLDER for p in names) and self._sync_edits(rid, run_dir, report):
+            changed = True
         if changed:
             self._sync_info(rid)
             report.runs += 1
-        from tracker.team.registry import sync_alias_edits
+        return changed
 
-        sync_alias_edits(self, rid, run_dir)  # the runs' alias edits: the registry's aliases
+    def _sync_edits(self, rid: str, run_dir: Path, report: SyncReport) -> bool:
+        """Copy what the run's edit segments added since the last sync; returns whether any edit was new."""
+        try:
+            paths = edit_paths(run_dir)
+        except TrackerError as exc:  # an unreadable edits folder: the other runs go on
+            report.problems += 1
+            warnings.warn(f"tracker: {exc} (its edits are not synced)", _warning_class(), stacklevel=2)
+            return False
+        changed = False
+        for path in paths:
+            writer = path.stem
+            try:
+                st = path.stat()
+            except OSError:
+                continue
+            sig = (st.st_size, st.st_mtime_ns)
+            if self.seen_sizes.get(str(path)) == sig:
+                continue
+            state = self.state.get((rid, writer))
+            if state is not None and state[0] == st.st_size:
+                self.seen_sizes[str(path)] = sig
+                continue
+            if rid not in self.runs_known:
+                self._sync_info(rid)
+                self.runs_known.add(rid)
+            before = state[0] if state is not None else 0
+            host = writer[len(EDITS_PREFIX):].rpartition("-")[0].rpartition("-")[0] or None
+            facts = {"is_writer": False, "edits": True, "host": host, "started_at": None,
+                     "ended_at": st.st_mtime, "status": EDITS_STATUS, "finish": None}
+            self._sync_segment(rid, writer, path, facts, state, report)
+            self.seen_sizes[str(path)] = sig
+            report.segments += 1
+            if self.state[(rid, writer)][0] != before:  # a torn last line alone is no new edit
+                changed = True
         return changed
 
     def _sync_segment(self, rid: str, writer: str, path: Path, facts: dict[str, Any], state: list[Any] | None,
@@ -376,19 +436,31 @@ class Syncer:
         state = self.state.get((rid, writer))
         if last_seq is None:
             last_seq = state[1] if state is not None else 0
-        status = facts["status"] if final else "running"
+        edits = bool(facts.get("edits"))
+        status = facts["status"] if final or edits else "running"
+        if edits:  # what readers of an edit segment apply: edit events of a dict each (others are skipped)
+            rows = [r for r in rows if r[3] == EDIT and r[7].startswith("{")]
         with self.conn.transaction(), self.conn.cursor() as cur:
-            from tracker.team.derived import add_batch
+            if not edits:
+                from tracker.team.derived import add_batch
 
-            add_batch(cur, rid, writer, rows)  # columns and figures of the new records, in this transaction
+                add_batch(cur, rid, writer, rows)  # columns and figures of the new records, in this transaction
             if rows:
                 with cur.copy("COPY _tracker_in (run_id, writer, seq, kind, schema, step, time, data) "
                               "FROM STDIN") as cp:
                     for row in rows:
                         cp.write_row(row)
-                cur.execute("INSERT INTO tracker_events SELECT * FROM _tracker_in ON CONFLICT DO NOTHING")
+                if edits:
+                    cur.execute(f"INSERT INTO {EDITS_TABLE} SELECT run_id, writer, seq, time, data FROM _tracker_in "
+                                "ON CONFLICT DO NOTHING")
+                else:
+                    cur.execute("INSERT INTO tracker_events SELECT * FROM _tracker_in ON CONFLICT DO NOTHING")
                 report.events_new += max(cur.rowcount, 0)
                 report.events_read += len(rows)
+                if edits:
+                    from tracker.team.registry import add_alias_edits
+
+                    add_alias_edits(cur, rows)  # the artifact registry's alias edits, from the same events
             cur.execute(
                 """INSERT INTO tracker_writers AS w (run_id, writer, is_writer, host, started_at, ended_at, status,
                        finish, synced_bytes, synced_seq, seen_at)
@@ -416,6 +488,10 @@ class Syncer:
             except TrackerError:
                 return
         doc = encode_nonfinite({f.name: getattr(info, f.name) for f in attrs.fields(RunInfo)})
+        # Which strings of the free-form config and summary stand for NaN and infinities (the others stay text).
+        nonfinite = {k: paths for k in _FREE_FORM if (paths := nonfinite_paths(getattr(info, k)))}
+        if nonfinite:
+            doc[_NONFINITE] = nonfinite
         with self.conn.transaction(), self.conn.cursor() as cur:
             cur.execute(
                 """INSERT INTO tracker_runs (run_id, name, project, created_at, info, source, synced_at, run_group,
@@ -650,8 +726,13 @@ class TeamStore(TeamReading, LazyHost, ArtifactMethods):
         out = []
         names = {f.name for f in attrs.fields(RunInfo)}
         for rid, text in rows:
-            doc = {k: v for k, v in orjson.loads(text).items() if k in names}
+            raw = orjson.loads(text)
+            doc = {k: v for k, v in raw.items() if k in names}
             doc["last_metrics"] = decode_nonfinite(doc.get("last_metrics") or {})
+            nonfinite = raw.get(_NONFINITE) if isinstance(raw.get(_NONFINITE), dict) else {}
+            for k in _FREE_FORM:
+                if isinstance(doc.get(k), dict):
+                    doc[k] = restore_nonfinite(doc[k], nonfinite.get(k))
             ws = writers.get(rid, [])
             status, error = run_status(ws)
             doc.update(id=rid, status=status, error=error, writers=len(ws))
@@ -837,5 +918,5 @@ def open_team_store(url: str, host: Any = None, *, timeout: float | None = None)
     return TeamStore(url, host=host, timeout=timeout)
 
 
-__all__ = ["DDL", "LAYOUT", "SyncReport", "Syncer", "TeamRunView", "TeamStore", "check_layout", "connect",
-           "is_team_url", "mask_url", "open_team_store", "sync"]
+__all__ = ["DDL", "EDITS_DDL", "EDITS_STATUS", "EDITS_TABLE", "LAYOUT", "SyncReport", "Syncer", "TeamRunView",
+           "TeamStore", "check_layout", "connect", "is_team_url", "mask_url", "open_team_store", "sync"]

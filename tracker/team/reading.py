@@ -200,11 +200,15 @@ class TeamEntry(CatalogEntry):
     def finite(self) -> bool:
         """Whether the info holds no NaN or infinity.
 
-        Read from JSON, only ``last_metrics`` is decoded back to floats (the other fields keep
-        the strings the store writes), so only its values are looked at.
+        Read from JSON, only ``last_metrics``, ``config`` and ``summary`` are decoded back to floats
+        (the other fields keep the strings the store writes), so only their values are looked at.
         """
         if self._finite is None:
-            self._finite = all(v - v == 0.0 for v in self.info.last_metrics.values() if type(v) is float)
+            from tracker.core.format import nonfinite_paths
+
+            info = self.info
+            self._finite = all(v - v == 0.0 for v in info.last_metrics.values() if type(v) is float) \
+                and not nonfinite_paths(info.config) and not nonfinite_paths(info.summary)
         return self._finite
 
 

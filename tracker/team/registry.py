@@ -3,8 +3,8 @@
 What runs logged and used are their ``artifact`` and ``artifact_use``
 records in ``tracker_events``; alias edits are rows of
 ``tracker_alias_edits``, copied by ``tracker sync`` from each run's edit
-segments (keyed like events, by run, edit segment and sequence number, so a
-second sync adds nothing) or written there by ``tracker artifact alias`` over
+segments with its other edits (keyed like events, by run, edit segment and
+sequence number, so a second sync adds nothing) or written there by ``tracker artifact alias`` over
 ``postgresql://`` (the one write the team store takes besides sync). The
 same figures as the folder store's run catalog holds are made from these
 rows, and :class:`tracker.read.registry.Registry` numbers them the same way.
@@ -16,7 +16,6 @@ import os
 import secrets
 import socket
 import time
-from pathlib import Path
 from typing import Any
 
 import orjson
@@ -43,38 +42,20 @@ def ensure_alias_table(cur: Any) -> None:
         cur.execute(ALIAS_DDL)
 
 
-def sync_alias_edits(syncer: Any, run_id: str, run_dir: Path) -> None:
-    """Copy the alias edits of a run's edit segments into the database (what is there is skipped).
-
-    Edit segments that did not change since this syncer last looked are not read again.
-    """
-    from tracker.read.edits import edit_paths, read_edits
-
-    paths = edit_paths(run_dir)
-    if not paths:
-        return
-    seen = syncer.__dict__.setdefault("_alias_seen", {})
-    sig = []
-    for p in paths:
-        try:
-            st = p.stat()
-        except OSError:
+def add_alias_edits(cur: Any, rows: list[tuple]) -> None:
+    """Add the alias edits among edit event rows ``(run, writer, seq, kind, schema, step, time, data)`` that
+    ``tracker sync`` copies from a run's edit segments (in its transaction; what is there is skipped)."""
+    out = []
+    for rid, writer, seq, _kind, _schema, _step, t, text in rows:
+        if f'"{ALIAS_EDIT}"' not in text:  # most edits are of tags, names, notes, config or summary
             continue
-        sig.append((p.name, st.st_size, st.st_mtime_ns))
-    if seen.get(run_id) == sig:
-        return
-    rows = []
-    for ev in read_edits(run_dir):
-        a = (ev.get("data") or {}).get(ALIAS_EDIT)
-        if isinstance(a, dict) and isinstance(ev.get("seq"), int):
-            rows.append((run_id, str(ev.get("w") or ""), ev["seq"], float(ev.get("time") or 0.0),
-                         orjson.dumps(a).decode()))
-    if rows:
-        with syncer.conn.transaction(), syncer.conn.cursor() as cur:
-            ensure_alias_table(cur)
-            cur.executemany(f"INSERT INTO {ALIAS_TABLE} (run_id, writer, seq, time, data) VALUES (%s, %s, %s, %s, %s) "
-                            "ON CONFLICT DO NOTHING", rows)
-    seen[run_id] = sig
+        a = orjson.loads(text).get(ALIAS_EDIT)
+        if isinstance(a, dict):
+            out.append((rid, writer, seq, t, orjson.dumps(a).decode()))
+    if out:
+        ensure_alias_table(cur)
+        cur.executemany(f"INSERT INTO {ALIAS_TABLE} (run_id, writer, seq, time, data) VALUES (%s, %s, %s, %s, %s) "
+                        "ON CONFLICT DO NOTHING", out)
 
 
 def _has_alias_table(store: Any) -> bool:
@@ -153,5 +134,5 @@ def write_alias_edit(store: Any, run_id: str, data: dict[str, Any]) -> None:
     store.__dict__.pop("_registry", None)
 
 
-__all__ = ["ALIAS_DDL", "ALIAS_TABLE", "ensure_alias_table", "sync_alias_edits", "team_figures", "team_registry",
+__all__ = ["ALIAS_DDL", "ALIAS_TABLE", "add_alias_edits", "ensure_alias_table", "team_figures", "team_registry",
            "write_alias_edit"]

@@ -17,12 +17,13 @@ import attrs
 from tracker.core.errors import TrackerError
 from tracker.core.format import SEGMENT_SUFFIX
 from tracker.core.urls import redact_url
+from tracker.read.edits import edit_paths
 from tracker.write.stream import STATUS_FILE, follower_running, team_dir
 
 
 @attrs.frozen
 class RunBehind:
-    """One run's segments against the database.
+    """One run's segments (its edit segments included) against the database.
 
     :ivar bytes: the size of its segments now.
     :ivar synced_bytes: how much of them the database holds.
@@ -96,7 +97,8 @@ def runs_behind(store: Any, url: str) -> list[RunBehind]:
         run_dir = Path(store.path) / "runs" / rid
         try:
             paths = sorted(p for p in run_dir.iterdir() if p.suffix == SEGMENT_SUFFIX and not p.name.startswith("."))
-        except OSError:
+            paths += edit_paths(run_dir)  # edits after the fact (tags, notes...) are copied as segments are
+        except (OSError, TrackerError):
             continue
         size = synced = behind = lines = 0
         for path in paths:

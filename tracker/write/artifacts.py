@@ -295,11 +295,11 @@ def _alias_data(op: str, c: Collection, v: Version, alias: str) -> dict[str, Any
 
 def folder_alias_edit(store: Any, run_id: str, data: dict[str, Any]) -> None:
     """An alias edit in a folder store: an edit event of run ``run_id`` (the version's producer)."""
-    from tracker.write.edits import fsync_wanted, write_edit
+    from tracker.write.edits import fsync_wanted, store_config, write_edit
 
     # The hint before and after: a reader that looked between the two sees the edit at its next question.
     note_change(store.path, run_id)
-    write_edit(Path(store.path) / "runs" / run_id, data, fsync=fsync_wanted(store))
+    write_edit(Path(store.path) / "runs" / run_id, data, fsync=fsync_wanted(store), config=store_config(store))
     note_change(store.path, run_id)
 
 

@@ -179,21 +179,35 @@ def edit_writer(run_dir: Path, *, fsync: bool = False) -> EditWriter:
         return w
 
 
-def write_edit(run_dir: Path, data: dict[str, Any], *, fsync: bool = False) -> None:
-    """Append one edit event to this process's edit segment of the run at ``run_dir``."""
+def write_edit(run_dir: Path, data: dict[str, Any], *, fsync: bool = False, config: Any = None) -> None:
+    """Append one edit event to this process's edit segment of the run at ``run_dir``.
+
+    :param config: the store's configuration: with a team database set (``[team] url`` or
+        ``TRACKER_TEAM_URL``), the store's follower is told of the edit (and started if none runs), so
+        the edit reaches the database within seconds (:func:`tracker.write.stream.on_edited`).
+    """
     if not run_dir.is_dir():
         raise RunNotFound(f"no run folder {run_dir}: the run was removed")
     edit_writer(run_dir, fsync=fsync).append(data)
+    from tracker.write.stream import on_edited
+
+    on_edited(run_dir.parent.parent, run_dir.name, config)
 
 
 # --- the editing API -----------------------------------------------------------------------------
 
 def fsync_wanted(store: Store) -> bool:
     """Whether the store's config asks for ``durability = "fsync"`` (no when it cannot be read)."""
+    config = store_config(store)
+    return bool(config is not None and config.fsync)
+
+
+def store_config(store: Store) -> Any:
+    """The store's configuration, or ``None`` when it cannot be read."""
     try:
-        return store.host.config.fsync
+        return store.host.config
     except TrackerError:
-        return False
+        return None
 
 
 def named_views(store: Store, refs: Iterable[str]) -> list[RunView]:
@@ -236,7 +250,7 @@ def tag_runs(store: Store, refs: str | Iterable[str], add: Iterable[str] = (),
         if removing:
             data["tags_remove"] = removing
         if data:
-            write_edit(view.path, data, fsync=fsync)
+            write_edit(view.path, data, fsync=fsync, config=store_config(store))
         out.append(view.refresh())
     return out
 
@@ -246,7 +260,7 @@ def rename_run(store: Store, ref: str, name: str) -> RunInfo:
     name = check_label(name, "name")
     view = store.run(ref)
     if view.info.name != name:
-        write_edit(view.path, {"name": name}, fsync=fsync_wanted(store))
+        write_edit(view.path, {"name": name}, fsync=fsync_wanted(store), config=store_config(store))
     return view.refresh()
 
 
@@ -256,7 +270,8 @@ def note_run(store: Store, ref: str, text: str, *, append: bool = False) -> RunI
     if append and not text.strip():
         raise TrackerError("note: nothing to append, the text is empty")
     view = store.run(ref)
-    write_edit(view.path, {"notes_append" if append else "notes": text}, fsync=fsync_wanted(store))
+    write_edit(view.path, {"notes_append" if append else "notes": text}, fsync=fsync_wanted(store),
+               config=store_config(store))
     return view.refresh()
 
 
@@ -274,5 +289,5 @@ def _update(store: Store, ref: str, field: str, values: Mapping[str, Any]) -> Ru
     data = check_values(values, field)
     view = store.run(ref)
     if data:
-        write_edit(view.path, {field: data}, fsync=fsync_wanted(store))
+        write_edit(view.path, {field: data}, fsync=fsync_wanted(store), config=store_config(store))
     return view.refresh()

@@ -133,7 +133,8 @@ class RunConfig(_ReadsAsDict):
         data = redact_urls(check_values(plain_config(data), "config"))
         changed = {k: v for k, v in data.items() if k not in self._values or self._values[k] != v}
         if changed:
-            write_edit(self._run.path, {"config": changed}, fsync=self._run._host.config.fsync)
+            write_edit(self._run.path, {"config": changed}, fsync=self._run._host.config.fsync,
+                       config=self._run._host.config)
             self._values.update(changed)
 
     def update(self, values: Mapping[str, Any] | Any = None, allow_val_change: bool | None = None,
@@ -181,7 +182,8 @@ class RunSummary(_ReadsAsDict):
 
         data = check_values({**dict(values or {}), **more}, "summary")
         if data:
-            write_edit(self._run.path, {"summary": data}, fsync=self._run._host.config.fsync)
+            write_edit(self._run.path, {"summary": data}, fsync=self._run._host.config.fsync,
+                       config=self._run._host.config)
             self._values.update(data)
 
     def __setitem__(self, key: str, value: Any) -> None:

@@ -166,6 +166,23 @@ def on_run_attached(root: Path, run_id: str, writer: Any, config: Any) -> None:
         pass
 
 
+def on_edited(root: Path, run_id: str, config: Any) -> None:
+    """An edit of a run (tag, name, notes, config, summary, alias): with a team URL set, mark the run for the
+    follower and make sure one runs, so the edit reaches the database within seconds (a finished run is
+    otherwise looked at only by the follower's passes over every run).
+
+    Costs nothing without ``[team] url`` or ``TRACKER_TEAM_URL``, and never raises.
+    """
+    url = getattr(config, "team_url", None) or os.environ.get("TRACKER_TEAM_URL")
+    if not url or fcntl is None:
+        return
+    try:
+        mark_hot(root, run_id)
+        start_follower(root, url, getattr(config, "file", None))
+    except Exception:  # noqa: BLE001 - an edit is never failed by streaming
+        pass
+
+
 def _watch(root: Path, url: str, config_file: Any, writer: Any) -> None:
     """Keep the follower alive while ``writer`` is open (it may be killed; a new one resumes)."""
     global _watchdog
@@ -211,4 +228,4 @@ def _watch_loop() -> None:
 
 
 __all__ = ["HOT_DIR", "LOCK_FILE", "LOG_FILE", "STATUS_FILE", "TEAM_DIR", "follower_running", "mark_hot",
-           "on_run_attached", "start_follower", "team_dir"]
+           "on_edited", "on_run_attached", "start_follower", "team_dir"]
