@@ -4,8 +4,11 @@ Every event is keyed by ``(run_id, writer, seq)``, so syncing again, or two
 machines syncing the same shared folder, never stores an event twice. Each
 batch of events and the writer's progress (bytes and sequence number synced)
 commit in one transaction: a sync killed at any moment leaves the database
-consistent, and the next one goes on from the last commit. Tables, indexes
-and how a team uses them: docs/team.md.
+consistent, and the next one goes on from the last commit. A run's edit
+segments (tags, name, notes, config, summary changed after the fact) are
+copied the same way into ``tracker_edits``, and the run's info is synced
+again when one adds an edit. Tables, indexes and how a team uses them:
+docs/team.md.
 
 Credentials come from the URL, the ``PG*`` environment variables or a
 ``.pgpass`` file (libpq reads them); a password is never printed: messages
