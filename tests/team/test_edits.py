@@ -169,6 +169,12 @@ def test_every_edit_reaches_the_database_on_the_next_sync(host, tmp_path: Path, 
     # Edit segments are progress rows of tracker_writers, never writers: the status and writer counts hold.
     assert db_rows(pg_url, "SELECT count(*) FROM tracker_writers WHERE NOT is_writer AND status = 'edits'") == [(3,)]
     assert db_rows(pg_url, "SELECT count(*) FROM tracker_events WHERE kind = 'edit'") == [(0,)]
+    # The database itself takes no edit: one line saying where edits are made, nothing changed.
+    for args in (("tag", "alpha", "--add", "x"), ("rename", "alpha", "x"), ("note", "alpha", "x")):
+        res = CliRunner().invoke(make_cli(host), ["--store", pg_url, *args])
+        assert res.exit_code == 1 and res.stdout == "" and res.stderr.count("\n") == 1, res.output
+        assert "team database" in res.stderr and "folder store" in res.stderr and PASSWORD not in res.stderr
+    assert infos(pg_url) == team
 
 
 def test_a_sync_with_nothing_new_reads_no_edit_segment(tmp_path: Path, pg_url: str,

@@ -223,6 +223,18 @@ def named_views(store: Store, refs: Iterable[str]) -> list[RunView]:
     return list(views.values())
 
 
+def editable(store: Store, view: RunView) -> RunView:
+    """``view``, a run of a folder store (edits are appended to its folder).
+
+    :raises TrackerError: a run of the team database, which takes edits from the folders it is synced from.
+    """
+    if not isinstance(view.path, Path):
+        raise TrackerError(f"{store.path} is a team database, which takes edits from the stores it is synced "
+                           "from: edit the run in its folder store (`tracker --store FOLDER ...`), and `tracker "
+                           "sync` or the follower copies the edit")
+    return view
+
+
 def tag_runs(store: Store, refs: str | Iterable[str], add: Iterable[str] = (),
              remove: Iterable[str] = ()) -> list[RunInfo]:
     """Add and remove tags of runs; returns their infos after the edit.
@@ -237,7 +249,7 @@ def tag_runs(store: Store, refs: str | Iterable[str], add: Iterable[str] = (),
     both = sorted(set(add) & set(remove))
     if both:
         raise TrackerError(f"tag {both[0]!r} is both added and removed; nothing was changed")
-    views = named_views(store, refs)
+    views = [editable(store, v) for v in named_views(store, refs)]
     fsync = fsync_wanted(store)
     out = []
     for view in views:
@@ -258,7 +270,7 @@ def tag_runs(store: Store, refs: str | Iterable[str], add: Iterable[str] = (),
 def rename_run(store: Store, ref: str, name: str) -> RunInfo:
     """Give a run a new name (free text, one line, not blank); returns its info."""
     name = check_label(name, "name")
-    view = store.run(ref)
+    view = editable(store, store.run(ref))
     if view.info.name != name:
         write_edit(view.path, {"name": name}, fsync=fsync_wanted(store), config=store_config(store))
     return view.refresh()
@@ -269,7 +281,7 @@ def note_run(store: Store, ref: str, text: str, *, append: bool = False) -> RunI
     text = _plain_text(text, "note")
     if append and not text.strip():
         raise TrackerError("note: nothing to append, the text is empty")
-    view = store.run(ref)
+    view = editable(store, store.run(ref))
     write_edit(view.path, {"notes_append" if append else "notes": text}, fsync=fsync_wanted(store),
                config=store_config(store))
     return view.refresh()
@@ -287,7 +299,7 @@ def update_summary(store: Store, ref: str, values: Mapping[str, Any]) -> RunInfo
 
 def _update(store: Store, ref: str, field: str, values: Mapping[str, Any]) -> RunInfo:
     data = check_values(values, field)
-    view = store.run(ref)
+    view = editable(store, store.run(ref))
     if data:
         write_edit(view.path, {field: data}, fsync=fsync_wanted(store), config=store_config(store))
     return view.refresh()
