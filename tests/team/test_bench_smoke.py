@@ -24,3 +24,17 @@ def test_bench_team_quick_prints_each_measurement_beside_its_floor(pg_url: str, 
     for r in rows:
         assert r["benchmark"] == "team" and r["value"] > 0 and r["floor"] > 0 and "target" in r, r
     assert "s3cret" not in proc.stdout + proc.stderr
+
+
+def test_bench_sync_edits_quick_prints_each_measurement_beside_its_floor(pg_url: str, tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if kept(k)}
+    env["TRACKER_BENCH_PG"] = pg_url
+    proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "bench_sync_edits.py"), "--quick", "--repeat",
+                           "1"], capture_output=True, text=True, cwd=tmp_path, env=env, timeout=300)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    rows = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
+    assert len(rows) == 3
+    for r in rows:
+        assert r["benchmark"] == "sync_edits" and r["value"] > 0 and r["floor"] > 0, r
+    assert rows[1]["tag_in_database"] is True
+    assert "s3cret" not in proc.stdout + proc.stderr
