@@ -95,3 +95,14 @@ def test_reads_of_a_store_eight_processes_log_into_return_with_what_was_acknowle
     assert reads["api_metrics"]["found"]["k_max"] >= reads["api_metrics"]["acked"]["c0"] - 1
     # What each read took, for the record (timing is the benchmarks' to judge).
     print({name: round(r["seconds"], 2) for name, r in reads.items()})
+
+
+def test_the_live_read_benchmark_runs(tmp_path: Path):
+    """benchmarks/bench_live_read.py --quick: each read next to its floor (the same read, writer stopped)."""
+    script = Path(__file__).resolve().parents[2] / "benchmarks" / "bench_live_read.py"
+    proc = subprocess.run([sys.executable, str(script), "--quick", "--repeat", "1"], capture_output=True, text=True,
+                          cwd=tmp_path, env=child_env(tmp_path), timeout=HANG_S)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    rows = [json.loads(line) for line in proc.stdout.splitlines()]
+    assert [r["name"].split(",")[0] for r in rows] == ["Store.runs() (tracker runs", "view.metrics()"]
+    assert all(r["value"] > 0 and r["floor"] > 0 and r["records_live"] >= r["records_idle"] for r in rows)
