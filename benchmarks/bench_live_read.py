@@ -11,7 +11,9 @@ Figures (wall clock, median over rounds; each round a fresh store):
   when it began; the live one starts from a segment a little longer (what
   the writer added between the two), which the figures name.
 - the reads: ``Store.runs()`` (the listing: ``tracker runs``, ``/api/runs``)
-  and ``view.metrics()`` of the run.
+  and ``view.metrics()`` of the run; each in wall-clock time, then in the CPU
+  time of the reading process (the work it did: on a machine whose cores the
+  writer shares, the wall clock also counts the wait for a core).
 
 Before reads were bounded, neither returned while such a writer ran (the
 writer appends faster than a reader parses, and the reader followed each
@@ -56,8 +58,9 @@ def _records(seg: Path) -> int:
     return seg.stat().st_size // max(1, len(line))
 
 
-def one_round(root: Path, records: int, read: str) -> tuple[float, float, int, int]:
-    """``(idle seconds, live seconds, records at the idle read, records at the live read)``."""
+def one_round(root: Path, records: int, read: str) -> tuple[float, float, int, int, float, float]:
+    """``(idle seconds, live seconds, records at the idle read, records at the live read, idle CPU seconds,
+    live CPU seconds)``."""
     store = root / f"store-{read}-{time.monotonic_ns()}"
     proc = subprocess.Popen([sys.executable, "-c", WRITER, str(store)], stdout=subprocess.PIPE, text=True)
     try:
@@ -66,21 +69,21 @@ def one_round(root: Path, records: int, read: str) -> tuple[float, float, int, i
         while _records(seg) < records:
             time.sleep(0.01)
 
-        def timed() -> tuple[float, int]:
+        def timed() -> tuple[float, int, float]:
             shutil.rmtree(store / "index", ignore_errors=True)
             n = _records(seg)
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), time.process_time()
             if read == "runs":
                 tracker.open_store(store).runs()
             else:
                 tracker.open_store(store).run("fast").metrics()
-            return time.perf_counter() - t0, n
+            return time.perf_counter() - t0, n, time.process_time() - c0
 
         proc.send_signal(signal.SIGSTOP)
-        idle, n_idle = timed()
+        idle, n_idle, cpu_idle = timed()
         proc.send_signal(signal.SIGCONT)
-        live, n_live = timed()
-        return idle, live, n_idle, n_live
+        live, n_live, cpu_live = timed()
+        return idle, live, n_idle, n_live, cpu_idle, cpu_live
     finally:
         proc.kill()
         proc.wait()
@@ -103,6 +106,12 @@ def bench(args) -> None:
                  records_idle=int(statistics.median(r[2] for r in rounds)),
                  records_live=int(statistics.median(r[3] for r in rounds)),
                  cores=os.cpu_count())
+            cpu = [r[5] / r[4] for r in rounds]
+            emit("live_read", "the same, CPU time of the reading process",
+                 value=round(statistics.median(r[5] for r in rounds), 3),
+                 floor=round(statistics.median(r[4] for r in rounds), 3), ratio=round(statistics.median(cpu), 3),
+                 ratio_min=round(min(cpu), 3), ratio_max=round(max(cpu), 3), unit="s", clock="cpu",
+                 floor_name="the same read, writer stopped (SIGSTOP)", rounds=args.repeat)
 
 
 if __name__ == "__main__":

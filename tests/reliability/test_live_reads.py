@@ -104,5 +104,7 @@ def test_the_live_read_benchmark_runs(tmp_path: Path):
                           cwd=tmp_path, env=child_env(tmp_path), timeout=HANG_S)
     assert proc.returncode == 0, proc.stderr[-2000:]
     rows = [json.loads(line) for line in proc.stdout.splitlines()]
-    assert [r["name"].split(",")[0] for r in rows] == ["Store.runs() (tracker runs", "view.metrics()"]
-    assert all(r["value"] > 0 and r["floor"] > 0 and r["records_live"] >= r["records_idle"] for r in rows)
+    assert [r["name"].split(",")[0] for r in rows] == ["Store.runs() (tracker runs", "the same", "view.metrics()",
+                                                       "the same"]
+    assert all(r["value"] > 0 and r["floor"] > 0 for r in rows)
+    assert all(r["records_live"] >= r["records_idle"] for r in rows if "records_live" in r)
