@@ -108,3 +108,42 @@ def test_the_live_read_benchmark_runs(tmp_path: Path):
                                                        "the same"]
     assert all(r["value"] > 0 and r["floor"] > 0 for r in rows)
     assert all(r["records_live"] >= r["records_idle"] for r in rows if "records_live" in r)
+
+
+def test_each_look_of_tail_takes_what_is_there(tmp_path: Path):
+    """`tracker tail -f`'s follower: a look at a run that logs in a tight loop ends, with what was acknowledged."""
+    import threading
+
+    import tracker
+    from tracker.read.tail import Follower
+
+    store, go, out = tmp_path / "store", tmp_path / "go", tmp_path / "c0.out"
+    env = child_env(tmp_path)
+    with open(out, "wb") as so, open(out.with_suffix(".err"), "wb") as se:
+        writer = subprocess.Popen([sys.executable, str(CHILD), "burst", "--store", str(store), "--run-id", "w0",
+                                   "--child", "0", "--go", str(go)], stdout=so, stderr=se, env=env, cwd=tmp_path)
+    try:
+        wait_for_line(out, writer)
+        go.touch()
+        follower = Follower(tracker.open_store(store).run("w0"), "metrics")
+        seen: list[int] = []
+        for _ in range(3):  # the first look reads the derived data, the next ones the lines since
+            acked = 0
+            while acked < 1000 * (len(seen) + 1):
+                lines = out.read_text().split("\n")[:-1]
+                acked = max([int(x) for x in lines if x.isdigit()], default=0)
+            done = threading.Event()
+            counted: list[int] = []
+
+            def look(counted: list[int] = counted, done: threading.Event = done) -> None:
+                counted.append(sum(1 for _ in follower.read()))
+                done.set()
+
+            threading.Thread(target=look, daemon=True).start()
+            assert done.wait(HANG_S), "a look of the follower chases the run's tail"
+            seen.append(counted[0])
+            assert sum(seen) >= acked, (seen, acked)
+            assert writer.poll() is None
+    finally:
+        writer.kill()
+        writer.wait()
