@@ -135,3 +135,29 @@ def test_an_edit_naming_content_that_is_gone_changes_nothing() -> None:
     assert c.aliases == {"latest": 0} and c.consumers == {}
     assert c.history[0].version is None  # shown in the history, naming no version
 
+
+
+def _answers(reg: Registry) -> list:
+    out = []
+    for c in reg.names():
+        out.append((c.qualified, c.type, c.count, c.latest_summary(), c.aliases, c.last_logged,
+                    [(v.version, v.sha256, v.size, v.producer, v.time, v.type, v.reference) for v in c.versions],
+                    [(h.alias, h.op, h.version, h.run, h.how) for h in c.history], c.consumers, c.loggers))
+    return out + [reg.outputs, reg.inputs]
+
+
+@settings(max_examples=100, deadline=None)
+@given(logs, st.lists(st.tuples(st.sampled_from(["a", "b"]), st.integers(0, 6), st.sampled_from(["prod", "x"]),
+                                st.sampled_from(["set", "remove"])), max_size=6))
+def test_a_registry_read_back_from_its_parts_answers_the_same(entries, edits) -> None:
+    figs = figures_of(entries)
+    for i, (name, content, alias, op) in enumerate(edits):
+        figs.setdefault("r9", {"p": "proj", "o": [], "u": [], "e": []})["e"].append(
+            edit("proj", name, alias, content, 50.0 + i, op))
+        figs["r9"]["u"].append(use("proj", name, content, 60.0 + i, i))
+    reg = Registry(figs)
+    back = Registry.loaded(*reg.to_parts())
+    assert _answers(back) == _answers(reg)
+    for key in reg.collections:
+        ref = f"{key[0]}/{key[1]}:latest"
+        assert back.find(ref)[1] == reg.find(ref)[1]

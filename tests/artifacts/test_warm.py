@@ -135,3 +135,23 @@ def test_writers_leave_a_hint_before_they_write(tmp_path: Path) -> None:
     lines = (store / warm_mod.HINTS).read_text().splitlines()
     # prep logs; each train uses and logs; set_alias hints before and after; eval uses and logs.
     assert len(lines) == 1 + 2 * 2 + 2 + 2
+
+
+def test_a_fresh_reader_reads_the_kept_registry_back_and_never_a_stale_one(chain, monkeypatch) -> None:
+    from tracker.read.registry import LazyCollection, Registry
+
+    store, ids = chain
+    first = tracker.open_store(store).registry()  # derived, and kept under index/
+    assert (store / "index" / warm_mod.REGISTRY).is_file()
+    built = []
+    real = Registry._build
+    monkeypatch.setattr(Registry, "_build", lambda self, figs: (built.append(1), real(self, figs))[1])
+    again = tracker.open_store(store).registry()
+    assert built == [] and all(isinstance(c, LazyCollection) for c in again.collections.values())
+    assert tracker.open_store(store).lineage(ids["train-2"]) == tracker.open_store(store).lineage(ids["train-2"])
+    assert [(c.qualified, c.aliases, [v.sha256 for v in c.versions]) for c in again.names()] == \
+        [(c.qualified, c.aliases, [v.sha256 for v in c.versions]) for c in first.names()]
+    # Something new: the kept registry no longer fits the figures, and is derived again.
+    _py(NEW_RUN, store, "content-z", "later")
+    assert tracker.open_store(store).artifact("mnist-cnn:latest").version == "v2"
+    assert built == [1]

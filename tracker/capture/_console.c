@@ -261,10 +261,8 @@ reserve(Buf *b, size_t more)
     while (cap < b->len + more)
         cap *= 2;
     char *p = realloc(b->p, cap);
-    if (p == NULL) {
-        PyErr_NoMemory();
-        return -1;
-    }
+    if (p == NULL)
+        return -1;  /* the caller, holding the interpreter, raises MemoryError */
     b->p = p;
     b->cap = cap;
     return 0;
@@ -392,8 +390,10 @@ lines(PyObject *Py_UNUSED(self), PyObject *args)
                 PyErr_SetString(PyExc_TypeError, "lines: texts must be str");
             goto done;
         }
-        if (emit(&out, &parts, (const unsigned char *)u, (size_t)len, k[i] & 1, (k[i] >> 1) & 1) < 0)
+        if (emit(&out, &parts, (const unsigned char *)u, (size_t)len, k[i] & 1, (k[i] >> 1) & 1) < 0) {
+            PyErr_NoMemory();
             goto done;
+        }
     }
     result = PyBytes_FromStringAndSize(out.p ? out.p : "", (Py_ssize_t)out.len);
 done:
@@ -425,6 +425,7 @@ feed(PyObject *Py_UNUSED(self), PyObject *args)
         return NULL;
     PyObject *result = NULL;
     Buf out = {NULL, 0, 0}, cur = {NULL, 0, 0};
+    struct { const unsigned char *p; size_t n; } *texts = NULL;
     Parts parts;
     if (parse_parts(&parts, &pre, crc_pre, seq, mids, tails) < 0)
         goto done;
@@ -449,17 +450,33 @@ feed(PyObject *Py_UNUSED(self), PyObject *args)
         result = Py_NewRef(Py_None);
         goto done;
     }
-    if (put(&cur, p, (size_t)plen) < 0)
+    if (put(&cur, p, (size_t)plen) < 0) {
+        PyErr_NoMemory();
         goto done;
-    long long records = 0, text_bytes = 0, ended = 0;
-    int full = 0;
+    }
+    /* Each item's UTF-8 (str objects are immutable and the list holds them): the work below needs no
+     * interpreter, so it lets go of it and the program goes on printing meanwhile. */
+    texts = malloc(sizeof(*texts) * (size_t)(n ? n : 1));
+    if (texts == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
     for (Py_ssize_t i = 0; i < n; i++) {
         Py_ssize_t len;
-        const unsigned char *u = (const unsigned char *)PyUnicode_AsUTF8AndSize(PyList_GET_ITEM(items, i), &len);
+        texts[i].p = (const unsigned char *)PyUnicode_AsUTF8AndSize(PyList_GET_ITEM(items, i), &len);
+        texts[i].n = (size_t)len;
+    }
+    long long records = 0, text_bytes = 0, ended = 0;
+    int full = 0, oom = 0;
+    size_t off = 0;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t i = 0; i < n && !oom; i++) {
+        const unsigned char *u = texts[i].p;
+        size_t len = texts[i].n;
         size_t start = 0;
         for (;;) {
-            size_t j = start + next_break(u + start, (size_t)len - start);
-            if (j >= (size_t)len)
+            size_t j = start + next_break(u + start, len - start);
+            if (j >= len)
                 break;
             unsigned char c = u[j];
             /* the text before the break goes to the line: appended, or replacing it after a \r */
@@ -468,8 +485,10 @@ feed(PyObject *Py_UNUSED(self), PyObject *args)
                     cur.len = 0;
                     cr = 0;
                 }
-                if (put(&cur, u + start, j - start) < 0)
-                    goto done;
+                if (put(&cur, u + start, j - start) < 0) {
+                    oom = 1;
+                    break;
+                }
             }
             start = j + 1;
             if (c == '\r') {
@@ -478,48 +497,58 @@ feed(PyObject *Py_UNUSED(self), PyObject *args)
             }
             /* a line ends: its records (a line over 64 KiB in pieces) */
             ended++;
-            size_t off = 0;
+            size_t at = 0;
             do {
-                size_t k = piece((const unsigned char *)cur.p + off, cur.len - off);
+                size_t k = piece((const unsigned char *)cur.p + at, cur.len - at);
                 if (!full) {
                     if (text_bytes + (long long)k > limit) {
                         full = 1;
                     } else {
-                        if (emit(&out, &parts, (const unsigned char *)cur.p + off, k, 0, 0) < 0)
-                            goto done;
+                        if (emit(&out, &parts, (const unsigned char *)cur.p + at, k, 0, 0) < 0) {
+                            oom = 1;
+                            break;
+                        }
                         records++;
                         text_bytes += (long long)k;
                     }
                 }
-                off += k;
-            } while (off < cur.len);
+                at += k;
+            } while (at < cur.len);
             cur.len = 0;
             cr = 0;
+            if (oom)
+                break;
         }
-        if ((size_t)len > start) {
+        if (!oom && len > start) {
             if (cr) {
                 cur.len = 0;
                 cr = 0;
             }
-            if (put(&cur, u + start, (size_t)len - start) < 0)
-                goto done;
+            if (put(&cur, u + start, len - start) < 0)
+                oom = 1;
         }
     }
     /* An unfinished line over 64 KiB: its first pieces are records of their own (as _Line.feed). */
-    size_t off = 0;
-    while (cur.len - off > MAX_TEXT_BYTES) {
+    while (!oom && cur.len - off > MAX_TEXT_BYTES) {
         size_t k = piece((const unsigned char *)cur.p + off, cur.len - off);
         if (!full) {
             if (text_bytes + (long long)k > limit) {
                 full = 1;
             } else {
-                if (emit(&out, &parts, (const unsigned char *)cur.p + off, k, 0, 0) < 0)
-                    goto done;
+                if (emit(&out, &parts, (const unsigned char *)cur.p + off, k, 0, 0) < 0) {
+                    oom = 1;
+                    break;
+                }
                 records++;
                 text_bytes += (long long)k;
             }
         }
         off += k;
+    }
+    Py_END_ALLOW_THREADS
+    if (oom) {
+        PyErr_NoMemory();
+        goto done;
     }
     PyObject *blob = PyBytes_FromStringAndSize(out.p ? out.p : "", (Py_ssize_t)out.len);
     PyObject *rest = PyUnicode_DecodeUTF8(cur.p ? cur.p + off : "", (Py_ssize_t)(cur.len - off), "strict");
@@ -528,6 +557,7 @@ feed(PyObject *Py_UNUSED(self), PyObject *args)
     Py_XDECREF(blob);
     Py_XDECREF(rest);
 done:
+    free(texts);
     free(out.p);
     free(cur.p);
     PyBuffer_Release(&pre);

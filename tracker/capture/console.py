@@ -60,9 +60,13 @@ FLUSH_INTERVAL = 0.1
 #: An unfinished line is written as a ``partial`` record once it is this old, in seconds.
 PARTIAL_AFTER = 0.4
 #: Seconds ``stop()`` waits for an ``"fd"`` pipe to drain after the descriptors are restored.
-DRAIN_TIMEOUT = 2.0
+DRAIN_TIMEOUT = 0.5
 #: Every this many writes waiting (a power of two), the flusher is woken at once: what waits stays small.
 KICK_EVERY = 4096
+#: Writes taken and written at a time.
+CHUNK = 8192
+#: This many writes waiting (the flusher starved of the interpreter): the writing thread takes them itself.
+BACKLOG = 65536
 STDOUT, STDERR = 0, 1
 _NAMES = ("stdout", "stderr")
 _SURROGATES = re.compile("[\ud800-\udfff]")
@@ -370,14 +374,15 @@ class Capture:
     def _wrap(self) -> None:
         out, err = sys.stdout, sys.stderr
         if out is not None:
-            self.wrapped.append(_Wrapped.wrap("stdout", out, self.buf, STDOUT, self.wake.set))
+            self.wrapped.append(_Wrapped.wrap("stdout", out, self.buf, STDOUT, self.kick))
         if err is not None and err is not out:
-            self.wrapped.append(_Wrapped.wrap("stderr", err, self.buf, STDERR, self.wake.set))
+            self.wrapped.append(_Wrapped.wrap("stderr", err, self.buf, STDERR, self.kick))
 
     def stop(self) -> None:
         """Restore the streams, write what is left, end the threads (the last sink has gone)."""
         if self.fds is not None:
             self.fds.restore()
+            self.fds.close()  # what the pipes still hold is read (at most DRAIN_TIMEOUT)
         for w in self.wrapped:
             w.unwrap()
         self.wrapped = []
@@ -385,10 +390,8 @@ class Capture:
         self.wake.set()
         t = self.thread
         if t is not None and t is not threading.current_thread() and os.getpid() == self.pid:
-            t.join(DRAIN_TIMEOUT + 5.0)
+            t.join(5.0)
         self.thread = None
-        if self.fds is not None:
-            self.fds.close()
         self.flush(force=True)
 
     # -- the flusher
@@ -400,12 +403,15 @@ class Capture:
                 self.flush()
             except Exception:  # noqa: BLE001, S110 - the flusher never dies while runs capture
                 pass
-            if self.stopping and (self.fds is None or self.fds.done):
+            if self.stopping:
                 return
             self.wake.wait(FLUSH_INTERVAL)
 
     def flush(self, force: bool = False) -> int:
         """Take what was written, cut it into records and write them to every sink: the writes taken.
+
+        A long backlog is taken :data:`CHUNK` writes at a time (each one write to the segment), so that
+        what is being worked on stays small however long the flusher had to wait for the interpreter.
 
         :param force: write unfinished lines now as partial records (at stop).
         """
@@ -414,30 +420,48 @@ class Capture:
         with self.lock:
             _in_flush.on = True
             try:
+                taken = 0
                 buf = self.buf
-                items = buf[:]
-                del buf[:len(items)]
-                now = time.time()
-                batch = Batch()
-                if items and not (_c is not None and len(self.sinks) == 1 and self._fast(items, now, self.sinks[0])):
-                    self._cut(items, now, batch)
-                for stream in (STDOUT, STDERR):
-                    text = self.lines[stream].due(now, force)
-                    if text is not None:
-                        batch.add(stream, text, True)
-                if batch.texts:
-                    batch, bad = checked(batch)
-                    for stream in bad:
-                        self.bad_text[stream] = True
-                    for sink in list(self.sinks):
-                        sink.write(batch, now)
-                        for stream in (STDOUT, STDERR):
-                            if self.bad_text[stream]:
-                                sink.note(f"undecodable {stream}", f"{_NAMES[stream]} held text that is not "
-                                          "valid UTF-8; it is stored with U+FFFD replacement characters", now)
-                return len(items)
+                while True:
+                    items = buf[:CHUNK]
+                    del buf[:len(items)]
+                    taken += len(items)
+                    self._flush_items(items, force and len(items) < CHUNK)
+                    if len(items) < CHUNK:
+                        return taken
             finally:
                 _in_flush.on = False
+
+    def kick(self) -> None:
+        """Called by the tees every :data:`KICK_EVERY` writes waiting: wake the flusher, or, when it has not
+        kept up (a busy machine), take the backlog on the writing thread, so that memory stays bounded."""
+        if len(self.buf) >= BACKLOG:
+            try:
+                self.flush()
+            except Exception:  # noqa: BLE001, S110 - never into the code that prints
+                pass
+        else:
+            self.wake.set()
+
+    def _flush_items(self, items: list[Any], force: bool) -> None:
+        now = time.time()
+        batch = Batch()
+        if items and not (_c is not None and len(self.sinks) == 1 and self._fast(items, now, self.sinks[0])):
+            self._cut(items, now, batch)
+        for stream in (STDOUT, STDERR):
+            text = self.lines[stream].due(now, force)
+            if text is not None:
+                batch.add(stream, text, True)
+        if batch.texts:
+            batch, bad = checked(batch)
+            for stream in bad:
+                self.bad_text[stream] = True
+            for sink in list(self.sinks):
+                sink.write(batch, now)
+                for stream in (STDOUT, STDERR):
+                    if self.bad_text[stream]:
+                        sink.note(f"undecodable {stream}", f"{_NAMES[stream]} held text that is not "
+                                  "valid UTF-8; it is stored with U+FFFD replacement characters", now)
 
     def _fast(self, items: list[Any], now: float, sink: Sink) -> bool:
         """Cut ``items`` into the one sink's records and write them in C (``_console.feed``), if it can.

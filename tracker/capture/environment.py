@@ -17,14 +17,10 @@ patterns match as a folder artifact named ``code``.
 
 from __future__ import annotations
 
-import logging
 import os
-import platform
 import re
 import shutil
-import subprocess
 import sys
-import tempfile
 import threading
 import time
 from collections.abc import Callable
@@ -34,8 +30,6 @@ from typing import Any
 from tracker.core.urls import redact_urls
 from tracker.core.values import storable
 from tracker.read.liveness import hostname
-
-log = logging.getLogger("tracker.environment")
 
 #: Seconds git may take in all (every command together) before it is called slow.
 GIT_TIMEOUT = 2.0
@@ -127,6 +121,8 @@ def _metadata_name_version(path: str, name: str) -> tuple[str, str]:
 # --- machine ------------------------------------------------------------------------------------
 
 def _cpu_model() -> str:
+    import platform
+
     try:
         with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
             for line in f:
@@ -235,6 +231,8 @@ class _Git:
         self.problem: str | None = None
 
     def run(self, *args: str, ok: tuple[int, ...] = (0,)) -> bytes | None:
+        import subprocess  # imported here, on the recorder's thread: start_run does not wait for it
+
         if self.problem is not None:
             return None
         left = self.deadline - time.monotonic()
@@ -321,6 +319,8 @@ def collect(*, max_diff_bytes: int = 10 * 1024 * 1024, put_blob: Callable[[bytes
 
     Never raises for a fact that cannot be read: it is left out, and git's problems are warnings.
     """
+    import platform
+
     warnings: list[str] = []
     try:
         cwd: Path | None = Path.cwd()
@@ -417,6 +417,9 @@ class EnvironmentRecorder:
             self.thread.join(timeout)
 
     def _run(self) -> None:
+        # A new thread holds the interpreter until it blocks or its time slice ends (5 ms): it blocks
+        # at once, so that start_run, waiting to get the interpreter back, returns without that wait.
+        time.sleep(0.005)
         try:
             data = collect(max_diff_bytes=getattr(self.config, "max_diff_bytes", 10 * 1024 * 1024),
                            put_blob=self.put_blob)
@@ -428,8 +431,7 @@ class EnvironmentRecorder:
             if patterns and self.log_artifact is not None:
                 self._store_code(data, patterns)
         except Exception as exc:  # noqa: BLE001 - the environment never makes a run fail
-            self.error = f"{type(exc).__name__}: {exc}"
-            log.debug("environment not recorded: %s", self.error)
+            self.error = f"{type(exc).__name__}: {exc}"  # kept on the recorder: a test or a debugger reads it
 
     def _store_code(self, data: dict[str, Any], patterns: tuple[str, ...]) -> None:
         root = Path(data.get("git_root") or data.get("cwd") or ".")
@@ -452,6 +454,8 @@ def store_code(root: Path, files: list[str], log_artifact: Callable[[Path, str],
     At most :data:`CODE_MAX_FILES` files and :data:`CODE_MAX_BYTES` bytes (one warning line past them);
     symbolic links and what is not a regular file are left out.
     """
+    import tempfile
+
     with tempfile.TemporaryDirectory(prefix="tracker-code-") as tmp:
         total = 0
         kept = 0

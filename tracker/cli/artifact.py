@@ -48,11 +48,10 @@ def list_cmd(obj: CliContext, type_: str | None, project: str | None, fmt: str) 
     names = obj.store.registry().names(type=type_, project=project)
     rows = []
     for c in names:
-        latest = c.latest
+        version, size, _producer, created = c.latest_summary()
         rows.append({"project": c.project, "name": c.name, "type": c.type, "versions": c.count,
-                     "latest": latest.version,
-                     "aliases": {a: f"v{n}" for a, n in sorted(c.aliases.items())},
-                     "size": latest.size, "updated": latest.time})
+                     "latest": version, "aliases": {a: f"v{n}" for a, n in sorted(c.aliases.items())},
+                     "size": size, "updated": created})
     if fmt == "json":
         click.echo(dumps({"artifacts": rows}))
         return

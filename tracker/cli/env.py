@@ -89,7 +89,8 @@ def env_lines(env: dict[str, Any]) -> list[str]:
             line("cwd", env.get("cwd"))]
     if env.get("git_commit") or env.get("git_root"):
         dirty = env.get("git_dirty")
-        state = ("dirty: " + f"{env.get('git_files_changed', 0)} files, {_size(env.get('git_diff_bytes'))} of diff"
+        state = (f"dirty: {env.get('git_files_changed', 0)} files, +{env.get('git_insertions', 0)} "
+                 f"-{env.get('git_deletions', 0)}, {_size(env.get('git_diff_bytes'))} of diff"
                  + (", cut" if env.get("git_diff_truncated") else "")) if dirty else "clean"
         out.append(line("git", f"{env.get('git_branch') or '(detached)'} @ {(env.get('git_commit') or '-')[:12]} "
                                f"({state})"))

@@ -23,6 +23,7 @@ from operator import itemgetter
 from typing import Any
 
 import attrs
+import orjson
 
 from tracker.core.errors import TrackerError
 from tracker.core.format import decode_nonfinite, encode_nonfinite
@@ -229,6 +230,17 @@ class Collection:
         """The sizes of the versions."""
         return {o[_O_SIZE] for o, _, _ in self._rows}
 
+    def latest_summary(self) -> tuple[str, int, str, float]:
+        """The newest version's ``(version, size, producer, time)``, without making its :class:`Version`."""
+        o, producer, t = self._rows[-1]
+        return f"v{len(self._rows) - 1}", o[_O_SIZE], producer, t
+
+    def to_json(self) -> bytes:
+        """Everything of the collection but its name, as JSON (what :class:`LazyCollection` decodes)."""
+        history = [[h.alias, h.op, h.version, h.sha256, h.time, h.user, h.run, h.how] for h in self.history]
+        return orjson.dumps([self.type, self.last_logged, self.aliases, [list(r) for r in self._rows],
+                             sorted(self._copied), self.consumers, self.loggers, history])
+
     def aliases_of(self, number: int) -> list[str]:
         """The aliases naming version ``number``: ``latest`` first, then the others sorted."""
         names = sorted(a for a, n in self.aliases.items() if n == number and a != LATEST)
@@ -264,6 +276,42 @@ class Collection:
         return f"<Collection {self.qualified} ({self.type}) {len(self._rows)} versions>"
 
 
+class LazyCollection(Collection):
+    """A collection of a registry read back from derived data: its summary at once, the rest (versions,
+    history, consumers) decoded from its JSON when first asked for."""
+
+    __slots__ = ("_text", "_summary")
+    _LAZY = frozenset({"_rows", "_index", "_copied", "history", "consumers", "loggers"})
+
+    def __init__(self, project: str | None, name: str, summary: list[Any], text: bytes) -> None:
+        # Only what a listing needs is set here; __getattr__ fills the other slots on first use.
+        self.project, self.name = project, name
+        self.type, self.last_logged, self.aliases = summary[0], summary[1], dict(summary[2])
+        self._summary, self._text = summary, text
+        self._made = {}
+
+    def __getattr__(self, attr: str) -> Any:
+        if attr not in LazyCollection._LAZY:
+            raise AttributeError(attr)
+        (_t, _ll, _al, rows, copied, consumers, loggers, history) = orjson.loads(self._text)
+        self._rows = [(r[0], r[1], r[2]) for r in rows]
+        self._index = {r[0][_O_SHA]: i for i, r in enumerate(rows)}
+        self._copied = set(copied)
+        self.consumers, self.loggers = consumers, loggers
+        self.history = [AliasChange(alias=h[0], op=h[1], version=h[2], sha256=h[3], time=h[4], user=h[5], run=h[6],
+                                    how=h[7]) for h in history]
+        return object.__getattribute__(self, attr)
+
+    @property
+    def count(self) -> int:
+        """How many versions."""
+        return self._summary[3]
+
+    def latest_summary(self) -> tuple[str, int, str, float]:
+        """The newest version's ``(version, size, producer, time)``, from the summary."""
+        return self._summary[4], self._summary[5], self._summary[6], self._summary[7]
+
+
 def split_ref(ref: str) -> tuple[str, str | None]:
     """``"name:v3"`` -> ``("name", "v3")``; ``"name"`` -> ``("name", None)``.
 
@@ -290,6 +338,7 @@ class Registry:
         #: run id -> RunInfo, when the store that made the registry knows them (for lineage and pages).
         self.infos: dict[str, Any] | None = None
         self._figs = figs
+        self._io: bytes | None = None
         self._outputs: dict[str, dict[tuple[tuple[str | None, str], str], None]] | None = None
         self._inputs: dict[str, list[tuple[tuple[str | None, str], str, str | None]]] | None = None
         with _gc_paused():
@@ -365,6 +414,8 @@ class Registry:
     @property
     def outputs(self) -> dict[str, dict[tuple[tuple[str | None, str], str], None]]:
         """run id -> {(collection key, sha256): None} of what it logged, in log order (made when first asked)."""
+        if self._outputs is None and getattr(self, "_io", None) is not None:
+            self._load_io()
         if self._outputs is None:
             out: dict[str, dict[tuple[tuple[str | None, str], str], None]] = {}
             for run, f in self._figs.items():
@@ -378,6 +429,8 @@ class Registry:
     @property
     def inputs(self) -> dict[str, list[tuple[tuple[str | None, str], str, str | None]]]:
         """run id -> [(collection key, sha256, alias used)] of what it used, in log order, each once."""
+        if self._inputs is None and getattr(self, "_io", None) is not None:
+            self._load_io()
         if self._inputs is None:
             out: dict[str, list[tuple[tuple[str | None, str], str, str | None]]] = {}
             for run, f in self._figs.items():
@@ -390,6 +443,44 @@ class Registry:
                     out[run] = mine
             self._inputs = out
         return self._inputs
+
+    def to_parts(self) -> tuple[bytes, list[bytes], bytes]:
+        """The registry as derived data: a summary of every collection (one JSON text), each collection's
+        JSON, and the runs' outputs and inputs (one JSON text). :meth:`loaded` reads them back."""
+        keys = sorted(self.collections, key=lambda k: (k[0] or "", k[1]))
+        summary, texts = [], []
+        for k in keys:
+            c = self.collections[k]
+            summary.append([k[0], k[1], c.type, c.last_logged, c.aliases, c.count, *c.latest_summary()])
+            texts.append(c.to_json())
+        io = orjson.dumps([{r: [[k[0], k[1], sha] for k, sha in outs] for r, outs in self.outputs.items()},
+                           {r: [[k[0], k[1], sha, alias] for k, sha, alias in ins] for r, ins in self.inputs.items()}])
+        return orjson.dumps(summary), texts, io
+
+    @classmethod
+    def loaded(cls, summary: bytes, texts: list[bytes], io: bytes) -> Registry:
+        """A registry from :meth:`to_parts`' output, each collection decoded only when used.
+
+        :raises ValueError: parts that do not fit together.
+        """
+        reg = cls.__new__(cls)
+        reg.infos = None
+        reg._figs = {}
+        reg._io = io
+        reg._outputs = reg._inputs = None
+        rows = orjson.loads(summary)
+        if len(rows) != len(texts):
+            raise ValueError("a collection without its text")
+        reg.collections = {}
+        for row, text in zip(rows, texts, strict=True):
+            project, name = row[0], row[1]
+            reg.collections[(project, name)] = LazyCollection(project, name, row[2:], text)
+        return reg
+
+    def _load_io(self) -> None:
+        outs, ins = orjson.loads(self._io)
+        self._outputs = {r: {((p, n), sha): None for p, n, sha in rows} for r, rows in outs.items()}
+        self._inputs = {r: [((p, n), sha, alias) for p, n, sha, alias in rows] for r, rows in ins.items()}
 
     def names(self, type: str | None = None, project: str | None = None) -> list[Collection]:
         """Every named artifact (of one type, of one project), by project and name."""
@@ -477,6 +568,7 @@ def _candidates(ref: str) -> list[tuple[str | None, str]]:
     return out
 
 
-__all__ = ["ALIAS_EDIT", "ARTIFACT", "ARTIFACT_USE", "UNSPECIFIED", "AliasChange", "Collection", "Registry",
+__all__ = ["ALIAS_EDIT", "ARTIFACT", "ARTIFACT_USE", "UNSPECIFIED", "AliasChange", "Collection", "LazyCollection",
+           "Registry",
            "Version", "figures", "qualified_name", "run_figures", "split_ref"]
 

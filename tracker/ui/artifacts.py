@@ -37,12 +37,12 @@ def artifacts_doc(store: Any, type: str | None = None, project: str | None = Non
     registry = store.registry()
     out = []
     for c in registry.names(type=type, project=project):
-        latest = c.latest
+        version, size, producer, _created = c.latest_summary()
         out.append({"project": c.project, "name": c.name, "qualified": c.qualified, "type": c.type,
-                    "versions": c.count, "latest": latest.version,
+                    "versions": c.count, "latest": version,
                     "aliases": {a: f"v{n}" for a, n in sorted(c.aliases.items())},
-                    "size": latest.size, "updated": c.last_logged, "producer": latest.producer})
-    types = sorted({c.type for c in registry.names()})
+                    "size": size, "updated": c.last_logged, "producer": producer})
+    types = sorted({c.type for c in registry.collections.values()})
     return {"artifacts": out, "types": types}
 
 

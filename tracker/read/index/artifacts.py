@@ -17,6 +17,11 @@ with the store:
   added since, for a few seconds after each (an editor appends again after
   its edit).
 
+A full build keeps what it derived under ``index/registry.idx``, with a
+fingerprint of the figures it came from: the next process whose catalog
+gives the same figures reads it back instead of deriving it again, each
+name decoded only when asked for.
+
 The hints file is a hint only: deleting it changes no answer (a reader that
 finds it gone or shorter builds again), and a full build every
 :data:`MAX_AGE` seconds bounds what a writer killed between its hint and
@@ -26,11 +31,15 @@ its record could hide. Deleting ``<store>/index/`` changes no answer either.
 from __future__ import annotations
 
 import os
+import threading
 import time
 from pathlib import Path
 from typing import Any
 
+import orjson
+
 from tracker.core.format import RECORD_SCHEMA_MARK, SEGMENT_SUFFIX
+from tracker.read.index.segments import INDEX_DIR
 
 #: The file of change hints at the top of a store.
 HINTS = "registry-changes"
@@ -69,7 +78,8 @@ class Warm:
     def __init__(self, store: Any) -> None:
         self.store = store
         self.path = Path(store.path)
-        self.figs: dict[str, dict[str, Any]] = {}
+        self._figs: dict[str, dict[str, Any]] | None = {}
+        self._texts: dict[str, bytes] = {}
         self.infos: dict[str, Any] = {}
         #: Runs whose files are watched at every question: run id -> {file: [inode, size]}.
         self.live: dict[str, dict[str, list[int]]] = {}
@@ -80,6 +90,7 @@ class Warm:
         self.runs_key: tuple[int, int] | None = None
         self.ids: set[str] = set()
         self.hints: tuple[int, int] | None = None
+        self.lock = threading.Lock()
 
     # --- building ----------------------------------------------------------------------------------
 
@@ -89,7 +100,7 @@ class Warm:
         self.runs_key = self._runs_key()
         self.hints = self._hints_end()
         entries = self.store.catalog()
-        self.figs = {e.info.id: e.artifacts for e in entries if e.artifacts}
+        texts = {e.info.id: e.artifacts_text() for e in entries}
         self.infos = {e.info.id: e.info for e in entries}
         self.ids = set(self.infos)  # a run made during the build moved the runs folder's time: seen next
         self.live = {}
@@ -97,10 +108,26 @@ class Warm:
             if e.info.status == "running":
                 self.live[e.info.id] = self._stamp(e.info.id)
         self.watch = {}
-        self.registry = Registry(self.figs)
+        # The registry as the last build of these very figures left it, else derived again (and kept).
+        fp = fingerprint(texts)
+        registry = load_registry(self.path, fp)
+        if registry is None:
+            self._figs = {rid: orjson.loads(t) for rid, t in texts.items() if t}
+            registry = Registry(self._figs)
+            save_registry(self.path, fp, registry, self.store._writable)
+        else:
+            self._figs, self._texts = None, texts
+        self.registry = registry
         self.registry.infos = self.infos
         self.built = time.monotonic()
         return self.registry
+
+    @property
+    def figs(self) -> dict[str, dict[str, Any]]:
+        """Every run's artifact figures (parsed when first needed: a registry read back needs none)."""
+        if self._figs is None:
+            self._figs = {rid: orjson.loads(t) for rid, t in self._texts.items() if t}
+        return self._figs
 
     def _runs_key(self) -> tuple[int, int] | None:
         try:
@@ -254,12 +281,74 @@ class Warm:
         return True
 
 
+#: The registry file under ``<store>/index/`` and its layout.
+REGISTRY = "registry.idx"
+REGISTRY_LAYOUT = 1
+
+
+def fingerprint(texts: dict[str, bytes]) -> int:
+    """A CRC-32 of every run's artifact figures (as the catalog keeps them), in run id order."""
+    from tracker.read.index.container import _crc32
+
+    crc = 0
+    for rid in sorted(texts):
+        crc = _crc32(rid.encode() + b"\0" + texts[rid] + b"\n", crc)
+    return crc
+
+
+def load_registry(store: Path, fp: int) -> Any:
+    """The registry kept under ``index/`` when it was derived from figures of fingerprint ``fp``, else ``None``."""
+    from array import array
+
+    from tracker.read.index import container
+    from tracker.read.registry import Registry
+
+    try:
+        with container.Reader(store / INDEX_DIR / REGISTRY) as reader:
+            h = reader.header
+            if h.get("layout") != REGISTRY_LAYOUT or h.get("fingerprint") != fp:
+                return None
+            summary, io = bytes(reader.read("summary")), bytes(reader.read("io"))
+            blob = bytes(reader.read("texts"))
+            at = array("Q")
+            at.frombytes(bytes(reader.read("texts_at")))
+        texts = [blob[at[i]:at[i + 1]] for i in range(len(at) - 1)]
+        return Registry.loaded(summary, texts, io)
+    except (OSError, container.Damaged, KeyError, TypeError, ValueError, orjson.JSONDecodeError):
+        return None
+
+
+def save_registry(store: Path, fp: int, registry: Any, writable: Any) -> None:
+    """Keep ``registry`` under ``index/`` (temporary name, then rename), when the store can be written."""
+    from array import array
+
+    from tracker.read.index import container
+
+    def write() -> None:
+        summary, texts, io = registry.to_parts()
+        at = [0]
+        for t in texts:
+            at.append(at[-1] + len(t))
+        container.write(store / INDEX_DIR / REGISTRY, {"layout": REGISTRY_LAYOUT, "fingerprint": fp},
+                        {"summary": summary, "texts": b"".join(texts), "texts_at": array("Q", at), "io": io})
+
+    writable.attempt(write)
+
+
+_warm_lock = threading.Lock()
+
+
 def warm_registry(store: Any) -> Any:
-    """The registry of folder store ``store`` (a :class:`tracker.read.reader.Store`), kept warm on it."""
-    warm = store.__dict__.get("_registry")
-    if warm is None:
-        warm = store.__dict__["_registry"] = Warm(store)
-    return warm.current()
+    """The registry of folder store ``store`` (a :class:`tracker.read.reader.Store`), kept warm on it.
+
+    One question at a time per store (the dashboard asks from several threads).
+    """
+    with _warm_lock:
+        warm = store.__dict__.get("_registry")
+        if warm is None:
+            warm = store.__dict__["_registry"] = Warm(store)
+    with warm.lock:
+        return warm.current()
 
 
 def forget(store: Any) -> None:
@@ -267,4 +356,5 @@ def forget(store: Any) -> None:
     store.__dict__.pop("_registry", None)
 
 
-__all__ = ["GRACE", "HINTS", "MAX_AGE", "Warm", "forget", "note_change", "warm_registry"]
+__all__ = ["GRACE", "HINTS", "MAX_AGE", "REGISTRY", "Warm", "fingerprint", "forget", "load_registry", "note_change",
+           "save_registry", "warm_registry"]
