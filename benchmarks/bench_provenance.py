@@ -183,9 +183,9 @@ def bench_print(tmp: Path, args) -> None:  # noqa: ANN001
 
 
 def _c_extension() -> bool:
-    from tracker.capture import console
+    from tracker.capture import lines
 
-    return console._c is not None
+    return lines.native is not None
 
 
 def bench_rss(tmp: Path, args) -> None:  # noqa: ANN001

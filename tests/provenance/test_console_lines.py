@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tracker.capture import console as c
+from tracker.capture import lines as c
 from tracker.core.records import Record
 from tracker.read.console import ConsoleLines, plain, select
 
@@ -20,22 +20,22 @@ chunks = st.lists(st.lists(pieces, max_size=6).map("".join), max_size=8)
 
 
 def python_path(items: list[str], pending: str, cr: bool, seq: int) -> tuple[bytes, str, bool]:
-    line = c._Line()
+    line = c.Line()
     line.text, line.cr = pending, cr
     batch = c.Batch()
     line.feed("".join(items), 0.0, batch, c.STDOUT)
     batch, _ = c.checked(batch)
-    return c.lines_py(PRE, zlib.crc32(PRE), seq, batch.texts, c._MIDS, c._TAILS, bytes(batch.kinds)), line.text, line.cr
+    return c.lines_py(PRE, zlib.crc32(PRE), seq, batch.texts, c.MIDS, c.TAILS, bytes(batch.kinds)), line.text, line.cr
 
 
-@pytest.mark.skipif(c._c is None, reason="the C extension was not built")
+@pytest.mark.skipif(c.native is None, reason="the C extension was not built")
 @settings(max_examples=300, deadline=None)
 @given(items=chunks, pending=st.sampled_from(["", "abc", "y" * 60_000]), cr=st.booleans(),
        seq=st.integers(0, 10**12))
 def test_the_c_path_writes_the_same_bytes_as_the_python_path(items: list[str], pending: str, cr: bool,
                                                               seq: int) -> None:
     blob, rest, rcr = python_path(items, pending, cr, seq)
-    got = c._c.feed(items, pending, cr, PRE, zlib.crc32(PRE), seq, c._MIDS, c._TAILS, 10**15)
+    got = c.native.feed(items, pending, cr, PRE, zlib.crc32(PRE), seq, c.MIDS, c.TAILS, 10**15)
     assert got is not None
     assert got[0] == blob and got[3] == rest and bool(got[4]) == rcr
     for line in blob.splitlines():
@@ -44,21 +44,21 @@ def test_the_c_path_writes_the_same_bytes_as_the_python_path(items: list[str], p
         assert json.loads(line)["data"]["text"] is not None
 
 
-@pytest.mark.skipif(c._c is None, reason="the C extension was not built")
+@pytest.mark.skipif(c.native is None, reason="the C extension was not built")
 @settings(max_examples=200, deadline=None)
 @given(texts=st.lists(st.text(st.characters(blacklist_categories=("Cs",)), max_size=40), max_size=10),
        kinds=st.data())
 def test_c_lines_and_python_lines_agree(texts: list[str], kinds: st.DataObject) -> None:
     k = bytes(kinds.draw(st.lists(st.integers(0, 3), min_size=len(texts), max_size=len(texts))))
-    assert c._c.lines(PRE, zlib.crc32(PRE), 41, texts, c._MIDS, c._TAILS, k) == \
-        c.lines_py(PRE, zlib.crc32(PRE), 41, texts, c._MIDS, c._TAILS, k)
+    assert c.native.lines(PRE, zlib.crc32(PRE), 41, texts, c.MIDS, c.TAILS, k) == \
+        c.lines_py(PRE, zlib.crc32(PRE), 41, texts, c.MIDS, c.TAILS, k)
 
 
 def test_c_declines_what_it_does_not_vouch_for() -> None:
-    if c._c is None:
+    if c.native is None:
         pytest.skip("the C extension was not built")
     for items in (["ok", ("stderr",)], ["lone \udcff surrogate\n"], [b"bytes\n"]):
-        assert c._c.feed(items, "", False, PRE, zlib.crc32(PRE), 0, c._MIDS, c._TAILS, 10**9) is None
+        assert c.native.feed(items, "", False, PRE, zlib.crc32(PRE), 0, c.MIDS, c.TAILS, 10**9) is None
 
 
 def test_split_long_cuts_between_characters_at_64_kib() -> None:

@@ -216,3 +216,44 @@ def test_the_commit_at_the_start_is_read_from_the_repository_files_without_git(r
     worktree = repo.parent / "wt"
     git(repo, "worktree", "add", "-q", str(worktree), "-b", "other")
     assert _git_commit(worktree) == head
+
+
+class FakeNvml:
+    """Just what gpu_facts reads of pynvml: two A100s, a driver and the CUDA version it supports."""
+
+    class Memory:
+        total = 80 * 2**30
+
+    def nvmlSystemGetDriverVersion(self) -> bytes:  # noqa: N802 - NVML's names
+        return b"550.54.15"
+
+    def nvmlSystemGetCudaDriverVersion_v2(self) -> int:  # noqa: N802
+        return 12040
+
+    def nvmlDeviceGetCount(self) -> int:  # noqa: N802
+        return 2
+
+    def nvmlDeviceGetHandleByIndex(self, i: int) -> int:  # noqa: N802
+        return i
+
+    def nvmlDeviceGetName(self, h: int) -> bytes:  # noqa: N802
+        return b"NVIDIA A100-SXM4-80GB"
+
+    def nvmlDeviceGetMemoryInfo(self, h: int) -> FakeNvml.Memory:  # noqa: N802
+        return FakeNvml.Memory()
+
+
+def test_gpus_driver_and_cuda_from_nvml_and_torch_only_when_imported(monkeypatch: pytest.MonkeyPatch) -> None:
+    from tracker.capture.environment import gpu_facts
+
+    facts = gpu_facts(FakeNvml())
+    assert facts["gpu_driver"] == "550.54.15" and facts["cuda"] == "12.4"
+    assert facts["gpus"] == [{"index": i, "name": "NVIDIA A100-SXM4-80GB", "memory_total_bytes": 80 * 2**30}
+                             for i in range(2)]
+    monkeypatch.delitem(sys.modules, "torch", raising=False)
+    monkeypatch.setitem(sys.modules, "pynvml", None)  # no NVML: nothing to ask
+    assert gpu_facts() == {"gpus": [], "gpu_driver": None, "cuda": None}
+    fake_torch = type(sys)("torch")
+    fake_torch.version = type("V", (), {"cuda": "12.1"})()
+    monkeypatch.setitem(sys.modules, "torch", fake_torch)
+    assert gpu_facts()["cuda"] == "12.1"

@@ -95,3 +95,55 @@ def test_reads_of_a_store_eight_processes_log_into_return_with_what_was_acknowle
     assert reads["api_metrics"]["found"]["k_max"] >= reads["api_metrics"]["acked"]["c0"] - 1
     # What each read took, for the record (timing is the benchmarks' to judge).
     print({name: round(r["seconds"], 2) for name, r in reads.items()})
+
+
+def test_the_live_read_benchmark_runs(tmp_path: Path):
+    """benchmarks/bench_live_read.py --quick: each read next to its floor (the same read, writer stopped)."""
+    script = Path(__file__).resolve().parents[2] / "benchmarks" / "bench_live_read.py"
+    proc = subprocess.run([sys.executable, str(script), "--quick", "--repeat", "1"], capture_output=True, text=True,
+                          cwd=tmp_path, env=child_env(tmp_path), timeout=HANG_S)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    rows = [json.loads(line) for line in proc.stdout.splitlines()]
+    assert [r["name"].split(",")[0] for r in rows] == ["Store.runs() (tracker runs", "the same", "view.metrics()",
+                                                       "the same"]
+    assert all(r["value"] > 0 and r["floor"] > 0 for r in rows)
+    assert all(r["records_live"] >= r["records_idle"] for r in rows if "records_live" in r)
+
+
+def test_each_look_of_tail_takes_what_is_there(tmp_path: Path):
+    """`tracker tail -f`'s follower: a look at a run that logs in a tight loop ends, with what was acknowledged."""
+    import threading
+
+    import tracker
+    from tracker.read.tail import Follower
+
+    store, go, out = tmp_path / "store", tmp_path / "go", tmp_path / "c0.out"
+    env = child_env(tmp_path)
+    with open(out, "wb") as so, open(out.with_suffix(".err"), "wb") as se:
+        writer = subprocess.Popen([sys.executable, str(CHILD), "burst", "--store", str(store), "--run-id", "w0",
+                                   "--child", "0", "--go", str(go)], stdout=so, stderr=se, env=env, cwd=tmp_path)
+    try:
+        wait_for_line(out, writer)
+        go.touch()
+        follower = Follower(tracker.open_store(store).run("w0"), "metrics")
+        seen: list[int] = []
+        for _ in range(3):  # the first look reads the derived data, the next ones the lines since
+            acked = 0
+            while acked < 1000 * (len(seen) + 1):
+                lines = out.read_text().split("\n")[:-1]
+                acked = max([int(x) for x in lines if x.isdigit()], default=0)
+            done = threading.Event()
+            counted: list[int] = []
+
+            def look(counted: list[int] = counted, done: threading.Event = done) -> None:
+                counted.append(sum(1 for _ in follower.read()))
+                done.set()
+
+            threading.Thread(target=look, daemon=True).start()
+            assert done.wait(HANG_S), "a look of the follower chases the run's tail"
+            seen.append(counted[0])
+            assert sum(seen) >= acked, (seen, acked)
+            assert writer.poll() is None
+    finally:
+        writer.kill()
+        writer.wait()

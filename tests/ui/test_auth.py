@@ -78,7 +78,8 @@ def sweep_urls(app, ids: dict[str, str], sha: str) -> list[tuple[str, str]]:
     fill = {"id": run_id, "sha": sha, "path": f"runs/{run_id}"}
     queries = {"/api/compare": f"?runs={ids['alpha']},{ids['beta']}", "/api/runs/{id}/metrics": "?names=loss",
                "/api/aggregate": f"?metrics=loss&runs={ids['alpha']},{ids['beta']}",
-               "/api/report": f"?runs={ids['alpha']},{ids['beta']}"}
+               "/api/report": f"?runs={ids['alpha']},{ids['beta']}", "/api/diff": f"?runs={ids['alpha']},{ids['beta']}",
+               "/api/artifact": "?ref=weights.bin", "/api/lineage": f"?ref={run_id}"}
     out = []
     for route in app.routes:
         # A route of sweeps takes a sweep's id where the others take a run's.
