@@ -19,6 +19,8 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 EXAMPLES = ["basic.py", "fft_study.py", "ptq.py", "phase_trainer.py", "quant_analysis.py", "capture.py",
+            # A dataset, groups of seeds, a model in prod, its evaluation; lineage, logs, diff and a report.
+            "lab.py",
             # Each runs when its framework is installed, else prints one line on how to install it.
             "lightning_example.py", "transformers_example.py", "keras_example.py"]
 
