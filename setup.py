@@ -7,6 +7,10 @@ does the same in Python (tracker.write.route, tracker.capture.console).
 
 from setuptools import Extension, setup
 
-setup(ext_modules=[Extension("tracker.write._fastline", ["tracker/write/_fastline.c"], optional=True),
+# Both write segment lines with zlib's CRC-32, from one header.
+CRC = ["tracker/core/_crc32.h"]
+
+setup(ext_modules=[Extension("tracker.write._fastline", ["tracker/write/_fastline.c"], depends=CRC, optional=True),
                    # The console recorder's hot loop (tracker/capture/console.py has the same in Python).
-                   Extension("tracker.capture._console", ["tracker/capture/_console.c"], optional=True)])
+                   Extension("tracker.capture._console", ["tracker/capture/_console.c"], depends=CRC,
+                             optional=True)])
