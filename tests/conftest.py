@@ -66,6 +66,21 @@ def tmp_store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return store
 
 
+@pytest.fixture(scope="module")
+def driver() -> Iterator[object]:
+    """One headless Chromium per test module, at 1440x900 with the browser's log kept.
+
+    Skips (or, under ``TRACKER_REQUIRE_SYSTEM_PACKAGES=1``, fails) naming the package when Chromium or
+    its driver is missing (tests/sysdeps.py).
+    """
+    from .sysdeps import chrome, require_chromium
+
+    drv = chrome(*require_chromium(), size="1440,900", logs=True)
+    drv.set_page_load_timeout(30)
+    yield drv
+    drv.quit()
+
+
 @pytest.fixture
 def pm() -> tracker.PluginManager:
     """A fresh plugin manager with no entry points loaded."""

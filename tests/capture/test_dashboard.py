@@ -20,7 +20,7 @@ import tracker
 import tracker.ui
 
 from ..ui.support import Server, snapshot
-from ..ui.test_browser import css, driver, wait  # noqa: F401 - the harness' fixture (skips without Chromium)
+from ..ui.test_browser import css, wait
 
 pytest.importorskip("PIL", reason="the media extra (Pillow) is part of the test extra")
 

@@ -16,16 +16,7 @@ import tracker.ui
 import tracker.ui.report
 from tracker.cli.numbers import number
 
-from ..sysdeps import chrome, require_chromium
 from ..ui.support import Server
-
-
-@pytest.fixture(scope="module")
-def driver():
-    drv = chrome(*require_chromium(), size="1440,900", logs=True)
-    drv.set_page_load_timeout(30)
-    yield drv
-    drv.quit()
 
 
 @pytest.fixture(scope="module")

@@ -14,7 +14,6 @@ import pytest
 import tracker
 import tracker.ui
 
-from ..sysdeps import chrome, require_chromium
 from ..ui.support import Server
 from .conftest import child_env, script
 
@@ -83,14 +82,6 @@ def made(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
                    capture_output=True, timeout=120, check=True)
     runs = {r.name: r.id for r in tracker.Store(store).runs()}
     return {"store": store, "runs": runs, "tmp": tmp}
-
-
-@pytest.fixture(scope="module")
-def driver():
-    drv = chrome(*require_chromium(), size="1440,900", logs=True)
-    drv.set_page_load_timeout(30)
-    yield drv
-    drv.quit()
 
 
 @pytest.fixture(scope="module")

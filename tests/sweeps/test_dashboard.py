@@ -9,7 +9,6 @@ import pytest
 
 import tracker
 
-from ..sysdeps import chrome, require_chromium
 from ..ui.support import Server
 from ..ui.test_browser import COLORED_PIXELS, console_errors, css, wait
 
@@ -72,14 +71,6 @@ def test_sweeps_api(client, sweep_store) -> None:
     client.get(f"/api/sweeps/{sweep_id}")
     client.get("/api/sweeps")
     assert {p: (p.stat().st_size, p.stat().st_mtime_ns) for p in (store / "sweeps").rglob("*")} == before
-
-
-@pytest.fixture(scope="module")
-def driver():
-    drv = chrome(*require_chromium(), size="1440,900", logs=True)
-    drv.set_page_load_timeout(30)
-    yield drv
-    drv.quit()
 
 
 @pytest.fixture(scope="module")

@@ -14,17 +14,8 @@ import pytest
 import tracker.ui
 
 from ..query.pg import PASSWORD
-from ..sysdeps import chrome, require_chromium
 from ..ui.support import Server
 from ..ui.test_browser import COLORED_PIXELS, console_errors, css, wait
-
-
-@pytest.fixture(scope="module")
-def driver() -> Iterator[Any]:
-    drv = chrome(*require_chromium(), size="1440,900", logs=True)
-    drv.set_page_load_timeout(30)
-    yield drv
-    drv.quit()
 
 
 @pytest.fixture(scope="module")

@@ -9,7 +9,6 @@ import tracker
 import tracker.ui
 
 from ..artifacts.conftest import make_chain
-from ..sysdeps import chrome, require_chromium
 from .support import XSS, Server
 from .test_browser import console_errors, css, wait
 
@@ -25,14 +24,6 @@ def chain_store(tmp_path_factory):
         r.log_artifact(root / "src" / "odd.txt", name="odd", type="notes", description=XSS, metadata={"why": XSS})
     ids["xss"] = r.id
     return store, ids
-
-
-@pytest.fixture(scope="module")
-def driver():
-    drv = chrome(*require_chromium(), size="1440,900", logs=True)
-    drv.set_page_load_timeout(30)
-    yield drv
-    drv.quit()
 
 
 @pytest.fixture(scope="module")

@@ -573,16 +573,6 @@ def test_no_password_in_any_output_of_the_failure_cases(store, users_file, tmp_p
 # --- the login page in a real browser -------------------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def driver():
-    from ..sysdeps import chrome, require_chromium
-
-    drv = chrome(*require_chromium(), size="1440,900", logs=True)
-    drv.set_page_load_timeout(30)
-    yield drv
-    drv.quit()
-
-
 def wait_for(driver, predicate, what: str, timeout: float = 15.0):
     from selenium.common.exceptions import StaleElementReferenceException
 

@@ -17,7 +17,7 @@ import pytest
 import tracker
 import tracker.ui
 
-from ..sysdeps import chrome, chromium_paths, require_chromium
+from ..sysdeps import chromium_paths
 from .support import XSS, Server
 
 CHROMIUM, CHROMEDRIVER = chromium_paths()  # None when missing: the driver fixture skips, naming the package
@@ -44,14 +44,6 @@ for (let i = 0; i < d.length; i += 4) {
 }
 return n;
 """
-
-
-@pytest.fixture(scope="module")
-def driver():
-    drv = chrome(*require_chromium(), size="1440,900", logs=True)
-    drv.set_page_load_timeout(30)
-    yield drv
-    drv.quit()
 
 
 @pytest.fixture(scope="module")

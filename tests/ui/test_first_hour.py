@@ -122,14 +122,6 @@ def world(tmp_path_factory):
         yield server, store, ids, app
 
 
-@pytest.fixture(scope="module")
-def driver():
-    drv = chrome(*require_chromium(), size="1440,900", logs=True)
-    drv.set_page_load_timeout(30)
-    yield drv
-    drv.quit()
-
-
 def js(driver, module: str, body: str):  # noqa: ANN201
     """Run ``body`` (an async function body with the module as ``m``) in the page; returns its value."""
     return driver.execute_async_script(

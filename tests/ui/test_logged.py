@@ -18,7 +18,7 @@ import tracker as wandb
 import tracker.ui
 
 from .support import Server
-from .test_browser import console_errors, css, driver, wait  # noqa: F401 - the harness' fixture
+from .test_browser import console_errors, css, wait
 
 pytest.importorskip("PIL", reason="the media extra (Pillow) is part of the test extra")
 

@@ -1,7 +1,7 @@
 """What the charts draw, colours, URL state, the parameters view, progressive pages and tracker.show,
 in a real headless Chromium (the harness of test_browser.py)."""
 
-# ruff: noqa: F811 - the harness' fixtures (driver, server) are imported from test_browser and used as arguments
+# ruff: noqa: F811 - the harness' server fixture is imported from test_browser and used as an argument
 from __future__ import annotations
 
 import time
@@ -13,7 +13,7 @@ import tracker.ui
 
 from ..sysdeps import chrome, require_chromium
 from .support import NAN_FROM, NAN_TO, SPIKE_AT, Server
-from .test_browser import COLORED_PIXELS, PIXELS_NEAR, css, driver, server, wait  # noqa: F401 - skips without Chromium
+from .test_browser import COLORED_PIXELS, PIXELS_NEAR, css, server, wait  # noqa: F401 - the harness' server
 
 # Saturated pixels of the plot area (uPlot's bbox, in device pixels) between fractions of its width and height.
 PLOT_PIXELS = """
