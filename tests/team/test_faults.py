@@ -106,6 +106,39 @@ def test_a_run_synced_half_way_is_never_finished(tmp_path: Path, pg_url: str) ->
     assert view.metric_stats()["loss"]["count"] == 60_000
 
 
+def test_a_new_run_is_never_listed_without_its_writer(tmp_path: Path, pg_url: str,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """A reader looking at any moment of a sync sees a new run absent or running (then finished), never crashed
+    for want of writer rows that are on their way."""
+    from tracker.team.postgres import Syncer
+
+    store = tmp_path / "s"
+    with tracker.start_run(project="p", name="new", store=store, run_id="new") as run:
+        for i in range(12):
+            run.log({"loss": 1.0 / (i + 1)}, step=i)
+    seen: list[str | None] = []
+
+    def look() -> None:
+        found = [i.status for i in TeamStore(pg_url).runs() if i.id == "new"]
+        seen.append(found[0] if found else None)
+
+    for name in ("_sync_segment", "_commit", "_sync_info"):
+        original = getattr(Syncer, name)
+
+        def spied(self: Syncer, *args: object, _original: object = original, **kw: object) -> object:
+            look()
+            try:
+                return _original(self, *args, **kw)  # type: ignore[operator]
+            finally:
+                look()
+
+        monkeypatch.setattr(Syncer, name, spied)
+    quiet_sync(store, pg_url, batch=4)  # several commits of the one writer
+    assert len(seen) >= 8 and seen[0] is None and seen[-1] == "finished"
+    assert set(seen) <= {None, "running", "finished"}, seen
+    assert "running" in seen  # listed while its first rows were in and the rest on their way
+
+
 def test_an_older_layout_is_named_by_readers_and_migrated_by_sync(tmp_path: Path, pg_url: str) -> None:
     from tracker.team.derived import DDL_2
 

@@ -248,6 +248,16 @@ def _writer_facts(path: Path, timeout: float) -> dict[str, Any]:
             if fin is not None else None}
 
 
+#: A run's row of ``tracker_runs``: listed, or its info brought up to date (the parameters of :meth:`Syncer._info_row`).
+_RUN_UPSERT = """INSERT INTO tracker_runs (run_id, name, project, created_at, info, source, synced_at, run_group,
+        job_type)
+    VALUES (%s, %s, %s, %s, %s, %s, now(), %s, %s)
+    ON CONFLICT (run_id) DO UPDATE SET name = EXCLUDED.name, project = EXCLUDED.project,
+        created_at = LEAST(tracker_runs.created_at, EXCLUDED.created_at), info = EXCLUDED.info,
+        source = EXCLUDED.source, synced_at = now(), run_group = EXCLUDED.run_group,
+        job_type = EXCLUDED.job_type"""
+
+
 class Syncer:
     """Copies a folder store into the database; one instance per ``tracker sync``."""
 
@@ -282,6 +292,8 @@ class Syncer:
             self.close()
             raise self._fail(exc) from None
         self.runs_known = {r for r, _ in self.state}
+        #: New runs not listed in ``tracker_runs`` yet: each goes in with its first writer's rows (:meth:`_commit`).
+        self.unlisted: set[str] = set()
         self.seen_sizes: dict[str, tuple[int, int]] = {}
         self.live: set[tuple[str, str]] = set()
         self.blob_sync: Any = None  # a tracker.team.blobsync.BlobSync: uploads each run's blobs after its records
@@ -331,8 +343,9 @@ class Syncer:
                 continue
             facts = _writer_facts(path, self.timeout)
             if rid not in self.runs_known:
-                self._sync_info(rid)  # a new run is listed before its records: a sync cut short shows it running
-                self.runs_known.add(rid)
+                # A new run is listed in the transaction of its first writer's first rows (see _commit): never
+                # a run without writers, which readers would call crashed; a sync cut short shows it running.
+                self.unlisted.add(rid)
             if state is not None and state[0] == st.st_size and state[2] == facts["status"]:
                 self.seen_sizes[str(path)] = sig
                 if facts["status"] == "running":
@@ -350,7 +363,7 @@ class Syncer:
         # costs nothing more, and an edit segment is read only past the bytes the database has of it.
         if any(p.name == EDITS_FOLDER for p in names) and self._sync_edits(rid, run_dir, report):
             changed = True
-        if changed:
+        if changed:  # its info brought up to date (a run of observers or edits alone is listed here)
             self._sync_info(rid)
             report.runs += 1
         return changed
@@ -378,8 +391,7 @@ class Syncer:
                 self.seen_sizes[str(path)] = sig
                 continue
             if rid not in self.runs_known:
-                self._sync_info(rid)
-                self.runs_known.add(rid)
+                self.unlisted.add(rid)  # listed after its edits are in (they carry no writer to list it with)
             before = state[0] if state is not None else 0
             host = writer[len(EDITS_PREFIX):].rpartition("-")[0].rpartition("-")[0] or None
             facts = {"is_writer": False, "edits": True, "host": host, "started_at": None,
@@ -443,7 +455,11 @@ class Syncer:
         status = facts["status"] if final or edits else "running"
         if edits:  # what readers of an edit segment apply: edit events of a dict each (others are skipped)
             rows = [r for r in rows if r[3] == EDIT and r[7].startswith("{")]
+        # A new run's row goes in with its first writer's rows: readers never see it without a writer.
+        listing = self._info_row(rid) if rid in self.unlisted and facts["is_writer"] else None
         with self.conn.transaction(), self.conn.cursor() as cur:
+            if listing is not None:
+                cur.execute(_RUN_UPSERT, listing)
             if not edits:
                 from tracker.team.derived import add_batch
 
@@ -479,9 +495,24 @@ class Syncer:
                 (rid, writer, facts["is_writer"], facts["host"], facts["started_at"], facts["ended_at"], status,
                  facts["finish"] if final else None, pos, last_seq))
         self.state[(rid, writer)] = [pos, last_seq, status]
+        if listing is not None:
+            self._listed(rid)
         return last_seq
 
+    def _listed(self, rid: str) -> None:
+        self.runs_known.add(rid)
+        self.unlisted.discard(rid)
+
     def _sync_info(self, rid: str) -> None:
+        row = self._info_row(rid)
+        if row is None:
+            return
+        with self.conn.transaction(), self.conn.cursor() as cur:
+            cur.execute(_RUN_UPSERT, row)
+        self._listed(rid)
+
+    def _info_row(self, rid: str) -> tuple[Any, ...] | None:
+        """The parameters of :data:`_RUN_UPSERT` for run ``rid``, from the folder (``None``: it cannot be read)."""
         from tracker.read.reader import RunView
 
         with warnings.catch_warnings():
@@ -489,23 +520,14 @@ class Syncer:
             try:
                 info = RunView(self.store.path, rid, host=getattr(self.store, "_host", None)).info
             except TrackerError:
-                return
+                return None
         doc = encode_nonfinite({f.name: getattr(info, f.name) for f in attrs.fields(RunInfo)})
         # Which strings of the free-form config and summary stand for NaN and infinities (the others stay text).
         nonfinite = {k: paths for k in _FREE_FORM if (paths := nonfinite_paths(getattr(info, k)))}
         if nonfinite:
             doc[_NONFINITE] = nonfinite
-        with self.conn.transaction(), self.conn.cursor() as cur:
-            cur.execute(
-                """INSERT INTO tracker_runs (run_id, name, project, created_at, info, source, synced_at, run_group,
-                       job_type)
-                   VALUES (%s, %s, %s, %s, %s, %s, now(), %s, %s)
-                   ON CONFLICT (run_id) DO UPDATE SET name = EXCLUDED.name, project = EXCLUDED.project,
-                       created_at = LEAST(tracker_runs.created_at, EXCLUDED.created_at), info = EXCLUDED.info,
-                       source = EXCLUDED.source, synced_at = now(), run_group = EXCLUDED.run_group,
-                       job_type = EXCLUDED.job_type""",
-                (rid, info.name, info.project, info.created_at, orjson.dumps(doc, default=str).decode(),
-                 self.source, info.group, info.job_type))
+        return (rid, info.name, info.project, info.created_at, orjson.dumps(doc, default=str).decode(), self.source,
+                info.group, info.job_type)
 
     def heartbeat(self) -> None:
         """Tell readers the live writers still run (their ``seen_at``)."""
