@@ -32,6 +32,7 @@ if TYPE_CHECKING:  # what the names are, for type checkers and readers; loaded l
     from tracker.core import validators
     from tracker.core.config import Config, load_config
     from tracker.core.errors import (
+        ArtifactNotFound,
         ConfigError,
         PluginError,
         QueryError,
@@ -83,7 +84,8 @@ for _module, _names in {
     "write.wandb.artifact": "Artifact ArtifactCollection",
     "cli": "CliContext",
     "core.config": "Config load_config",
-    "core.errors": "ConfigError PluginError QueryError RunNotFound SchemaError StoreError TrackerError",
+    "core.errors": (
+        "ArtifactNotFound ConfigError PluginError QueryError RunNotFound SchemaError StoreError TrackerError"),
     "core.figures": "Band BarChart Heatmap LineChart Panel Series TableFigure",
     "core.format": "EVENT_KINDS RECORD RUN_FINISHED RUN_STARTED WRITER_STARTED",
     "host.hookspecs": "hookimpl hookspec",
@@ -253,6 +255,7 @@ __all__ = [  # one name per line: additions merge cleanly
     "watch",
     "Artifact",
     "ArtifactCollection",
+    "ArtifactNotFound",
     "log_artifact",
     "log_model",
     "remove_alias",

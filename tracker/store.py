@@ -77,6 +77,9 @@ class Store(reader.Store, ArtifactMethods):
 
         folder_alias_edit(self, run_id, data)
 
+    def _sources_host(self) -> Any:
+        return self.host  # a name this folder does not know: the team database, when [team] url is set
+
     @property
     def blobs(self) -> BlobStore:
         """The store's blobs by SHA-256 (``<store>/blobs/sha256/``), read checked (the reading protocol)."""

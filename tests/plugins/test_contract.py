@@ -68,6 +68,11 @@ class Recorder:
         self.calls.append("tracker_alert_channels")
         return {}
 
+    @tracker.hookimpl
+    def tracker_artifact_sources(self, config: tracker.Config) -> dict:
+        self.calls.append("tracker_artifact_sources")
+        return {}
+
 
 def test_lifecycle_order(make_tracker_host) -> None:  # noqa: ANN001
     rec = Recorder()
@@ -81,6 +86,9 @@ def test_lifecycle_order(make_tracker_host) -> None:  # noqa: ANN001
 
     assert set(channel_types(host)) == {"webhook", "email", "command", "desktop"}  # when an alert is delivered
     channel_types(host)
+    from tracker.write.artifacts import artifact_sources
+
+    assert artifact_sources(host) == []  # when a name is not in the store asked
     assert rec.calls == list(hookspecs.HOOK_ORDER)
 
 
@@ -191,3 +199,61 @@ def test_hook_tracker_alert_channels(make_tracker_host, tmp_path) -> None:  # no
     assert sent == [("ml", "t")] and host.pm.infos["taken"].status == "broken"
     with pytest.raises(tracker.ConfigError, match="type: expected one of command, desktop, email, pager, webhook"):
         build_channels({"channels": {"x": {"type": "sms"}}}, host)
+
+
+def test_hook_tracker_artifact_sources(make_tracker_host, tmp_path) -> None:  # noqa: ANN001
+    from tracker.builtin import artifact as builtin_artifact
+
+    archive, here = tmp_path / "archive", tmp_path / "here"
+    (tmp_path / "w.bin").write_bytes(b"weights")
+    (tmp_path / "mine.bin").write_bytes(b"mine")
+    opened: list[str] = []
+
+    class Archive:
+        @tracker.hookimpl
+        def tracker_artifact_sources(self, config: tracker.Config) -> dict:
+            def opener() -> object:
+                opened.append("archive")
+                return tracker.open_store(archive)
+            return {"the archive": opener}
+
+    class Broken:
+        @tracker.hookimpl
+        def tracker_artifact_sources(self) -> list:
+            return ["not a dict"]
+
+    host = make_tracker_host(builtin_artifact, Archive(), Broken(), names=["artifact", "archive", "broken"])
+    with tracker.start_run(project="p", store=archive) as maker:
+        maker.log_artifact(tmp_path / "w.bin", name="model", type="model", aliases=["prod"])
+    assert opened == []
+    with tracker.start_run(project="p", store=here) as run:
+        run.log_artifact(tmp_path / "mine.bin", name="notes")
+        assert run.use_artifact("notes").version == "v0" and opened == []  # known here: asked nowhere else
+        with pytest.warns(tracker.TrackerWarning, match="plugin 'broken' is broken: tracker_artifact_sources"):
+            art = run.use_artifact("model:prod", type="model")  # known only there
+        assert opened == ["archive"] and (art.version, art.producer) == ("v0", maker.id)
+        assert art.file(tmp_path / "got").read_bytes() == b"weights"  # from the archive's blobs, checked
+        with pytest.raises(tracker.ArtifactNotFound) as exc:
+            run.use_artifact("model:staging")
+    msg = str(exc.value)
+    assert "\n" not in msg and "not in this store (no artifact named 'model' (artifacts: p/notes))" in msg
+    assert f"nor in the archive {archive}" in msg and "has no version or alias 'staging'" in msg and "prod" in msg
+    assert host.pm.infos["broken"].status == "broken" and "tracker_artifact_sources" in host.pm.infos["broken"].error
+    used = [r.data for r in tracker.open_store(here).run(run.id).records("artifact_use")]
+    assert [(u["name"], u["version"], u["alias"]) for u in used] == [("notes", "v0", "latest"), ("model", "v0", "prod")]
+    # A folder store's artifact() asks the same sources; an opener that fails is one line.
+    assert tracker.open_store(here).artifact("p/model:v0").sha256 == art.sha256
+
+    class Down:
+        @tracker.hookimpl
+        def tracker_artifact_sources(self) -> dict:
+            def opener() -> object:
+                raise tracker.TrackerError("cannot connect to db://lab:***@nowhere:\nrefused")
+            return {"the lab": opener}
+
+    make_tracker_host(builtin_artifact, Down(), names=["artifact", "down"])
+    with pytest.raises(tracker.TrackerError, match=r"^artifact 'gone' is not in this store \(.*\), and the lab "
+                                                   r"could not be asked: cannot connect to db://lab:\*\*\*@nowhere:; "
+                                                   r"refused$"):
+        tracker.open_store(here).artifact("gone")
+

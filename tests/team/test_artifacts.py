@@ -20,6 +20,7 @@ from tracker.core.urls import redact_url
 from tracker.team.postgres import sync
 
 from ..artifacts.conftest import make_chain
+from ..query.pg import PASSWORD
 from ..query.support import run_tracker
 from .conftest import Bucket
 
@@ -163,3 +164,139 @@ def test_the_dashboard_gives_the_same_json(synced) -> None:
     for path, params in asks:
         folder, team = (c.get(path, params=params) for c in clients)
         assert (team.status_code, team.json()) == (folder.status_code, folder.json()), (path, params)
+
+
+# --- a lab of two machines: a name logged on one, used on the other through the team database ------------
+
+TRAIN_A = """
+    import tracker
+    with tracker.start_run("lab", "train", run_id="train-a") as run:
+        run.log({"loss": 0.5}, step=0)
+        run.log_artifact("w0.bin", name="model", type="model")
+        run.log_artifact("w1.bin", name="model", type="model", aliases=["prod"])
+"""
+
+EVAL_B = """
+    import json, tracker
+    with tracker.start_run("lab", "eval", run_id="eval-b") as run:
+        art = run.use_artifact("model:prod", type="model")
+        got = {"version": art.version, "aliases": art.aliases, "producer": art.producer,
+               "bytes": art.file().read_text(), "downloaded": sorted(p.name for p in art.download().iterdir())}
+        got["api"] = tracker.Api().artifact("lab/model:v0").file().read_text()
+        try:
+            run.use_artifact("model:staging")
+        except tracker.ArtifactNotFound as exc:
+            got["missing"] = str(exc)
+    print(json.dumps(got))
+"""
+
+
+@pytest.mark.parametrize("bucket", ["s3"], indirect=True)
+def test_a_version_logged_on_one_machine_is_used_on_another(tmp_path: Path, pg_url: str, bucket: Bucket,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    from .streaming import project, run_tracker, stop_follower, train, wait
+
+    a = tmp_path / "a"
+    b = tmp_path / "b"
+    a.mkdir()
+    b.mkdir()
+    (folder_a, store_a), (folder_b, store_b) = project(a, pg_url), project(b, pg_url)
+    for folder in (folder_a, folder_b):  # both machines: the same database and bucket
+        toml = folder / "tracker.toml"
+        toml.write_text(toml.read_text() + f'blobs = "{bucket.url}"\n')
+    (folder_a / "w0.bin").write_text("weights-0")
+    (folder_a / "w1.bin").write_text("weights-1")
+    env = {"TRACKER_BLOB_CACHE": str(tmp_path / "cache-b")}
+    monkeypatch.setenv("TRACKER_TEAM_BLOBS", bucket.url)
+    try:
+        # Machine A trains and logs two versions; its follower streams the records and the bytes.
+        child = train(folder_a, TRAIN_A)
+        assert child.wait(60) == 0, child.stderr.read()
+        wait(lambda: version_in(pg_url, "model:prod") == "v1", timeout=30)
+        mine = tracker.open_store(store_a)
+        wait(lambda: {bucket.key(v.sha256) for v in mine.artifact_collection("model").versions} <= set(bucket.keys()),
+             timeout=30)
+        # A name both know numbers the same: the same records, derived the same way.
+        team = tracker.open_store(pg_url)
+        assert [(v.version, v.sha256, v.aliases, v.producer) for v in team.artifact_collection("model").versions] == \
+            [(v.version, v.sha256, v.aliases, v.producer) for v in mine.artifact_collection("model").versions]
+        # Machine B's evaluation (its own folder store) uses A's model:prod: resolved in the database,
+        # the bytes from the bucket, checked.
+        child = train(folder_b, EVAL_B, env=env)
+        out, err = child.communicate(timeout=60)
+        assert child.returncode == 0, err
+        got = json.loads(out)
+        assert (got["version"], got["aliases"], got["producer"]) == ("v1", ["latest", "prod"], "train-a")
+        assert got["bytes"] == "weights-1" and got["downloaded"] == ["w1.bin"] and got["api"] == "weights-0"
+        assert got["missing"].startswith("artifact 'model:staging' is not in this store (no artifact named 'model'")
+        assert "nor in the team database postgresql://" in got["missing"] and PASSWORD not in got["missing"]
+        assert "has no version or alias 'staging' (versions v0-v1; aliases: latest, prod)" in got["missing"]
+        # Its record is the one a local version gets: name, version, content, the alias asked.
+        used = [r.data for r in tracker.open_store(store_b).run("eval-b").records("artifact_use")]
+        assert used == [{"name": "model", "project": "lab", "version": "v1", "sha256": got_sha(team, "model:v1"),
+                         "type": "model", "alias": "prod"}]
+        # `tracker artifact get` on B's folder, as a user types it there.
+        res = run_tracker(folder_b, "artifact", "get", "model:prod", "-o", "model.bin", env=env)
+        assert res.returncode == 0, res.stderr
+        assert (folder_b / "model.bin").read_text() == "weights-1"
+        # Once B's run is synced, the lineage over the database shows it as the consumer.
+        res = run_tracker(folder_b, "sync", env=env)
+        assert res.returncode == 0, res.stderr
+        code, text, err = _cli(pg_url, "lineage", "model:prod")
+        assert code == 0, err
+        assert "eval-b" in text and "train-a" in text
+        code, doc, _ = _cli(pg_url, "lineage", "model:prod", "--format", "json")
+        edges = {(e["from"], e["to"], e["kind"]) for e in json.loads(doc)["edges"]}
+        assert ("artifact:lab/model:v1", "run:eval-b", "used") in edges
+        assert ("run:train-a", "artifact:lab/model:v1", "produced") in edges
+        assert tracker.open_store(pg_url).artifact("model:prod").consumers == ["eval-b"]
+    finally:
+        stop_follower(store_a)
+        stop_follower(store_b)
+
+
+def got_sha(store: Any, ref: str) -> str:
+    return store.artifact(ref).sha256
+
+
+def version_in(url: str, ref: str) -> str | None:
+    """The version ``ref`` names in the database, or ``None`` while it is not there (yet)."""
+    try:
+        return tracker.open_store(url).artifact(ref).version
+    except (tracker.TrackerError, psycopg.Error):
+        return None
+
+
+def test_an_unreachable_database_is_one_line_within_the_timeout(tmp_path: Path, pg_server: Any, pg_url: str,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    import time
+
+    from .faults import Proxy
+
+    store = tmp_path / "store"
+    (tmp_path / "d.csv").write_text("x\n1\n")
+    with tracker.start_run("lab", "prep", store=store, system_metrics=False) as run:
+        run.log_artifact(tmp_path / "d.csv", name="data", type="dataset")
+    (tmp_path / "tracker.toml").write_text("[team]\ntimeout = 2\n")
+    monkeypatch.setenv("TRACKER_CONFIG", str(tmp_path / "tracker.toml"))
+    proxy = Proxy(pg_server.port)
+    url = proxy.url(pg_server, pg_url.rsplit("/", 1)[1])
+    monkeypatch.setenv("TRACKER_TEAM_URL", url)
+    try:
+        proxy.freeze()  # a link that drops every packet: connecting never gets an answer
+        t0 = time.monotonic()
+        with pytest.raises(tracker.TrackerError) as exc:
+            tracker.open_store(store).artifact("model:prod")
+        took = time.monotonic() - t0
+        msg = str(exc.value)
+        assert took < 2 + 1.5, took
+        assert "\n" not in msg and PASSWORD not in msg and redact_url(url) in msg, msg
+        assert msg.startswith("artifact 'model:prod' is not in this store (no artifact named 'model' "
+                              "(artifacts: lab/data)), and the team database could not be asked: cannot connect to")
+        # The command: one line on stderr, nothing on stdout; what the folder knows still answers offline.
+        res = CliRunner().invoke(make_cli(), ["--store", str(store), "artifact", "get", "model:prod"])
+        assert res.exit_code == 1 and res.stdout == "" and len(res.stderr.strip().splitlines()) == 1
+        assert PASSWORD not in res.stderr and redact_url(url) in res.stderr
+        assert tracker.open_store(store).artifact("data").version == "v0"
+    finally:
+        proxy.close()

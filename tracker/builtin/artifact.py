@@ -3,16 +3,20 @@
 ``artifact`` is written by ``run.log_artifact`` once the bytes are in the blob
 store; ``artifact_use`` by ``run.use_artifact``. Versions, aliases and
 lineage are derived from these records at read time (docs/artifacts.md).
+With ``[team] url`` set, the team database is where a name that the run's
+own store does not know is looked for (``tracker_artifact_sources``).
 """
 
 from __future__ import annotations
 
+import os
 import re
+from collections.abc import Callable
 from typing import Any
 
 import attrs
 
-from tracker import Schema, Summarizer, Summary, Table, hookimpl
+from tracker import Config, Schema, Summarizer, Summary, Table, hookimpl, open_store
 
 _SHA = re.compile(r"[0-9a-f]{64}")
 
@@ -81,6 +85,15 @@ def tracker_summarizers() -> list[Summarizer]:
                        "every artifact: name, kind, size, hash prefix, step"),
             Summarizer("artifact_use.list", "artifact_use", summarize_uses,
                        "every artifact version used: name, version, alias, hash prefix, step")]
+
+
+@hookimpl
+def tracker_artifact_sources(config: Config) -> dict[str, Callable[[], Any]]:
+    """The lab's team database (``[team] url``, else ``TRACKER_TEAM_URL``), for names logged on other machines."""
+    url = config.team_url or os.environ.get("TRACKER_TEAM_URL")
+    if not url:
+        return {}
+    return {"the team database": lambda: open_store(url)}
 
 
 def summarize_artifacts(table: Table) -> Summary:

@@ -45,6 +45,10 @@ class RunNotFound(TrackerError, LookupError):
         self.candidates = list(candidates or [])
 
 
+class ArtifactNotFound(TrackerError, LookupError):
+    """No artifact of that name, or the name has no such version or alias; the message names those that exist."""
+
+
 class ConfigError(TrackerError):
     """tracker.toml holds an unknown key or a bad value."""
 

@@ -21,6 +21,9 @@ first needed (not at import):
    for a run's panels; never while logging.
 7. ``tracker_alert_channels()``: only when an alert is first delivered
    (``run.alert``, ``tracker watch``); never while logging.
+8. ``tracker_artifact_sources(config)``: only when ``run.use_artifact`` or a
+   folder store's ``artifact()`` is asked for a name (or a version or alias
+   of it) that the store does not know; never while logging.
 
 Within one hook, implementations are called in pluggy's order:
 ``@hookimpl(tryfirst=True)`` first, ``@hookimpl(trylast=True)`` last, the
@@ -58,7 +61,8 @@ hookimpl = pluggy.HookimplMarker(PROJECT)
 
 #: The hook names in the order they fire.
 HOOK_ORDER = ("tracker_configure", "tracker_schemas", "tracker_summarizers",
-              "tracker_subscribe", "tracker_commands", "tracker_panels", "tracker_alert_channels")
+              "tracker_subscribe", "tracker_commands", "tracker_panels", "tracker_alert_channels",
+              "tracker_artifact_sources")
 
 
 @hookspec
@@ -179,4 +183,30 @@ def tracker_alert_channels() -> dict[str, Callable[[str, dict[str, Any]], Any]]:
         this plugin reported broken, naming the first owner.
 
     .. versionadded:: 0.4
+    """
+
+
+@hookspec
+def tracker_artifact_sources(config: Config) -> dict[str, Callable[[], Any]]:
+    """Offer other stores to resolve artifact names in, after the store a run or a reader is on.
+
+    Called each time ``run.use_artifact`` (W&B's ``use_artifact`` too) or a
+    folder store's ``artifact()`` (``Api().artifact``, ``tracker artifact
+    get``) is asked for a name, or a version or alias of it, that the store
+    does not know; never while logging, and never when the store knows the
+    name and what was asked of it. Each entry maps a label (what messages
+    call the source, e.g. ``"the team database"``) to an opener: a function
+    of no arguments that opens the store and returns it (a store as
+    :func:`tracker.open_store` returns, whose artifact registry answers the
+    same questions), or raises :class:`tracker.TrackerError` in one line when
+    it cannot (an unreachable server). The sources are asked in the order
+    offered; the first that knows the name and what was asked of it answers,
+    and the version's bytes are read from that store. The built-in
+    ``artifact`` plugin offers the team database when ``[team] url`` (or
+    ``TRACKER_TEAM_URL``) is set.
+
+    :param config: the loaded :class:`tracker.Config` of the run's or the store's host.
+    :returns: a dict of label -> opener.
+
+    .. versionadded:: 0.5
     """

@@ -25,7 +25,7 @@ from typing import Any
 import attrs
 import orjson
 
-from tracker.core.errors import TrackerError
+from tracker.core.errors import ArtifactNotFound, TrackerError
 from tracker.core.format import decode_nonfinite, encode_nonfinite
 from tracker.core.rules import LATEST, VERSION_RE
 
@@ -254,7 +254,7 @@ class Collection:
     def pick(self, spec: str | None) -> Version:
         """The version ``spec`` names: ``None`` or ``latest``, ``v3``, or an alias.
 
-        :raises TrackerError: naming the versions and aliases there are.
+        :raises ArtifactNotFound: naming the versions and aliases there are.
         """
         if spec is None or spec == LATEST:
             return self.latest
@@ -264,7 +264,7 @@ class Collection:
                 return self.version(n)
         elif spec in self.aliases:
             return self.version(self.aliases[spec])
-        raise TrackerError(f"artifact {self.qualified!r} has no version or alias {spec!r} ({self.describe()})")
+        raise ArtifactNotFound(f"artifact {self.qualified!r} has no version or alias {spec!r} ({self.describe()})")
 
     def describe(self) -> str:
         """``versions v0-v3; aliases: best, latest, prod``."""
@@ -495,19 +495,20 @@ class Registry:
         A name alone is looked for in ``project`` first, then in any project where it is the only one
         of that name.
 
-        :raises TrackerError: no such name (the message lists names there are), or one in several projects.
+        :raises ArtifactNotFound: no such name (the message lists names there are); :class:`TrackerError`: a
+            name in several projects.
         """
         for key in _candidates(ref):
             c = self._lookup(key, project)
             if c is not None:
                 return c
-        raise TrackerError(self._unknown(ref))
+        raise ArtifactNotFound(self._unknown(ref))
 
     def find(self, ref: str, project: str | None = None) -> tuple[Collection, Version, str | None]:
         """The version ``ref`` names (``name``, ``name:v3``, ``name:prod``, with an optional ``project/``).
 
         :returns: the collection, the version and the alias or version asked for (``None``: none given).
-        :raises TrackerError: naming what exists when nothing matches.
+        :raises ArtifactNotFound: naming what exists when nothing matches.
         """
         base, spec = split_ref(ref)
         c = self.collection(base, project)

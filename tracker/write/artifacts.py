@@ -9,18 +9,21 @@ segment of the run that made the version (:mod:`tracker.write.edits`), or a
 row of the team database's alias table. Nothing else is written: versions,
 aliases and lineage are derived from these by every reader
 (:mod:`tracker.read.registry`). :class:`ArtifactMethods` gives the folder
-store and the team store the same methods over their own registries.
+store and the team store the same methods over their own registries. A name
+that a run's (or a folder's) store does not know is looked for in the stores
+that plugins offer (``tracker_artifact_sources``: the team database when
+``[team] url`` is set), through :func:`find_version`.
 """
 
 from __future__ import annotations
 
 import getpass
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tracker.core.errors import SchemaError, TrackerError
+from tracker.core.errors import ArtifactNotFound, SchemaError, TrackerError
 from tracker.core.rules import LATEST, VERSION_RE, check_alias
 from tracker.read.index.artifacts import note_change
 from tracker.read.registry import ALIAS_EDIT, UNSPECIFIED, split_ref
@@ -157,10 +160,15 @@ def _remember(run: Any, rec: Any) -> None:
 def use_artifact(run: Any, ref: Any, type: str | None = None, aliases: Any = None, use_as: str | None = None
                  ) -> Artifact:
     """``Run.use_artifact``: resolve ``ref`` (``name``, ``name:v3``, ``name:prod``, ``project/name:alias``,
-    ``entity/project/name:alias``, or an :class:`Artifact` read from the store), record an
+    ``entity/project/name:alias``, or an :class:`Artifact` read from a store), record an
     ``artifact_use`` record, and return the version.
 
-    :raises TrackerError: an unknown name, version or alias (naming what exists), or a type other than asked.
+    A name (or a version or alias of it) that the run's store does not know is looked for in the
+    team database when ``[team] url`` is set (:func:`find_version`); the version returned then reads
+    its bytes from the team's bucket, and the record is the same as for a version of the run's store.
+
+    :raises ArtifactNotFound: an unknown name, version or alias (naming what exists);
+        :class:`TrackerError`: a type other than asked, or a team database that could not be asked.
     """
     from tracker.capture import side_writer
     from tracker.capture.artifacts import use_record
@@ -170,19 +178,88 @@ def use_artifact(run: Any, ref: Any, type: str | None = None, aliases: Any = Non
         if ref._store is None:
             raise TrackerError(f"use_artifact: artifact {ref.name!r} is not logged; log it first "
                                "(run.log_artifact(artifact)), or use it by name")
+        # The version of the store it was read from (this run's, or the team database's), by its number there.
+        owner, blobs = ref._store, ref._blobs
         ref = f"{ref.project}/{ref.name}:{ref.version}" if ref.project else f"{ref.name}:{ref.version}"
-    if not isinstance(ref, str):
+        c, v, spec = owner.registry().find(ref, run.project)
+    elif isinstance(ref, str):
+        owner, c, v, spec = find_version(store, run._host, ref, run.project)
+        blobs = _blobs(run) if owner is store else source_blobs(owner)
+    else:
         raise TrackerError(f"use_artifact: expected a name such as 'mnist-cnn:prod' or an Artifact, given {ref!r}")
-    c, v, spec = store.registry().find(ref, run.project)
     if type is not None and type != c.type:
         raise TrackerError(f"use_artifact({ref!r}): artifact {c.qualified!r} is of type {c.type!r}, not {type!r}")
     alias = LATEST if spec is None else (None if VERSION_RE.fullmatch(spec) else spec)
     note_change(run.store, run.id)
     side_writer(run)("artifact_use", use_record(c.project, c.name, v.version, v.sha256,
                                                 None if c.type == UNSPECIFIED else c.type, alias), None)
-    a = Artifact._read(store, _blobs(run), c.project, v)
+    a = Artifact._read(owner, blobs, c.project, v)
     a.asked = spec
     return a
+
+
+# --- names this store does not know: the sources plugins offer (the team database) ------------------
+
+def artifact_sources(host: Any) -> list[tuple[str, Callable[[], Any]]]:
+    """``(label, opener)`` of every store plugins offer to resolve names in (``tracker_artifact_sources``), in
+    the order offered; a plugin offering something else is reported broken."""
+    found: list[tuple[str, Callable[[], Any]]] = []
+
+    def collect(_plugin: str, result: Any) -> None:
+        if not isinstance(result, dict) or not all(isinstance(k, str) and callable(f) for k, f in result.items()):
+            raise TypeError(f"tracker_artifact_sources returned {result!r}, expected a dict of label -> opener()")
+        found.extend(result.items())
+
+    host.call_each(host.pm.hook.tracker_artifact_sources, collect=collect, config=host.config)
+    return found
+
+
+def source_blobs(store: Any) -> Any:
+    """The blobs of a store a source opened (the team database's bucket)."""
+    blobs = getattr(store, "_artifact_blobs", None)
+    return blobs() if callable(blobs) else store.blobs
+
+
+def find_version(store: Any, host: Any, ref: str, project: str | None = None
+                 ) -> tuple[Any, Collection, Version, str | None]:
+    """The version ``ref`` names: in ``store`` when it knows the name and the version or alias asked, else in
+    the first source that does (:func:`artifact_sources`: the team database when ``[team] url`` is set).
+
+    The store itself wins whenever it knows what was asked (no network on that path; a name whose records
+    are the same in both numbers the same). Nothing is opened when it does.
+
+    :param host: the plugin host whose sources are asked (``None``: none).
+    :returns: the store that answered, the collection, the version, and the alias or version asked.
+    :raises ArtifactNotFound: nowhere (the message names what exists here and there);
+        :class:`TrackerError`: a source could not be asked (one line, its password masked).
+    """
+    try:
+        c, v, spec = store.registry().find(ref, project)
+        return store, c, v, spec
+    except ArtifactNotFound as exc:
+        here = exc
+    sources = artifact_sources(host) if host is not None else []
+    if not sources:
+        raise here
+    missing, failed = [], []
+    for label, opener in sources:
+        other = None
+        try:
+            other = opener()
+            c, v, spec = other.registry().find(ref, project)
+        except ArtifactNotFound as exc:
+            where = getattr(other, "path", None)  # the team store's: its URL, the password masked
+            missing.append(f"{label} {where} ({exc})" if where else f"{label} ({exc})")
+            continue
+        except Exception as exc:  # noqa: BLE001 - an unreachable server, a broken source: one line, the next source
+            text = "; ".join(line.strip() for line in str(exc).splitlines() if line.strip()) or type(exc).__name__
+            failed.append(f"{label} could not be asked: {text}")
+            continue
+        return other, c, v, spec
+    if failed:
+        raise TrackerError(f"artifact {ref!r} is not in this store ({here}), and {'; '.join(failed)}"
+                           + "".join(f"; nor in {m}" for m in missing))
+    raise ArtifactNotFound(f"artifact {ref!r} is not in this store ({here}) nor in {'; nor in '.join(missing)}")
 
 
 # --- the store side: the same methods over a folder and the team database ---------------------------
@@ -202,16 +279,23 @@ class ArtifactMethods:
     def _artifact_blobs(self) -> Any:
         return self.blobs  # type: ignore[attr-defined]
 
+    def _sources_host(self) -> Any:
+        """The host whose ``tracker_artifact_sources`` :meth:`artifact` asks for names this store does not
+        know (``None``: none; the team database asks nowhere else)."""
+        return None
+
     def artifact(self, ref: str, type: str | None = None) -> Artifact:
         """The version ``ref`` names: ``name`` (its latest), ``name:v3``, ``name:prod``; ``project/`` in front
-        when two projects use one name.
+        when two projects use one name. A folder store that does not know it asks the team database
+        (``[team] url``; see :func:`find_version`).
 
-        :raises TrackerError: an unknown name, version or alias, naming the ones that exist.
+        :raises ArtifactNotFound: an unknown name, version or alias, naming the ones that exist;
+            :class:`TrackerError`: the team database could not be asked.
         """
-        c, v, spec = self.registry().find(ref)
+        owner, c, v, spec = find_version(self, self._sources_host(), ref)
         if type is not None and type != c.type:
             raise TrackerError(f"artifact {c.qualified!r} is of type {c.type!r}, not {type!r}")
-        a = Artifact._read(self, self._artifact_blobs(), c.project, v)
+        a = Artifact._read(owner, self._artifact_blobs() if owner is self else source_blobs(owner), c.project, v)
         a.asked = spec
         return a
 
@@ -303,5 +387,5 @@ def folder_alias_edit(store: Any, run_id: str, data: dict[str, Any]) -> None:
     note_change(store.path, run_id)
 
 
-__all__ = ["PROBE_MIN", "ArtifactMethods", "folder_alias_edit", "log_artifact", "reader_of", "use_artifact",
-           "user"]
+__all__ = ["PROBE_MIN", "ArtifactMethods", "artifact_sources", "find_version", "folder_alias_edit", "log_artifact",
+           "reader_of", "source_blobs", "use_artifact", "user"]
