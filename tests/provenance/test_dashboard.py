@@ -171,6 +171,7 @@ def test_100000_lines_keep_only_the_visible_ones_in_the_dom(driver, server, made
     panel = driver.find_element(By.CSS_SELECTOR, "[data-section=logs]")
     wait(lambda: digits(panel.find_element(By.CSS_SELECTOR, ".log-count").text) == "100000", what="every line")
     scroller = panel.find_element(By.CSS_SELECTOR, ".log-scroll")
+    assert 300 < scroller.size["height"] <= 0.6 * driver.get_window_size()["height"] + 1  # capped, and scrolls
     assert len(panel.find_elements(By.CSS_SELECTOR, ".log-line")) < 200
     last = panel.find_elements(By.CSS_SELECTOR, ".log-line")[-1]
     assert last.get_attribute("data-n") == "100000"
@@ -200,11 +201,14 @@ def test_a_live_run_shows_a_new_line_within_5_seconds(driver, server, made) -> N
         driver.get(f"{server.url}/runs/live")
         wait(lambda: any("first line" in ln.text for ln in driver.find_elements(By.CSS_SELECTOR, ".log-text")),
              what="the first line")
+        # a console of a line or two takes a box of a line or two, not the height of a long one
+        short = driver.find_element(By.CSS_SELECTOR, "[data-section=logs] .log-scroll").size["height"]
         go.touch()
         t0 = time.time()
         wait(lambda: any("the live line" in ln.text for ln in driver.find_elements(By.CSS_SELECTOR, ".log-text")),
              timeout=5.0, what="the live line within 5 s")
         assert time.time() - t0 < 5.0
+        assert short < 100, short
     finally:
         stop.touch()
         child.wait(30)
