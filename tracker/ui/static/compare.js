@@ -36,7 +36,7 @@ export function configDiff(data) {
   if (diffKeys.length) parts.push(el("div", { class: "table-wrap" }, el("table", { class: "grid diff" }, el("thead", {}, head), el("tbody", {}, rows))));
   else parts.push(el("p", { class: "muted", text: "The runs have the same config." }));
   if (sameKeys.length) {
-    parts.push(el("details", {}, el("summary", { text: `${sameKeys.length} keys with the same value` }),
+    parts.push(el("details", {}, el("summary", { text: `${sameKeys.length} ${sameKeys.length === 1 ? "key" : "keys"} with the same value` }),
       el("table", { class: "kv" }, el("tbody", {}, sameKeys.map((k) => el("tr", {}, el("th", { text: k }), el("td", { text: fmtValue(data.config_same[k]) })))))));
   }
   return box("Config that differs", ...parts);
