@@ -2,17 +2,18 @@
 
 Routes only: reading goes through the public reading API (``Store``,
 ``RunView``), series through :mod:`tracker.ui.series`, live reads through
-:mod:`tracker.ui.live`, the run page's parts through :mod:`tracker.ui.parts`.
+:mod:`tracker.ui.live`, the run page's parts through :mod:`tracker.ui.parts`;
+the capabilities' endpoints (groups, reports, blobs, provenance, artifacts,
+sweeps) are in :mod:`tracker.ui.routes`, the parameters they all parse in
+:mod:`tracker.ui.params`.
 Every endpoint is read-only; the only files it creates in the store are derived data under ``<store>/index/``
 (as every reader does; see docs/ui.md, "Security").
 """
 
 from __future__ import annotations
 
-import math
 import os
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -26,11 +27,20 @@ from starlette.staticfiles import StaticFiles
 
 from tracker.core.errors import RunNotFound, StoreError, StoreUnavailable, TrackerError
 from tracker.read.index import gc_paused
-from tracker.ui import parts
+from tracker.ui import parts, routes
 from tracker.ui.auth import AuthMiddleware, make_auth
 from tracker.ui.hosts import HostCheck
 from tracker.ui.live import MetricsCache, TeamColumnsCache, read_since
 from tracker.ui.logged import axes_json, axis_series
+from tracker.ui.params import (
+    BadRequest,
+    error,
+    float_param,
+    int_param,
+    json_response,
+    names_param,
+    status_param,
+)
 from tracker.ui.series import (
     DEFAULT_MAX_POINTS,
     MAX_POINTS_LIMIT,
@@ -62,21 +72,6 @@ def security_headers(frame_ancestors: bytes = b"'none'") -> list[tuple[bytes, by
 SECURITY_HEADERS = security_headers()
 
 
-class BadRequest(Exception):
-    """A bad parameter: answered with 400 and its message."""
-
-
-def json_response(data: Any, status: int = 200) -> Response:
-    """Strict JSON (no NaN or Infinity: callers encode them first)."""
-    return Response(orjson.dumps(data, option=orjson.OPT_NON_STR_KEYS), status_code=status,
-                    media_type="application/json", headers={"cache-control": "no-store"})
-
-
-def error(status: int, message: str, **extra: Any) -> Response:
-    """``{"error": message}`` with ``status``."""
-    return json_response({"error": message, **extra}, status)
-
-
 class SecurityHeaders:
     """ASGI middleware adding the security headers (default :data:`SECURITY_HEADERS`) to every HTTP response."""
 
@@ -97,48 +92,6 @@ class SecurityHeaders:
             await send(message)
 
         await self.app(scope, receive, send_with_headers)
-
-
-def _parsed_param(request: Request, name: str, parse: Callable[[str], Any], expected: str) -> Any:
-    """Query parameter ``name`` through ``parse``; ``None`` when absent or empty; 400 naming it when bad."""
-    raw = request.query_params.get(name)
-    if raw is None or raw == "":
-        return None
-    try:
-        return parse(raw)
-    except ValueError:
-        raise BadRequest(f"{name}: expected {expected}, given {raw[:40]!r}") from None
-
-
-def _ascii_int(raw: str) -> int:
-    """``int(raw)`` for ASCII digits only (``int`` also takes "１２", " 12 " and "1_2")."""
-    if not (raw.isascii() and raw.lstrip("-").isdigit()):
-        raise ValueError(raw)
-    return int(raw)
-
-
-def _int_param(request: Request, name: str, default: int, lo: int, hi: int) -> int:
-    value = _parsed_param(request, name, _ascii_int, f"an integer from {lo} to {hi}")
-    if value is None:
-        return default
-    if not lo <= value <= hi:
-        raise BadRequest(f"{name}: expected an integer from {lo} to {hi}, given {value}")
-    return value
-
-
-def _float_param(request: Request, name: str) -> float | None:
-    """An optional finite number; ``None`` when absent or empty."""
-    value = _parsed_param(request, name, float, "a number")
-    if value is not None and not math.isfinite(value):
-        raise BadRequest(f"{name}: expected a finite number, given {request.query_params.get(name, '')[:40]!r}")
-    return value
-
-
-def _names_param(request: Request, name: str) -> list[str] | None:
-    raw = request.query_params.getlist(name)
-    if not raw:
-        return None
-    return [n for r in raw for n in r.split(",") if n]
 
 
 def listing_etag(body: bytes) -> str:
@@ -217,12 +170,10 @@ class Api:
     def _runs(self, request: Request) -> Response:
         q = request.query_params
         tags = [t for t in q.getlist("tag") if t]
-        stats = _names_param(request, "stats") or []
+        stats = names_param(request, "stats") or []
         if len(stats) > 50:
             raise BadRequest(f"stats: expected at most 50 metric names, given {len(stats)}")
-        status = q.get("status") or None
-        if status is not None and status not in parts.STATUSES:
-            raise BadRequest(f"status: expected one of {', '.join(parts.STATUSES)}, given {status[:40]!r}")
+        status = status_param(request)
         catalog = getattr(self.store, "catalog", None)
         # One listing gives infos and per-metric figures alike (the store's derived catalog).
         entries = catalog() if catalog is not None else None
@@ -271,7 +222,7 @@ class Api:
 
     def run(self, request: Request) -> Response:
         """``GET /api/runs/{id}[?parts=a,b]``: the parts of the run page (see :mod:`tracker.ui.parts`)."""
-        names = _names_param(request, "parts")
+        names = names_param(request, "parts")
         if names is not None:
             known = parts.part_names()
             unknown = [n for n in names if n not in known]
@@ -288,13 +239,13 @@ class Api:
         ``x_min <= x <= x_max`` before downsampling, so ``max_points`` applies to the range.
         """
         view = self.view(request.path_params["id"])
-        names = _names_param(request, "names")
+        names = names_param(request, "names")
         x = request.query_params.get("x", "step") or "step"
         if x not in ("step", "time", "defined"):
             raise BadRequest(f"x: expected 'step', 'time' or 'defined', given {x[:40]!r}")
-        max_points = _int_param(request, "max_points", DEFAULT_MAX_POINTS, 1, MAX_POINTS_LIMIT)
-        x_min = _float_param(request, "x_min")
-        x_max = _float_param(request, "x_max")
+        max_points = int_param(request, "max_points", DEFAULT_MAX_POINTS, 1, MAX_POINTS_LIMIT)
+        x_min = float_param(request, "x_min")
+        x_max = float_param(request, "x_max")
         if x_min is not None and x_max is not None and x_min > x_max:
             raise BadRequest(f"x_min: expected a number at most x_max ({x_max!r}), given {x_min!r}")
         since = request.query_params.get("since")
@@ -356,200 +307,18 @@ class Api:
     def panels(self, request: Request) -> Response:
         """``GET /api/runs/{id}/panels[?names=a,b]``: the plugins' figures for the schemas of the run."""
         view = self.view(request.path_params["id"])
-        names = _names_param(request, "names")
+        names = names_param(request, "names")
         return json_response(parts.strict({"panels": parts.panels_of(view, names)}))
 
     def compare(self, request: Request) -> Response:
         """``GET /api/compare?runs=a,b``: info, config diff and summaries side by side."""
-        refs = _names_param(request, "runs") or []
+        refs = names_param(request, "runs") or []
         if len(refs) < 2:
             raise BadRequest(f"runs: expected at least two run ids separated by commas, given {len(refs)}")
         if len(refs) > 20:
             raise BadRequest(f"runs: expected at most 20 runs, given {len(refs)}")
         views = [self.view(r) for r in refs]
         return json_response(parts.strict(parts.compare(views)))
-
-
-def _aggregate(api: Api, request: Request) -> Response:
-    """``GET /api/aggregate?metrics=a,b&by=KEY&runs=id,id`` (or the runs page's ``project=&status=&tag=&q=``)
-    ``&stat=mean|median&band=std|minmax|pLO-pHI&max_points=N``: per metric, one line and band per group."""
-    from tracker.read.aggregate import group_runs, parse_band
-    from tracker.ui.groups import MAX_METRICS, MAX_RUNS, SeriesCache, aggregate_doc, matches, select_runs
-
-    q = request.query_params
-    metrics = _names_param(request, "metrics") or []
-    if not metrics or len(metrics) > MAX_METRICS:
-        raise BadRequest(f"metrics: expected 1 to {MAX_METRICS} metric names separated by commas, given {len(metrics)}")
-    stat = q.get("stat") or "mean"
-    if stat not in ("mean", "median"):
-        raise BadRequest(f"stat: expected 'mean' or 'median', given {stat[:40]!r}")
-    status = q.get("status") or None
-    if status is not None and status not in parts.STATUSES:
-        raise BadRequest(f"status: expected one of {', '.join(parts.STATUSES)}, given {status[:40]!r}")
-    refs = _names_param(request, "runs")
-    for ref in refs or ():
-        if not parts.is_run_id(ref):
-            raise BadRequest(f"runs: invalid run id {ref[:80]!r}")
-    max_points = _int_param(request, "max_points", 1000, 1, 10_000)
-    tags = [t for t in q.getlist("tag") if t]
-    catalog = getattr(api.store, "catalog", None)
-    with gc_paused():
-        entries = catalog() if catalog is not None else None
-        infos = select_runs(api.store, entries, refs, lambda infos: [
-            i for i in infos if matches(i, q.get("project") or None, status, tags, q.get("q") or None)])
-        if len(infos) > MAX_RUNS:
-            raise BadRequest(f"runs: at most {MAX_RUNS} runs are aggregated, these filters keep {len(infos)}")
-        by, band = q.get("by") or None, q.get("band") or "std"
-        try:  # what makes nothing drawable is a bad request: a key no run has, a band that does not parse
-            parse_band(band)
-            group_runs(infos, by)
-        except TrackerError as exc:
-            raise BadRequest(str(exc)) from None
-        if getattr(api, "series", None) is None:
-            api.series = SeriesCache()
-        kept = {e.info.id: e for e in entries} if entries is not None else {}
-        doc = aggregate_doc(api.store, infos, metrics, by, stat=stat, band=band, max_points=max_points,
-                            cache=api.series, figures=kept)
-    return json_response(parts.strict(doc))
-
-
-def _report(api: Api, request: Request) -> Response:
-    """``GET /api/report?runs=id,id`` (or ``project=&status=&tag=&q=``) ``&by=KEY&metrics=a,b&title=T``: the report
-    file of ``tracker report`` for what a page shows, sent as an attachment (saved, never shown in the app)."""
-    import re
-
-    from tracker.ui.groups import matches, select_runs
-    from tracker.ui.report import MAX_RUNS, build
-
-    q = request.query_params
-    refs = _names_param(request, "runs")
-    for ref in refs or ():
-        if not parts.is_run_id(ref):
-            raise BadRequest(f"runs: invalid run id {ref[:80]!r}")
-    status = q.get("status") or None
-    if status is not None and status not in parts.STATUSES:
-        raise BadRequest(f"status: expected one of {', '.join(parts.STATUSES)}, given {status[:40]!r}")
-    metrics = _names_param(request, "metrics")
-    title = (q.get("title") or "").strip()[:200] or None
-    tags = [t for t in q.getlist("tag") if t]
-    catalog = getattr(api.store, "catalog", None)
-    with gc_paused():
-        entries = catalog() if catalog is not None else None
-        infos = select_runs(api.store, entries, refs, lambda infos: [
-            i for i in infos if matches(i, q.get("project") or None, status, tags, q.get("q") or None)])
-        if not infos:
-            raise BadRequest("no run to report: the filters keep none")
-        if len(infos) > MAX_RUNS:
-            raise BadRequest(f"{len(infos)} runs: a report holds at most {MAX_RUNS}; filter or select fewer")
-        try:
-            text = build(api.store, infos, by=q.get("by") or None, metrics=metrics, title=title,
-                         environment=q.get("environment") != "0", entries=entries)
-        except StoreError:
-            raise
-        except TrackerError as exc:  # a key no run has, a metric none logged: what was asked cannot be drawn
-            raise BadRequest(str(exc)) from None
-    name = re.sub(r"[^A-Za-z0-9._-]+", "-", title or "report").strip("-.")[:60] or "report"
-    return Response(text.encode(), media_type="text/html; charset=utf-8", headers={
-        "content-disposition": f'attachment; filename="{name}.html"', "cache-control": "no-store",
-        # Were it ever shown from here, it would run nothing: the app's pages keep their own policy.
-        "content-security-policy": "default-src 'none'; sandbox"})
-
-
-def _blob(api: Api, request: Request) -> Response:
-    """``GET /api/runs/{id}/blobs/{sha256}[?download=1]``: a stored file or image the run names.
-
-    Only a blob that one of the run's records names is served, from its
-    content address inside the store, after its bytes were hashed and found
-    equal to that name: an unknown hash is a 404, a damaged or
-    missing blob a 500 naming it. ``download=1`` asks the browser to save it.
-    """
-    from tracker.ui.capture import checked_blob
-
-    sha = request.path_params["sha"]
-    if len(sha) != 64 or any(c not in "0123456789abcdef" for c in sha):
-        raise BadRequest(f"not a sha256 (64 lowercase hex digits): {sha[:80]!r}")
-    view = api.view(request.path_params["id"])
-    try:
-        path, meta = checked_blob(view, sha)
-    except StoreUnavailable:
-        raise
-    except StoreError as exc:
-        return error(500, str(exc))
-    except TrackerError as exc:
-        return error(404, str(exc))
-    disposition = "attachment" if request.query_params.get("download") else "inline"
-    headers = {"cache-control": "private, max-age=31536000, immutable", "x-content-type-options": "nosniff"}
-    return FileResponse(path, media_type=meta["media_type"], filename=meta["name"] or sha,
-                        content_disposition_type=disposition, headers=headers)
-
-
-def _console(api: Api, request: Request) -> Response:
-    """``GET /api/runs/{id}/console[?since=CURSOR][&tail=N]``: the run's console lines (see :mod:`.provenance`)."""
-    from tracker.ui.provenance import CursorError, console_doc
-
-    view = api.view(request.path_params["id"])
-    tail = _parsed_param(request, "tail", _ascii_int, "a number of lines from 0 to 1000000")
-    if tail is not None and not 0 <= tail <= 1_000_000:
-        raise BadRequest(f"tail: expected a number of lines from 0 to 1000000, given {tail}")
-    since = request.query_params.get("since") or None
-    host = getattr(api.store, "host", None) or getattr(api.store, "_host", None)
-    try:
-        return json_response(console_doc(view, host, since, tail))
-    except CursorError as exc:
-        raise BadRequest(str(exc)) from None
-
-
-def _environment(api: Api, request: Request) -> Response:
-    """``GET /api/runs/{id}/environment[?diff=1]``: the run's environment, its packages (and diff)."""
-    from tracker.ui.provenance import environment_doc
-
-    view = api.view(request.path_params["id"])
-    return json_response(parts.strict(environment_doc(view, api.store.blobs, request.query_params.get("diff") == "1")))
-
-
-def _diff(api: Api, request: Request) -> Response:
-    """``GET /api/diff?runs=a,b``: why two runs differ (config, packages, git, Python, platform, GPU, host, command)."""
-    from tracker.ui.provenance import diff_doc
-
-    refs = _names_param(request, "runs") or []
-    if len(refs) != 2:
-        raise BadRequest(f"runs: expected two run ids separated by a comma, given {len(refs)}")
-    a, b = (api.view(r) for r in refs)
-    return json_response(parts.strict(diff_doc(a, b, api.store.blobs)))
-
-
-def _artifacts(api: Any, request: Request) -> Response:
-    """``GET /api/artifacts``, ``/api/artifact?ref=``, ``/api/lineage?ref=&depth=`` (:mod:`tracker.ui.artifacts`)."""
-    from tracker.ui.artifacts import NotFound, artifact_doc, artifacts_doc, lineage_doc
-
-    q = request.query_params
-    try:
-        if request.url.path == "/api/artifacts":
-            return json_response(parts.strict(artifacts_doc(api.store, q.get("type") or None,
-                                                            q.get("project") or None)))
-        ref = q.get("ref")
-        if not ref:
-            raise BadRequest("ref: expected an artifact (NAME or NAME:VERSION) or, for lineage, a run")
-        if request.url.path == "/api/lineage":
-            depth = _int_param(request, "depth", 3, 1, 20)
-            return json_response(parts.strict(lineage_doc(api.store, ref, depth)))
-        return json_response(parts.strict(artifact_doc(api.store, ref)))
-    except NotFound as exc:
-        return error(404, str(exc))
-
-
-def _sweeps(api: Any, request: Request) -> Response:
-    """``GET /api/sweeps`` and ``GET /api/sweeps/{id}`` (see :mod:`tracker.sweeps.web`)."""
-    from tracker.core.urls import is_database_url
-    from tracker.sweeps.web import sweep_doc, sweeps_doc
-
-    url = getattr(api.store, "url", None)
-    # The team database: its sweeps are the studies stored in it (--storage postgresql://, or [team] url).
-    storage = url if is_database_url(url) else None
-    root = None if storage is not None else getattr(api.store, "path", None)
-    sweep_id = request.path_params.get("id")
-    status, doc = sweep_doc(root, sweep_id, storage) if sweep_id is not None else (200, sweeps_doc(root, storage))
-    return json_response(parts.strict(doc), status)
 
 
 def create_app(store: Any = None, *, hosts: tuple[str, ...] = (), frame_ancestors: bytes = b"'none'",
@@ -602,26 +371,26 @@ def create_app(store: Any = None, *, hosts: tuple[str, ...] = (), frame_ancestor
             return error(404, f"no endpoint {path[:200]}")
         return FileResponse(index, headers={"cache-control": "no-cache"})
 
-    routes = [
+    table = [
         Route("/api/runs", endpoint(api.runs)),
         Route("/api/runs/{id}", endpoint(api.run)),
         Route("/api/runs/{id}/metrics", endpoint(api.metrics)),
         Route("/api/runs/{id}/panels", endpoint(api.panels)),
-        Route("/api/runs/{id}/blobs/{sha}", endpoint(lambda request: _blob(api, request))),
-        Route("/api/runs/{id}/console", endpoint(lambda request: _console(api, request))),
-        Route("/api/runs/{id}/environment", endpoint(lambda request: _environment(api, request))),
+        Route("/api/runs/{id}/blobs/{sha}", endpoint(lambda request: routes.blob(api, request))),
+        Route("/api/runs/{id}/console", endpoint(lambda request: routes.console(api, request))),
+        Route("/api/runs/{id}/environment", endpoint(lambda request: routes.environment(api, request))),
         Route("/api/compare", endpoint(api.compare)),
-        Route("/api/diff", endpoint(lambda request: _diff(api, request))),
-        Route("/api/aggregate", endpoint(lambda request: _aggregate(api, request))),
-        Route("/api/report", endpoint(lambda request: _report(api, request))),
-        Route("/api/sweeps", endpoint(lambda request: _sweeps(api, request))),
-        *(Route(p, endpoint(lambda request: _artifacts(api, request))) for p in
+        Route("/api/diff", endpoint(lambda request: routes.diff(api, request))),
+        Route("/api/aggregate", endpoint(lambda request: routes.aggregate(api, request))),
+        Route("/api/report", endpoint(lambda request: routes.report(api, request))),
+        Route("/api/sweeps", endpoint(lambda request: routes.sweeps(api, request))),
+        *(Route(p, endpoint(lambda request: routes.artifacts(api, request))) for p in
           ("/api/artifacts", "/api/artifact", "/api/lineage")),
-        Route("/api/sweeps/{id}", endpoint(lambda request: _sweeps(api, request))),
+        Route("/api/sweeps/{id}", endpoint(lambda request: routes.sweeps(api, request))),
         Mount("/static", StaticFiles(directory=STATIC, follow_symlink=False), name="static"),
         Route("/{path:path}", page),
     ]
-    app = Starlette(routes=routes)
+    app = Starlette(routes=table)
     app.state.api = api
     app.state.auth = make_auth(auth)
     if app.state.auth is not None:  # inside the Host check: a foreign Host is refused before any login
