@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import re
-import sys
-import time
 from typing import Any
 
 import click
@@ -12,9 +10,10 @@ import click
 from tracker.cli import CliContext
 from tracker.cli.options import fail, format_option, handle_errors
 from tracker.cli.render import dumps, dumps_line
+from tracker.cli.tail import follow_run
 from tracker.cli.terminal import is_terminal, use_color
 from tracker.read.console import CONSOLE, ConsoleLine, ConsoleLines, plain, select
-from tracker.read.tail import POLL_INTERVAL, Follower
+from tracker.read.tail import Follower
 
 
 @click.command("logs")
@@ -64,22 +63,14 @@ def logs_cmd(obj: CliContext, run: str, follow: bool, stream: str | None, patter
     if follower is None:
         printer.end()
         return
-    try:
-        while True:
-            status = view.refresh().status
-            changed = [(ln, new) for ln, new in reader.feed(follower.read())
-                       if select([ln], stream=stream, grep=pattern)]
-            for ln, new in changed:
-                printer.line(ln, new)
-            if status != "running":
-                printer.end()
-                click.echo(f"tracker: run {view.id} {status}", err=True)
-                return
-            if not changed:
-                time.sleep(POLL_INTERVAL)
-    except KeyboardInterrupt:
-        printer.end()
-        sys.exit(0)
+
+    def poll() -> bool:
+        changed = [(ln, new) for ln, new in reader.feed(follower.read()) if select([ln], stream=stream, grep=pattern)]
+        for ln, new in changed:
+            printer.line(ln, new)
+        return bool(changed)
+
+    follow_run(view, poll, printer.end)
 
 
 class _Printer:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import sys
 import time
 from collections import deque
+from collections.abc import Callable
 from typing import Any
 
 import click
@@ -68,20 +69,34 @@ def tail_cmd(obj: CliContext, run: str, follow: bool, schema: str | None, last: 
         if last is not None:
             existing = deque(existing, maxlen=last)
         _write(out, existing, fmt, schema is None)
-        if not follow:
-            return
-        while True:
-            status = view.refresh().status
-            wrote = _write(out, follower.read(), fmt, schema is None)
-            if status != "running":
-                # The status was read before the records: whatever the writers wrote
-                # up to their end has just been printed.
-                click.echo(f"tracker: run {view.id} {status}", err=True)
-                return
-            if not wrote:
-                time.sleep(POLL_INTERVAL)
     except KeyboardInterrupt:
         out.flush()
+        sys.exit(0)
+    if follow:
+        follow_run(view, lambda: _write(out, follower.read(), fmt, schema is None), out.flush)
+
+
+def follow_run(view: Any, poll: Callable[[], Any], end: Callable[[], None]) -> None:
+    """Print what a running run adds until it ends, or until Ctrl-C (exit status 0): ``tail -f``, ``logs -f``.
+
+    Each round reads the run's status, then ``poll()`` prints what is new and
+    returns whether it printed anything (if not, the next round waits
+    :data:`POLL_INTERVAL`). The status was read before the records, so once it
+    is not ``running`` whatever the writers wrote up to their end has been
+    printed: ``end()``, and a line on stderr naming the status.
+    """
+    try:
+        while True:
+            status = view.refresh().status
+            printed = poll()
+            if status != "running":
+                end()
+                click.echo(f"tracker: run {view.id} {status}", err=True)
+                return
+            if not printed:
+                time.sleep(POLL_INTERVAL)
+    except KeyboardInterrupt:
+        end()
         sys.exit(0)
 
 
