@@ -26,15 +26,15 @@ from tracker.core.config import resolve_store_path
 from tracker.core.errors import SchemaError, StoreError, TrackerError
 from tracker.core.format import METRICS, RECORD, RUN_FINISHED, check_run_id, new_run_id, nonfinite_paths
 from tracker.core.records import Event
-from tracker.core.rules import check_keys, check_label
-from tracker.core.urls import redact_urls
-from tracker.core.values import MAX_INT, RESERVED, check_metrics, given, plain_config, storable, unwrap_numpy
+from tracker.core.values import MAX_INT, RESERVED, check_metrics, given, storable, unwrap_numpy
 from tracker.host.bus import TrackerWarning
 from tracker.host.host import Host, get_host
 from tracker.write import crash
 from tracker.write.origin import error_facts, origin_facts
 from tracker.write.route import Attachment, attach, detach, fast_method
-from tracker.write.runstate import WandbRunMethods
+from tracker.write.runfiles import RunFileMethods
+from tracker.write.runstate import RunStateMethods, WandbRunMethods
+from tracker.write.start import recorders_for, run_fields, sampler_for, stop_recorders
 
 if TYPE_CHECKING:
     from tracker.write.runstate import RunConfig, RunSummary
@@ -55,7 +55,7 @@ _stopped: list[Run] = []
 #: ``log()`` called without values (W&B's ``wandb.log()``: commit the pending step); ``log(None)`` stays an error.
 LEFT_OUT: Any = type("LeftOut", (), {"__repr__": lambda self: "<values left out>"})()
 
-class Run(WandbRunMethods):
+class Run(RunStateMethods, RunFileMethods, WandbRunMethods):
     """A run being logged by this process. Use :func:`start_run` to make one.
 
     :ivar id: the run id (its folder name in the store).
@@ -90,46 +90,6 @@ class Run(WandbRunMethods):
         self._wb: WandbExtras | None = None
         #: The thread that started the run: its death by an exception ends the run (tracker.write.crash).
         self._thread = threading.get_ident()
-
-    @property
-    def config(self) -> RunConfig:
-        """The run's config: ``run.config.lr``, ``run.config["lr"]``, ``run.config.update({...})``.
-
-        Changes are appended as edit events; ``RunInfo.config`` shows them.
-        """
-        if self._config is None:
-            from tracker.write.runstate import RunConfig
-
-            values = self._initial_config if self._initial_config is not None else self._stored().config
-            self._config = RunConfig(self, values)
-        return self._config
-
-    @property
-    def summary(self) -> RunSummary:
-        """The run's summary: ``run.summary["best_acc"] = 0.93`` (appended; last write wins).
-
-        A key never set reads as the last logged value of that metric.
-        """
-        if self._summary is None:
-            from tracker.write.runstate import RunSummary
-
-            self._summary = RunSummary(self, {} if self._initial_config is not None else self._stored().summary)
-        return self._summary
-
-    def _stored(self) -> Any:
-        from tracker.read.reader import RunView
-
-        return RunView(self.store, self.id, host=self._host).info
-
-    def _last_metrics(self) -> dict[str, Any]:
-        return dict(self._att.writer.last)
-
-    def _repr_html_(self) -> str:
-        """The run in a notebook: name, status, config and last metrics (see :mod:`tracker.core.display`)."""
-        from tracker.core.display import run_html
-
-        return run_html(self.id, name=self.name, project=self.project, status=self.status,
-                        config=dict(self.config), last_metrics=self._last_metrics())
 
     def __getattr__(self, name: str) -> Any:
         # Only reached for a name Run does not have: W&B's run methods that tracker does not
@@ -285,85 +245,6 @@ class Run(WandbRunMethods):
         self._write(compiled.name, compiled.validate(data), step, time, advance=not latest)
         return time
 
-    def log_artifact(self, path: Any, name: str | None = None, type: str | None = None,
-                     aliases: list[str] | str | None = None, *, kind: str = "file", copy: bool = True,
-                     step: int | None = None, description: str | None = None,
-                     metadata: dict[str, Any] | None = None) -> Any:
-        """Store a file or a folder once by content (or, ``copy=False``, record a reference to it), as a
-        version of the named artifact ``name``.
-
-        The bytes are hashed while copied into ``<store>/blobs/sha256/`` and
-        renamed into place before the ``artifact`` record is appended. A folder
-        is one artifact with a manifest of its files. The same content under the
-        same name is the same version (no new bytes); new content is the next
-        version (``v0``, ``v1``, ... in the order the records were written).
-
-        :param path: a file or a folder, or a :class:`tracker.Artifact` filled with ``add_file``/``add_dir``.
-        :param name: the artifact's name (default: the file or folder name).
-        :param type: what it is (``"model"``, ``"dataset"``; default: unspecified); a name keeps one type.
-        :param aliases: aliases to point at this version (``"best"``, ``"prod"``); ``latest`` is automatic.
-        :param kind: free text: ``"file"`` (``"folder"`` for a folder by default), ``"checkpoint"``...
-        :param copy: ``False``: record the absolute path, size and sha256 without copying.
-        :param step: the step (default: the run's latest step; never advances the automatic step).
-        :returns: the :class:`tracker.Artifact` written (``.version``, ``.aliases`` when asked).
-        :raises SchemaError: a bad name, kind, type, alias or a type other than the name's;
-            :class:`TrackerError`: ``path`` cannot be read. Nothing is written.
-        """
-        from tracker.write.artifacts import log_artifact
-
-        return log_artifact(self, path, name, type, aliases, kind=kind, copy=copy, step=step,
-                            description=description, metadata=metadata)
-
-    def use_artifact(self, artifact: Any, type: str | None = None, aliases: list[str] | None = None,
-                     use_as: str | None = None) -> Any:
-        """Record that this run uses a version of an artifact, and return it (:class:`tracker.Artifact`).
-
-        :param artifact: ``"mnist-cnn"`` (its latest), ``"mnist-cnn:v3"``, ``"mnist-cnn:prod"``, with
-            ``project/`` (or W&B's ``entity/project/``) in front when needed; or an Artifact of the store.
-        :param type: when given, the artifact must be of this type.
-        :raises TrackerError: an unknown name, version or alias (the message names those that exist).
-        """
-        from tracker.write.artifacts import use_artifact
-
-        return use_artifact(self, artifact, type, aliases, use_as)
-
-    def log_model(self, path: str | os.PathLike[str], name: str | None = None,
-                  aliases: list[str] | str | None = None) -> Any:
-        """W&B's ``log_model``: ``log_artifact(path, name, type="model", aliases=aliases)``."""
-        return self.log_artifact(path, name, "model", aliases)
-
-    def use_model(self, name: str) -> Path:
-        """W&B's ``use_model``: use the model version ``name`` and download it; returns the local path
-        (the file of a one-file model, else its folder)."""
-        art = self.use_artifact(name)
-        return art.file() if art.file_count == 1 and not art.folder else art.download()
-
-    def log_image(self, name: str, image: Any, step: int | None = None, *, caption: str = "") -> str:
-        """Store an image as a PNG blob with an ``image`` record (needs the ``media`` extra: Pillow).
-
-        :param image: a numpy array HxW, HxWx3 or HxWx4 (uint8, or floats in [0, 1]),
-            a PIL image, or the path of a PNG or JPEG file.
-        :param step: the step (default: the run's latest step; never advances the automatic step).
-        :returns: the PNG's sha256.
-        :raises SchemaError: naming what is wrong with the image; nothing is written.
-        """
-        from tracker.capture import log_image
-
-        return log_image(self, name, image, step, caption=caption)
-
-    def log_histogram(self, name: str, values: Any, step: int | None = None, *, bins: Any = 64) -> dict[str, Any]:
-        """Log a ``histogram`` record of ``values`` (numpy array, torch tensor or sequence; flattened).
-
-        NaN and infinities are counted apart; an empty input is allowed.
-
-        :param bins: a number of equal bins over the finite values' range, or a sequence of edges.
-        :param step: the step (default: the run's latest step; never advances the automatic step).
-        :returns: the record's fields.
-        """
-        from tracker.capture import log_histogram
-
-        return log_histogram(self, name, values, step, bins=bins)
-
     def _schema_of(self, record: Any) -> str:
         for name, c in self._host.schemas.items():
             if type(record) is c.cls:
@@ -402,11 +283,7 @@ class Run(WandbRunMethods):
         att = self._att
         if self.status == "running" and att.refs == 1 and att.recorders is not None:
             # The last console lines and the environment record go in while the run still takes records.
-            recorders, att.recorders = att.recorders, None
-            try:
-                recorders.stop()
-            except Exception:  # noqa: BLE001, S110 - what could not be written never stops the finish
-                pass
+            stop_recorders(att)
         with _lock:
             if self.status != "running":
                 return
@@ -501,10 +378,6 @@ def resolve_step(step: Any, schema: str) -> int:
     return u
 
 
-def _plain(value: Any, what: str) -> Any:
-    return plain_config({what: value}, what)[what]
-
-
 def _wandb_values(values: Any) -> bool:
     """Whether ``values`` holds what only W&B's ``log`` takes: nested dicts, media objects, lists, strings."""
     if type(values) is not dict:
@@ -567,24 +440,8 @@ def start_run(project: str | None = None, name: str | None = None, *, config: di
     if run_id is None and run_id_from_env:
         run_id, resume = run_id_from_env, True
     run_id = new_run_id() if run_id is None else check_run_id(run_id)
-    for what, value in (("project", project), ("name", name), ("notes", notes)):
-        if value is not None and not isinstance(value, str):
-            raise TypeError(f"{what}: expected a str, given {given(value)}")
-        if value is not None:
-            _plain(str.__str__(value), what)  # e.g. a lone surrogate: refused before anything is created
-    if tags is not None and (isinstance(tags, str) or not all(isinstance(t, str) for t in tags)):
-        raise TypeError(f"tags: expected a list of str, given {given(tags)}")
-    labels = {}
-    for what, value in (("group", group), ("job_type", job_type)):
-        if value is not None:
-            if not isinstance(value, str):
-                raise TypeError(f"{what}: expected a str, given {given(value)}")
-            labels[what] = check_label(_plain(str.__str__(value), what), what)
-    config_data = plain_config(config if config is not None else {})
-    check_keys(config_data, "config")
-    # A URL's password in the config is masked before it is written (run.config reads what was stored).
-    config_data = redact_urls(config_data)
-    tag_list = [check_label(t, "tag") for t in _plain(list(tags or []), "tags")]
+    fields, labels = run_fields(project, name, notes, tags, config, group, job_type)
+    config_data = fields["config"]
     root = resolve_store_path(store, host.config).absolute()
     runs = root / "runs"
     try:
@@ -594,7 +451,7 @@ def start_run(project: str | None = None, name: str | None = None, *, config: di
     run_dir = runs / run_id
     if not resume and run_dir.exists():
         raise TrackerError(f"run {run_id} already exists in {root}; pass resume=True to append to it")
-    meta = {"name": name, "project": project, "config": config_data, "tags": tag_list, "env": origin_facts()}
+    meta = {**fields, "env": origin_facts()}  # name, project, config, tags, env: the order of the first line
     paths = nonfinite_paths(config_data)
     if paths:
         # Where the config's NaN and infinities are: the line holds them as the store's strings, which
@@ -618,33 +475,11 @@ def start_run(project: str | None = None, name: str | None = None, *, config: di
         _active.append(run)
         _stopped.clear()
         if att.refs == 1 and att.sampler is None:
-            att.sampler = _start_sampler(run, system_metrics, host)
+            att.sampler = sampler_for(run, system_metrics, host)
         if att.refs == 1 and att.recorders is None:
-            att.recorders = _start_recorders(run, console, environment)
+            att.recorders = recorders_for(run, console, environment)
         crash.install(_on_exception)
     return run
-
-
-def _start_recorders(run: Run, console: str | None, environment: bool) -> Any:
-    """The run's console and environment recorders (tracker.capture), or ``None``: off, or they cannot start."""
-    try:
-        from tracker.capture import start_recorders
-
-        return start_recorders(run, console, environment)
-    except Exception:  # noqa: BLE001 - recorders never make a run fail (e.g. a module that cannot load)
-        return None
-
-
-def _start_sampler(run: Run, system_metrics: bool | float | None, host: Host) -> Any:
-    """The run's system sampler, or ``None``: off, nothing to sample, or it cannot start."""
-    if system_metrics is False or (system_metrics is None and not host.config.system_enabled):
-        return None
-    try:
-        from tracker.capture import start_sampler
-
-        return start_sampler(run, system_metrics)
-    except Exception:  # noqa: BLE001 - the sampler never makes a run fail (e.g. a module that cannot load)
-        return None
 
 
 def current_run() -> Run | None:

@@ -210,6 +210,61 @@ def _as_mapping(values: Any, what: str) -> dict[str, Any]:
                     f"given {given(values)}")
 
 
+class RunStateMethods:
+    """``run.config`` and ``run.summary`` of :class:`tracker.Run`, built on first use, kept apart from api.py.
+
+    A run :func:`tracker.start_run` created starts from the config it was given; one it attached to
+    (resumed, or made by another process) from what the store holds.
+    """
+
+    id: str
+    name: str | None
+    project: str | None
+    status: str
+    store: Any
+    _host: Any
+    _att: Any
+    _initial_config: dict[str, Any] | None
+    _config: RunConfig | None
+    _summary: RunSummary | None
+
+    @property
+    def config(self) -> RunConfig:
+        """The run's config: ``run.config.lr``, ``run.config["lr"]``, ``run.config.update({...})``.
+
+        Changes are appended as edit events; ``RunInfo.config`` shows them.
+        """
+        if self._config is None:
+            values = self._initial_config if self._initial_config is not None else self._stored().config
+            self._config = RunConfig(self, values)
+        return self._config
+
+    @property
+    def summary(self) -> RunSummary:
+        """The run's summary: ``run.summary["best_acc"] = 0.93`` (appended; last write wins).
+
+        A key never set reads as the last logged value of that metric.
+        """
+        if self._summary is None:
+            self._summary = RunSummary(self, {} if self._initial_config is not None else self._stored().summary)
+        return self._summary
+
+    def _stored(self) -> Any:
+        from tracker.read.reader import RunView
+
+        return RunView(self.store, self.id, host=self._host).info
+
+    def _last_metrics(self) -> dict[str, Any]:
+        return dict(self._att.writer.last)
+
+    def _repr_html_(self) -> str:
+        """The run in a notebook: name, status, config and last metrics (see :mod:`tracker.core.display`)."""
+        from tracker.core.display import run_html
+
+        return run_html(self.id, name=self.name, project=self.project, status=self.status,
+                        config=dict(self.config), last_metrics=self._last_metrics())
+
+
 class WandbRunMethods:
     """The W&B methods of :class:`tracker.Run` (``define_metric``, ``save``, ``watch``), kept apart from api.py."""
 
