@@ -334,6 +334,7 @@ def _alive(pid: int) -> bool:
 
 
 def _run_info(root: Path | None, run_id: Any) -> Any:
+    # A run id recorded on a trial is a folder name here: the pattern of sweep ids keeps it one.
     if root is None or not isinstance(run_id, str) or not SWEEP_ID.fullmatch(run_id) or \
             not (Path(root) / "runs" / run_id).is_dir():
         return None
