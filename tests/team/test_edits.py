@@ -182,7 +182,7 @@ def test_a_sync_with_nothing_new_reads_no_edit_segment(tmp_path: Path, pg_url: s
     """A store whose runs were synced with their edits: a new `tracker sync` only looks at sizes; after one more
     edit, it reads that one segment from the offset it had reached, and only that run's info again."""
     import tracker.read.edits
-    import tracker.team.postgres as pg
+    import tracker.team.sync as pg  # the syncer's module: where it reads segments
 
     store = tmp_path / "store"
     st = None

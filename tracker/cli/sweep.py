@@ -26,7 +26,7 @@ def _folder(obj: CliContext, command: str) -> Any:
 
 def _storage(obj: CliContext, root: Any, sweep_id: str, storage: str | None) -> str | None:
     """``--storage``, else what the store's ``sweep.json`` says, else the team database ([team] url)."""
-    from tracker.sweeps.study import default_storage
+    from tracker.sweeps.storage import default_storage
 
     return storage if storage is not None else default_storage(root, sweep_id, obj.config)
 
@@ -72,8 +72,9 @@ def create_cmd(obj: CliContext, file: str, project: str | None, storage: str | N
     Example:
       tracker sweep create sweep.yaml --project mnist
     """
+    from tracker.sweeps.catalog import create_sweep
     from tracker.sweeps.config import check_sweep_config, load_sweep_file
-    from tracker.sweeps.study import create_sweep, default_storage, redact
+    from tracker.sweeps.storage import default_storage, redact
 
     config = load_sweep_file(file)
     if name is not None:
@@ -144,7 +145,8 @@ def show_cmd(obj: CliContext, sweep_id: str, storage: str | None, fmt: str) -> N
     Example:
       tracker sweep show k3v9x2qa --format json
     """
-    from tracker.sweeps.study import open_sweep, storage_errors
+    from tracker.sweeps.storage import storage_errors
+    from tracker.sweeps.study import open_sweep
 
     root, storage = _where(obj, sweep_id, storage)
     with storage_errors(storage):
@@ -179,7 +181,7 @@ def list_cmd(obj: CliContext, fmt: str) -> None:
       tracker sweep list --format json
     """
     from tracker.core.urls import is_database_url, team_url
-    from tracker.sweeps.study import list_db_sweeps, list_sweeps
+    from tracker.sweeps.catalog import list_db_sweeps, list_sweeps
 
     given = obj.given_store
     if is_database_url(given):

@@ -50,7 +50,8 @@ def sync_cmd(obj: CliContext, url: str | None, follow: bool, interval: float, ba
       tracker --store postgresql://db.lab/experiments runs
     """
     from tracker.core.urls import redact_url, team_url
-    from tracker.team.postgres import is_team_url, mask_url, sync
+    from tracker.team.database import is_team_url, mask_url
+    from tracker.team.sync import sync
 
     if url is None:
         url = team_url(obj.config)

@@ -38,15 +38,15 @@ def sweep(sweep: Mapping[str, Any] | str | os.PathLike[str], entity: str | None 
     :raises SweepConfigError: a bad configuration, one line naming the key.
     """
     from tracker.core.errors import TrackerError
+    from tracker.sweeps.catalog import create_sweep
     from tracker.sweeps.config import check_sweep_config, load_sweep_file
-    from tracker.sweeps.study import create_sweep
 
     if prior_runs:
         raise TrackerError("sweep(prior_runs=...) is not offered: start the sweep and let its agents run trials")
     config = load_sweep_file(sweep) if isinstance(sweep, (str, os.PathLike)) else check_sweep_config(sweep)
     if storage is None:  # [team] url set: the team database holds the study
         from tracker.host import get_host
-        from tracker.sweeps.study import default_storage
+        from tracker.sweeps.storage import default_storage
 
         storage = default_storage(None, None, get_host().config)
     return create_sweep(config, _root(store), project=project, storage=storage, seed=seed)
@@ -70,7 +70,7 @@ def agent(sweep_id: str, function: Callable[[], Any] | None = None, entity: str 
     root = _root(store)
     if storage is None:  # the store's sweep.json says where; without one, the team database ([team] url)
         from tracker.host import get_host
-        from tracker.sweeps.study import default_storage
+        from tracker.sweeps.storage import default_storage
 
         storage = default_storage(root, sweep_id, get_host().config)
     sw = open_sweep(root, sweep_id, storage)

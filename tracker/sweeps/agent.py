@@ -31,7 +31,8 @@ from typing import Any
 
 from tracker.core.errors import TrackerError
 from tracker.sweeps.config import SweepConfigError, build_command
-from tracker.sweeps.study import Sweep, Ticket, optuna
+from tracker.sweeps.storage import optuna
+from tracker.sweeps.study import Sweep, Ticket
 
 #: Environment variables the agent sets for a trial (W&B's name for the sweep too).
 ENV_RUN_ID, ENV_STORE, ENV_SWEEP_ID = "TRACKER_RUN_ID", "TRACKER_STORE", "TRACKER_SWEEP_ID"

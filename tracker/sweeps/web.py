@@ -18,7 +18,9 @@ def sweeps_doc(root: Path | None, storage: str | None = None) -> dict[str, Any]:
 
     :param storage: the team database (``postgresql://...``): its sweeps instead of a folder's.
     """
-    from tracker.sweeps.study import list_db_sweeps, list_sweeps, open_sweep, storage_errors
+    from tracker.sweeps.catalog import list_db_sweeps, list_sweeps
+    from tracker.sweeps.storage import storage_errors
+    from tracker.sweeps.study import open_sweep
 
     if root is None and storage is None:
         return {"sweeps": []}
@@ -41,7 +43,9 @@ def sweep_doc(root: Path | None, sweep_id: str, storage: str | None = None) -> t
 
     :param storage: the team database (``postgresql://...``): the sweep is looked for there.
     """
-    from tracker.sweeps.study import check_sweep_id, list_db_sweeps, open_sweep, storage_errors, sweeps_dir
+    from tracker.sweeps.catalog import list_db_sweeps
+    from tracker.sweeps.storage import check_sweep_id, storage_errors, sweeps_dir
+    from tracker.sweeps.study import open_sweep
 
     try:
         sweep_id = check_sweep_id(sweep_id)

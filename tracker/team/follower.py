@@ -201,9 +201,10 @@ class Follower:
     def _loop(self) -> None:
         from tracker.core.config import load_config
         from tracker.read.reader import Store
-        from tracker.team.postgres import Syncer, SyncReport, _psycopg
+        from tracker.team.database import require_psycopg
+        from tracker.team.sync import Syncer, SyncReport
 
-        psycopg = _psycopg()
+        psycopg = require_psycopg()
         # The follower copies lines and reads runs' ends: it needs the configuration (heartbeat timeout),
         # never a plugin, so it loads none (half a second less to start, per store).
         store = Store(self.root, host=ConfigOnly(load_config()))
@@ -363,9 +364,9 @@ class ConfigOnly:
 
 def syncer_fail(url: str, exc: BaseException) -> TrackerError:
     """One line for a database error, password masked."""
-    from tracker.team.postgres import _one_line
+    from tracker.team.database import error_line
 
-    return TrackerError(f"{redact_url(url)}: {_one_line(url, exc)}")
+    return TrackerError(f"{redact_url(url)}: {error_line(url, exc)}")
 
 
 def _detach() -> None:

@@ -23,23 +23,16 @@ import orjson
 from tracker.core.errors import StoreUnavailable, TrackerError
 from tracker.core.records import Record
 from tracker.read.registry import ALIAS_EDIT, ARTIFACT, Registry, figures
+from tracker.team.database import edit_table_ddl, ensure_edit_table
 
 #: The table of alias edits (created by ``tracker sync``, or by the first alias edit over the database).
 ALIAS_TABLE = "tracker_alias_edits"
-ALIAS_DDL = f"""CREATE TABLE IF NOT EXISTS {ALIAS_TABLE} (
-    run_id text NOT NULL,
-    writer text NOT NULL,
-    seq bigint NOT NULL,
-    time double precision NOT NULL,
-    data json NOT NULL,
-    PRIMARY KEY (run_id, writer, seq))"""
+ALIAS_DDL = edit_table_ddl(ALIAS_TABLE)  # keyed as the runs' other edits are (tracker_edits)
 
 
 def ensure_alias_table(cur: Any) -> None:
     """Create the alias edits table when it is not there (``tracker sync``'s role may)."""
-    cur.execute(f"SELECT to_regclass('{ALIAS_TABLE}') IS NOT NULL")
-    if not cur.fetchone()[0]:
-        cur.execute(ALIAS_DDL)
+    ensure_edit_table(cur, ALIAS_TABLE)
 
 
 def add_alias_edits(cur: Any, rows: list[tuple]) -> None:

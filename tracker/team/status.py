@@ -67,9 +67,9 @@ def synced_offsets(url: str) -> dict[tuple[str, str], int]:
 
     :raises TrackerError: the database cannot be reached (one line, password masked).
     """
-    from tracker.team.postgres import _one_line, _psycopg, connect
+    from tracker.team.database import connect, error_line, require_psycopg
 
-    psycopg = _psycopg()
+    psycopg = require_psycopg()
     conn = connect(url, autocommit=True)
     try:
         with conn.cursor() as cur:
@@ -79,7 +79,7 @@ def synced_offsets(url: str) -> dict[tuple[str, str], int]:
             cur.execute("SELECT run_id, writer, synced_bytes FROM tracker_writers")
             return {(r, w): int(b) for r, w, b in cur.fetchall()}
     except psycopg.Error as exc:
-        raise TrackerError(f"reading {redact_url(url)} failed: {_one_line(url, exc)}") from None
+        raise TrackerError(f"reading {redact_url(url)} failed: {error_line(url, exc)}") from None
     finally:
         conn.close()
 
