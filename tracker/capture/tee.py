@@ -16,7 +16,7 @@ from typing import Any
 from tracker.capture.lines import STDERR, STDOUT, native
 
 #: Every this many writes waiting (a power of two), the tee calls ``kick``: what waits stays small.
-KICK_EVERY = 4096
+KICK_EVERY = 32768
 
 
 class Wrapped:
