@@ -15,10 +15,8 @@ See docs/artifacts.md.
 
 from __future__ import annotations
 
-import gc
 import re
-from collections.abc import Iterable, Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Iterable, Mapping
 from operator import itemgetter
 from typing import Any
 
@@ -28,6 +26,7 @@ import orjson
 from tracker.core.errors import ArtifactNotFound, TrackerError
 from tracker.core.format import decode_nonfinite, encode_nonfinite
 from tracker.core.rules import LATEST, VERSION_RE
+from tracker.read.index.build import gc_paused
 
 #: The schemas of what a run logged and what it used.
 ARTIFACT, ARTIFACT_USE = "artifact", "artifact_use"
@@ -341,7 +340,7 @@ class Registry:
         self._io: bytes | None = None
         self._outputs: dict[str, dict[tuple[tuple[str | None, str], str], None]] | None = None
         self._inputs: dict[str, list[tuple[tuple[str | None, str], str, str | None]]] | None = None
-        with _gc_paused():
+        with gc_paused():
             self._build(figs)
 
     def _build(self, figs: Mapping[str, Mapping[str, Any]]) -> None:
@@ -543,18 +542,6 @@ class Registry:
 
 #: The order records apply in: time, run id, writer id, sequence number (the first four of a row).
 _ORDER = itemgetter(0, 1, 2, 3)
-
-
-@contextmanager
-def _gc_paused() -> Iterator[None]:
-    # Building makes many objects and no cycles: the cyclic collector would only cost time.
-    was = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was:
-            gc.enable()
 
 
 def _candidates(ref: str) -> list[tuple[str | None, str]]:
