@@ -7,18 +7,17 @@ with a value next to a floor, and never looks at how long anything took.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
 
-from .childenv import kept
+from .childenv import child_environ
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
 def test_run_all_quick_prints_a_json_line_per_measurement(tmp_path: Path) -> None:
-    env = {k: v for k, v in os.environ.items() if kept(k)}
+    env = child_environ()
     proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "run_all.py"), "--quick"],
                           capture_output=True, text=True, cwd=tmp_path, env=env, timeout=600)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
@@ -37,7 +36,7 @@ def test_run_all_quick_prints_a_json_line_per_measurement(tmp_path: Path) -> Non
 
 
 def test_tracker_bench_command_prints_cost_next_to_floor(tmp_path: Path) -> None:
-    env = {k: v for k, v in os.environ.items() if kept(k)}
+    env = child_environ()
     proc = subprocess.run([sys.executable, "-m", "tracker", "bench", "--seconds", "0.5", "--format", "json"],
                           capture_output=True, text=True, cwd=tmp_path, env=env, timeout=300)
     assert proc.returncode == 0, proc.stderr

@@ -51,13 +51,6 @@ def make_chain(store: Path, work: Path) -> dict[str, Any]:
 
 
 @pytest.fixture
-def chain(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, dict[str, Any]]:
-    """A store holding the chain of :func:`make_chain` (the test runs in an empty folder)."""
-    work = tmp_path / "work"
-    work.mkdir()
-    monkeypatch.chdir(work)
-    monkeypatch.delenv("TRACKER_RUN_ID", raising=False)
-    monkeypatch.delenv("TRACKER_CONFIG", raising=False)
-    store = tmp_path / "store"
-    monkeypatch.setenv("TRACKER_STORE", str(store))
-    return store, make_chain(store, tmp_path / "src")
+def chain(tmp_store: Path, tmp_path: Path) -> tuple[Path, dict[str, Any]]:
+    """A store holding the chain of :func:`make_chain` (``tmp_store``: the test runs in an empty folder)."""
+    return tmp_store, make_chain(tmp_store, tmp_path / "src")

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -15,7 +14,7 @@ import tracker
 from tracker.core.errors import QueryError
 from tracker.core.format import encode_line
 
-from ..childenv import kept
+from ..childenv import child_environ
 
 pytest.importorskip("duckdb", reason="the query extra (duckdb) is not installed")
 
@@ -36,7 +35,7 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> Path:
                            system_metrics=False) as run:
         for i in range(5):
             run.log({"loss": 1.0 / (i + 1)}, step=i)
-    env = {k: v for k, v in os.environ.items() if kept(k)}
+    env = child_environ()
     res = subprocess.run([sys.executable, "-m", "tracker", "--store", str(s), "index"], capture_output=True,
                          text=True, timeout=300, env=env)
     assert res.returncode == 0, res.stderr
@@ -143,7 +142,7 @@ def test_the_cli_refuses_copy_over_a_segment_in_one_line(store):
     seg = _segment(store, "plain")
     tracker.Store(store).sql("SELECT count(*) FROM records").fetchall()
     before = _snapshot(store)
-    env = {k: v for k, v in os.environ.items() if kept(k)}
+    env = child_environ()
     res = subprocess.run([sys.executable, "-m", "tracker", "--store", str(store), "query",
                           f"COPY (SELECT 'x' AS a) TO '{seg}' (FORMAT csv)"],
                          capture_output=True, text=True, timeout=120, env=env)
@@ -163,7 +162,7 @@ def test_timestamps_need_no_pytz(store):
     import calendar
 
     assert abs(calendar.timegm(rows[0][1].timetuple()) + rows[0][1].microsecond / 1e6 - info.created_at) < 1e-3
-    env = {k: v for k, v in os.environ.items() if kept(k)}
+    env = child_environ()
     res = subprocess.run([sys.executable, "-m", "tracker", "--store", str(store), "query",
                           "select to_timestamp(created_at) AS t, now() AS n from runs", "--format", "json"],
                          capture_output=True, text=True, timeout=120, env=env)

@@ -5,7 +5,6 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import os
 import subprocess
 import sys
 import textwrap
@@ -21,7 +20,7 @@ from tracker.config import Config
 import tracker
 from tracker.testing import make_host
 
-from ..childenv import kept
+from ..childenv import child_environ
 
 CHILD = Path(__file__).with_name("child.py")
 REPO = Path(__file__).resolve().parents[2]
@@ -29,7 +28,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 def child_env(work: Path, toml: str | None = None, **extra: str) -> dict[str, str]:
     """The environment of a child: no inherited tracker settings, an optional tracker.toml."""
-    env = {k: v for k, v in os.environ.items() if kept(k)}
+    env = child_environ()
     if toml is not None:
         cfg = work / "tracker.toml"
         cfg.write_text(toml)

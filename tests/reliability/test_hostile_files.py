@@ -19,7 +19,7 @@ import pytest
 
 import tracker
 
-from ..childenv import kept
+from ..childenv import child_environ
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs")
 
@@ -40,7 +40,7 @@ def _child(code: str, cwd: Path) -> dict:
                 result['error'] = f'{type(exc).__name__}: {exc}'
             result['seconds'] = time.perf_counter() - t0
         """) + textwrap.dedent(code) + "\nprint(json.dumps(result))\n"
-    env = {k: v for k, v in os.environ.items() if kept(k)}
+    env = child_environ()
     env["TRACKER_STORE"] = str(cwd / "store")
     try:
         res = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=LIMIT,
@@ -146,7 +146,7 @@ def test_tracker_get_and_verify_refuse_a_blob_that_became_a_fifo(tmp_path):
 
     store, rid, sha, _ = _store_with_blobs(tmp_path)
     _make_fifo(blob_path(store, sha))
-    env = {k: v for k, v in os.environ.items() if kept(k)}
+    env = child_environ()
     t0 = time.monotonic()
     res = subprocess.run([sys.executable, "-m", "tracker", "--store", str(store), "get", rid, "model.bin",
                           "-o", str(tmp_path / "out.bin")], capture_output=True, text=True, timeout=LIMIT, env=env)

@@ -6,7 +6,6 @@ from __future__ import annotations
 import enum
 import json
 import math
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -16,11 +15,11 @@ import pytest
 import tracker
 from tracker.capture.blobs import BlobStore
 
-from ..childenv import kept
+from ..childenv import child_environ
 
 
 def _env() -> dict[str, str]:
-    return {k: v for k, v in os.environ.items() if kept(k)}
+    return child_environ()
 
 
 # --- one rule for tags and config keys ---------------------------------------------------------

@@ -19,11 +19,11 @@ pytest.importorskip("uvicorn")
 
 import tracker  # noqa: E402
 
-from ..childenv import kept
+from ..childenv import child_environ
 
 
 def _serve(store: Path, *args: str) -> tuple[subprocess.Popen, int]:
-    env = {k: v for k, v in os.environ.items() if kept(k)}
+    env = child_environ()
     env["PYTHONUNBUFFERED"] = "1"
     env.pop("DISPLAY", None)
     env.pop("WAYLAND_DISPLAY", None)

@@ -8,12 +8,12 @@ import subprocess
 import sys
 from pathlib import Path
 
-from ..childenv import kept
+from ..childenv import child_environ
 from .conftest import REPO
 
 
 def test_bench_sweeps_quick_prints_measurements_next_to_floors(tmp_path: Path) -> None:
-    env = {k: v for k, v in os.environ.items() if kept(k)}
+    env = child_environ()
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
     proc = subprocess.run([sys.executable, str(REPO / "benchmarks" / "bench_sweeps.py"), "--quick", "--trials", "3"],
                           capture_output=True, text=True, cwd=tmp_path, env=env, timeout=600)

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from ..childenv import kept
+from ..childenv import child_environ
 from ..query.conftest import pg_server  # noqa: F401 - the one PostgreSQL server of the session
 from .support import build_store
 
@@ -189,7 +189,7 @@ def team_sweep(pg_server: object, tmp_path_factory: pytest.TempPathFactory) -> I
     (folder / "sweep.yaml").write_text("name: lr search\nmethod: bayes\nmetric: {name: loss}\nparameters:\n"
                                        "  lr: {distribution: log_uniform_values, min: 0.0001, max: 0.1}\n"
                                        "  layers: {values: [1, 2, 4]}\n")
-    env = {k: v for k, v in os.environ.items() if kept(k)}
+    env = child_environ()
     made = subprocess.run([sys.executable, "-m", "tracker", "--store", str(store), "sweep", "create",
                            str(folder / "sweep.yaml"), "--project", "sweepy", "--seed", "1", "--storage", url],
                           capture_output=True, text=True, env=env, cwd=folder, timeout=120)

@@ -16,7 +16,7 @@ from typing import Any
 from tracker.core.format import LineError, parse_line
 from tracker.write.stream import STATUS_FILE, follower_running, team_dir
 
-from ..childenv import kept
+from ..childenv import child_environ
 from ..query.support import wait_for
 
 #: Looks at live runs every 0.1 s, ends 2 s after the last run, restarted within 0.3 s when killed.
@@ -35,7 +35,7 @@ def project(tmp: Path, url: str) -> tuple[Path, Path]:
 
 def train(folder: Path, code: str, env: dict[str, str] | None = None) -> subprocess.Popen:
     """A training process in ``folder`` (its tracker.toml applies) running ``code``; stdout piped."""
-    full = {k: v for k, v in os.environ.items() if kept(k)}
+    full = child_environ()
     full.update(FAST, **(env or {}))
     return subprocess.Popen([sys.executable, "-c", textwrap.dedent(code)], cwd=str(folder), env=full,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -104,7 +104,7 @@ def wait(pred: Any, timeout: float = 30.0, every: float = 0.05) -> Any:
 
 def run_tracker(folder: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     """``python -m tracker ARGS`` in ``folder``: exit code, stdout, stderr."""
-    full = {k: v for k, v in os.environ.items() if kept(k)}
+    full = child_environ()
     full.update(env or {})
     return subprocess.run([sys.executable, "-m", "tracker", *args], cwd=str(folder), capture_output=True,
                           text=True, env=full, timeout=120)

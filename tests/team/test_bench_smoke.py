@@ -3,18 +3,17 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
 
-from ..childenv import kept
+from ..childenv import child_environ
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_bench_team_quick_prints_each_measurement_beside_its_floor(pg_url: str, tmp_path: Path) -> None:
-    env = {k: v for k, v in os.environ.items() if kept(k)}
+    env = child_environ()
     env["TRACKER_BENCH_PG"] = pg_url
     proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "bench_team.py"), "--quick", "--repeat", "1"],
                           capture_output=True, text=True, cwd=tmp_path, env=env, timeout=300)
@@ -27,7 +26,7 @@ def test_bench_team_quick_prints_each_measurement_beside_its_floor(pg_url: str, 
 
 
 def test_bench_sync_edits_quick_prints_each_measurement_beside_its_floor(pg_url: str, tmp_path: Path) -> None:
-    env = {k: v for k, v in os.environ.items() if kept(k)}
+    env = child_environ()
     env["TRACKER_BENCH_PG"] = pg_url
     proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "bench_sync_edits.py"), "--quick", "--repeat",
                            "1"], capture_output=True, text=True, cwd=tmp_path, env=env, timeout=300)
