@@ -25,14 +25,13 @@ from __future__ import annotations
 import os
 import statistics
 import sys
-import threading
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import numpy as np  # noqa: E402
-from common import emit, main_guard, parse_args, scratch  # noqa: E402
+from common import Served, browser, emit, main_guard, parse_args, scratch  # noqa: E402
 
 import tracker  # noqa: E402
 from tracker.core.format import encode_line  # noqa: E402
@@ -122,53 +121,6 @@ def page_store(root: Path, runs: int) -> Path:
     return store
 
 
-class Server:
-    """The dashboard served by uvicorn in a thread, on a free loopback port."""
-
-    def __init__(self, store: Path) -> None:
-        import socket
-
-        import uvicorn
-
-        import tracker.ui
-
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            self.port = s.getsockname()[1]
-        self.server = uvicorn.Server(uvicorn.Config(tracker.ui.create_app(store), host="127.0.0.1", port=self.port,
-                                                    log_level="warning", access_log=False))
-        self.thread = threading.Thread(target=self.server.run, daemon=True)
-
-    def __enter__(self) -> Server:
-        self.thread.start()
-        while not self.server.started:
-            time.sleep(0.02)
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.server.should_exit = True
-        self.thread.join(10)
-
-
-def browser():  # noqa: ANN201 - a selenium driver, or None without Chromium
-    import shutil
-
-    paths = [shutil.which(n) for n in ("chromium", "chromium-browser", "google-chrome")]
-    drivers = [shutil.which("chromedriver")]
-    browser_path = next((p for p in paths if p), None)
-    if browser_path is None or drivers[0] is None:
-        return None
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    opts = webdriver.ChromeOptions()
-    opts.binary_location = browser_path
-    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--window-size=1440,900",
-                "--disable-background-networking", "--disable-component-update"):
-        opts.add_argument(arg)
-    return webdriver.Chrome(options=opts, service=Service(executable_path=drivers[0]))
-
-
 def until(driver, script: str, timeout: float = 60.0):  # noqa: ANN001, ANN201
     deadline = time.time() + timeout
     while time.time() < deadline:
@@ -190,7 +142,9 @@ def bench_page(root: Path, runs: int, rounds: int) -> None:
             "document.querySelectorAll('tr.group-row').length ? performance.now() : null")
     rows = ("return window.__runsFirstPaint && document.querySelectorAll('table.runs tbody tr[data-id]').length "
             "? window.__runsFirstPaint : null")
-    with Server(store) as srv:
+    import tracker.ui
+
+    with Served(tracker.ui.create_app(store)) as srv:
         url = f"http://127.0.0.1:{srv.port}/"
         try:
             driver.get(url)  # a first load: the server's listing cache and the browser's module cache

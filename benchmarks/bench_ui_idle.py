@@ -22,7 +22,6 @@ from __future__ import annotations
 import shutil
 import sys
 import tempfile
-import threading
 import time
 import urllib.request
 from pathlib import Path
@@ -30,7 +29,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_ui import make_list_store  # noqa: E402
-from common import emit, parse_args  # noqa: E402
+from common import Served, browser, emit, parse_args  # noqa: E402
 
 import tracker.ui  # noqa: E402
 
@@ -62,47 +61,6 @@ class Count:
             await send(message)
 
         await self.app(scope, receive, counted)
-
-
-class Served:
-    """uvicorn in a thread on a free loopback port."""
-
-    def __init__(self, app) -> None:  # noqa: ANN001
-        import socket
-
-        import uvicorn
-
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            self.port = s.getsockname()[1]
-        self.server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="warning"))
-        self.thread = threading.Thread(target=self.server.run, daemon=True)
-
-    def __enter__(self) -> Served:
-        self.thread.start()
-        while not self.server.started:
-            time.sleep(0.02)
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.server.should_exit = True
-        self.thread.join(10)
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-
-def browser():  # noqa: ANN201
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    opts = webdriver.ChromeOptions()
-    opts.binary_location = shutil.which("chromium") or shutil.which("chromium-browser")
-    for a in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run",
-              "--disable-background-networking", "--window-size=1440,900"):
-        opts.add_argument(a)
-    return webdriver.Chrome(options=opts, service=Service(executable_path=shutil.which("chromedriver")))
 
 
 def until(driver, css: str, timeout: float = 300.0) -> float:  # noqa: ANN001
@@ -167,6 +125,8 @@ def main() -> None:
     steps = 100_000 if args.quick else 1_000_000
     work = Path(tempfile.mkdtemp(prefix="bench-ui-idle-"))
     driver = browser()
+    if driver is None:
+        raise RuntimeError("the idle page needs Chromium and chromedriver")
     try:
         store = make_list_store(work, runs)
         polls = 2 if args.quick else 4

@@ -169,3 +169,53 @@ def main_guard(fn: Callable[[argparse.Namespace], None], args: argparse.Namespac
         emit(Path(sys.argv[0]).stem, "error", error=f"{type(exc).__name__}: {exc}")
         raise
     return 0
+
+
+class Served:
+    """A dashboard app served by uvicorn in a thread, on a free loopback port (``with Served(app) as s``)."""
+
+    def __init__(self, app: Any) -> None:
+        import socket
+        import threading
+
+        import uvicorn
+
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            self.port = s.getsockname()[1]
+        self.server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="warning",
+                                                    access_log=False))
+        self.thread = threading.Thread(target=self.server.run, daemon=True)
+
+    def __enter__(self) -> Served:
+        self.thread.start()
+        while not self.server.started:
+            time.sleep(0.02)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.server.should_exit = True
+        self.thread.join(10)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+
+def browser() -> Any:
+    """A headless Chromium at 1440x900 through Selenium, or ``None`` without Chromium or its driver."""
+    import shutil
+
+    path = next((p for p in map(shutil.which, ("chromium", "chromium-browser", "google-chrome")) if p), None)
+    driver = shutil.which("chromedriver")
+    if path is None or driver is None:
+        return None
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    opts = webdriver.ChromeOptions()
+    opts.binary_location = path
+    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run",
+                "--window-size=1440,900", "--disable-background-networking", "--disable-component-update"):
+        opts.add_argument(arg)
+    return webdriver.Chrome(options=opts, service=Service(executable_path=driver))
