@@ -74,7 +74,7 @@ if TYPE_CHECKING:  # what the names are, for type checkers and readers; loaded l
     from tracker.write.api import Run, current_run, finish, log, log_record, start_run
     from tracker.write.wandb.artifact import Artifact, ArtifactCollection
 
-__version__ = "0.1.0"
+from tracker._version import __version__
 
 #: Public name -> the module (relative to this package) that defines it, imported on first use.
 _LAZY: dict[str, str] = {}

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from tracker._version import __version__
 from tracker.cli.commands import CORE_COMMANDS, load_command
 from tracker.core.errors import StoreError, TrackerError
 
@@ -233,7 +234,7 @@ def make_cli(host: Any = None) -> click.Group:
     """
 
     @click.group(cls=TrackerGroup, context_settings={"help_option_names": ["-h", "--help"]})
-    @click.version_option(package_name="tracker-core", prog_name="tracker")
+    @click.version_option(__version__, prog_name="tracker")
     @click.option("--store", "store", metavar="PATH",
                   help="Store folder (default: TRACKER_STORE, tracker.toml, ./.tracker).")
     @click.option("--config", "config", metavar="FILE", type=click.Path(dir_okay=False),
