@@ -1,4 +1,4 @@
-"""One version in one place: tracker/_version.py, the package metadata, tracker.__version__, `tracker --version`
+"""One version in one place: tracker/core/version.py, the package metadata, tracker.__version__, `tracker --version`
 and CHANGELOG.md's newest heading agree."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 import tracker
-from tracker._version import __version__
+from tracker.core.version import __version__
 
 from .childenv import child_environ
 
@@ -30,14 +30,14 @@ def _changelog_version() -> str:
 def test_the_version_is_changelogs_newest_heading() -> None:
     assert re.fullmatch(r"\d+\.\d+\.\d+", __version__), __version__
     assert _changelog_version() == __version__, (
-        f"CHANGELOG.md's newest heading is {_changelog_version()}, tracker/_version.py says {__version__}")
+        f"CHANGELOG.md's newest heading is {_changelog_version()}, tracker/core/version.py says {__version__}")
     assert tracker.__version__ == __version__
 
 
 def test_the_package_metadata_reads_the_version_file() -> None:
     text = (REPO / "pyproject.toml").read_text(encoding="utf-8")
     assert re.search(r'^dynamic = \["version"\]', text, flags=re.M), "pyproject.toml: version must be dynamic"
-    assert 'version = { attr = "tracker._version.__version__" }' in text
+    assert 'version = { attr = "tracker.core.version.__version__" }' in text
     assert not re.search(r'^version = "', text, flags=re.M), "pyproject.toml names a version of its own"
 
 
@@ -59,5 +59,5 @@ def test_the_installed_metadata_agrees_when_installed_from_this_tree() -> None:
     if source.removeprefix("file://").rstrip("/") != str(REPO):
         pytest.skip(f"the installed tracker-core comes from {source or 'an index'}, not this tree")
     assert dist.version == __version__, (
-        f"the installed metadata says {dist.version}, tracker/_version.py {__version__}: the metadata was built "
+        f"the installed metadata says {dist.version}, tracker/core/version.py {__version__}: the metadata was built "
         "before the version changed; install again (pip install -e .)")

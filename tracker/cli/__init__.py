@@ -23,9 +23,9 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from tracker._version import __version__
 from tracker.cli.commands import CORE_COMMANDS, load_command
 from tracker.core.errors import StoreError, TrackerError
+from tracker.core.version import __version__
 
 if TYPE_CHECKING:
     from tracker.core.config import Config
