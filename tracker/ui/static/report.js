@@ -83,6 +83,23 @@ function environmentTable(data) {
   return table(head, rows, "report-env");
 }
 
+/** The sweep the runs are the trials of: its best value, the trial and run that reached it, and its parameters. */
+function sweepBox(data, colors) {
+  const s = data.sweep;
+  const head = el("p", { class: "muted" }, `sweep `, el("span", { class: "mono", text: s.id }), s.name ? ` ${s.name}` : "",
+    s.method ? ` · ${s.method}` : "", s.trials !== undefined ? ` · ${s.trials} trial${s.trials === 1 ? "" : "s"}` : "");
+  if (s.error) return box("Sweep", head, el("p", { class: "error-line", dataset: { part: "sweep-best" }, text: `cannot read the sweep: ${s.error}` }));
+  if (!s.metric) return box("Sweep", head, el("p", { class: "muted", dataset: { part: "sweep-best" }, text: "This sweep has no metric: no best trial." }));
+  if (!s.best) return box("Sweep", head, el("p", { class: "muted", dataset: { part: "sweep-best" }, text: `No finished trial yet: no best ${s.metric}.` }));
+  const b = s.best;
+  const run = data.runs.find((r) => r.id === b.run_id);
+  const params = Object.entries(b.params || {}).map(([k, v]) => `${k}=${fmtValue(v)}`).join(", ");
+  return box("Sweep", head, el("p", { class: "sweep-best", dataset: { part: "sweep-best" } },
+    el("strong", { text: `best ${s.metric} ${fmtNum(b.value)}` }), ` (${s.goal || "minimize"}) · trial #${b.trial}`,
+    b.run_id ? el("span", {}, " · run ", dot(colors[b.run_id] || "#888"), run && run.name ? `${run.name} ` : "", el("span", { class: "mono", text: shortId(b.run_id) })) : "",
+    params ? ` · ${params}` : ""));
+}
+
 function panelsSection(data) {
   const runs = Object.fromEntries(data.runs.map((r) => [r.id, r]));
   const parts = data.panels.map((p, i) => {
@@ -109,6 +126,7 @@ function main() {
   meta.push(`written ${fmtTime(data.generated_at)}`);
   document.getElementById("report-meta").textContent = meta.join(" · ");
   const later = [];
+  if (data.sweep) root.append(sweepBox(data, colors));
   if (data.by) {
     const labels = data.groups.map((g) => groupLabel(g.key));
     const gcolors = groupColors(labels);
