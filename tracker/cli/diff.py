@@ -10,7 +10,7 @@ from tracker.cli import CliContext
 from tracker.cli.options import format_option, handle_errors
 from tracker.cli.render import cell, dumps
 from tracker.cli.terminal import style
-from tracker.read.environment import diff_runs
+from tracker.read.environment import NO_REPOSITORY, diff_runs
 
 
 @click.command("diff")
@@ -61,6 +61,9 @@ def diff_lines(doc: dict[str, Any], short: Any = str) -> list[str]:
         elif s["name"] == "git" and "a" in s:
             for side in ("a", "b"):
                 g = s[side]
+                if g.get("repository") is False:
+                    out.append(f"  {side}: {NO_REPOSITORY}")
+                    continue
                 out.append(f"  {side}: {(g.get('commit') or '-')[:12]} on {g.get('branch') or '(detached)'}"
                            f"{', dirty' if g.get('dirty') else ''}")
             for ln in (s.get("diff_of_diffs") or "").splitlines():

@@ -40,6 +40,15 @@ function runsTable(data, colors) {
   return table(head, rows, "report-runs");
 }
 
+/** Why each failed (or crashed) run ended: its error's type and message, on the page and in print. */
+function errorsBox(data, colors) {
+  const failed = data.runs.filter((r) => r.error && (r.error.type || r.error.message));
+  if (!failed.length) return null;
+  return box(failed.length === 1 ? "Error" : `Errors (${failed.length} runs)`, el("ul", { class: "report-errors" }, failed.map((r) =>
+    el("li", { dataset: { id: r.id } }, el("span", { class: "run-name" }, dot(colors[r.id]), label(r)), " ", statusBadge(r.status), " ",
+      el("span", { class: "error-text mono" }, el("strong", { text: r.error.type || "error" }), r.error.message ? `: ${r.error.message}` : "")))));
+}
+
 function groupsTable(data, colors) {
   const head = [{ text: `group by ${data.by}` }, { text: "runs", num: true }, ...data.metrics.map((m) => ({ text: `${m} last (mean ± std)`, num: true }))];
   const rows = data.groups.map((g) => {
@@ -131,6 +140,7 @@ function main() {
     const labels = data.groups.map((g) => groupLabel(g.key));
     const gcolors = groupColors(labels);
     root.append(box("Groups", groupsTable(data, gcolors)));
+    root.append(errorsBox(data, colors) || "");
     const node = el("section", { class: "box group-box" });
     root.append(node);
     later.push(() => new GroupCharts(node, { title: "Metrics: mean ± std per group", height: 240 }).draw({ groups: data.groups.map((g) => ({ key: g.key, n: g.n })),
@@ -138,6 +148,7 @@ function main() {
     root.append(el("details", { class: "box report-runs-box" }, el("summary", { text: `The ${data.runs.length} runs` }), runsTable(data, colors)));
   } else {
     root.append(box("Runs", runsTable(data, colors)));
+    root.append(errorsBox(data, colors) || "");
     const charts = runCharts(data, colors);
     root.append(box("Metrics", el("p", { class: "muted", text: "Each run's line is its values downsampled; the faint band is each bucket's min and max. Drag to zoom, double-click to reset." }), charts.node));
     later.push(charts.draw);
