@@ -58,7 +58,7 @@ export function sectionsNode(data) {
       const head = el("tr", {}, el("th", { text: s.labels.length ? s.labels.join(" · ") : "" }), el("th", { text: "field" }),
         runs.map((r) => el("th", { class: "num" }, dot(runColor(r.id)), label(r))));
       const body = s.rows.map((row) => el("tr", {},
-        el("th", { text: Object.values(row.labels).map(fmtValue).join(" · ") }),
+        el("th", {}, Object.values(row.labels).map((v, i) => [i ? " · " : "", ...textNodes(fmtValue(v))])),
         el("td", { class: "field", text: row.field + (row.better ? (row.better === "min" ? " ↓" : " ↑") : "") }),
         row.values.map((v, i) => el("td", { class: `num${row.best.includes(i) ? " best" : ""}` }, ...textNodes(cellValue(row, v)), row.best.includes(i) ? " ★" : ""))));
       return el("div", { class: "summary" }, el("h3", {}, s.title, s.summarizer ? el("span", { class: "muted", text: ` · ${s.summarizer}` }) : null),
