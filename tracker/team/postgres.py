@@ -26,7 +26,7 @@ from tracker.core.errors import RunNotFound
 from tracker.core.format import RECORD, decode_nonfinite, restore_nonfinite
 from tracker.core.records import Problem, Record, RunInfo, label_from_tags
 from tracker.query._core import run_status
-from tracker.read.protocol import RecordsRunMixin
+from tracker.read.protocol import RecordsRunMixin, info_matches
 from tracker.read.reader import LazyHost
 from tracker.team.database import (
     DDL,
@@ -180,11 +180,9 @@ class TeamStore(TeamReading, LazyHost, ArtifactMethods):
         return out
 
     def runs(self, project: str | None = None, status: str | None = None,
-             tag: str | None = None) -> list[RunInfo]:
-        """Every run's info, newest first, optionally filtered."""
-        infos = self._infos()
-        infos = [i for i in infos if (project is None or i.project == project)
-                 and (status is None or i.status == status) and (tag is None or tag in i.tags)]
+             tag: str | None = None, *, group: str | None = None, job_type: str | None = None) -> list[RunInfo]:
+        """Every run's info, newest first, optionally filtered (by project, status, a tag, group, job type)."""
+        infos = [i for i in self._infos() if info_matches(i, project, status, tag, group, job_type)]
         infos.sort(key=lambda i: (i.created_at or 0.0, i.id), reverse=True)
         return infos
 
