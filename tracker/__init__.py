@@ -53,10 +53,12 @@ if TYPE_CHECKING:  # what the names are, for type checkers and readers; loaded l
     from tracker.integrations.wandb.init import (
         AlertLevel,
         Api,
+        Audio,
         Histogram,
         Image,
         Settings,
         UnsupportedError,
+        Video,
         alert,
         define_metric,
         init,
@@ -97,8 +99,8 @@ for _module, _names in {
     "core.summary": "MISSING Summarizer Summary Table",
     "sweeps": "agent sweep",
     "integrations.wandb.init": (
-        "AlertLevel Api Histogram Image Settings UnsupportedError alert define_metric init login save unwatch watch "
-        "log_artifact log_model use_artifact use_model"),
+        "AlertLevel Api Audio Histogram Image Video Settings UnsupportedError alert define_metric init login save "
+        "unwatch watch log_artifact log_model use_artifact use_model"),
 }.items():
     _LAZY.update(dict.fromkeys(_names.split(), _module))
 del _module, _names
@@ -248,6 +250,8 @@ __all__ = [  # one name per line: additions merge cleanly
     "Api",
     "Histogram",
     "Image",
+    "Audio",
+    "Video",
     "Settings",
     "define_metric",
     "save",
