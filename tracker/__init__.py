@@ -55,7 +55,9 @@ if TYPE_CHECKING:  # what the names are, for type checkers and readers; loaded l
         Api,
         Audio,
         Histogram,
+        Html,
         Image,
+        Object3D,
         Settings,
         UnsupportedError,
         Video,
@@ -99,8 +101,8 @@ for _module, _names in {
     "core.summary": "MISSING Summarizer Summary Table",
     "sweeps": "agent sweep",
     "integrations.wandb.init": (
-        "AlertLevel Api Audio Histogram Image Video Settings UnsupportedError alert define_metric init login save "
-        "unwatch watch log_artifact log_model use_artifact use_model"),
+        "AlertLevel Api Audio Histogram Html Image Object3D Video Settings UnsupportedError alert define_metric "
+        "init login save unwatch watch log_artifact log_model use_artifact use_model"),
 }.items():
     _LAZY.update(dict.fromkeys(_names.split(), _module))
 del _module, _names
@@ -251,6 +253,8 @@ __all__ = [  # one name per line: additions merge cleanly
     "Histogram",
     "Image",
     "Audio",
+    "Html",
+    "Object3D",
     "Video",
     "Settings",
     "define_metric",

@@ -21,7 +21,7 @@ from typing import Any
 from tracker.core.errors import SchemaError
 from tracker.core.values import BadValue, check_json, given
 
-__all__ = ["Audio", "Histogram", "Image", "Media", "Table", "Text", "Video"]
+__all__ = ["Audio", "Histogram", "Html", "Image", "Media", "Object3D", "Table", "Text", "Video"]
 
 
 class Media:
@@ -336,3 +336,92 @@ def _read_all(f: Any) -> bytes:
     if isinstance(data, str):
         raise SchemaError("video", [("data_or_path", "expected a binary file object, given a text one")])
     return bytes(data)
+
+
+class Object3D(_BlobMedia):
+    """W&B's ``wandb.Object3D(data_or_path, caption=None, **kwargs)``: an ``object3d`` record and its blob.
+
+    ``data_or_path`` is a numpy array ``(n, 3)`` xyz, ``(n, 4)`` xyz and
+    category or ``(n, 6)`` xyz and rgb; W&B's ``{"type": "lidar/beta",
+    "points": ..., "boxes": ..., "vectors": ...}``; or the path of an obj,
+    ply, stl, glb, gltf or pts.json file (or a file object with
+    ``file_type=``). Point clouds are stored in the compact binary layout
+    of :mod:`tracker.capture.object3d`, meshes as their files.
+    """
+
+    schema = "object3d"
+
+    def __init__(self, data_or_path: Any, caption: str | None = None, **kwargs: Any) -> None:
+        from tracker.capture import object3d as o3d
+        from tracker.capture.mediafile import Payload, check_caption
+
+        file_type = kwargs.pop("file_type", None)
+        if kwargs:
+            raise TypeError(f"Object3D() got an unexpected keyword argument {sorted(kwargs)[0]!r}")
+        self.caption = check_caption("object3d", caption)
+        if _is_path(data_or_path):
+            scene = o3d.scene_from_file(data_or_path, file_type)
+        elif isinstance(data_or_path, dict):
+            scene = o3d.scene_from_dict(data_or_path)
+        elif hasattr(data_or_path, "read"):
+            if file_type not in o3d.MESH_FILES.values():
+                raise SchemaError("object3d", [("file_type", "expected the type of the file object's content, one of "
+                                                             f"{', '.join(o3d.MESH_FILES.values())}, given "
+                                                             f"{given(file_type)}")])
+            if hasattr(data_or_path, "seek"):
+                data_or_path.seek(0)
+            got = data_or_path.read()
+            raw = got.encode("utf-8") if isinstance(got, str) else bytes(got)
+            scene = o3d.scene_from_payload(Payload.of_bytes(raw), file_type, "the file object")
+        else:
+            scene = o3d.encode_points(data_or_path)
+        self._payload, self._fields = scene.payload, scene.fields()
+
+    @classmethod
+    def from_file(cls, data_or_path: Any, file_type: str | None = None) -> Object3D:
+        """A mesh file (obj, ply, stl, glb, gltf, pts.json), or a file object of ``file_type``."""
+        return cls(data_or_path, file_type=file_type)
+
+    @classmethod
+    def from_numpy(cls, data: Any) -> Object3D:
+        """A point cloud: ``(n, 3)``, ``(n, 4)`` or ``(n, 6)``."""
+        import numpy as np
+
+        if not isinstance(data, np.ndarray):
+            raise SchemaError("object3d", [("data", f"expected a numpy array, given {given(data)}")])
+        return cls(data)
+
+    @classmethod
+    def from_point_cloud(cls, points: Any, boxes: Any, vectors: Any = None,
+                         point_cloud_type: str = "lidar/beta") -> Object3D:
+        """A point cloud with 3D boxes (``{"corners", "label", "color", "score"}``) and vectors."""
+        return cls({"type": point_cloud_type, "points": points, "boxes": boxes, "vectors": vectors})
+
+    def __repr__(self) -> str:
+        f = self._fields
+        return f"<tracker.Object3D {f['format']} {f['points']} points {f['boxes']} boxes caption={self.caption!r}>"
+
+
+class Html(_BlobMedia):
+    """W&B's ``wandb.Html(data, inject=True, data_is_not_path=False)``: an ``html`` record and its blob.
+
+    ``data`` is HTML text, the path of an .html file, or a file object. With
+    ``inject``, a base target and a small stylesheet go into the head (see
+    :mod:`tracker.capture.html`). The dashboard shows the page in a frame
+    sandboxed without same-origin: its scripts never touch the dashboard.
+    """
+
+    schema = "html"
+
+    def __init__(self, data: Any, inject: bool = True, data_is_not_path: bool = False,
+                 caption: str | None = None) -> None:
+        from tracker.capture.html import page
+        from tracker.capture.mediafile import check_caption
+
+        self.caption = check_caption("html", caption)
+        p = page(data, bool(inject), bool(data_is_not_path))
+        self._payload, self._fields = p.payload, p.fields()
+        self.html = p.payload.data.decode("utf-8") if p.payload.data is not None else ""
+
+    def __repr__(self) -> str:
+        return f"<tracker.Html {self._fields['size']} bytes caption={self.caption!r}>"
