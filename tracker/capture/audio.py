@@ -148,8 +148,8 @@ def clip_from_payload(payload: Payload, expected: str, where: Any) -> Clip:
                 rate, channels, frames = w.getframerate(), w.getnchannels(), w.getnframes()
             if rate > 0 and channels > 0:
                 return Clip(payload, "wav", rate, channels, frames / rate)
-        except (wave.Error, EOFError):
-            pass  # not PCM (float or extensible WAV): PyAV reads it
+        except Exception:  # noqa: BLE001 - wave.Error, EOFError, RuntimeError...: PyAV reads it or names the problem
+            pass  # not PCM (float or extensible WAV), or damaged
     return Clip(payload, expected, *_probe(payload, expected, where))
 
 
