@@ -85,7 +85,10 @@ def pcm16(data: Any) -> Any:
     if lo < -1.0 or hi > 1.0:
         raise bad(AUDIO, "data_or_path", f"expected floats in [-1, 1], given values from {lo!r} to {hi!r} "
                                          "(scale them, or np.clip(x, -1, 1))")
-    return np.rint(a.astype(np.float64) * 32767.0).astype(np.int16)
+    x = a.astype(np.float64)  # one temporary, scaled and rounded in place
+    x *= 32767.0
+    np.rint(x, out=x)
+    return x.astype(np.int16)
 
 
 def wav_bytes(samples: Any, sample_rate: int) -> bytes:
