@@ -155,3 +155,11 @@ def test_bad_input_is_refused_naming_it_and_nothing_is_written(run: tracker.Run,
             run.log({"v": tracker.Video(data, **kwargs)})
         assert named in str(err.value) and "video" in str(err.value), (named, str(err.value))
     assert held(run) == before
+
+
+def test_content_types_of_the_stored_formats() -> None:
+    from tracker.capture.mediafile import content_type
+
+    assert content_type("video", "mp4") == "video/mp4" and content_type("audio", "wav") == "audio/wav"
+    assert content_type("html") == "text/html; charset=utf-8" and content_type("object3d", "glb") == "model/gltf-binary"
+    assert content_type("object3d", "points") == "application/octet-stream"

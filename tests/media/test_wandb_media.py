@@ -153,7 +153,7 @@ def make_env(idx, capture_video, run_name):
 run = wandb.init(project="cleanrl", name="ppo", monitor_gym=True, save_code=True)
 envs = gym.vector.SyncVectorEnv([make_env(i, True, "ppo") for i in range(2)])
 envs.reset(seed=1)
-for global_step in range(30):
+for global_step in range(15):
     envs.step(envs.action_space.sample())
 envs.close()
 wandb.finish()
