@@ -120,7 +120,10 @@ def test_pts_json_and_file_objects(run: tracker.Run, tmp_path: Path) -> None:
     pts = tmp_path / "scan.pts.json"
     pts.write_text(json.dumps([[0, 0, 0], [1, 2, 3]]))
     run.log({"pts": tracker.Object3D(pts), "io": tracker.Object3D(io.StringIO("v 0 0 0\nv 1 1 1\n"), file_type="obj")})
-    pts_rec, io_rec = records(run, "object3d")
+    with open(pts) as opened:  # an open file: W&B reads it from its path
+        run.log({"opened": tracker.Object3D(opened)})
+    pts_rec, io_rec, opened_rec = records(run, "object3d")
+    assert opened_rec.data["sha256"] == pts_rec.data["sha256"]
     assert (pts_rec.data["format"], pts_rec.data["points"]) == ("points", 2)
     assert decode_points(blob(run, pts_rec.data["sha256"]))["xyz"].tolist() == [[0, 0, 0], [1, 2, 3]]
     assert (io_rec.data["format"], io_rec.data["points"]) == ("obj", 2)
