@@ -4,6 +4,7 @@ of N videos, files stored as they are and checked by their bytes, bad input refu
 from __future__ import annotations
 
 import io
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -163,3 +164,17 @@ def test_content_types_of_the_stored_formats() -> None:
     assert content_type("video", "mp4") == "video/mp4" and content_type("audio", "wav") == "audio/wav"
     assert content_type("html") == "text/html; charset=utf-8" and content_type("object3d", "glb") == "model/gltf-binary"
     assert content_type("object3d", "points") == "application/octet-stream"
+
+
+def test_without_pyav_encoding_names_the_extra_to_install(run: tracker.Run, monkeypatch: pytest.MonkeyPatch,
+                                                          tmp_path: Path) -> None:
+    monkeypatch.setitem(sys.modules, "av", None)  # `import av` fails as it does when PyAV is not installed
+    before = held(run)
+    with pytest.raises(tracker.TrackerError, match=r'pip install "tracker-core\[media\]"'):
+        tracker.Video(_frames(t=2), fps=2, format="mp4")
+    flac = tmp_path / "x.flac"
+    flac.write_bytes(b"fLaC" + bytes(60))
+    with pytest.raises(tracker.TrackerError, match=r'PyAV: pip install "tracker-core\[media\]"'):
+        tracker.Audio(flac)
+    assert held(run) == before
+    run.log({"wav needs no PyAV": tracker.Audio(np.zeros(8), sample_rate=8)})
