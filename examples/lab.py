@@ -4,10 +4,7 @@ A preprocessing run makes a dataset and logs it as an artifact; six training
 runs (two hidden sizes, three seeds each, one `group` per size) use it, print
 their epochs as a training script does (the console is kept in the run), and
 log their model under one name, each a new version; the best is promoted to
-`prod`; an evaluation run loads `model:prod`. Each training run also logs a
-video of its decision surface as training moved it and its loss curve as a
-short sound (the run page's Media panel plays both; the compare page puts
-runs side by side). Then the CLI answers what a lab
+`prod`; an evaluation run loads `model:prod`. Then the CLI answers what a lab
 asks afterwards: the groups as mean ± std across seeds, the lineage from the
 dataset to the evaluation, what the evaluation printed, why two runs differ,
 and one HTML report to send to someone without the dashboard.
@@ -49,16 +46,6 @@ def forward(x: np.ndarray, w1: np.ndarray, b1: np.ndarray, w2: np.ndarray) -> tu
     return h, 1.0 / (1.0 + np.exp(-(h @ w2)))
 
 
-#: The plane the decision surface is drawn over: 48 x 48 points in [-3, 3]^2.
-GRID = np.stack(np.meshgrid(np.linspace(-3, 3, 48), np.linspace(3, -3, 48)), axis=-1).reshape(-1, 2)
-
-
-def surface(w1: np.ndarray, b1: np.ndarray, w2: np.ndarray) -> np.ndarray:
-    """One RGB frame (3, 48, 48), uint8: the predicted probability of the outer ring, blue to orange."""
-    p = forward(GRID, w1, b1, w2)[1].reshape(48, 48)
-    return np.stack([255 * p, 120 + 60 * p, 255 * (1 - p)]).astype(np.uint8)
-
-
 def train(data: Path, hidden: int, seed: int, epochs: int, folder: Path) -> tuple[Path, float]:
     """Full-batch gradient descent on a one-hidden-layer network; prints and logs each epoch."""
     d = np.load(data)
@@ -68,8 +55,6 @@ def train(data: Path, hidden: int, seed: int, epochs: int, folder: Path) -> tupl
     b1 = np.zeros(hidden)
     w2 = rng.normal(scale=0.5, size=hidden)
     loss = float("nan")
-    frames: list[np.ndarray] = []
-    losses: list[float] = []
     for epoch in range(epochs):
         h, p = forward(x, w1, b1, w2)
         loss = float(-np.mean(y * np.log(p + 1e-9) + (1 - y) * np.log(1 - p + 1e-9)))
@@ -80,27 +65,11 @@ def train(data: Path, hidden: int, seed: int, epochs: int, folder: Path) -> tupl
         w1 -= 2.0 * (x.T @ gh)
         b1 -= 2.0 * gh.sum(axis=0)
         tracker.log({"loss": loss, "acc": acc})
-        losses.append(loss)
         if epoch % 20 == 0 or epoch == epochs - 1:
             print(f"epoch {epoch:3d}  loss {loss:.4f}  acc {acc:.3f}")
-        frames.append(surface(w1, b1, w2))
     path = folder / f"mlp-h{hidden}-s{seed}.npz"
     np.savez(path, w1=w1, b1=b1, w2=w2)
-    log_media(tracker.current_run(), np.stack(frames), np.array(losses))
     return path, loss
-
-
-def log_media(run: tracker.Run, frames: np.ndarray, losses: np.ndarray) -> None:
-    """The decision surface epoch by epoch as an mp4, and the loss curve as a tone falling with the loss."""
-    rate = 8000
-    t = np.arange(rate * 2) / rate
-    pitch = 220 + 660 * np.interp(t, np.linspace(0, 2, len(losses)), losses / losses.max())
-    tone = 0.3 * np.sin(2 * np.pi * np.cumsum(pitch) / rate)
-    try:
-        run.log({"decision_surface": tracker.Video(frames, fps=12, format="mp4", caption="one frame per epoch"),
-                 "loss_as_sound": tracker.Audio(tone, sample_rate=rate, caption="pitch follows the loss")})
-    except tracker.TrackerError as exc:  # without the media extra: said, and the rest of the lab goes on
-        print(f"media not logged: {exc}")
 
 
 def cli(*args: str) -> None:

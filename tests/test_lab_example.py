@@ -2,7 +2,7 @@
 
 The example runs as a newcomer runs it (capture on: the suite's defaults are dropped from its
 environment), then the store is read back: the lineage from the dataset to the evaluation, the groups,
-the console of the evaluation, the training runs' media, and the report file.
+the console of the evaluation, and the report file.
 """
 
 from __future__ import annotations
@@ -36,12 +36,6 @@ def test_the_lab_example_leaves_lineage_groups_console_and_a_report(tmp_path: Pa
     assert s.artifact("rings:v0").producer == runs["prepare rings"].id
     assert len(s.artifact("rings:v0").consumers) == 6
     assert len({s.artifact(f"rings-mlp:v{i}").sha256 for i in range(6)}) == 6
-
-    trained = s.run(runs["mlp h16 s0"].id)  # each training run: its decision surface as a video, its loss as a sound
-    [video] = trained.records("video")
-    [audio] = trained.records("audio")
-    assert (video.step, video.data["format"], video.data["frames"], video.data["width"]) == (25, "mp4", 25, 48)
-    assert (audio.data["format"], audio.data["duration_s"]) == ("wav", 2.0)
 
     printed = [r.data["text"] for r in s.run(evaluation.id).records("console")]
     assert any(t.startswith(f"holdout accuracy of rings-mlp:{prod.version}") for t in printed)
