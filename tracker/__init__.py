@@ -62,6 +62,7 @@ if TYPE_CHECKING:  # what the names are, for type checkers and readers; loaded l
         UnsupportedError,
         Video,
         alert,
+        box3d,
         define_metric,
         init,
         log_artifact,
@@ -101,7 +102,7 @@ for _module, _names in {
     "core.summary": "MISSING Summarizer Summary Table",
     "sweeps": "agent sweep",
     "integrations.wandb.init": (
-        "AlertLevel Api Audio Histogram Html Image Object3D Video Settings UnsupportedError alert define_metric "
+        "AlertLevel Api Audio Histogram Html Image Object3D Video Settings UnsupportedError alert box3d define_metric "
         "init login save unwatch watch log_artifact log_model use_artifact use_model"),
 }.items():
     _LAZY.update(dict.fromkeys(_names.split(), _module))
@@ -256,6 +257,7 @@ __all__ = [  # one name per line: additions merge cleanly
     "Html",
     "Object3D",
     "Video",
+    "box3d",
     "Settings",
     "define_metric",
     "save",
