@@ -28,13 +28,13 @@ import os
 import threading
 from collections import OrderedDict
 from pathlib import Path
-from typing import Any
-
-from starlette.requests import Request
-from starlette.responses import FileResponse, Response
+from typing import TYPE_CHECKING, Any
 
 from tracker.core.errors import StoreError, StoreUnavailable
-from tracker.ui.params import BadRequest, error, json_response, names_param, parsed_param
+
+if TYPE_CHECKING:  # Starlette only where a route runs: a report reads the records without it
+    from starlette.requests import Request
+    from starlette.responses import Response
 
 #: The record schemas the panel shows, in the order of its rows.
 MEDIA_SCHEMAS = ("audio", "video", "object3d", "html")
@@ -233,7 +233,7 @@ def _cache(api: Any) -> MediaCache:
 
 def media(api: Any, request: Request) -> Response:
     """``GET /api/runs/{id}/media`` (the index) or ``?step=N[&names=a,b]`` (the records nearest to step N)."""
-    from tracker.ui.params import ascii_int
+    from tracker.ui.params import BadRequest, ascii_int, json_response, names_param, parsed_param
 
     view = api.view(request.path_params["id"])
     step = parsed_param(request, "step", ascii_int, "an integer step")
@@ -255,6 +255,9 @@ def blob(api: Any, request: Request) -> Response:
 
     An unknown hash is a 404; a missing or damaged blob a 500 naming it.
     """
+    from starlette.responses import FileResponse
+
+    from tracker.ui.params import BadRequest, error
     sha = request.path_params["sha"]
     if len(sha) != 64 or any(c not in "0123456789abcdef" for c in sha):
         raise BadRequest(f"not a sha256 (64 lowercase hex digits): {sha[:80]!r}")

@@ -1,8 +1,8 @@
 // The 3D viewer: WebGL, no library. Points are one gl.POINTS draw over typed arrays handed to the GPU as
 // they were read (1,000,000 points draw in well under a second); drag orbits, the wheel zooms, a
 // double-click resets; colours by the points' rgb, their category or their height; 3D boxes as lines.
-// Formats: the tracker's point layout (format "points", parsed in ./points.js), PLY, OBJ, STL, glTF and
-// GLB (a mesh shows its vertices as points and, for OBJ and STL, its edges as lines).
+// Formats: the tracker's point layout (format "points", parsed in ./points.js, with its boxes and vectors),
+// PLY, OBJ, STL, glTF and GLB (a mesh shows its vertices as points and, for OBJ and STL, its edges as lines).
 
 import { clear, cssVar, el, fmtNum } from "../util.js";
 import { bytesOf, leftOutNote, metaLine } from "./common.js";
@@ -231,7 +231,7 @@ export function object3dViewer(container) {
   const redraw = () => { if (!frame) frame = requestAnimationFrame(draw); };
 
   function load(parsed) {
-    const { positions, colors, categories, boxes = [], edges = null, up = [0, 0, 1] } = parsed;
+    const { positions, colors, categories, boxes = [], vectors = [], edges = null, up = [0, 0, 1] } = parsed;
     const n = Math.floor(positions.length / 3);
     gl.bindBuffer(gl.ARRAY_BUFFER, buf.pos);
     gl.bufferData(gl.ARRAY_BUFFER, positions, gl.STATIC_DRAW);
@@ -247,11 +247,19 @@ export function object3dViewer(container) {
       }
     }
     for (const box of boxes) {
-      const col = (Array.isArray(box.color) && box.color.length >= 3 ? box.color : BOX_DEFAULT.map((v) => v * 255)).map((v) => Math.max(0, Math.min(255, Math.round(v))));
+      // Colours 0-255, or 0-1 when every component is at most 1 (W&B's box3d).
+      let c = Array.isArray(box.color) && box.color.length >= 3 ? box.color.slice(0, 3).map(Number) : BOX_DEFAULT;
+      if (c.every((v) => v <= 1)) c = c.map((v) => v * 255);
+      const col = c.map((v) => Math.max(0, Math.min(255, Math.round(v))));
       for (const [a, b] of boxEdges(box.corners || [])) {
         lines.push(...box.corners[a].map(Number), ...box.corners[b].map(Number));
         lineRgb.push(...col, ...col);
       }
+    }
+    for (const v of vectors) {
+      if (!Array.isArray(v.start) || !Array.isArray(v.end)) continue;
+      lines.push(...v.start.map(Number), ...v.end.map(Number));
+      lineRgb.push(230, 60, 60, 255, 200, 40);
     }
     gl.bindBuffer(gl.ARRAY_BUFFER, buf.lines);
     gl.bufferData(gl.ARRAY_BUFFER, new Float32Array(lines), gl.STATIC_DRAW);

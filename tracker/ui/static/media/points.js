@@ -5,23 +5,27 @@
 
 const TEXT = new TextDecoder();
 
-/** The tracker's point layout (format "points"; see tracker/capture/object3d.py). */
+/**
+ * The tracker's point layout (format "points"; tracker/capture/object3d.py): a 24-byte header (magic
+ * TRKPTS01, n, flags 1 = colours 2 = categories, the JSON part's length), x y z as float32, the categories
+ * as float32, the colours as uint8, padding to 4 bytes, then JSON {boxes, vectors}. Little-endian.
+ */
 export function parsePoints(buf) {
   const bytes = new Uint8Array(buf);
-  const magic = TEXT.decode(bytes.subarray(0, 8));
-  if (magic !== "TRKPTS1\n") throw new Error("not a tracker point file (its first bytes are not TRKPTS1)");
+  if (bytes.length < 24 || TEXT.decode(bytes.subarray(0, 8)) !== "TRKPTS01") throw new Error("not a point cloud blob (its first bytes are not TRKPTS01)");
   const dv = new DataView(buf);
-  const headLen = dv.getUint32(8, true);
-  const head = JSON.parse(TEXT.decode(bytes.subarray(12, 12 + headLen)));
-  const n = head.points;
-  let off = 12 + headLen;
-  off += (4 - (off % 4)) % 4;
+  const n = dv.getUint32(8, true), flags = dv.getUint32(12, true), j = dv.getUint32(16, true);
+  let off = 24;
+  const need = 24 + n * 12 + (flags & 2 ? n * 4 : 0) + (flags & 1 ? n * 3 : 0);
+  if (bytes.length < need + j) throw new Error(`the point cloud ends early: ${n} points need ${need + j} bytes, there are ${bytes.length}`);
   const positions = new Float32Array(buf, off, n * 3);
   off += n * 12;
-  let colors = null, categories = null;
-  if (head.colors) { colors = new Uint8Array(buf, off, n * 3); off += n * 3; off += (4 - (off % 4)) % 4; }
-  if (head.categories) { categories = new Float32Array(buf, off, n); off += n * 4; }
-  return { positions, colors, categories, boxes: head.boxes || [], up: [0, 0, 1] };
+  let categories = null, colors = null;
+  if (flags & 2) { categories = new Float32Array(buf, off, n); off += n * 4; }
+  if (flags & 1) { colors = new Uint8Array(buf, off, n * 3); off += n * 3; }
+  off += (4 - (off % 4)) % 4;
+  const extra = j ? JSON.parse(TEXT.decode(bytes.subarray(off, off + j))) : {};
+  return { positions, colors, categories, boxes: extra.boxes || [], vectors: extra.vectors || [], up: [0, 0, 1] };
 }
 
 const PLY_TYPES = {
