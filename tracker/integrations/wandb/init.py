@@ -32,7 +32,7 @@ from tracker.write.runstate import (
     _ReadsAsDict,
     unsupported,
 )
-from tracker.write.wandb.media import Histogram, Image, Table
+from tracker.write.wandb.media import Audio, Histogram, Html, Image, Object3D, Table, Video
 
 if TYPE_CHECKING:
     from tracker.write.api import Run
@@ -40,7 +40,9 @@ if TYPE_CHECKING:
 # ``tracker.Table(columns=..., data=...)`` (W&B's call) makes a W&B table; tracker.Table stays the column table.
 _SummaryTable.wandb_table = Table
 
-__all__ = ["UNSUPPORTED", "AlertLevel", "Api", "Histogram", "Image", "RunConfig", "RunSummary", "Settings", "Table",
+__all__ = ["UNSUPPORTED", "AlertLevel", "Api", "Audio", "Histogram", "Html", "Image", "Object3D", "RunConfig",
+           "RunSummary", "Settings",
+           "Table", "Video",
            "UnsupportedError", "alert",
            "define_metric", "init", "log_artifact", "log_model", "login", "save", "unsupported", "unwatch",
            "use_artifact", "use_model", "watch"]
