@@ -96,6 +96,13 @@ export class MediaCell {
     this.node.dataset.exact = item.exact ? "1" : "0";
     this.stepNode.textContent = item.exact ? `step ${fmtNum(item.step)}` : `step ${fmtNum(item.step)} (nearest to ${fmtNum(step)})`;
     if (item.count > 1) this.stepNode.textContent += ` · ${item.count} at this step, the last shown`;
+    if (rec.error) {  // a report's file that could not be read when it was written
+      if (this.viewer) { this.viewer.destroy(); this.viewer = null; }
+      this.shown = null;
+      this.node.dataset.state = "error";
+      clear(this.body).append(errorBox(rec.error));
+      return;
+    }
     if (this.shown === rec.sha256 && this.viewer) { this.node.dataset.state = "shown"; return; }
     this.shown = rec.sha256;
     const make = VIEWERS[this.kind];
@@ -290,8 +297,9 @@ export function mediaCompareBox(runs, colorOf) {
 }
 
 /**
- * A report's Media box: `media` = {runs: [{id, names: [{name, kind, items: [{step, record, src, left_out}]}]}]},
- * data: URIs inline (nothing is fetched). One slider over every step the report holds.
+ * A report's Media box (tracker/ui/reportmedia.py): `media` = {runs: [{id, names: [{name, kind, steps, items:
+ * [{step, record, sha256, left_out?, poster?}]}]}], blobs: {key: data URI}, left_out: note}. Nothing is
+ * fetched: sources are the data: URIs the file carries. One slider over every step the report holds.
  */
 export function mediaReportBox(media, runs, colorOf) {
   const byRun = new Map(media.runs.map((m) => [m.id, m]));
@@ -302,11 +310,12 @@ export function mediaReportBox(media, runs, colorOf) {
   for (const m of media.runs) {
     for (const n of m.names) {
       const have = names.get(n.name);
-      if (!have) names.set(n.name, { name: n.name, kind: n.kind, count: n.items.length }); else have.count += n.items.length;
+      if (!have) names.set(n.name, { name: n.name, kind: n.kind, count: n.steps }); else have.count += n.steps;
       for (const it of n.items) steps.add(it.step);
     }
   }
   const all = [...steps].sort((a, b) => a - b);
+  const blobs = media.blobs || {};
   const itemsOf = (run, name) => ((byRun.get(run.id) || { names: [] }).names.find((n) => n.name === name) || { items: [] }).items;
   const grid = new MediaGrid({
     runs: shownRuns, names: [...names.values()], steps: all, initialStep: all[all.length - 1],
@@ -315,17 +324,17 @@ export function mediaReportBox(media, runs, colorOf) {
       for (const name of ns) {
         const items = itemsOf(run, name);
         if (!items.length) continue;
-        const j = nearestIndex(items.map((it) => it.step), step);
-        const at = items.filter((it) => it.step === items[j].step);
-        out[name] = { kind: names.get(name).kind, step: items[j].step, exact: items[j].step === step, count: at.length,
-          records: at.map((it) => ({ ...it.record, step: it.step, src: it.src, poster: it.poster, left_out: it.left_out })) };
+        const it = items[nearestIndex(items.map((x) => x.step), step)];
+        out[name] = { kind: names.get(name).kind, step: it.step, exact: it.step === step, count: 1,
+          records: [{ ...it.record, step: it.step, left_out: it.left_out, poster: it.poster ? blobs[it.poster] : undefined, error: it.error }] };
       }
       return out;
     },
-    srcOf: (run, rec) => rec.src || null,
+    srcOf: (run, rec) => (rec.sha256 && blobs[rec.sha256]) || null,
     columnHead: (run) => el("div", { class: "media-col-head", dataset: { run: run.id } }, dot(colorOf(run.id)), run.name || shortId(run.id)),
   });
   const notes = media.left_out ? el("p", { class: "muted media-note", text: media.left_out }) : null;
   const node = box("Media", el("div", { class: "toolbar media-toolbar" }, grid.slider.node), notes, grid.node);
+  node.classList.add("report-media");
   return { node, start: () => grid.start() };
 }

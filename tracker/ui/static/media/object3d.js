@@ -75,17 +75,34 @@ function compile(gl, type, src) {
   return s;
 }
 
-/** Bounds of xyz triples: {min, max, center, radius}; non-finite points are skipped. */
+/**
+ * Bounds of xyz triples for framing: {min, max, center, radius}, non-finite points skipped. A few far
+ * outliers (a lidar's stray returns) would shrink the cloud to a dot: the frame holds what lies within
+ * 2.5 standard deviations of the mean on each axis, and the min and max are taken over that too.
+ */
 export function bounds(pos) {
-  const min = [Infinity, Infinity, Infinity], max = [-Infinity, -Infinity, -Infinity];
-  for (let i = 0; i + 2 < pos.length; i += 3) {
+  const n = Math.floor(pos.length / 3);
+  const sum = [0, 0, 0], sq = [0, 0, 0];
+  let k = 0;
+  for (let i = 0; i < n * 3; i += 3) {
     const x = pos[i], y = pos[i + 1], z = pos[i + 2];
     if (!(Number.isFinite(x) && Number.isFinite(y) && Number.isFinite(z))) continue;
-    if (x < min[0]) min[0] = x; if (x > max[0]) max[0] = x;
-    if (y < min[1]) min[1] = y; if (y > max[1]) max[1] = y;
-    if (z < min[2]) min[2] = z; if (z > max[2]) max[2] = z;
+    sum[0] += x; sum[1] += y; sum[2] += z; sq[0] += x * x; sq[1] += y * y; sq[2] += z * z; k++;
   }
-  if (min[0] === Infinity) return { min: [0, 0, 0], max: [0, 0, 0], center: [0, 0, 0], radius: 1 };
+  if (!k) return { min: [0, 0, 0], max: [0, 0, 0], center: [0, 0, 0], radius: 1 };
+  const mean = sum.map((v) => v / k);
+  const sd = sq.map((v, a) => Math.sqrt(Math.max(0, v / k - mean[a] * mean[a])));
+  const lo = mean.map((m, a) => m - 2.5 * sd[a]), hi = mean.map((m, a) => m + 2.5 * sd[a]);
+  const min = [Infinity, Infinity, Infinity], max = [-Infinity, -Infinity, -Infinity];
+  for (let i = 0; i < n * 3; i += 3) {
+    for (let a = 0; a < 3; a++) {
+      const v = pos[i + a];
+      if (!(v >= lo[a] && v <= hi[a])) continue;
+      if (v < min[a]) min[a] = v;
+      if (v > max[a]) max[a] = v;
+    }
+  }
+  for (let a = 0; a < 3; a++) if (min[a] > max[a]) { min[a] = mean[a]; max[a] = mean[a]; }
   const center = min.map((v, i) => (v + max[i]) / 2);
   const radius = Math.max(1e-9, Math.hypot(max[0] - min[0], max[1] - min[1], max[2] - min[2]) / 2);
   return { min, max, center, radius };
@@ -163,7 +180,7 @@ export function object3dViewer(container) {
     if (!scene) return;
     const b = scene.bounds;
     view.target = b.center.slice();
-    view.dist = b.radius * 2.6;
+    view.dist = b.radius * 2.2;
     view.yaw = -Math.PI / 4;
     view.pitch = 0.45;
   }
@@ -188,7 +205,7 @@ export function object3dViewer(container) {
     const off = up[2] ? [cp * cy, cp * sy, sp] : [cp * sy, sp, cp * cy];
     const eye = view.target.map((t, i) => t + off[i] * view.dist);
     const r = scene.bounds.radius;
-    const proj = perspective(Math.PI / 4, canvas.width / canvas.height, Math.max(view.dist - r * 2, view.dist * 1e-3), view.dist + r * 4);
+    const proj = perspective(Math.PI / 4, canvas.width / canvas.height, view.dist * 0.01, view.dist * 100 + r * 10);
     gl.uniformMatrix4fv(loc.mvp, false, mul(proj, lookAt(eye, view.target, up)));
     const b = scene.bounds;
     const axis = up[2] ? 2 : 1;
@@ -309,7 +326,7 @@ export function object3dViewer(container) {
   return {
     async show(rec, src) {
       const my = ++seq;
-      const facts = [Number.isFinite(rec.points) ? `${fmtNum(rec.points)} points` : "", rec.boxes ? `${fmtNum(rec.boxes)} boxes` : "", rec.format || ""];
+      const facts = [Number.isFinite(rec.points) ? `${fmtNum(rec.points)} points` : "", rec.boxes ? `${fmtNum(rec.boxes)} box${rec.boxes === 1 ? "" : "es"}` : "", rec.format || ""];
       clear(meta).append(metaLine(facts, rec.caption));
       if (!src) { wrap.dataset.state = "left-out"; canvas.hidden = true; meta.append(leftOutNote(rec, "3D scene")); return; }
       canvas.hidden = false;
