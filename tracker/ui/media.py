@@ -274,7 +274,7 @@ def blob(api: Any, request: Request) -> Response:
     except StoreUnavailable:
         raise
     except StoreError as exc:
-        return error(500, f"run {view.id}: {exc}")
+        return error(500, f"run {view.id}, media file {meta['name']} ({sha}): {exc}")
     ctype = content_type(meta["kind"], meta["format"])
     active = ctype in ACTIVE
     headers = {"cache-control": "private, max-age=31536000, immutable", "x-content-type-options": "nosniff",

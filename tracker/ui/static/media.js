@@ -166,7 +166,7 @@ class MediaGrid {
         if (e.isIntersecting) { if (!this.visible.has(name)) { this.visible.add(name); grew = true; } } else this.visible.delete(name);
       }
       if (grew && this.step !== null) this.refresh();
-    }, { rootMargin: "200px 0px" }) : null;
+    }, { rootMargin: "100px 0px" }) : null;
     for (const r of this.rows.values()) {
       if (this.observer) this.observer.observe(r.node); else this.visible.add(r.node.dataset.name);
     }
