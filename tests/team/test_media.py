@@ -31,6 +31,7 @@ def test_media_panel_reads_the_database_and_the_bucket(tmp_path: Path, pg_url: s
     monkeypatch.setenv("TRACKER_TEAM_BLOBS", bucket.url)
     client = TestClient(create_app(pg_url))
     doc = client.get(f"/api/runs/{rid}/media").json()
+    assert doc["at"]["media"]["voice"]["step"] == 4
     assert [(n["name"], n["steps"]) for n in doc["names"]] == [
         ("voice", [0, 1, 2, 3, 4]), ("rollout", [0, 2, 4]), ("lidar", [4]), ("page", [1])]
     got = client.get(f"/api/runs/{rid}/media", params={"step": 3}).json()["media"]

@@ -44,8 +44,11 @@ def test_index_lists_each_name_with_its_kind_and_steps(client, media) -> None:
         ("voice", "audio", [0, 1, 2, 3, 4], 5), ("rollout", "video", [0, 2, 4], 3), ("lidar", "object3d", [4], 1),
         ("page", "html", [1], 1)]
     assert doc["steps"] == [0, 1, 2, 3, 4]
+    # The records at the last step come along, one per name (where the panel opens).
+    assert doc["at"]["step"] == 4 and {n: m["step"] for n, m in doc["at"]["media"].items()} == {
+        "voice": 4, "rollout": 4, "lidar": 4, "page": 1}
     # A run without media: an empty index, not an error.
-    assert client.get(f"/api/runs/{ids['plain']}/media").json() == {"names": [], "steps": []}
+    assert client.get(f"/api/runs/{ids['plain']}/media").json() == {"names": [], "steps": [], "at": None}
 
 
 def test_each_name_shows_its_nearest_logged_step_and_says_which(client, media) -> None:

@@ -4,7 +4,8 @@ Three endpoints, routed by :func:`tracker.ui.app.create_app`:
 
 - ``GET /api/runs/{id}/media``: the index of the run's media: each name with
   its kind and the steps at which it was logged, read from the records (the
-  store's derived columns), never from a blob;
+  store's derived columns), never from a blob; and (``at``) the records at the
+  last step, where the panel opens;
 - ``GET /api/runs/{id}/media?step=N[&names=a,b]``: for each name, the records
   at its logged step nearest to ``N`` (and which step that is);
 - ``GET /api/runs/{id}/media/{sha256}[?download=1]``: the bytes of a blob one
@@ -241,11 +242,16 @@ def media(api: Any, request: Request) -> Response:
     if names is not None and len(names) > MAX_NAMES:
         raise BadRequest(f"names: expected at most {MAX_NAMES} names, given {len(names)}")
     found = _cache(api).media(view)
+    from tracker.ui.parts import strict
+
     if step is None:
         if names is not None:
             raise BadRequest("names: given without step (the index lists every name)")
-        return json_response(found.index())
-    from tracker.ui.parts import strict
+        index = found.index()
+        # The records at the last step come along (one per name, no file): the panel opens there, one
+        # request sooner.
+        index["at"] = strict(found.at(index["steps"][-1], None)) if index["steps"] else None
+        return json_response(index)
 
     return json_response(strict(found.at(step, names)))
 

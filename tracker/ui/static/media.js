@@ -172,7 +172,18 @@ class MediaGrid {
     }
   }
 
-  start() { this.slider.start(); }
+  /**
+   * Show the slider's step. The rows on screen now are measured here rather than waiting for the observer's
+   * first report, which a busy page (charts being drawn) delivers only after its long tasks.
+   */
+  start() {
+    const h = window.innerHeight || document.documentElement.clientHeight;
+    for (const [name, r] of this.rows) {
+      const box = r.node.getBoundingClientRect();
+      if (box.bottom >= -100 && box.top <= h + 100) this.visible.add(name);
+    }
+    this.slider.start();
+  }
 
   /** Ask for the records of the visible rows whose cells do not show the slider's step yet. */
   async refresh() {
@@ -229,14 +240,17 @@ function writeStep(step) {
 export function mediaSection(ctx) {
   const body = el("div", { class: "media-panel", dataset: { state: "loading" } }, loading("Loading media…"));
   const node = box("Media", body);
+  node.id = "media";
   api(`/api/runs/${encodeURIComponent(ctx.id)}/media`).then((index) => {
     if (ctx.stopped) return;
     clear(body);
     if (!index.names.length) { body.dataset.state = "empty"; body.append(el("p", { class: "muted", text: "No media logged." })); return; }
     const wanted = readStep();
+    const at = index.at;  // the records at the last step came with the index: no request for them
     const grid = new MediaGrid({
       runs: [{ id: ctx.id }], names: index.names, steps: index.steps, initialStep: wanted ?? index.steps[index.steps.length - 1],
-      fetchAt: (run, step, names) => api(`/api/runs/${encodeURIComponent(run.id)}/media`, { step, names: names.join(",") }).then((r) => r.media),
+      fetchAt: (run, step, names) => (at && at.step === step ? Promise.resolve(at.media)
+        : api(`/api/runs/${encodeURIComponent(run.id)}/media`, { step, names: names.join(",") }).then((r) => r.media)),
       srcOf: (run, rec) => mediaUrl(run.id, rec.sha256),
       onStep: (step, final) => { if (final) writeStep(step); },
     });
@@ -244,6 +258,8 @@ export function mediaSection(ctx) {
     body.dataset.state = "ready";
     body.append(el("div", { class: "toolbar media-toolbar" }, grid.slider.node,
       el("span", { class: "muted", text: `${fmtNum(index.names.length)} name${index.names.length === 1 ? "" : "s"} · ${fmtNum(index.steps.length)} step${index.steps.length === 1 ? "" : "s"} with media` })), grid.node);
+    // A link to the panel (#media) opens the page scrolled to it, so its rows load first.
+    if (location.hash === "#media") node.scrollIntoView({ block: "start" });
     grid.start();
   }).catch((err) => {
     if (ctx.stopped) return;
