@@ -43,12 +43,13 @@ export function stepSlider(steps, initial, onStep) {
   const label = el("span", { class: "media-step mono" });
   let timer = null;
   const node = el("div", { class: "media-slider" }, el("span", { class: "muted", text: "step" }), prev, range, next, label);
+  if (last <= 0) prev.hidden = range.hidden = next.hidden = true;  // one step: nothing to slide
   const set = (j, final = false) => {
     i = Math.max(0, Math.min(last, j));
     range.value = i;
     prev.disabled = i <= 0;
     next.disabled = i >= last;
-    label.textContent = `${fmtNum(steps[i])} / ${fmtNum(steps[last])}`;
+    label.textContent = last > 0 ? `${fmtNum(steps[i])} / ${fmtNum(steps[last])}` : fmtNum(steps[i]);
     node.dataset.step = String(steps[i]);
     onStep(steps[i], false);
     clearTimeout(timer);
