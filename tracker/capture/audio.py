@@ -85,7 +85,10 @@ def pcm16(data: Any) -> Any:
     if lo < -1.0 or hi > 1.0:
         raise bad(AUDIO, "data_or_path", f"expected floats in [-1, 1], given values from {lo!r} to {hi!r} "
                                          "(scale them, or np.clip(x, -1, 1))")
-    return np.rint(a.astype(np.float64) * 32767.0).astype(np.int16)
+    x = a.astype(np.float64)  # one temporary, scaled and rounded in place
+    x *= 32767.0
+    np.rint(x, out=x)
+    return x.astype(np.int16)
 
 
 def wav_bytes(samples: Any, sample_rate: int) -> bytes:
@@ -122,27 +125,50 @@ def clip_from_file(path: Any) -> Clip:
         or a file that cannot be read as audio.
     """
     payload, expected = file_payload(AUDIO, path, AUDIO_FILES)
+    return clip_from_payload(payload, expected, payload.path)
+
+
+def clip_from_bytes(data: bytes, where: str = "the data given") -> Clip:
+    """A clip given as encoded bytes (a TensorBoard audio summary, say): its format read from its first bytes.
+
+    :raises SchemaError: bytes of no audio format, or that cannot be read as audio.
+    """
+    payload = Payload.of_bytes(bytes(data))
+    found = sniff(payload.head())
+    if found not in AUDIO_FILES.values():
+        raise mismatch(AUDIO, where, "wav, mp3, ogg or flac", found)
+    return clip_from_payload(payload, found, where)
+
+
+def clip_from_payload(payload: Payload, expected: str, where: Any) -> Clip:
+    """A checked clip's fields, read from its bytes (:mod:`wave` for PCM WAV, else PyAV)."""
     found = sniff(payload.head())
     if found != expected:
-        raise mismatch(AUDIO, payload.path, expected, found)
+        raise mismatch(AUDIO, where, expected, found)
     if expected == "wav":
         try:
-            with wave.open(str(payload.path), "rb") as w:
+            with wave.open(payload.opened(), "rb") as w:
                 rate, channels, frames = w.getframerate(), w.getnchannels(), w.getnframes()
             if rate > 0 and channels > 0:
                 return Clip(payload, "wav", rate, channels, frames / rate)
-        except (wave.Error, EOFError):
-            pass  # not PCM (float or extensible WAV): PyAV reads it
-    return Clip(payload, expected, *_probe(payload, expected))
+        except Exception:  # noqa: BLE001 - wave.Error, EOFError, RuntimeError...: PyAV reads it or names the problem
+            pass  # not PCM (float or extensible WAV), or damaged
+    return Clip(payload, expected, *_probe(payload, expected, where))
 
 
-def _probe(payload: Payload, fmt: str) -> tuple[int, int, float]:
+def audio_record(name: str, clip: Clip, caption: str, blobs: Any) -> dict[str, Any]:
+    """Store ``clip``'s bytes in ``blobs``: the ``audio`` record's fields."""
+    sha = clip.payload.store(blobs, AUDIO)
+    return {"name": name, "sha256": sha, **clip.fields(), "caption": caption}
+
+
+def _probe(payload: Payload, fmt: str, where: Any) -> tuple[int, int, float]:
     """``(sample_rate, channels, duration_s)`` of an audio file, read with PyAV."""
     av = av_module()
     try:
         with av.open(payload.opened(), "r") as container:
             if not container.streams.audio:
-                raise bad(AUDIO, "data_or_path", f"expected an audio stream in {payload.path}, given none")
+                raise bad(AUDIO, "data_or_path", f"expected an audio stream in {where}, given none")
             stream = container.streams.audio[0]
             ctx = stream.codec_context
             rate = int(ctx.sample_rate or stream.sample_rate or 0)
@@ -159,8 +185,8 @@ def _probe(payload: Payload, fmt: str) -> tuple[int, int, float]:
     except SchemaError:
         raise
     except Exception as exc:  # noqa: BLE001 - PyAV raises many kinds for a damaged file
-        raise bad(AUDIO, "data_or_path", f"expected a readable {fmt} file, given {payload.path}: {exc}") from None
+        raise bad(AUDIO, "data_or_path", f"expected a readable {fmt} file, given {where}: {exc}") from None
     if rate <= 0 or channels <= 0:
         raise bad(AUDIO, "data_or_path", f"expected a {fmt} file with a sample rate and channels, given "
-                                         f"{payload.path} ({rate} Hz, {channels} channels)")
+                                         f"{where} ({rate} Hz, {channels} channels)")
     return rate, channels, max(0.0, duration)

@@ -37,9 +37,20 @@ from tracker.core.values import given
 
 #: The media schemas whose records name one blob by ``sha256`` (``tracker gc``, ``verify`` and ``sync`` keep them).
 MEDIA_SCHEMAS = ("audio", "video", "object3d", "html")
+#: The content type of each stored format (``points`` is the binary layout of :mod:`tracker.capture.object3d`).
+CONTENT_TYPES = {"wav": "audio/wav", "mp3": "audio/mpeg", "ogg": "audio/ogg", "flac": "audio/flac",
+                 "mp4": "video/mp4", "webm": "video/webm", "gif": "image/gif",
+                 "points": "application/octet-stream", "obj": "text/plain; charset=utf-8",
+                 "ply": "application/octet-stream", "stl": "model/stl", "glb": "model/gltf-binary",
+                 "gltf": "model/gltf+json", "html": "text/html; charset=utf-8"}
 #: Bytes read to tell a file's format.
 HEAD = 64
 INSTALL = 'pip install "tracker-core[media]"'
+
+
+def content_type(schema: str, fmt: str | None = None) -> str:
+    """The content type to serve a media record's blob with: by its ``format`` (``html`` records have none)."""
+    return CONTENT_TYPES.get("html" if schema == "html" else (fmt or ""), "application/octet-stream")
 
 
 def bad(schema: str, field: str, message: str) -> SchemaError:

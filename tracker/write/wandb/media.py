@@ -359,6 +359,9 @@ class Object3D(_BlobMedia):
         if kwargs:
             raise TypeError(f"Object3D() got an unexpected keyword argument {sorted(kwargs)[0]!r}")
         self.caption = check_caption("object3d", caption)
+        name = getattr(data_or_path, "name", None)
+        if hasattr(data_or_path, "read") and isinstance(name, str) and file_type is None and os.path.isfile(name):
+            data_or_path = name  # an open file: read from its path, by its name, as W&B does
         if _is_path(data_or_path):
             scene = o3d.scene_from_file(data_or_path, file_type)
         elif isinstance(data_or_path, dict):
