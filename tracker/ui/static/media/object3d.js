@@ -180,7 +180,7 @@ export function object3dViewer(container) {
     if (!scene) return;
     const b = scene.bounds;
     view.target = b.center.slice();
-    view.dist = b.radius * 2.2;
+    view.dist = b.radius * 1.8;
     view.yaw = -Math.PI / 4;
     view.pitch = 0.45;
   }

@@ -36,13 +36,13 @@ export function videoViewer(container) {
       }
       if (rec.format === "gif") {
         node = el("img", { class: "media-gif", alt: rec.name || "gif", src });
-        if (rec.width) node.style.width = `${Math.max(rec.width, Math.min(320, rec.width * 4))}px`;
+        if (rec.width) node.style.width = `${Math.max(rec.width, Math.min(256, rec.width * 4))}px`;
         node.addEventListener("load", () => { wrap.dataset.state = "ready"; });
         node.addEventListener("error", () => { wrap.dataset.state = "error"; });
       } else {
         node = el("video", { controls: true, preload: "metadata", playsInline: true, class: "media-video-el" });
         // A small video (a 64x64 rollout) is drawn larger, its pixels kept sharp, so its controls fit.
-        if (rec.width && rec.height) node.style.width = `${Math.max(rec.width, Math.min(320, rec.width * 4))}px`;
+        if (rec.width && rec.height) node.style.width = `${Math.max(rec.width, Math.min(256, rec.width * 4))}px`;
         node.addEventListener("loadedmetadata", () => { wrap.dataset.duration = String(node.duration); wrap.dataset.state = "ready"; });
         node.addEventListener("error", () => { wrap.dataset.state = "error"; wrap.append(el("p", { class: "error", text: "this browser cannot play the file" })); });
         node.src = src;
