@@ -4,7 +4,7 @@ Routes only: reading goes through the public reading API (``Store``,
 ``RunView``), series through :mod:`tracker.ui.series`, live reads through
 :mod:`tracker.ui.live`, the run page's parts through :mod:`tracker.ui.parts`;
 the capabilities' endpoints (groups, reports, blobs, provenance, artifacts,
-sweeps) are in :mod:`tracker.ui.routes`, the parameters they all parse in
+sweeps) are in :mod:`tracker.ui.routes`, the Media panel's in :mod:`tracker.ui.media`, the parameters they all parse in
 :mod:`tracker.ui.params`.
 Every endpoint is read-only; the only files it creates in the store are derived data under ``<store>/index/``
 (as every reader does; see docs/ui.md, "Security").
@@ -27,7 +27,7 @@ from starlette.staticfiles import StaticFiles
 
 from tracker.core.errors import RunNotFound, StoreError, StoreUnavailable, TrackerError
 from tracker.read.index import gc_paused
-from tracker.ui import parts, routes
+from tracker.ui import media, parts, routes
 from tracker.ui.auth import AuthMiddleware, make_auth
 from tracker.ui.hosts import HostCheck
 from tracker.ui.live import MetricsCache, TeamColumnsCache, read_since
@@ -343,6 +343,7 @@ def create_app(store: Any = None, *, hosts: tuple[str, ...] = (), frame_ancestor
     elif isinstance(store, (str, os.PathLike)):
         store = Store(store)
     api = Api(store)
+    api.frame_ancestors = frame_ancestors.decode()
 
     def endpoint(method: Any) -> Any:
         def call(request: Request) -> Response:
@@ -377,6 +378,8 @@ def create_app(store: Any = None, *, hosts: tuple[str, ...] = (), frame_ancestor
         Route("/api/runs/{id}/metrics", endpoint(api.metrics)),
         Route("/api/runs/{id}/panels", endpoint(api.panels)),
         Route("/api/runs/{id}/blobs/{sha}", endpoint(lambda request: routes.blob(api, request))),
+        Route("/api/runs/{id}/media", endpoint(lambda request: media.media(api, request))),
+        Route("/api/runs/{id}/media/{sha}", endpoint(lambda request: media.blob(api, request))),
         Route("/api/runs/{id}/console", endpoint(lambda request: routes.console(api, request))),
         Route("/api/runs/{id}/environment", endpoint(lambda request: routes.environment(api, request))),
         Route("/api/compare", endpoint(api.compare)),
