@@ -165,6 +165,35 @@ def test_segments_are_appended_byte_for_byte_once(server: ServerProcess, writer:
     assert info.status == "finished" and info.project == "vision" and info.records == 20
 
 
+def test_a_resumed_writer_and_edits_after_the_fact(server: ServerProcess, writer: str, tmp_path: Path) -> None:
+    local = tmp_path / "resumed"
+    first = tracker.start_run("vision", "twice", store=local, system_metrics=False, console=False, environment=False)
+    first.log({"loss": 1.0}, step=0)
+    first.finish()
+    again = tracker.start_run(store=local, run_id=first.id, resume=True, system_metrics=False, console=False,
+                              environment=False)
+    again.log({"loss": 0.5})
+    again.finish()
+    tracker.open_store(local).tag(first.id, add=["shipped"])
+    run_dir = local / "runs" / first.id
+    names = sorted(p.relative_to(run_dir).as_posix() for p in run_dir.rglob("*.jsonl"))
+    assert len(names) == 3 and names[0].startswith("edits/edits-")
+    opening = next(n for n in names if b'"run_started"' in (run_dir / n).read_bytes()[:200])
+    with server.client(writer) as c:
+        edits = names[0]
+        r = post(c, first.id, edits, 0, (run_dir / edits).read_bytes())
+        assert r.status_code == 400 and "first segment must begin with run_started" in r.json()["error"]
+        for name in [opening, *[n for n in names if n != opening]]:
+            data = (run_dir / name).read_bytes()
+            assert post(c, first.id, name, 0, data).json() == {"offset": len(data)}
+        assert c.get(f"/api/v1/runs/{first.id}/segments").json() == {
+            "segments": {n: (run_dir / n).stat().st_size for n in names}}
+    served = Path(server.store) / "runs" / first.id
+    assert sorted(p.relative_to(served).as_posix() for p in served.rglob("*.jsonl")) == names
+    info = tracker.open_store(server.store).run(first.id).info
+    assert (info.status, info.writers, info.records, info.tags) == ("finished", 2, 2, ["shipped"])
+
+
 def test_a_bad_line_names_its_number_and_nothing_is_written(server: ServerProcess, writer: str,
                                                             tmp_path: Path) -> None:
     rid, seg = local_run(tmp_path, n=6)
