@@ -126,6 +126,8 @@ def test_a_key_limited_to_a_project(server: ServerProcess, writer: str, tmp_path
         assert post(c, mine, mine_seg.name, 0, mine_seg.read_bytes()).status_code == 200
         made = c.post("/api/v1/runs", json={"project": "vision", "name": "by json"})
         assert made.status_code == 201
+        r = c.get("/api/runs")  # the dashboard's API answers for every project: not with this key
+        assert r.status_code == 403 and "opens /api/v1/ only" in r.json()["error"]
     assert not (Path(server.store) / "runs" / other).exists()
     # Another key (even with every project) may not append to the runs this one created.
     with server.client(writer) as c:
