@@ -167,6 +167,30 @@ def test_segments_are_appended_byte_for_byte_once(server: ServerProcess, writer:
     assert info.status == "finished" and info.project == "vision" and info.records == 20
 
 
+def test_the_same_bytes_sent_at_once_are_written_once(server: ServerProcess, writer: str, tmp_path: Path) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    rid, seg = local_run(tmp_path, n=200)
+    data = seg.read_bytes()
+    cuts = [0] + [i + 1 for i in range(len(data)) if data[i:i + 1] == b"\n"][::25]
+
+    def send(i: int) -> list[int]:
+        with server.client(writer) as c:
+            # Each thread sends the segment in its own pieces: some overlap what others sent, some come early.
+            out = []
+            for a, b in zip(cuts[i % 3:], cuts[i % 3 + 1:], strict=False):
+                r = post(c, rid, seg.name, a, data[a:b])
+                out.append(r.status_code)
+            out.append(post(c, rid, seg.name, 0, data).status_code)
+            return out
+
+    with ThreadPoolExecutor(6) as pool:
+        codes = [c for done in pool.map(send, range(6)) for c in done]
+    assert set(codes) <= {200, 409} and codes.count(200) >= 6
+    assert (Path(server.store) / "runs" / rid / seg.name).read_bytes() == data
+    assert server.cli("verify", rid).returncode == 0
+
+
 def test_a_resumed_writer_and_edits_after_the_fact(server: ServerProcess, writer: str, tmp_path: Path) -> None:
     local = tmp_path / "resumed"
     first = tracker.start_run("vision", "twice", store=local, system_metrics=False, console=False, environment=False)
