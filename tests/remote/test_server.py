@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import http.client
 import json
+import math
 import os
 import stat
 import time
@@ -367,7 +368,8 @@ def test_json_logging_checks_a_whole_batch_and_resumes_after_a_restart(server: S
                                                               {"schema": "image", "data": {"name": "x"}}]})
         assert r.status_code == 400 and r.json()["error"].startswith("record 1: ") and "image" in r.json()["error"]
         assert c.post(f"/api/v1/runs/{rid}/log", json={"metrics": {"loss": 2.0}, "stray": 1}).status_code == 400
-        assert c.post(f"/api/v1/runs/{rid}/log", json={"step": 0, "metrics": {"loss": 1.0}}).json() == {"logged": 1}
+        assert c.post(f"/api/v1/runs/{rid}/log", json={"step": 0, "metrics": {"loss": 1.0, "grad": "NaN"}}).json() \
+            == {"logged": 1}
         again = c.post("/api/v1/runs", json={"id": rid})
         assert again.status_code == 409 and "already exists" in again.json()["error"]
         assert c.post("/api/v1/runs/nope/log", json={"metrics": {"x": 1}}).status_code == 404
@@ -383,7 +385,8 @@ def test_json_logging_checks_a_whole_batch_and_resumes_after_a_restart(server: S
             {"id": rid, "status": "failed"}
     info = store.run(rid).info
     assert (info.status, info.records, info.error["message"]) == ("failed", 2, "diverged")
-    assert list(store.run(rid).metrics()["step"]) == [0, 1]
+    metrics = store.run(rid).metrics()
+    assert list(metrics["step"]) == [0, 1] and math.isnan(metrics["grad"][0]) and math.isnan(metrics["grad"][1])
     keys = {k["name"]: k for k in json.loads(server.cli("keys", "list", "--format", "json").stdout)}
     assert keys["json"]["last_used"] is not None and time.time() - keys["json"]["last_used"] < 120
 
