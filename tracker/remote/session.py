@@ -506,9 +506,9 @@ def _user_agent() -> str:
     return _agent[0]
 
 
-def quote_segment(name: str) -> str:
-    """``name`` as one path segment of a URL."""
-    return quote(name, safe="")
+def quote_segment(name: str, safe: str = "") -> str:
+    """``name`` as one path segment of a URL (``safe``: characters left as they are, e.g. ``/``)."""
+    return quote(name, safe=safe)
 
 
 __all__ = ["API", "ATTEMPTS", "KeyRefused", "RemoteError", "RemoteUnavailable", "Response", "Session", "backoff",
