@@ -237,11 +237,11 @@ def _server_runs() -> dict[Path, tuple[str, set[str]]]:
     return out
 
 
-def _say(message: str) -> None:
-    """One line on stderr, once per process."""
-    if message in _said:
+def _say(message: str, once: str | None = None) -> None:
+    """One line on stderr, once per process (per ``once``, when given: one line for a kind of news)."""
+    if (once or message) in _said:
         return
-    _said.add(message)
+    _said.add(once or message)
     with contextlib.suppress(Exception):
         sys.stderr.write(f"tracker: {message}\n")
         sys.stderr.flush()
@@ -275,8 +275,9 @@ def _tell(root: Path, url: str, runs: set[str], state: dict[str, Any] | None = N
             return True
     error = state.get("error")
     if isinstance(error, str) and error and state.get("url"):
-        _say(f"{state['url']} is out of reach ({error}): runs are logged locally and shipped when it answers "
-             "(`tracker sync --status` shows what is behind)")
+        reason = error.rpartition(": ")[2] or error  # "GET https://lab/api/v1/...: connection refused"
+        _say(f"{state['url']} is out of reach ({reason}): runs are logged locally and shipped when it answers "
+             "(`tracker sync --status` shows what is behind)", once=f"down {root}")
     return False
 
 
