@@ -261,10 +261,12 @@ def _tell(root: Path, url: str, runs: set[str], state: dict[str, Any] | None = N
     """Say (once) what the follower found about the server for these runs; returns whether the key or a run
     was refused (nothing more of them will go until that changes)."""
     state = read_follower_state(root) if state is None else state
+    if state.get("stopped_at") is not None:
+        return False  # what an ended follower found may be stale: the next one says it again
     refused = state.get("refused")
     if isinstance(refused, str) and refused:
-        _say(f"{refused}: runs are logged locally only; once a key is accepted (`tracker login {url}`), "
-             f"`tracker sync {url}` ships them")
+        _say(f"{refused}: runs are logged locally only; once that is fixed (`tracker login URL` for a key), "
+             f"`tracker sync URL` ships them", once=f"refused {root}")
         return True
     by_run = state.get("refused_runs")
     if isinstance(by_run, dict):
@@ -305,6 +307,8 @@ def _watch_loop() -> None:
             continue
         last = time.monotonic()
         for root, (url, cfg) in roots.items():
+            if is_server_url(url) and read_follower_state(root).get("refused"):
+                continue  # the server refused the key: a new follower would be refused again (a new run asks)
             with contextlib.suppress(Exception):
                 start_follower(root, url, cfg)
 
