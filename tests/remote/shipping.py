@@ -84,6 +84,21 @@ class Client:
         self.stop_follower()
 
 
+def new_key(server: ServerProcess, name: str, scope: str = "write", projects: tuple[str, ...] | list[str] = ()) -> str:
+    """A key made over HTTPS with the server's admin key (``POST /api/v1/keys``: no CLI start per key)."""
+    with server.client(server.admin_key) as http:
+        r = http.post("/api/v1/keys", json={"name": name, "scope": scope, "projects": list(projects)})
+    assert r.status_code == 201, r.text
+    return r.json()["key"]
+
+
+def revoke(server: ServerProcess, key: str) -> None:
+    """Revoke ``key`` over HTTPS with the admin key."""
+    with server.client(server.admin_key) as http:
+        r = http.delete(f"/api/v1/keys/{key.split('_')[1]}")
+    assert r.status_code == 200, r.text
+
+
 def alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)

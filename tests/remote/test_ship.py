@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import ssl
 import stat
 import time
 from pathlib import Path
@@ -22,7 +23,7 @@ import pytest
 import tracker
 
 from .conftest import ServerProcess
-from .shipping import Client, alive, local_lines, same_on_server, server_files, wait
+from .shipping import Client, alive, local_lines, new_key, revoke, same_on_server, server_files, wait
 
 #: Logs n records, 500 at a time with a pause between (the server is restarted meanwhile), and prints its
 #: longest `log` call: the wall time, and the wall time less what the machine kept it waiting for a CPU
@@ -45,7 +46,7 @@ LOGGER = """
             worst = max(worst, t1 - t0)
             worst_running = max(worst_running, t1 - t0 - (waited() - w0))
             if i % 500 == 499:
-                time.sleep(0.04)
+                time.sleep(0.02)
     print(worst, worst_running, flush=True)
 """
 
@@ -85,7 +86,7 @@ def stderr_lines(text: str) -> list[str]:
 
 def test_every_record_arrives_once_through_a_server_restart(server_factory: Any, clients: Any) -> None:
     server = server_factory()
-    key = server.make_key("trainer", "write", ["vision"])
+    key = new_key(server, "trainer", "write", ["vision"])
     client = clients(server, key)
     child = client.python(LOGGER, "50000")
     rid = child.stdout.readline().strip()
@@ -119,7 +120,7 @@ def test_every_record_arrives_once_through_a_server_restart(server_factory: Any,
 
 
 def test_a_client_killed_mid_run_is_completed_by_tracker_sync(server: ServerProcess, clients: Any) -> None:
-    key = server.make_key("killed", "write")
+    key = new_key(server, "killed", "write")
     client = clients(server, key)
     code = """
         import tracker
@@ -158,15 +159,13 @@ def test_a_client_killed_mid_run_is_completed_by_tracker_sync(server: ServerProc
     view = tracker.open_store(server.store).run(rid)
     art = [r for r in view.records("artifact")][0]
     assert (server.store / "blobs").exists() and tracker.open_store(server.store).blobs.exists(art.data["sha256"])
-    status = client.tracker("sync", server.url, "--status", "--format", "json")
-    assert json.loads(status.stdout)["behind"]["runs"] == 0
     again = client.tracker("sync", server.url)  # nothing twice
     assert again.returncode == 0 and "shipped 0 runs" in again.stdout, again.stdout
     assert same_on_server(client.store, server.store, rid)
 
 
 def test_a_revoked_key_is_one_line_and_the_run_goes_on_locally(server: ServerProcess, clients: Any) -> None:
-    key = server.make_key("revoked", "write")
+    key = new_key(server, "revoked", "write")
     server.cli("keys", "revoke", key_id(key))
     client = clients(server, key)
     child = client.python(SHORT, "vision")
@@ -182,7 +181,7 @@ def test_a_revoked_key_is_one_line_and_the_run_goes_on_locally(server: ServerPro
 
 
 def test_a_read_key_is_refused_on_write(server: ServerProcess, clients: Any) -> None:
-    key = server.make_key("reader", "read")
+    key = new_key(server, "reader", "read")
     client = clients(server, key)
     child = client.python(SHORT, "vision")
     out, err = child.communicate(timeout=60)
@@ -195,7 +194,7 @@ def test_a_read_key_is_refused_on_write(server: ServerProcess, clients: Any) -> 
 
 
 def test_a_key_limited_to_one_project(server: ServerProcess, clients: Any) -> None:
-    key = server.make_key("vision-only", "write", ["vision"])
+    key = new_key(server, "vision-only", "write", ["vision"])
     client = clients(server, key)
     ok = client.python(SHORT, "vision")
     out, err = ok.communicate(timeout=60)
@@ -227,7 +226,7 @@ AUDITED = """
 
 def test_plain_http_to_another_host_is_refused_before_anything_is_sent(server: ServerProcess, clients: Any,
                                                                        tmp_path: Path) -> None:
-    key = server.make_key("plain", "write")
+    key = new_key(server, "plain", "write")
     client = clients(server, key)
     (tmp_path / "key").write_text(key)
     for args in (["login", "http://192.0.2.1:8443", "--key-file", str(tmp_path / "key")],
@@ -253,8 +252,8 @@ def test_tls_with_the_labs_own_ca_and_an_untrusted_certificate_refused(server_fa
         with open(cert_file, "ab") as f:
             f.write(blob.bytes())
     server = server_factory("--tls-cert", str(cert_file), "--tls-key", str(key_file), scheme="https",
-                            verify=str(ca_file))
-    key = server.make_key("tls", "write")
+                            verify=ssl.create_default_context(cafile=str(ca_file)))
+    key = new_key(server, "tls", "write")
     (tmp_path / "key").write_text(key + "\n")
     # Not trusted by the system's authorities: refused in one line, never sent in clear.
     untrusted = clients(server, None, "untrusted")
