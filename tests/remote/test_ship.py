@@ -23,7 +23,7 @@ import pytest
 import tracker
 
 from .conftest import ServerProcess
-from .shipping import Client, alive, local_lines, new_key, revoke, same_on_server, server_files, wait
+from .shipping import Client, alive, local_lines, new_key, same_on_server, server_files, wait
 
 #: Logs n records, 500 at a time with a pause between (the server is restarted meanwhile), and prints its
 #: longest `log` call: the wall time, and the wall time less what the machine kept it waiting for a CPU
