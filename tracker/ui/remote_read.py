@@ -1,0 +1,172 @@
+"""The reading endpoints of `tracker server` (`/api/v1/...`, a read key): what `open_store("https://...")` asks.
+
+Each answers from the reading protocol of the store the server serves, so a
+folder and the team database (PostgreSQL and its bucket) answer alike
+(:mod:`tracker.remote.wire` is their JSON):
+
+- ``GET /api/v1/runs?project=&status=&tag=&group=&limit=&cursor=&figures=1``: runs' entries, newest
+  first, a page at a time (``next`` is the cursor of the page after, ``null`` on the last);
+  ``figures=1`` adds each run's per-metric figures (what ``tracker runs`` shows of metrics).
+- ``GET /api/v1/runs/{id}`` (an id or a unique prefix) and ``GET /api/v1/run?ref=`` (also a name):
+  one run's entry, its schemas in order and its per-metric figures.
+- ``GET /api/v1/runs/{id}/records?schema=``: every record (of one schema) in log order, JSON Lines,
+  streamed, ending with ``{"end": n}``.
+- ``GET /api/v1/runs/{id}/segments/{segment}``: a segment's raw bytes (``Range`` honoured), over a
+  folder store (the team database keeps records, not files: 404 saying so, read ``records``).
+- ``GET /api/v1/blobs/sha256/{hex}``: a blob's bytes, streamed (``Range`` honoured); the client hashes them.
+- ``GET /api/v1/registry``: the artifact registry (versions, aliases, producers and consumers) as derived data.
+
+Key checks are the server's middleware's (:mod:`tracker.ui.auth`): these routes only read.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from typing import Any
+
+import orjson
+from starlette.requests import Request
+from starlette.responses import FileResponse, Response, StreamingResponse
+from starlette.routing import Route
+
+from tracker.core.errors import TrackerError
+from tracker.remote.wire import JSONL, decode_cursor, encode_cursor, entry_json, record_line
+from tracker.ui.params import BadRequest, error, int_param, json_response, status_param
+
+#: Runs per page: the default and the most one page holds.
+PAGE, MAX_PAGE = 1000, 10_000
+_SHA = re.compile(r"[0-9a-f]{64}\Z")
+#: Records per chunk of the stream (one write to the socket).
+_CHUNK = 2000
+
+
+def runs(api: Any, request: Request) -> Response:
+    """``GET /api/v1/runs``: one page of runs' entries, newest first."""
+    q = request.query_params
+    limit = int_param(request, "limit", PAGE, 1, MAX_PAGE)
+    status = status_param(request)
+    project, tag, group = q.get("project") or None, q.get("tag") or None, q.get("group") or None
+    after = None
+    if q.get("cursor"):
+        try:
+            after = decode_cursor(q["cursor"])
+        except ValueError as exc:
+            raise BadRequest(str(exc)) from None
+    figures = q.get("figures") == "1"
+    store = api.store
+    catalog = getattr(store, "catalog", None)
+    entries = catalog(project, status, tag) if catalog is not None else None
+    rows: list[tuple[Any, Any]] = [(e.info, e) for e in entries] if entries is not None else \
+        [(i, None) for i in store.runs(project=project, status=status, tag=tag)]
+    if group is not None:
+        rows = [r for r in rows if r[0].group == group]
+    if after is not None:
+        rows = [r for r in rows if ((r[0].created_at or 0.0), r[0].id) < after]
+    page, more = rows[:limit], len(rows) > limit
+    out = []
+    for info, entry in page:
+        schemas = dict(entry.schemas) if entry is not None else None
+        metrics = None
+        if figures:
+            metrics = entry.metrics if entry is not None else store.run(info.id).metric_stats()
+        out.append(entry_json(info, schemas, metrics))
+    last = page[-1][0] if page else None
+    nxt = encode_cursor(last.created_at, last.id) if more and last is not None else None
+    return json_response({"runs": out, "next": nxt})
+
+
+def _ref(api: Any, ref: str) -> Any:
+    if not isinstance(ref, str) or not ref or len(ref) > 1000:
+        raise BadRequest("ref: expected a run id, a unique prefix of one, or a run's name")
+    return api.store.run(ref)
+
+
+def run(api: Any, request: Request) -> Response:
+    """``GET /api/v1/runs/{id}`` and ``GET /api/v1/run?ref=``: one run's entry with schemas and figures."""
+    ref = request.path_params.get("id") or request.query_params.get("ref") or ""
+    view = api.view(ref) if "id" in request.path_params else _ref(api, ref)
+    return json_response(entry_json(view.info, view.schemas(), view.metric_stats()))
+
+
+def records(api: Any, request: Request) -> Response:
+    """``GET /api/v1/runs/{id}/records?schema=``: the run's records in log order, JSON Lines."""
+    view = api.view(request.path_params["id"])
+    schema = request.query_params.get("schema") or None
+    if schema is not None and len(schema) > 200:
+        raise BadRequest("schema: expected a schema name")
+    it = view.records(schema)
+
+    def lines() -> Iterator[bytes]:
+        n = 0
+        buf: list[bytes] = []
+        try:
+            for rec in it:
+                buf.append(record_line(rec))
+                n += 1
+                if len(buf) >= _CHUNK:
+                    yield b"".join(buf)
+                    buf.clear()
+        except TrackerError as exc:  # the status is sent already: the stream says so on its last line
+            yield b"".join(buf) + orjson.dumps({"error": str(exc)}) + b"\n"
+            return
+        yield b"".join(buf) + orjson.dumps({"end": n}) + b"\n"
+
+    return StreamingResponse(lines(), media_type=JSONL, headers={"cache-control": "no-store"})
+
+
+def segment(api: Any, request: Request) -> Response:
+    """``GET /api/v1/runs/{id}/segments/{segment}``: a segment's bytes as the store holds them (``Range``)."""
+    from tracker.read.segment import segment_paths
+
+    view = api.view(request.path_params["id"])
+    name = request.path_params["segment"]
+    run_dir = getattr(view, "path", None)
+    if not hasattr(view, "segment_paths"):
+        return error(404, "this server's store is a database: it keeps records, not segment files "
+                          f"(read GET /api/v1/runs/{view.id}/records)")
+    # Served only under a name the run's folder lists: the name never becomes a path on its own.
+    for p in segment_paths(run_dir):
+        if p.name == name:
+            return FileResponse(p, media_type="application/octet-stream",
+                                headers={"cache-control": "no-store"})
+    return error(404, f"run {view.id} has no segment {name[:80]!r}")
+
+
+def blob(api: Any, request: Request) -> Response:
+    """``GET /api/v1/blobs/sha256/{hex}``: a blob's bytes, streamed (``Range`` honoured)."""
+    sha = request.path_params["sha"]
+    if not _SHA.match(sha):
+        raise BadRequest(f"expected a blob's SHA-256 as 64 lowercase hex digits, given {sha[:80]!r}")
+    blobs = api.store.blobs
+    if not blobs.exists(sha):
+        return error(404, f"no blob {sha}")
+    path = blobs.fetch(sha)  # a bucket's blob is fetched (and checked) into the server's cache first
+    return FileResponse(path, media_type="application/octet-stream",
+                        headers={"cache-control": "private, max-age=31536000, immutable"})
+
+
+def registry(api: Any, request: Request) -> Response:
+    """``GET /api/v1/registry``: every named artifact, as :meth:`tracker.read.registry.Registry.to_parts` gives it."""
+    summary, texts, io = api.store.registry().to_parts()
+    body = b'{"summary":' + summary + b',"collections":[' + b",".join(texts) + b'],"io":' + io + b"}"
+    return Response(body, media_type="application/json", headers={"cache-control": "no-store"})
+
+
+def read_routes(endpoint: Any, api: Any) -> list[Route]:
+    """The routes above, each wrapped by ``endpoint`` (the app's error answers)."""
+    def bind(fn: Any) -> Any:
+        return endpoint(lambda request: fn(api, request))
+
+    return [
+        Route("/api/v1/runs", bind(runs), methods=["GET"]),
+        Route("/api/v1/run", bind(run), methods=["GET"]),
+        Route("/api/v1/runs/{id}", bind(run), methods=["GET"]),
+        Route("/api/v1/runs/{id}/records", bind(records), methods=["GET"]),
+        Route("/api/v1/runs/{id}/segments/{segment}", bind(segment), methods=["GET"]),
+        Route("/api/v1/blobs/sha256/{sha}", bind(blob), methods=["GET"]),
+        Route("/api/v1/registry", bind(registry), methods=["GET"]),
+    ]
+
+
+__all__ = ["MAX_PAGE", "PAGE", "read_routes"]
