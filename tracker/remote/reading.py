@@ -244,6 +244,15 @@ class RemoteRunView(RecordsRunMixin):
         """Per metric: count, first, last, min, max and their steps (the server's figures)."""
         return self._stats
 
+    def records_after(self, cursor: dict[str, int], schema: str | None = None) -> tuple[list[Record], dict[str, int]]:
+        """The records each writer logged after sequence number ``cursor[writer]``, in log order, and the new
+        cursor (what ``tracker tail -f`` and ``logs -f`` print as the run goes on)."""
+        recs = list(self._records(schema, orjson.dumps(cursor).decode() if cursor else "{}"))
+        new = dict(cursor)
+        for r in recs:
+            new[r.writer] = max(new.get(r.writer, 0), int(r.seq))
+        return recs, new
+
     def records(self, schema: str | None = None) -> Iterator[Record]:
         """Every record (of one schema), in log order.
 
@@ -252,10 +261,13 @@ class RemoteRunView(RecordsRunMixin):
 
         :raises StoreError: the stream was cut or the server said reading failed.
         """
+        return self._records(schema)
+
+    def _records(self, schema: str | None, after: str | None = None) -> Iterator[Record]:
         spool = tempfile.SpooledTemporaryFile(max_size=8 << 20)  # noqa: SIM115 - closed below
         try:
             with self.store.session.stream("GET", f"{API}/runs/{_quote(self.id)}/records",
-                                           params={"schema": schema}) as resp:
+                                           params={"schema": schema, "after": after}) as resp:
                 while True:
                     block = resp.read(1 << 20)
                     if not block:

@@ -9,14 +9,20 @@ folder and the team database (PostgreSQL and its bucket) answer alike
   ``figures=1`` adds each run's per-metric figures (what ``tracker runs`` shows of metrics).
 - ``GET /api/v1/runs/{id}`` (an id or a unique prefix) and ``GET /api/v1/run?ref=`` (also a name):
   one run's entry, its schemas in order and its per-metric figures.
-- ``GET /api/v1/runs/{id}/records?schema=``: every record (of one schema) in log order, JSON Lines,
-  streamed, ending with ``{"end": n}``.
+- ``GET /api/v1/runs/{id}/records?schema=&after=``: every record (of one schema) in log order, JSON
+  Lines, streamed, ending with ``{"end": n}``; ``after={"<writer>": seq, ...}`` keeps only what each
+  writer logged after that sequence number (``tracker tail -f``, ``logs -f``).
 - ``GET /api/v1/runs/{id}/segments/{segment}``: a segment's raw bytes (``Range`` honoured), over a
   folder store (the team database keeps records, not files: 404 saying so, read ``records``).
 - ``GET /api/v1/blobs/sha256/{hex}``: a blob's bytes, streamed (``Range`` honoured); the client hashes them.
 - ``GET /api/v1/registry``: the artifact registry (versions, aliases, producers and consumers) as derived data.
 
-Key checks are the server's middleware's (:mod:`tracker.ui.auth`): these routes only read.
+Keys are checked by the server's middleware, which puts the key's info in the request's scope
+(``tracker.key``); these routes then need its ``read`` scope, and a key limited to projects sees only
+their runs (the listing leaves the others out, a run of another project is 403, the registry holds
+only their artifacts). Blobs are served to any read key: a blob is asked for by its SHA-256, which
+only a reader of a record naming it knows. Served by ``tracker ui`` (no keys), they are open as the
+rest of the dashboard's API is (loopback, or behind ``--auth``).
 """
 
 from __future__ import annotations
@@ -41,8 +47,36 @@ _SHA = re.compile(r"[0-9a-f]{64}\Z")
 _CHUNK = 2000
 
 
+class Forbidden(TrackerError):
+    """The request's key may not read this (HTTP 403)."""
+
+
+#: The scope entry where the server's key middleware puts the checked key's info.
+SCOPE_KEY = "tracker.key"
+
+
+def _key(request: Request) -> Any:
+    """The request's key info (``None``: no key, as on ``tracker ui``); :class:`Forbidden` without ``read``."""
+    info = request.scope.get(SCOPE_KEY)
+    if info is not None and not info.allows("read"):
+        raise Forbidden(f"API key {info.id} ({info.name}) has scope {info.scope}: reading needs read")
+    return info
+
+
+def _may(info: Any, project: str | None) -> bool:
+    return info is None or not info.projects or project in info.projects
+
+
+def _check_project(info: Any, view: Any) -> Any:
+    if not _may(info, view.info.project):
+        raise Forbidden(f"API key {info.id} ({info.name}) may read only projects "
+                        f"{', '.join(map(repr, info.projects))}; run {view.id} is of project {view.info.project!r}")
+    return view
+
+
 def runs(api: Any, request: Request) -> Response:
     """``GET /api/v1/runs``: one page of runs' entries, newest first."""
+    key = _key(request)
     q = request.query_params
     limit = int_param(request, "limit", PAGE, 1, MAX_PAGE)
     status = status_param(request)
@@ -61,6 +95,8 @@ def runs(api: Any, request: Request) -> Response:
         [(i, None) for i in store.runs(project=project, status=status, tag=tag)]
     if group is not None:
         rows = [r for r in rows if r[0].group == group]
+    if key is not None and key.projects:
+        rows = [r for r in rows if r[0].project in key.projects]
     if after is not None:
         rows = [r for r in rows if ((r[0].created_at or 0.0), r[0].id) < after]
     page, more = rows[:limit], len(rows) > limit
@@ -84,18 +120,25 @@ def _ref(api: Any, ref: str) -> Any:
 
 def run(api: Any, request: Request) -> Response:
     """``GET /api/v1/runs/{id}`` and ``GET /api/v1/run?ref=``: one run's entry with schemas and figures."""
+    key = _key(request)
     ref = request.path_params.get("id") or request.query_params.get("ref") or ""
-    view = api.view(ref) if "id" in request.path_params else _ref(api, ref)
+    view = _check_project(key, api.view(ref) if "id" in request.path_params else _ref(api, ref))
     return json_response(entry_json(view.info, view.schemas(), view.metric_stats()))
 
 
 def records(api: Any, request: Request) -> Response:
     """``GET /api/v1/runs/{id}/records?schema=``: the run's records in log order, JSON Lines."""
-    view = api.view(request.path_params["id"])
+    view = _check_project(_key(request), api.view(request.path_params["id"]))
     schema = request.query_params.get("schema") or None
     if schema is not None and len(schema) > 200:
         raise BadRequest("schema: expected a schema name")
-    it = view.records(schema)
+    after = _after(request)
+    if after is None:
+        it = view.records(schema)
+    elif hasattr(view, "records_after"):  # the team database: from each writer's sequence number
+        it = iter(view.records_after(after, schema)[0])
+    else:
+        it = (r for r in view.records(schema) if r.seq > after.get(r.writer, 0))
 
     def lines() -> Iterator[bytes]:
         n = 0
@@ -115,11 +158,25 @@ def records(api: Any, request: Request) -> Response:
     return StreamingResponse(lines(), media_type=JSONL, headers={"cache-control": "no-store"})
 
 
+def _after(request: Request) -> dict[str, int] | None:
+    """``after={"writer": seq, ...}``: only the records each writer logged after that sequence number."""
+    raw = request.query_params.get("after")
+    if raw is None:
+        return None
+    try:
+        doc = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        doc = None
+    if not isinstance(doc, dict) or not all(isinstance(k, str) and type(v) is int for k, v in doc.items()):
+        raise BadRequest(f"after: expected a JSON object of writer ids and sequence numbers, given {raw[:80]!r}")
+    return doc
+
+
 def segment(api: Any, request: Request) -> Response:
     """``GET /api/v1/runs/{id}/segments/{segment}``: a segment's bytes as the store holds them (``Range``)."""
     from tracker.read.segment import segment_paths
 
-    view = api.view(request.path_params["id"])
+    view = _check_project(_key(request), api.view(request.path_params["id"]))
     name = request.path_params["segment"]
     run_dir = getattr(view, "path", None)
     if not hasattr(view, "segment_paths"):
@@ -135,6 +192,7 @@ def segment(api: Any, request: Request) -> Response:
 
 def blob(api: Any, request: Request) -> Response:
     """``GET /api/v1/blobs/sha256/{hex}``: a blob's bytes, streamed (``Range`` honoured)."""
+    _key(request)
     sha = request.path_params["sha"]
     if not _SHA.match(sha):
         raise BadRequest(f"expected a blob's SHA-256 as 64 lowercase hex digits, given {sha[:80]!r}")
@@ -148,15 +206,36 @@ def blob(api: Any, request: Request) -> Response:
 
 def registry(api: Any, request: Request) -> Response:
     """``GET /api/v1/registry``: every named artifact, as :meth:`tracker.read.registry.Registry.to_parts` gives it."""
+    key = _key(request)
     summary, texts, io = api.store.registry().to_parts()
+    if key is not None and key.projects:
+        summary, texts, io = _only_projects(summary, texts, io, set(key.projects))
     body = b'{"summary":' + summary + b',"collections":[' + b",".join(texts) + b'],"io":' + io + b"}"
     return Response(body, media_type="application/json", headers={"cache-control": "no-store"})
 
 
+def _only_projects(summary: bytes, texts: list[bytes], io: bytes, projects: set[str]) -> tuple[bytes, list[bytes],
+                                                                                                 bytes]:
+    """The registry's parts with only the artifacts of ``projects``."""
+    rows = orjson.loads(summary)
+    keep = [i for i, row in enumerate(rows) if row[0] in projects]
+    outs, ins = orjson.loads(io)
+    outs = {r: [o for o in v if o[0] in projects] for r, v in outs.items()}
+    ins = {r: [u for u in v if u[0] in projects] for r, v in ins.items()}
+    return (orjson.dumps([rows[i] for i in keep]), [texts[i] for i in keep],
+            orjson.dumps([{r: v for r, v in outs.items() if v}, {r: v for r, v in ins.items() if v}]))
+
+
 def read_routes(endpoint: Any, api: Any) -> list[Route]:
-    """The routes above, each wrapped by ``endpoint`` (the app's error answers)."""
+    """The routes above, each wrapped by ``endpoint`` (the app's error answers; 403 for :class:`Forbidden`)."""
     def bind(fn: Any) -> Any:
-        return endpoint(lambda request: fn(api, request))
+        def guarded(request: Request) -> Response:
+            try:
+                return fn(api, request)
+            except Forbidden as exc:
+                return error(403, str(exc))
+
+        return endpoint(guarded)
 
     return [
         Route("/api/v1/runs", bind(runs), methods=["GET"]),

@@ -1,0 +1,294 @@
+"""Reading a store over HTTP: ``open_store("http://127.0.0.1:P")`` and ``tracker --store http://...`` against
+a real server process give the answers of the server's own store.
+
+One store (runs of two projects: metrics with a NaN, console lines, an environment, an artifact and a
+run that used it) is served by a real server process; each test asks the same question of the folder
+and of the URL and compares.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import os
+import re
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import orjson
+import pytest
+from click.testing import CliRunner
+
+import tracker
+from tracker.cli import make_cli
+from tracker.core.errors import RunNotFound, StoreError
+
+from ..childenv import child_environ
+from ..ui.support import free_port
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Equal, NaN equal to NaN."""
+    if isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b):
+        return True
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
+    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
+        return len(a) == len(b) and type(a) is type(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
+    return type(a) is type(b) and a == b
+
+
+def _make_store(root: Path, tmp: Path) -> dict[str, str]:
+    weights = tmp / "model.bin"
+    weights.write_bytes(b"weights " * 5000)
+    ids = {}
+    with tracker.start_run(project="vision", name="alpha", config={"lr": 0.1, "optim": {"beta": 0.9}, "x": math.nan},
+                           tags=["base"], group="g1", store=root, console=True, environment=True) as run:
+        for step in range(30):
+            run.log({"loss": 1.0 / (step + 1), "acc": math.nan if step == 4 else step / 30}, step=step)
+        print("epoch 1 done")
+        print("warning: lr high", file=sys.stderr)
+        run.log_artifact(weights, name="model", type="model", aliases=["best"])
+        ids["alpha"] = run.id
+    time.sleep(0.01)
+    with tracker.start_run(project="vision", name="beta", config={"lr": 0.2, "optim": {"beta": 0.99}},
+                           group="g1", store=root, console=True) as run:
+        run.use_artifact("model:best")
+        for step in range(12):
+            run.log({"loss": 2.0 / (step + 1), "extra": float(step)}, step=step)
+        run.summary["best"] = 0.5
+        ids["beta"] = run.id
+    time.sleep(0.01)
+    with tracker.start_run(project="nlp", name="gamma", store=root) as run:
+        run.log({"ppl": math.inf}, step=0)
+        ids["gamma"] = run.id
+    return ids
+
+
+class Served:
+    """A real ``tracker ui`` process over ``store`` on a free loopback port (stopped on exit)."""
+
+    def __init__(self, store: Path, log: Path) -> None:
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.log = open(log, "wb")  # noqa: SIM115 - closed in stop()
+        self.proc = subprocess.Popen([sys.executable, "-m", "tracker", "--store", str(store), "ui", "--port",
+                                      str(self.port), "--no-open"], stdout=self.log, stderr=subprocess.STDOUT,
+                                     env=child_environ())
+        deadline = time.time() + 30
+        import socket
+
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", self.port), timeout=1).close()
+                return
+            except OSError:
+                if self.proc.poll() is not None or time.time() > deadline:
+                    self.stop()
+                    raise RuntimeError(f"the server did not start: {log.read_text()}") from None
+                time.sleep(0.05)
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.log.close()
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, str, dict[str, str]]]:
+    tmp = tmp_path_factory.mktemp("remote-read")
+    store = tmp / "store"
+    ids = _make_store(store, tmp)
+    server = Served(store, tmp / "server.log")
+    try:
+        yield store, server.url, ids
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def stores(served: tuple[Path, str, dict[str, str]], tmp_path: Path,
+           monkeypatch: pytest.MonkeyPatch) -> tuple[Any, Any, dict[str, str]]:
+    store, url, ids = served
+    monkeypatch.setenv("TRACKER_BLOB_CACHE", str(tmp_path / "cache"))
+    return tracker.open_store(store), tracker.open_store(url), ids
+
+
+def test_runs_info_and_paging(stores) -> None:
+    folder, remote, ids = stores
+    assert type(remote).__name__ == "RemoteStore"
+    assert _same(remote.runs(), folder.runs())
+    assert [i.name for i in remote.runs()] == ["gamma", "beta", "alpha"]
+    assert _same(remote.runs(project="vision"), folder.runs(project="vision"))
+    assert _same(remote.runs(tag="base"), folder.runs(tag="base"))
+    assert remote.run_ids() == folder.run_ids()
+    # Paged: one run a page, each cursor leading to the next, the same runs in the same order.
+    seen, cursor = [], None
+    while True:
+        page, cursor = remote.runs_page(limit=1, cursor=cursor)
+        assert len(page) == 1
+        seen.append(page[0].info.id)
+        if cursor is None:
+            break
+    assert seen == [i.id for i in folder.runs()]
+    assert [e.info.id for e in remote.runs_page(group="g1")[0]] == [ids["beta"], ids["alpha"]]
+    # The catalog's per-metric figures (what `tracker runs -m` and data frames show).
+    assert {e.info.id: e.metrics for e in remote.catalog()} == {e.info.id: e.metrics for e in folder.catalog()}
+
+
+def test_run_by_prefix_and_name(stores) -> None:
+    folder, remote, ids = stores
+    for ref in (ids["alpha"], ids["alpha"][:8], "alpha"):
+        assert _same(remote.run(ref).info, folder.run(ref).info)
+    with pytest.raises(RunNotFound, match="no run matches 'nope'"):
+        remote.run("nope")
+
+
+def test_metrics_records_summaries(stores) -> None:
+    folder, remote, ids = stores
+    for name in ("alpha", "beta", "gamma"):
+        r, f = remote.run(ids[name]), folder.run(ids[name])
+        a, b = r.metrics(), f.metrics()
+        assert list(a) == list(b)
+        for k in a:
+            assert a[k].dtype == b[k].dtype and np.array_equal(a[k], b[k], equal_nan=True), k
+        assert _same(list(r.records()), list(f.records()))
+        assert _same(list(r.records("console")), list(f.records("console")))
+        assert r.schemas() == f.schemas()
+        assert _same(r.metric_stats(), f.metric_stats())
+        assert repr(r.summarize()) == repr(f.summarize())
+    assert remote.run(ids["alpha"]).dataframe().equals(folder.run(ids["alpha"]).dataframe())
+    assert remote.dataframe().equals(folder.dataframe())
+
+
+def test_logs_env_diff_compare_lineage(stores) -> None:
+    from tracker.read.environment import run_environment
+
+    folder, remote, ids = stores
+    a_env = run_environment(remote.run(ids["alpha"]), remote.blobs)
+    f_env = run_environment(folder.run(ids["alpha"]), folder.blobs)
+    assert a_env is not None and a_env["package_list"]
+    assert _same(a_env, f_env)
+    assert _same(remote.lineage("model:v0"), folder.lineage("model:v0"))
+    assert _same(remote.lineage(ids["beta"]), folder.lineage(ids["beta"]))
+    assert [c.qualified for c in remote.registry().names()] == ["vision/model"]
+
+
+def test_artifact_bytes_and_sha(stores, tmp_path: Path) -> None:
+    folder, remote, ids = stores
+    with remote.run(ids["alpha"]).open_artifact("model") as f:
+        got = f.read()
+    with folder.run(ids["alpha"]).open_artifact("model") as f:
+        assert got == f.read()
+    art = remote.artifact("model:best")
+    assert art.sha256 == hashlib.sha256(got).hexdigest() == folder.artifact("model:best").sha256
+    out = remote.run(ids["alpha"]).copy_artifact("model", tmp_path / "copy.bin")
+    assert hashlib.sha256(out.read_bytes()).hexdigest() == art.sha256
+    with remote.blobs.open(art.sha256) as f:
+        assert f.read() == got
+
+
+def test_damaged_blob_is_a_store_error_naming_it(served, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    store, url, ids = served
+    monkeypatch.setenv("TRACKER_BLOB_CACHE", str(tmp_path / "cache"))
+    data = b"precious bytes " * 100
+    sha = hashlib.sha256(data).hexdigest()
+    blob = store / "blobs" / "sha256" / sha[:2] / sha[2:]
+    blob.parent.mkdir(parents=True, exist_ok=True)
+    blob.write_bytes(b"damaged bytes! " * 100)  # on the server, under the name of other bytes
+    remote = tracker.open_store(url)
+    assert remote.blobs.exists(sha)
+    with pytest.raises(StoreError, match=f"blob {sha} from .* is damaged"):
+        remote.blobs.fetch(sha)
+    assert not remote.blobs.path(sha).exists()  # nothing damaged is kept
+    with pytest.raises(StoreError, match=f"blob {'0' * 64} is missing"):
+        remote.blobs.fetch("0" * 64)
+
+
+CLI_CASES = [
+    ("runs",),
+    ("runs", "--format", "json"),
+    ("runs", "--project", "vision", "-m", "loss", "--format", "csv"),
+    ("show", "{alpha}"),
+    ("show", "beta", "--format", "json"),
+    ("logs", "{alpha}"),
+    ("logs", "{alpha}", "--format", "json"),
+    ("env", "{alpha}"),
+    ("env", "{alpha}", "--format", "json"),
+    ("summary", "{beta}", "--format", "json"),
+    ("diff", "{alpha}", "{beta}"),
+    ("compare", "{alpha}", "{beta}", "--format", "json"),
+    ("tail", "{beta}", "-n", "3", "--format", "jsonl"),
+    ("lineage", "model:v0", "--format", "json"),
+    ("artifact", "list"),
+]
+
+
+@pytest.mark.parametrize("case", CLI_CASES, ids=lambda c: " ".join(c[:3]))
+def test_cli_over_the_url_answers_as_over_the_folder(served, case, tmp_path, monkeypatch) -> None:
+    store, url, ids = served
+    monkeypatch.setenv("TRACKER_BLOB_CACHE", str(tmp_path / "cache"))
+    args = [a.format(**ids) for a in case]
+    host = tracker.Host(tracker.get_plugin_manager(), tracker.Config())
+    over_folder = CliRunner().invoke(make_cli(host), ["--store", str(store), *args], catch_exceptions=False)
+    over_url = CliRunner().invoke(make_cli(host), ["--store", url, *args], catch_exceptions=False)
+    assert over_folder.exit_code == 0, over_folder.output
+    assert (over_url.exit_code, over_url.stdout) == (over_folder.exit_code, over_folder.stdout)
+
+
+def test_report_over_the_url(served, tmp_path, monkeypatch) -> None:
+    store, url, ids = served
+    monkeypatch.setenv("TRACKER_BLOB_CACHE", str(tmp_path / "cache"))
+    host = tracker.Host(tracker.get_plugin_manager(), tracker.Config())
+    pages = []
+    for where in (str(store), url):
+        out = tmp_path / f"report{len(pages)}.html"
+        res = CliRunner().invoke(make_cli(host), ["--store", where, "report", "--group-by", "group", "-m", "loss",
+                                                  "-o", str(out)], catch_exceptions=False)
+        assert res.exit_code == 0, res.output
+        page = re.sub(r'"generated_at":[0-9.]+', "", out.read_text())  # the clock, not the store
+        pages.append(page.replace(where, "<store>"))
+    assert pages[0] == pages[1]
+
+
+def test_get_over_the_url(served, tmp_path, monkeypatch) -> None:
+    store, url, ids = served
+    monkeypatch.setenv("TRACKER_BLOB_CACHE", str(tmp_path / "cache"))
+    out = tmp_path / "model.bin"
+    res = subprocess.run([sys.executable, "-m", "tracker", "--store", url, "get", ids["alpha"], "model", "-o",
+                          str(out)], capture_output=True, text=True, env={**child_environ(),
+                                                                          "TRACKER_BLOB_CACHE": str(tmp_path / "c")})
+    assert res.returncode == 0, res.stderr
+    assert out.read_bytes() == (tracker.open_store(store).run(ids["alpha"]).open_artifact("model").read())
+
+
+def test_raw_segment_bytes_with_range(served) -> None:
+    import http.client
+
+    store, url, ids = served
+    seg = sorted((store / "runs" / ids["alpha"]).glob("*.jsonl"))[0]
+    conn = http.client.HTTPConnection("127.0.0.1", int(url.rsplit(":", 1)[1]), timeout=10)
+    conn.request("GET", f"/api/v1/runs/{ids['alpha']}/segments/{seg.name}", headers={"Range": "bytes=10-99"})
+    resp = conn.getresponse()
+    assert resp.status == 206
+    assert resp.read() == seg.read_bytes()[10:100]
+    for name in ("..%2F..%2Fkeys.toml", "..", "keys.toml", "meta.json"):  # names only, never paths
+        conn.request("GET", f"/api/v1/runs/{ids['alpha']}/segments/{name}")
+        resp = conn.getresponse()
+        assert resp.status == 404 and b'"error"' in resp.read()
+    conn.request("GET", f"/api/v1/runs/{ids['alpha']}/records?schema=metrics")
+    resp = conn.getresponse()
+    lines = [orjson.loads(x) for x in resp.read().splitlines()]
+    assert lines[-1] == {"end": 30} and lines[4]["nonfinite"] == [["acc"]] and lines[4]["data"]["acc"] == "NaN"
+    conn.close()
+    assert os.path.getsize(seg) > 100
