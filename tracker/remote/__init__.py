@@ -1,4 +1,4 @@
-"""Remote: logging to and reading from a lab's `tracker server` over HTTP(S) with a key (session, shipper, reader).
+"""The remote store: the lab's server reached over HTTP(S) with a key (session, login, the shipper of segments, reading).
 
-Imports the layers below the capabilities (core, host, read, capture, write); nothing above; HTTP only when used.
+Imports the layers below the capabilities (core, host, read, capture, write); only the standard library's HTTP.
 """
