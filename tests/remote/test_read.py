@@ -9,12 +9,10 @@ and of the URL and compares.
 from __future__ import annotations
 
 import hashlib
-import math
 import os
 import re
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -29,86 +27,14 @@ from tracker.cli import make_cli
 from tracker.core.errors import RunNotFound, StoreError
 
 from ..childenv import child_environ
-from ..ui.support import free_port
-
-
-def _same(a: Any, b: Any) -> bool:
-    """Equal, NaN equal to NaN."""
-    if isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b):
-        return True
-    if isinstance(a, dict) and isinstance(b, dict):
-        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
-    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
-        return len(a) == len(b) and type(a) is type(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
-    return type(a) is type(b) and a == b
-
-
-def _make_store(root: Path, tmp: Path) -> dict[str, str]:
-    weights = tmp / "model.bin"
-    weights.write_bytes(b"weights " * 5000)
-    ids = {}
-    with tracker.start_run(project="vision", name="alpha", config={"lr": 0.1, "optim": {"beta": 0.9}, "x": math.nan},
-                           tags=["base"], group="g1", store=root, console=True, environment=True) as run:
-        for step in range(30):
-            run.log({"loss": 1.0 / (step + 1), "acc": math.nan if step == 4 else step / 30}, step=step)
-        print("epoch 1 done")
-        print("warning: lr high", file=sys.stderr)
-        run.log_artifact(weights, name="model", type="model", aliases=["best"])
-        ids["alpha"] = run.id
-    time.sleep(0.01)
-    with tracker.start_run(project="vision", name="beta", config={"lr": 0.2, "optim": {"beta": 0.99}},
-                           group="g1", store=root, console=True) as run:
-        run.use_artifact("model:best")
-        for step in range(12):
-            run.log({"loss": 2.0 / (step + 1), "extra": float(step)}, step=step)
-        run.summary["best"] = 0.5
-        ids["beta"] = run.id
-    time.sleep(0.01)
-    with tracker.start_run(project="nlp", name="gamma", store=root) as run:
-        run.log({"ppl": math.inf}, step=0)
-        ids["gamma"] = run.id
-    return ids
-
-
-class Served:
-    """A real ``tracker ui`` process over ``store`` on a free loopback port (stopped on exit)."""
-
-    def __init__(self, store: Path, log: Path) -> None:
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        self.log = open(log, "wb")  # noqa: SIM115 - closed in stop()
-        self.proc = subprocess.Popen([sys.executable, "-m", "tracker", "--store", str(store), "ui", "--port",
-                                      str(self.port), "--no-open"], stdout=self.log, stderr=subprocess.STDOUT,
-                                     env=child_environ())
-        deadline = time.time() + 30
-        import socket
-
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", self.port), timeout=1).close()
-                return
-            except OSError:
-                if self.proc.poll() is not None or time.time() > deadline:
-                    self.stop()
-                    raise RuntimeError(f"the server did not start: {log.read_text()}") from None
-                time.sleep(0.05)
-
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        self.log.close()
+from .readsupport import Served, make_store, same
 
 
 @pytest.fixture(scope="module")
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, str, dict[str, str]]]:
     tmp = tmp_path_factory.mktemp("remote-read")
     store = tmp / "store"
-    ids = _make_store(store, tmp)
+    ids = make_store(store, tmp)
     server = Served(store, tmp / "server.log")
     try:
         yield store, server.url, ids
@@ -127,10 +53,10 @@ def stores(served: tuple[Path, str, dict[str, str]], tmp_path: Path,
 def test_runs_info_and_paging(stores) -> None:
     folder, remote, ids = stores
     assert type(remote).__name__ == "RemoteStore"
-    assert _same(remote.runs(), folder.runs())
+    assert same(remote.runs(), folder.runs())
     assert [i.name for i in remote.runs()] == ["gamma", "beta", "alpha"]
-    assert _same(remote.runs(project="vision"), folder.runs(project="vision"))
-    assert _same(remote.runs(tag="base"), folder.runs(tag="base"))
+    assert same(remote.runs(project="vision"), folder.runs(project="vision"))
+    assert same(remote.runs(tag="base"), folder.runs(tag="base"))
     assert remote.run_ids() == folder.run_ids()
     # Paged: one run a page, each cursor leading to the next, the same runs in the same order.
     seen, cursor = [], None
@@ -149,7 +75,7 @@ def test_runs_info_and_paging(stores) -> None:
 def test_run_by_prefix_and_name(stores) -> None:
     folder, remote, ids = stores
     for ref in (ids["alpha"], ids["alpha"][:8], "alpha"):
-        assert _same(remote.run(ref).info, folder.run(ref).info)
+        assert same(remote.run(ref).info, folder.run(ref).info)
     with pytest.raises(RunNotFound, match="no run matches 'nope'"):
         remote.run("nope")
 
@@ -162,10 +88,10 @@ def test_metrics_records_summaries(stores) -> None:
         assert list(a) == list(b)
         for k in a:
             assert a[k].dtype == b[k].dtype and np.array_equal(a[k], b[k], equal_nan=True), k
-        assert _same(list(r.records()), list(f.records()))
-        assert _same(list(r.records("console")), list(f.records("console")))
+        assert same(list(r.records()), list(f.records()))
+        assert same(list(r.records("console")), list(f.records("console")))
         assert r.schemas() == f.schemas()
-        assert _same(r.metric_stats(), f.metric_stats())
+        assert same(r.metric_stats(), f.metric_stats())
         assert repr(r.summarize()) == repr(f.summarize())
     assert remote.run(ids["alpha"]).dataframe().equals(folder.run(ids["alpha"]).dataframe())
     assert remote.dataframe().equals(folder.dataframe())
@@ -178,9 +104,9 @@ def test_logs_env_diff_compare_lineage(stores) -> None:
     a_env = run_environment(remote.run(ids["alpha"]), remote.blobs)
     f_env = run_environment(folder.run(ids["alpha"]), folder.blobs)
     assert a_env is not None and a_env["package_list"]
-    assert _same(a_env, f_env)
-    assert _same(remote.lineage("model:v0"), folder.lineage("model:v0"))
-    assert _same(remote.lineage(ids["beta"]), folder.lineage(ids["beta"]))
+    assert same(a_env, f_env)
+    assert same(remote.lineage("model:v0"), folder.lineage("model:v0"))
+    assert same(remote.lineage(ids["beta"]), folder.lineage(ids["beta"]))
     assert [c.qualified for c in remote.registry().names()] == ["vision/model"]
 
 

@@ -7,12 +7,12 @@ folder and the team database (PostgreSQL and its bucket) answer alike
 - ``GET /api/v1/runs?project=&status=&tag=&group=&limit=&cursor=&figures=1``: runs' entries, newest
   first, a page at a time (``next`` is the cursor of the page after, ``null`` on the last);
   ``figures=1`` adds each run's per-metric figures (what ``tracker runs`` shows of metrics).
-- ``GET /api/v1/runs/{id}`` (an id or a unique prefix) and ``GET /api/v1/run?ref=`` (also a name):
+- ``GET /api/v1/runs/{run_id}`` (an id or a unique prefix) and ``GET /api/v1/run?ref=`` (also a name):
   one run's entry, its schemas in order and its per-metric figures.
-- ``GET /api/v1/runs/{id}/records?schema=&after=``: every record (of one schema) in log order, JSON
+- ``GET /api/v1/runs/{run_id}/records?schema=&after=``: every record (of one schema) in log order, JSON
   Lines, streamed, ending with ``{"end": n}``; ``after={"<writer>": seq, ...}`` keeps only what each
   writer logged after that sequence number (``tracker tail -f``, ``logs -f``).
-- ``GET /api/v1/runs/{id}/segments/{segment}``: a segment's raw bytes (``Range`` honoured), over a
+- ``GET /api/v1/runs/{run_id}/segments/{segment}``: a segment's raw bytes (``Range`` honoured), over a
   folder store (the team database keeps records, not files: 404 saying so, read ``records``).
 - ``GET /api/v1/blobs/sha256/{hex}``: a blob's bytes, streamed (``Range`` honoured); the client hashes them.
 - ``GET /api/v1/registry``: the artifact registry (versions, aliases, producers and consumers) as derived data.
@@ -119,16 +119,16 @@ def _ref(api: Any, ref: str) -> Any:
 
 
 def run(api: Any, request: Request) -> Response:
-    """``GET /api/v1/runs/{id}`` and ``GET /api/v1/run?ref=``: one run's entry with schemas and figures."""
+    """``GET /api/v1/runs/{run_id}`` and ``GET /api/v1/run?ref=``: one run's entry with schemas and figures."""
     key = _key(request)
-    ref = request.path_params.get("id") or request.query_params.get("ref") or ""
-    view = _check_project(key, api.view(ref) if "id" in request.path_params else _ref(api, ref))
+    ref = request.path_params.get("run_id") or request.query_params.get("ref") or ""
+    view = _check_project(key, api.view(ref) if "run_id" in request.path_params else _ref(api, ref))
     return json_response(entry_json(view.info, view.schemas(), view.metric_stats()))
 
 
 def records(api: Any, request: Request) -> Response:
-    """``GET /api/v1/runs/{id}/records?schema=``: the run's records in log order, JSON Lines."""
-    view = _check_project(_key(request), api.view(request.path_params["id"]))
+    """``GET /api/v1/runs/{run_id}/records?schema=``: the run's records in log order, JSON Lines."""
+    view = _check_project(_key(request), api.view(request.path_params["run_id"]))
     schema = request.query_params.get("schema") or None
     if schema is not None and len(schema) > 200:
         raise BadRequest("schema: expected a schema name")
@@ -173,10 +173,10 @@ def _after(request: Request) -> dict[str, int] | None:
 
 
 def segment(api: Any, request: Request) -> Response:
-    """``GET /api/v1/runs/{id}/segments/{segment}``: a segment's bytes as the store holds them (``Range``)."""
+    """``GET /api/v1/runs/{run_id}/segments/{segment}``: a segment's bytes as the store holds them (``Range``)."""
     from tracker.read.segment import segment_paths
 
-    view = _check_project(_key(request), api.view(request.path_params["id"]))
+    view = _check_project(_key(request), api.view(request.path_params["run_id"]))
     name = request.path_params["segment"]
     run_dir = getattr(view, "path", None)
     if not hasattr(view, "segment_paths"):
@@ -240,9 +240,9 @@ def read_routes(endpoint: Any, api: Any) -> list[Route]:
     return [
         Route("/api/v1/runs", bind(runs), methods=["GET"]),
         Route("/api/v1/run", bind(run), methods=["GET"]),
-        Route("/api/v1/runs/{id}", bind(run), methods=["GET"]),
-        Route("/api/v1/runs/{id}/records", bind(records), methods=["GET"]),
-        Route("/api/v1/runs/{id}/segments/{segment}", bind(segment), methods=["GET"]),
+        Route("/api/v1/runs/{run_id}", bind(run), methods=["GET"]),
+        Route("/api/v1/runs/{run_id}/records", bind(records), methods=["GET"]),
+        Route("/api/v1/runs/{run_id}/segments/{segment}", bind(segment), methods=["GET"]),
         Route("/api/v1/blobs/sha256/{sha}", bind(blob), methods=["GET"]),
         Route("/api/v1/registry", bind(registry), methods=["GET"]),
     ]
