@@ -41,6 +41,11 @@ CORE_COMMANDS: dict[str, tuple[str, str, str]] = {
     "bench": ("bench", "bench_cmd",
               "Measure what logging costs on this machine, next to the floor (one dumps + one write per line)."),
     "ui": ("ui", "ui_cmd", "Serve the dashboard: runs, charts (live while runs go), comparisons, plugin panels."),
+    "server": ("server", "server_cmd",
+               "Serve a lab: the dashboard, and logging and reading over HTTP(S) for holders of an API key."),
+    "keys": ("keys", "keys_group",
+             "Make, list and revoke the API keys of `tracker server` (on its store, or over HTTPS with an admin "
+             "key)."),
     "import": ("importer", "import_group",
                "Import runs from TensorBoard logs or an MLflow mlruns folder (again: adds nothing)."),
     "query": ("query", "query_cmd",

@@ -1,4 +1,3 @@
-"""The remote store: the lab's server reached over HTTP(S) with a key (session, login, shipping, reading).
-
-Imports the layers below the capabilities (core, host, read, capture, write); only the standard library's HTTP.
+"""Remote: logging and reading over HTTPS with a key (key store and run owners; session, shipping, reading).
+Imports read, write, host, core and the team store beside it (team/); never ui/ or cli/ above it.
 """
