@@ -3,16 +3,12 @@
 from __future__ import annotations
 
 import math
-import subprocess
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
 import tracker
-
-from ..childenv import child_environ
-from ..ui.support import free_port
 
 
 def same(a: Any, b: Any) -> bool:
@@ -51,37 +47,3 @@ def make_store(root: Path, tmp: Path) -> dict[str, str]:
         run.log({"ppl": math.inf}, step=0)
         ids["gamma"] = run.id
     return ids
-
-
-class Served:
-    """A real ``tracker ui`` process over ``store`` (a folder or a database URL) on a free loopback port."""
-
-    def __init__(self, store: Path | str, log: Path, env: dict[str, str] | None = None) -> None:
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        self.log = open(log, "wb")  # noqa: SIM115 - closed in stop()
-        self.proc = subprocess.Popen([sys.executable, "-m", "tracker", "--store", str(store), "ui", "--port",
-                                      str(self.port), "--no-open"], stdout=self.log, stderr=subprocess.STDOUT,
-                                     env={**child_environ(), **(env or {})})
-        deadline = time.time() + 30
-        import socket
-
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", self.port), timeout=1).close()
-                return
-            except OSError:
-                if self.proc.poll() is not None or time.time() > deadline:
-                    self.stop()
-                    raise RuntimeError(f"the server did not start: {log.read_text()}") from None
-                time.sleep(0.05)
-
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        self.log.close()

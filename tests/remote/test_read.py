@@ -9,11 +9,11 @@ and of the URL and compares.
 from __future__ import annotations
 
 import hashlib
+import math
 import os
 import re
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -26,28 +26,31 @@ import tracker
 from tracker.cli import make_cli
 from tracker.core.errors import RunNotFound, StoreError
 
-from ..childenv import child_environ
-from .readsupport import Served, make_store, same
+from .readsupport import make_store, same
 
 
 @pytest.fixture(scope="module")
-def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, str, dict[str, str]]]:
+def served(server_factory: Any, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Any, dict[str, str], str]:
+    """``(store, server, ids, read key)``: the store of readsupport served by a real ``tracker server``."""
     tmp = tmp_path_factory.mktemp("remote-read")
     store = tmp / "store"
     ids = make_store(store, tmp)
-    server = Served(store, tmp / "server.log")
-    try:
-        yield store, server.url, ids
-    finally:
-        server.stop()
+    server = server_factory(store=store)
+    return store, server, ids, server.make_key("reader", "read")
+
+
+@pytest.fixture(autouse=True)
+def _client_env(served, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """This process reads with the read key, a blob cache of the test's own, and no key file of the user's."""
+    monkeypatch.setenv("TRACKER_API_KEY", served[3])
+    monkeypatch.setenv("TRACKER_BLOB_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
 
 
 @pytest.fixture
-def stores(served: tuple[Path, str, dict[str, str]], tmp_path: Path,
-           monkeypatch: pytest.MonkeyPatch) -> tuple[Any, Any, dict[str, str]]:
-    store, url, ids = served
-    monkeypatch.setenv("TRACKER_BLOB_CACHE", str(tmp_path / "cache"))
-    return tracker.open_store(store), tracker.open_store(url), ids
+def stores(served) -> tuple[Any, Any, dict[str, str]]:
+    store, server, ids, _ = served
+    return tracker.open_store(store), tracker.open_store(server.url), ids
 
 
 def test_runs_info_and_paging(stores) -> None:
@@ -124,9 +127,9 @@ def test_artifact_bytes_and_sha(stores, tmp_path: Path) -> None:
         assert f.read() == got
 
 
-def test_damaged_blob_is_a_store_error_naming_it(served, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    store, url, ids = served
-    monkeypatch.setenv("TRACKER_BLOB_CACHE", str(tmp_path / "cache"))
+def test_damaged_blob_is_a_store_error_naming_it(served) -> None:
+    store, server, ids, _ = served
+    url = server.url
     data = b"precious bytes " * 100
     sha = hashlib.sha256(data).hexdigest()
     blob = store / "blobs" / "sha256" / sha[:2] / sha[2:]
@@ -161,9 +164,9 @@ CLI_CASES = [
 
 
 @pytest.mark.parametrize("case", CLI_CASES, ids=lambda c: " ".join(c[:3]))
-def test_cli_over_the_url_answers_as_over_the_folder(served, case, tmp_path, monkeypatch) -> None:
-    store, url, ids = served
-    monkeypatch.setenv("TRACKER_BLOB_CACHE", str(tmp_path / "cache"))
+def test_cli_over_the_url_answers_as_over_the_folder(served, case) -> None:
+    store, server, ids, _ = served
+    url = server.url
     args = [a.format(**ids) for a in case]
     host = tracker.Host(tracker.get_plugin_manager(), tracker.Config())
     over_folder = CliRunner().invoke(make_cli(host), ["--store", str(store), *args], catch_exceptions=False)
@@ -172,9 +175,9 @@ def test_cli_over_the_url_answers_as_over_the_folder(served, case, tmp_path, mon
     assert (over_url.exit_code, over_url.stdout) == (over_folder.exit_code, over_folder.stdout)
 
 
-def test_report_over_the_url(served, tmp_path, monkeypatch) -> None:
-    store, url, ids = served
-    monkeypatch.setenv("TRACKER_BLOB_CACHE", str(tmp_path / "cache"))
+def test_report_over_the_url(served, tmp_path) -> None:
+    store, server, ids, _ = served
+    url = server.url
     host = tracker.Host(tracker.get_plugin_manager(), tracker.Config())
     pages = []
     for where in (str(store), url):
@@ -187,13 +190,12 @@ def test_report_over_the_url(served, tmp_path, monkeypatch) -> None:
     assert pages[0] == pages[1]
 
 
-def test_get_over_the_url(served, tmp_path, monkeypatch) -> None:
-    store, url, ids = served
-    monkeypatch.setenv("TRACKER_BLOB_CACHE", str(tmp_path / "cache"))
+def test_get_over_the_url(served, tmp_path) -> None:
+    store, server, ids, key = served
     out = tmp_path / "model.bin"
-    res = subprocess.run([sys.executable, "-m", "tracker", "--store", url, "get", ids["alpha"], "model", "-o",
-                          str(out)], capture_output=True, text=True, env={**child_environ(),
-                                                                          "TRACKER_BLOB_CACHE": str(tmp_path / "c")})
+    res = subprocess.run([sys.executable, "-m", "tracker", "--store", server.url, "get", ids["alpha"], "model", "-o",
+                          str(out)], capture_output=True, text=True,
+                         env={**server.env(key), "TRACKER_BLOB_CACHE": str(tmp_path / "c")})
     assert res.returncode == 0, res.stderr
     assert out.read_bytes() == (tracker.open_store(store).run(ids["alpha"]).open_artifact("model").read())
 
@@ -201,20 +203,64 @@ def test_get_over_the_url(served, tmp_path, monkeypatch) -> None:
 def test_raw_segment_bytes_with_range(served) -> None:
     import http.client
 
-    store, url, ids = served
+    store, server, ids, key = served
     seg = sorted((store / "runs" / ids["alpha"]).glob("*.jsonl"))[0]
-    conn = http.client.HTTPConnection("127.0.0.1", int(url.rsplit(":", 1)[1]), timeout=10)
-    conn.request("GET", f"/api/v1/runs/{ids['alpha']}/segments/{seg.name}", headers={"Range": "bytes=10-99"})
+    conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=10)
+    auth = server.headers(key)
+    conn.request("GET", f"/api/v1/runs/{ids['alpha']}/segments/{seg.name}", headers={"Range": "bytes=10-99", **auth})
     resp = conn.getresponse()
     assert resp.status == 206
     assert resp.read() == seg.read_bytes()[10:100]
     for name in ("..%2F..%2Fkeys.toml", "..", "keys.toml", "meta.json"):  # names only, never paths
-        conn.request("GET", f"/api/v1/runs/{ids['alpha']}/segments/{name}")
+        conn.request("GET", f"/api/v1/runs/{ids['alpha']}/segments/{name}", headers=auth)
         resp = conn.getresponse()
         assert resp.status == 404 and b'"error"' in resp.read()
-    conn.request("GET", f"/api/v1/runs/{ids['alpha']}/records?schema=metrics")
+    conn.request("GET", f"/api/v1/runs/{ids['alpha']}/records?schema=metrics", headers=auth)
     resp = conn.getresponse()
     lines = [orjson.loads(x) for x in resp.read().splitlines()]
     assert lines[-1] == {"end": 30} and lines[4]["nonfinite"] == [["acc"]] and lines[4]["data"]["acc"] == "NaN"
     conn.close()
     assert os.path.getsize(seg) > 100
+
+
+def test_no_key_is_one_line_naming_what_to_do(served, monkeypatch) -> None:
+    store, server, ids, _ = served
+    monkeypatch.delenv("TRACKER_API_KEY")
+    res = subprocess.run([sys.executable, "-m", "tracker", "--store", server.url, "runs"], capture_output=True,
+                         text=True, env={k: v for k, v in server.env().items() if k != "TRACKER_API_KEY"}
+                         | {"XDG_CONFIG_HOME": os.environ["XDG_CONFIG_HOME"]})
+    assert res.returncode != 0 and res.stdout == ""
+    lines = res.stderr.strip().splitlines()
+    assert len(lines) == 1, res.stderr
+    assert "401" in lines[0] and "an API key is needed" in lines[0] and "tracker login" in lines[0]
+    with pytest.raises(tracker.TrackerError, match="401"):
+        tracker.open_store(server.url).runs()
+
+
+def test_a_revoked_key_is_refused(served, monkeypatch) -> None:
+    store, server, ids, _ = served
+    key = server.make_key("gone", "read")
+    monkeypatch.setenv("TRACKER_API_KEY", key)
+    assert tracker.open_store(server.url).run("alpha").info.name == "alpha"
+    server.cli("keys", "revoke", key.split("_")[1])
+    with pytest.raises(tracker.TrackerError, match="401 .*revoked"):
+        tracker.open_store(server.url).run("alpha")
+
+
+def test_a_key_limited_to_a_project_reads_only_it(served, monkeypatch) -> None:
+    store, server, ids, _ = served
+    monkeypatch.setenv("TRACKER_API_KEY", server.make_key("nlp-only", "read", ["nlp"]))
+    remote = tracker.open_store(server.url)
+    assert [i.name for i in remote.runs()] == ["gamma"]
+    assert remote.run("gamma").metric_stats()["ppl"]["last"] == math.inf
+    with pytest.raises(tracker.TrackerError, match=f"403 .*run {ids['alpha']} is of project 'vision'"):
+        remote.run("alpha")
+    with pytest.raises(tracker.TrackerError, match="403"):
+        list(remote.run(ids["gamma"]).store.session.request("GET", f"/api/v1/runs/{ids['beta']}/records").body)
+    assert remote.registry().names() == []  # the model is vision's
+
+
+def test_a_write_key_reads_too(served, monkeypatch) -> None:
+    store, server, ids, _ = served
+    monkeypatch.setenv("TRACKER_API_KEY", server.make_key("writer", "write"))
+    assert same(tracker.open_store(server.url).runs(), tracker.open_store(store).runs())

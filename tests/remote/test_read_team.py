@@ -22,15 +22,16 @@ from tracker.cli import make_cli
 
 from ..query.conftest import pg_server  # noqa: F401 - the one PostgreSQL server of the session
 from ..team.conftest import new_database
-from .readsupport import Served, make_store, same
+from .readsupport import make_store, same
 
 pytest.importorskip("psycopg", reason="the team store needs psycopg")
 pytest.importorskip("obstore", reason="the team's bucket needs obstore")
 
 
 @pytest.fixture(scope="module")
-def team(pg_server: object, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str, dict[str, str], str]]:  # noqa: F811
-    """``(database URL, server URL, ids, bucket URL)``: the store synced, and a server over the database."""
+def team(pg_server: object, server_factory: Any,  # noqa: F811
+         tmp_path_factory: pytest.TempPathFactory) -> tuple[str, Any, dict[str, str], str, str]:
+    """``(database URL, server, ids, bucket URL, read key)``: the store synced, and a server over the database."""
     from tracker.team.postgres import sync
 
     tmp = tmp_path_factory.mktemp("remote-team")
@@ -41,23 +42,27 @@ def team(pg_server: object, tmp_path_factory: pytest.TempPathFactory) -> Iterato
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         sync(tracker.open_store(store), url, blobs=bucket)
-    server = Served(url, tmp / "server.log", env={"TRACKER_TEAM_BLOBS": bucket,
-                                                  "TRACKER_BLOB_CACHE": str(tmp / "server-cache")})
-    try:
-        yield url, server.url, ids, bucket
-    finally:
-        server.stop()
+    server = server_factory(store=url, env={"TRACKER_TEAM_BLOBS": bucket,
+                                            "TRACKER_BLOB_CACHE": str(tmp / "server-cache")})
+    return url, server, ids, bucket, server.make_key("reader", "read")
+
+
+@pytest.fixture(autouse=True)
+def _client_env(team, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """This process reads the bucket (for the team store's answers), with the read key and caches of its own."""
+    monkeypatch.setenv("TRACKER_TEAM_BLOBS", team[3])
+    monkeypatch.setenv("TRACKER_API_KEY", team[4])
+    monkeypatch.setenv("TRACKER_BLOB_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
 
 
 @pytest.fixture
-def stores(team, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Any, Any, dict[str, str]]:
+def stores(team) -> Iterator[tuple[Any, Any, dict[str, str]]]:
     from tracker.team.postgres import open_team_store
 
-    url, http, ids, bucket = team
-    monkeypatch.setenv("TRACKER_TEAM_BLOBS", bucket)
-    monkeypatch.setenv("TRACKER_BLOB_CACHE", str(tmp_path / "cache"))
+    url, server, ids, _, _ = team
     db = open_team_store(url)
-    yield db, tracker.open_store(http), ids
+    yield db, tracker.open_store(server.url), ids
     db.close()
 
 
@@ -97,19 +102,17 @@ def test_artifact_bytes_come_from_the_bucket_checked(stores, tmp_path: Path) -> 
 
 
 def test_segments_are_not_files_over_the_database(team) -> None:
-    import httpx
-
-    _, http, ids, _ = team
-    r = httpx.get(f"{http}/api/v1/runs/{ids['alpha']}/segments/x.jsonl", timeout=10)
+    _, server, ids, _, key = team
+    with server.client(key) as client:
+        r = client.get(f"/api/v1/runs/{ids['alpha']}/segments/x.jsonl")
     assert r.status_code == 404 and "keeps records, not segment files" in r.json()["error"]
 
 
 @pytest.mark.parametrize("case", [("runs",), ("show", "alpha"), ("logs", "alpha"), ("env", "alpha", "--format", "json"),
                                   ("compare", "alpha", "beta", "--format", "json")], ids=lambda c: " ".join(c[:2]))
-def test_cli_over_the_url_answers_as_over_the_database(team, case, tmp_path, monkeypatch) -> None:
-    url, http, _, bucket = team
-    monkeypatch.setenv("TRACKER_TEAM_BLOBS", bucket)
-    monkeypatch.setenv("TRACKER_BLOB_CACHE", str(tmp_path / "cache"))
+def test_cli_over_the_url_answers_as_over_the_database(team, case) -> None:
+    url, server, _, _, _ = team
+    http = server.url
     host = tracker.Host(tracker.get_plugin_manager(), tracker.Config())
     over_db = CliRunner().invoke(make_cli(host), ["--store", url, *case], catch_exceptions=False)
     over_http = CliRunner().invoke(make_cli(host), ["--store", http, *case], catch_exceptions=False)
