@@ -31,6 +31,7 @@ given as ``store``); each is stopped at the end of the module.
 
 from __future__ import annotations
 
+import os
 import signal
 import socket
 import subprocess
@@ -70,6 +71,10 @@ class ServerProcess:
         self.args = args
         self.extra_env = env or {}
         self.scheme = scheme
+        if isinstance(verify, (str, os.PathLike)):  # a CA bundle: httpx takes it as an SSL context
+            import ssl
+
+            verify = ssl.create_default_context(cafile=str(verify))
         self.verify = verify
         self.port = free_port()
         self.url = f"{scheme}://127.0.0.1:{self.port}"

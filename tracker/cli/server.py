@@ -31,11 +31,12 @@ class ServerOptions:
             return
         import ssl
 
+        for path in (self.tls_cert, self.tls_key):
+            if not os.path.isfile(path):
+                fail(f"cannot read {path}: {'not a file' if os.path.exists(path) else 'no such file'}", 2)
         context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
         try:
             context.load_cert_chain(self.tls_cert, self.tls_key)
-        except FileNotFoundError as exc:
-            fail(f"cannot read {exc.filename}: no such file", 2)
         except (ssl.SSLError, OSError, ValueError) as exc:
             fail(f"cannot use --tls-cert {self.tls_cert} with --tls-key {self.tls_key}: "
                  f"{getattr(exc, 'reason', None) or getattr(exc, 'strerror', None) or exc}", 2)
