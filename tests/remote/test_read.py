@@ -264,3 +264,26 @@ def test_a_write_key_reads_too(served, monkeypatch) -> None:
     store, server, ids, _ = served
     monkeypatch.setenv("TRACKER_API_KEY", server.make_key("writer", "write"))
     assert same(tracker.open_store(server.url).runs(), tracker.open_store(store).runs())
+
+
+def test_wandb_api_over_the_url(served, monkeypatch) -> None:
+    store, server, ids, key = served
+    monkeypatch.delenv("TRACKER_API_KEY")
+    api, local = tracker.Api(store=server.url, api_key=key), tracker.Api(store=str(store))
+    assert [r.id for r in api.runs("vision")] == [r.id for r in local.runs("vision")]
+    run, here = api.run(f"vision/{ids['alpha']}"), local.run(f"vision/{ids['alpha']}")
+    assert same(run.summary, here.summary) and run.config == here.config
+    assert same(list(run.scan_history(keys=["loss"])), list(here.scan_history(keys=["loss"])))
+    assert api.artifact("vision/model:best").digest == local.artifact("vision/model:best").digest
+
+
+def test_records_after_a_cursor_follow_a_run(stores) -> None:
+    folder, remote, ids = stores
+    view = remote.run(ids["beta"])
+    recs = list(folder.run(ids["beta"]).records("metrics"))
+    got, cursor = view.records_after({}, "metrics")
+    assert same(got, recs)
+    half = recs[5]
+    got, cursor = view.records_after({half.writer: half.seq}, "metrics")
+    assert same(got, recs[6:]) and cursor == {half.writer: recs[-1].seq}
+    assert view.records_after(cursor, "metrics") == ([], cursor)

@@ -75,15 +75,19 @@ class RemoteStore(LazyHost, ArtifactMethods):
     :param session: the :class:`~tracker.remote.session.Session` to use (default: one from the
         URL, the key of ``TRACKER_API_KEY`` or ``tracker login``, ``[team] ca_file`` and ``timeout``).
     :param config: the configuration whose ``[team]`` timeout and CA bundle the session takes.
+    :param api_key: the key to read with (default: ``TRACKER_API_KEY``, else the one ``tracker login`` kept).
     """
 
-    def __init__(self, url: str, host: Any = None, *, session: Any = None, config: Any = None) -> None:
+    def __init__(self, url: str, host: Any = None, *, session: Any = None, config: Any = None,
+                 api_key: str | None = None) -> None:
         from tracker.remote.session import Session, shown
 
         self._host = host
         self.url = url
         self.path = shown(url)
-        self.session = session if session is not None else Session.from_config(url, config)
+        if session is None:
+            session = Session.from_config(url, config, **({"key": api_key} if api_key else {}))
+        self.session = session
 
     def __repr__(self) -> str:
         return f"<RemoteStore {self.path}>"
@@ -445,12 +449,14 @@ class RemoteBlobs:
         return Manifest.decode(data, sha, f"blob {self.where(sha)}")
 
 
-def open_remote_store(url: str, host: Any = None, *, config: Any = None, session: Any = None) -> RemoteStore:
+def open_remote_store(url: str, host: Any = None, *, config: Any = None, session: Any = None,
+                      api_key: str | None = None) -> RemoteStore:
     """Open the ``tracker server`` at ``url`` for reading (the reading API of :func:`tracker.open_store`).
 
+    :param api_key: the key (default: ``TRACKER_API_KEY``, else the one ``tracker login`` kept for the server).
     :raises TrackerError: a URL the key may not travel to (plain ``http://`` to another host), in one line.
     """
-    return RemoteStore(url, host=host, session=session, config=config)
+    return RemoteStore(url, host=host, session=session, config=config, api_key=api_key)
 
 
 __all__ = ["RemoteBlobs", "RemoteEntry", "RemoteRunView", "RemoteStore", "open_remote_store"]
