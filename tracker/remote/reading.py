@@ -248,6 +248,42 @@ class RemoteRunView(RecordsRunMixin):
         """Per metric: count, first, last, min, max and their steps (the server's figures)."""
         return self._stats
 
+    def metrics(self) -> dict[str, Any]:
+        """``{"step": ..., "time": ..., name: ...}``, one entry per ``metrics`` record in log order: the store's
+        columns as the server holds them, bit for bit (NaN where a record lacks a metric)."""
+        import numpy as np
+
+        body = self.store._get(f"/runs/{_quote(self.id)}/metrics").body
+        nl = body.find(b"\n")
+        try:
+            head = orjson.loads(body[:nl])
+            n = int(head["n"])
+            out: dict[str, Any] = {}
+            at = nl + 1
+            for name, dtype in head["columns"]:
+                size = n * 8
+                if dtype not in ("<i8", "<f8") or at + size > len(body):
+                    raise ValueError(f"column {name!r}")
+                out[name] = np.frombuffer(body, dtype, n, at).astype(np.int64 if dtype == "<i8" else np.float64)
+                at += size
+        except (ValueError, KeyError, TypeError, orjson.JSONDecodeError) as exc:
+            raise StoreError(f"{self.path}: the server sent metric columns this tracker cannot read ({exc})") \
+                from None
+        if at != len(body):
+            raise StoreError(f"{self.path}: the metric columns arrived cut off or too long")
+        return out
+
+    def table(self, schema: str) -> Any:
+        """The run's records of ``schema`` as columns (``metrics`` from the server's columns, as over a folder)."""
+        from tracker.core.format import METRICS
+        from tracker.core.summary import Table
+
+        if schema != METRICS:
+            return super().table(schema)
+        cols = self.metrics()
+        return Table.from_columns(METRICS, cols, int(cols["step"].size) if "step" in cols else 0,
+                                  self.host.schemas.get(METRICS), rows=lambda: (r.data for r in self.records(METRICS)))
+
     def records_after(self, cursor: dict[str, int], schema: str | None = None) -> tuple[list[Record], dict[str, int]]:
         """The records each writer logged after sequence number ``cursor[writer]``, in log order, and the new
         cursor (what ``tracker tail -f`` and ``logs -f`` print as the run goes on)."""

@@ -183,6 +183,11 @@ READ_PATHS: dict[str, Any] = {
         parameters=[_RUN_ID, {"name": "schema", "in": "query", "required": False, "schema": {"type": "string"}},
                     {"name": "after", "in": "query", "required": False, "schema": {"type": "string"},
                      "description": "JSON {writer: seq}: only what each writer logged after that sequence number"}])},
+    "/api/v1/runs/{run_id}/metrics": {"get": _op("A run's metrics records as columns, bit for bit", {
+        "200": {"description": "a JSON line {\"n\": N, \"columns\": [[name, dtype], ...]} (step <i8, then time and "
+                "each metric <f8, NaN where a record lacks it), then each column's N little-endian values",
+                "content": {"application/octet-stream": {"schema": {"type": "string", "format": "binary"}}}},
+        "403": _FORBIDDEN, "404": _NOT_FOUND}, parameters=[_RUN_ID])},
     "/api/v1/runs/{run_id}/segments/{segment}": {"get": _op("A segment's bytes as the store holds them", {
         "200": _BYTES, "206": _BYTES, "403": _FORBIDDEN,
         "404": _error("no such run or segment, or a store that keeps records, not files (a database)")},

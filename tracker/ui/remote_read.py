@@ -12,6 +12,8 @@ folder and the team database (PostgreSQL and its bucket) answer alike
 - ``GET /api/v1/runs/{run_id}/records?schema=&after=``: every record (of one schema) in log order, JSON
   Lines, streamed, ending with ``{"end": n}``; ``after={"<writer>": seq, ...}`` keeps only what each
   writer logged after that sequence number (``tracker tail -f``, ``logs -f``).
+- ``GET /api/v1/runs/{run_id}/metrics``: the run's ``metrics`` records as columns (a JSON line naming them,
+  then their values as little-endian bytes): what ``metrics()``, charts and summaries read.
 - ``GET /api/v1/runs/{run_id}/segments/{segment}``: a segment's raw bytes (``Range`` honoured), over a
   folder store (the team database keeps records, not files: 404 saying so, read ``records``).
 - ``GET /api/v1/blobs/sha256/{hex}``: a blob's bytes, streamed (``Range`` honoured); the client hashes them.
@@ -158,6 +160,28 @@ def records(api: Any, request: Request) -> Response:
     return StreamingResponse(lines(), media_type=JSONL, headers={"cache-control": "no-store"})
 
 
+def metrics(api: Any, request: Request) -> Response:
+    """``GET /api/v1/runs/{run_id}/metrics``: the run's ``metrics`` records as columns, every bit as the store has them.
+
+    One line of JSON, ``{"n": N, "columns": [[name, dtype], ...]}`` (``step`` ``<i8``, then ``time`` and
+    each metric ``<f8``, NaN where a record lacks the metric), then each column's ``N`` values as
+    little-endian bytes, in that order.
+    """
+    import numpy as np
+
+    view = _check_project(_key(request), api.view(request.path_params["run_id"]))
+    cols = view.metrics()
+    n = int(cols["step"].size) if "step" in cols else 0
+    head, parts = [], []
+    for name, col in cols.items():
+        dtype = "<i8" if name == "step" else "<f8"
+        arr = np.ascontiguousarray(np.asarray(col).astype(dtype, copy=False))
+        head.append([name, dtype])
+        parts.append(arr.tobytes())
+    body = orjson.dumps({"n": n, "columns": head}) + b"\n" + b"".join(parts)
+    return Response(body, media_type="application/octet-stream", headers={"cache-control": "no-store"})
+
+
 def _after(request: Request) -> dict[str, int] | None:
     """``after={"writer": seq, ...}``: only the records each writer logged after that sequence number."""
     raw = request.query_params.get("after")
@@ -242,6 +266,7 @@ def read_routes(endpoint: Any, api: Any) -> list[Route]:
         Route("/api/v1/run", bind(run), methods=["GET"]),
         Route("/api/v1/runs/{run_id}", bind(run), methods=["GET"]),
         Route("/api/v1/runs/{run_id}/records", bind(records), methods=["GET"]),
+        Route("/api/v1/runs/{run_id}/metrics", bind(metrics), methods=["GET"]),
         Route("/api/v1/runs/{run_id}/segments/{segment}", bind(segment), methods=["GET"]),
         Route("/api/v1/blobs/sha256/{sha}", bind(blob), methods=["GET"]),
         Route("/api/v1/registry", bind(registry), methods=["GET"]),
