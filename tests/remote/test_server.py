@@ -47,6 +47,12 @@ def local_run(tmp: Path, project: str = "vision", n: int = 5, run_id: str | None
     return run.id, seg
 
 
+@pytest.fixture(scope="module")
+def writer(server: ServerProcess) -> str:
+    """One write key for the tests that need any."""
+    return key(server, "writer")
+
+
 def post(client: Any, run_id: str, name: str, offset: int, body: bytes) -> Any:
     return client.post(f"/api/v1/runs/{run_id}/segments/{name}", params={"offset": offset}, content=body)
 
@@ -108,7 +114,7 @@ def test_a_read_key_may_not_write(server: ServerProcess, tmp_path: Path) -> None
     assert not (Path(server.store) / "runs" / rid).exists()
 
 
-def test_a_key_limited_to_a_project(server: ServerProcess, tmp_path: Path) -> None:
+def test_a_key_limited_to_a_project(server: ServerProcess, writer: str, tmp_path: Path) -> None:
     vision = key(server, "vision only", projects=("vision",))
     other, seg = local_run(tmp_path, project="audio")
     mine, mine_seg = local_run(tmp_path, project="vision")
@@ -122,8 +128,7 @@ def test_a_key_limited_to_a_project(server: ServerProcess, tmp_path: Path) -> No
         assert made.status_code == 201
     assert not (Path(server.store) / "runs" / other).exists()
     # Another key (even with every project) may not append to the runs this one created.
-    stranger = key(server, "stranger")
-    with server.client(stranger) as c:
+    with server.client(writer) as c:
         more = mine_seg.read_bytes()
         r = post(c, mine, mine_seg.name, len(more), b"")
         assert r.status_code == 403 and "created by another key" in r.json()["error"]
@@ -131,8 +136,7 @@ def test_a_key_limited_to_a_project(server: ServerProcess, tmp_path: Path) -> No
         assert r.status_code == 403
 
 
-def test_segments_are_appended_byte_for_byte_once(server: ServerProcess, tmp_path: Path) -> None:
-    writer = key(server, "shipper")
+def test_segments_are_appended_byte_for_byte_once(server: ServerProcess, writer: str, tmp_path: Path) -> None:
     rid, seg = local_run(tmp_path, n=20)
     data = seg.read_bytes()
     lines = data.splitlines(keepends=True)
@@ -161,8 +165,37 @@ def test_segments_are_appended_byte_for_byte_once(server: ServerProcess, tmp_pat
     assert info.status == "finished" and info.project == "vision" and info.records == 20
 
 
-def test_a_bad_line_names_its_number_and_nothing_is_written(server: ServerProcess, tmp_path: Path) -> None:
-    writer = key(server, "careful")
+def test_a_resumed_writer_and_edits_after_the_fact(server: ServerProcess, writer: str, tmp_path: Path) -> None:
+    local = tmp_path / "resumed"
+    first = tracker.start_run("vision", "twice", store=local, system_metrics=False, console=False, environment=False)
+    first.log({"loss": 1.0}, step=0)
+    first.finish()
+    again = tracker.start_run(store=local, run_id=first.id, resume=True, system_metrics=False, console=False,
+                              environment=False)
+    again.log({"loss": 0.5})
+    again.finish()
+    tracker.open_store(local).tag(first.id, add=["shipped"])
+    run_dir = local / "runs" / first.id
+    names = sorted(p.relative_to(run_dir).as_posix() for p in run_dir.rglob("*.jsonl"))
+    assert len(names) == 3 and names[0].startswith("edits/edits-")
+    opening = next(n for n in names if b'"run_started"' in (run_dir / n).read_bytes()[:200])
+    with server.client(writer) as c:
+        edits = names[0]
+        r = post(c, first.id, edits, 0, (run_dir / edits).read_bytes())
+        assert r.status_code == 400 and "first segment must begin with run_started" in r.json()["error"]
+        for name in [opening, *[n for n in names if n != opening]]:
+            data = (run_dir / name).read_bytes()
+            assert post(c, first.id, name, 0, data).json() == {"offset": len(data)}
+        assert c.get(f"/api/v1/runs/{first.id}/segments").json() == {
+            "segments": {n: (run_dir / n).stat().st_size for n in names}}
+    served = Path(server.store) / "runs" / first.id
+    assert sorted(p.relative_to(served).as_posix() for p in served.rglob("*.jsonl")) == names
+    info = tracker.open_store(server.store).run(first.id).info
+    assert (info.status, info.writers, info.records, info.tags) == ("finished", 2, 2, ["shipped"])
+
+
+def test_a_bad_line_names_its_number_and_nothing_is_written(server: ServerProcess, writer: str,
+                                                            tmp_path: Path) -> None:
     rid, seg = local_run(tmp_path, n=6)
     lines = seg.read_bytes().splitlines(keepends=True)
     store_run = Path(server.store) / "runs" / rid
@@ -202,8 +235,7 @@ def test_a_bad_line_names_its_number_and_nothing_is_written(server: ServerProces
     assert (store_run / seg.name).read_bytes() == ok
 
 
-def test_blobs_by_content_address(server: ServerProcess) -> None:
-    writer = key(server, "blobs")
+def test_blobs_by_content_address(server: ServerProcess, writer: str) -> None:
     data = os.urandom(300_000)
     sha = hashlib.sha256(data).hexdigest()
     blobs = Path(server.store) / "blobs"
@@ -228,8 +260,7 @@ def test_blobs_by_content_address(server: ServerProcess) -> None:
     assert (blobs / "sha256" / sha[:2] / sha[2:]).read_bytes() == data
 
 
-def test_bodies_over_their_cap_are_refused(server: ServerProcess) -> None:
-    writer = key(server, "big")
+def test_bodies_over_their_cap_are_refused(server: ServerProcess, writer: str) -> None:
     conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=30)
     conn.putrequest("POST", "/api/v1/runs/big1/segments/x-1-abcdef.jsonl?offset=0")
     conn.putheader("Authorization", f"Bearer {writer}")
@@ -254,8 +285,7 @@ def test_bodies_over_their_cap_are_refused(server: ServerProcess) -> None:
     "/api/v1/runs/r1/segments/edits/x-1-abcdef.jsonl",
     "/api/v1/runs/a%20b/segments/x-1-abcdef.jsonl",
 ])
-def test_names_are_ids_never_paths(server: ServerProcess, path: str) -> None:
-    writer = key(server, "paths")
+def test_names_are_ids_never_paths(server: ServerProcess, writer: str, path: str) -> None:
     with server.client(writer) as c:
         r = c.post(path + "?offset=0", content=b"{}\n")
     assert r.status_code in (400, 404), r.text
@@ -283,7 +313,7 @@ def test_failed_key_checks_are_limited_per_address(server: ServerProcess) -> Non
         assert c.get("/api/v1/whoami").status_code == 200
 
 
-def test_keys_over_http_with_an_admin_key(server: ServerProcess) -> None:
+def test_keys_over_http_with_an_admin_key(server: ServerProcess, writer: str) -> None:
     env = {**server.env(server.admin_key)}
     made = server.cli("--store", server.url, "keys", "create", "remote-made", "--scope", "write", env=env)
     remote_key = made.stdout.strip().splitlines()[-1]
@@ -295,12 +325,41 @@ def test_keys_over_http_with_an_admin_key(server: ServerProcess) -> None:
     assert server.cli("--store", server.url, "keys", "revoke", kid, env=env).returncode == 0
     with server.client(remote_key) as c:
         assert c.get("/api/v1/whoami").status_code == 401
-    writer = key(server, "not admin")
     refused = server.cli("--store", server.url, "keys", "list", env=server.env(writer), check=False)
     assert refused.returncode == 1 and "403" in refused.stderr and "needs admin" in refused.stderr
     # The dashboard's API opens with a key too.
     with server.client(writer) as c:
         assert c.get("/api/runs").status_code == 200
+
+
+def test_json_logging_checks_a_whole_batch_and_resumes_after_a_restart(server: ServerProcess) -> None:
+    writer = key(server, "json")
+    with server.client(writer) as c:
+        rid = c.post("/api/v1/runs", json={"project": "vision", "name": "json", "config": {"a": 1},
+                                           "tags": ["t"]}).json()["id"]
+        r = c.post(f"/api/v1/runs/{rid}/log", json={"batch": [{"step": 0, "metrics": {"loss": 1.0}},
+                                                              {"schema": "image", "data": {"name": "x"}}]})
+        assert r.status_code == 400 and r.json()["error"].startswith("record 1: ") and "image" in r.json()["error"]
+        assert c.post(f"/api/v1/runs/{rid}/log", json={"metrics": {"loss": 2.0}, "stray": 1}).status_code == 400
+        assert c.post(f"/api/v1/runs/{rid}/log", json={"step": 0, "metrics": {"loss": 1.0}}).json() == {"logged": 1}
+        again = c.post("/api/v1/runs", json={"id": rid})
+        assert again.status_code == 409 and "already exists" in again.json()["error"]
+        assert c.post("/api/v1/runs/nope/log", json={"metrics": {"x": 1}}).status_code == 404
+    store = tracker.open_store(server.store)
+    assert store.run(rid).info.records == 1 and store.run(rid).info.status == "running"
+    server.restart()  # the same port and store: the open run is ended as crashed, saying why
+    # Ended by the server as it stopped (never "finished" by the interpreter's exit), so it reads crashed.
+    assert store.run(rid).info.status == "crashed"
+    with server.client(writer) as c:
+        assert c.post(f"/api/v1/runs/{rid}/log", json={"metrics": {"loss": 0.5}}).json() == {"logged": 1}
+        assert store.run(rid).info.status == "running"
+        assert c.post(f"/api/v1/runs/{rid}/finish", json={"status": "failed", "error": "diverged"}).json() == \
+            {"id": rid, "status": "failed"}
+    info = store.run(rid).info
+    assert (info.status, info.records, info.error["message"]) == ("failed", 2, "diverged")
+    assert list(store.run(rid).metrics()["step"]) == [0, 1]
+    keys = {k["name"]: k for k in json.loads(server.cli("keys", "list", "--format", "json").stdout)}
+    assert keys["json"]["last_used"] is not None and time.time() - keys["json"]["last_used"] < 120
 
 
 def test_no_key_in_anything_the_server_wrote(server: ServerProcess) -> None:

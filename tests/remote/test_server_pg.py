@@ -20,9 +20,16 @@ _dbs = iter(range(1, 1000))
 
 
 @pytest.fixture(scope="module")
-def pg_served(pg_server: Any, server_factory: Any, tmp_path_factory: pytest.TempPathFactory  # noqa: F811
-              ) -> tuple[ServerProcess, str, Path]:
-    """A server of a fresh database, its URL and its spool."""
+def bucket(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The team's bucket: a file:// one (the same client library as s3://)."""
+    pytest.importorskip("obstore", reason="the team extra (obstore) is not installed")
+    return tmp_path_factory.mktemp("bucket")
+
+
+@pytest.fixture(scope="module")
+def pg_served(pg_server: Any, server_factory: Any, tmp_path_factory: pytest.TempPathFactory,  # noqa: F811
+              bucket: Path) -> tuple[ServerProcess, str, Path]:
+    """A server of a fresh database (and a bucket), its URL and its spool."""
     import psycopg
 
     name = f"remote{next(_dbs)}_{os.getpid()}"
@@ -30,7 +37,7 @@ def pg_served(pg_server: Any, server_factory: Any, tmp_path_factory: pytest.Temp
         conn.execute(f"CREATE DATABASE {name}")
     url = pg_server.url(name)
     spool = tmp_path_factory.mktemp("spool")
-    return server_factory("--spool", str(spool), store=url), url, spool
+    return server_factory("--spool", str(spool), store=url, env={"TRACKER_TEAM_BLOBS": bucket.as_uri()}), url, spool
 
 
 def wait_for(fn: Any, timeout: float = 20.0) -> Any:
@@ -91,3 +98,33 @@ def test_shipped_and_json_runs_reach_the_database(pg_served: tuple[ServerProcess
     for path in spool.rglob("*"):
         if path.is_file():
             assert b"trk_" not in path.read_bytes(), path
+
+
+def test_blobs_go_on_to_the_bucket(pg_served: tuple[ServerProcess, str, Path], bucket: Path, tmp_path: Path) -> None:
+    server, url, spool = pg_served
+    key = server.make_key("artifacts", "write")
+    weights = tmp_path / "weights.bin"
+    weights.write_bytes(os.urandom(50_000))
+    local = tmp_path / "local"
+    run = tracker.start_run("vision", "with a file", store=local, system_metrics=False, console=False,
+                            environment=False)
+    run.log({"loss": 1.0}, step=0)
+    art = run.log_artifact(weights, "weights")
+    run.finish()
+    blob = next(p for p in (local / "blobs" / "sha256").rglob("*") if p.is_file() and p.stat().st_size == 50_000)
+    sha = blob.parent.name + blob.name
+    assert art.sha256 == sha
+    seg = next((local / "runs" / run.id).glob("*.jsonl"))
+    with server.client(key) as c:
+        assert c.head(f"/api/v1/blobs/sha256/{sha}").status_code == 404
+        assert c.put(f"/api/v1/blobs/sha256/{sha}", content=weights.read_bytes()).status_code == 201
+        assert post(c, run.id, seg.name, 0, seg.read_bytes()).status_code == 200
+    target = bucket / "sha256" / sha[:2] / sha[2:]
+    wait_for(target.is_file)
+    assert target.read_bytes() == weights.read_bytes()
+    team = tracker.open_store(url)
+    wait_for(lambda: team.run(run.id).info.status == "finished")
+    (spool / "blobs" / "sha256" / sha[:2] / sha[2:]).unlink()  # the server still knows it: the bucket has it
+    with server.client(key) as c:
+        head = c.head(f"/api/v1/blobs/sha256/{sha}")
+    assert head.status_code == 200 and int(head.headers["content-length"]) == 50_000

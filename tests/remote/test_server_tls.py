@@ -1,4 +1,5 @@
-"""``tracker server --tls-cert/--tls-key`` with a CA the test makes (trustme), and ``--proxy-headers``."""
+"""``tracker server --tls-cert/--tls-key`` with a CA the test makes (trustme), ``--proxy-headers``, and keys
+beside ``--auth token``."""
 
 from __future__ import annotations
 
@@ -73,8 +74,8 @@ def test_tls_files_that_do_not_fit_are_one_line(tmp_path: Path, pki: dict[str, P
         assert text in out.stderr and "Traceback" not in out.stderr and len(out.stderr.strip().splitlines()) == 1
 
 
-def test_proxy_headers_count_failures_per_forwarded_address(server_factory: Any) -> None:
-    proxied = server_factory("--proxy-headers")
+def test_proxy_headers_and_keys_beside_a_token(server_factory: Any) -> None:
+    proxied = server_factory("--proxy-headers", "--auth", "token")
     bad = f"trk_{'c' * 12}_{'d' * 64}"
     good = proxied.make_key("behind a proxy", "read")
     with proxied.client(bad, headers={"X-Forwarded-For": "203.0.113.7", "X-Forwarded-Proto": "https"}) as c:
@@ -84,3 +85,19 @@ def test_proxy_headers_count_failures_per_forwarded_address(server_factory: Any)
     with proxied.client(good, headers={"X-Forwarded-For": "198.51.100.2"}) as c:
         assert c.get("/api/v1/whoami").status_code == 200
     assert "203.0.113.7" in proxied.text()  # the refused client is named by its own address
+    # --auth token: the dashboard's API needs the token or a session, and a key opens it too.
+    with proxied.client() as c:
+        assert c.get("/api/runs").status_code == 401
+        assert c.get("/", follow_redirects=False).status_code in (302, 303, 307)
+        assert c.get("/api/v1/openapi.json").status_code == 200
+        assert c.get("/api/v1/whoami").status_code == 401
+    with proxied.client(good) as c:
+        assert c.get("/api/runs").status_code == 200
+    text = proxied.text()
+    assert "?token=" in text and good not in text and "trk_" not in text
+
+
+def test_off_loopback_it_needs_auth(tmp_path: Path) -> None:
+    out = subprocess.run(tracker_cmd(tmp_path / "store", "server", "--host", "0.0.0.0", "--port", "0"),
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 2 and "start it with --auth token" in out.stderr and "tracker server --host" in out.stderr

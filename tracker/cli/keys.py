@@ -21,15 +21,16 @@ def _is_http(text: Any) -> bool:
 
 
 def _where(obj: CliContext) -> str:
-    """The store the keys live in: the ``--store`` given, else an ``https://`` team URL, else the store folder."""
+    """The store the keys live in: the ``--store`` given, else the server of an ``https://`` ``[team] url``
+    (or ``TRACKER_URL``), else the store folder."""
     given = obj.given_store
     if given:
         return str(given) if _is_http(given) or "://" in str(given) else str(obj.store_path)
     from tracker.core.urls import team_url
 
-    team = team_url(obj.config)
-    if _is_http(team):
-        return str(team)
+    for url in (team_url(obj.config), os.environ.get("TRACKER_URL")):
+        if _is_http(url):
+            return str(url)
     return str(obj.store_path)
 
 

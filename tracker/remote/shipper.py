@@ -130,7 +130,12 @@ class Shipper:
         if not self.session.has_key:
             raise KeyRefused(f"no key for {self.session.url}: run `tracker login {self.session.url}` or set "
                              "TRACKER_API_KEY", 401)
-        who = self.session.whoami()
+        try:
+            who = self.session.whoami()
+        except KeyRefused as exc:
+            said = exc.body.get("error") if isinstance(exc.body.get("error"), str) else "refused"
+            raise KeyRefused(self.session.scrub(f"{self.session.url} refused key {self.session.key_id} "
+                                                f"({exc.status} {said})"), exc.status, exc.body) from None
         if who.get("scope") not in ("write", "admin"):
             raise KeyRefused(f"{self.session.url}: key {who.get('id') or self.session.key_id} has scope "
                              f"{who.get('scope')!r}: shipping runs needs a write key", 403)

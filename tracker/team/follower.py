@@ -299,11 +299,20 @@ class Follower:
         attempt = 0
         full_at = -1e18
         idle_since = time.monotonic()
+        refused_at: float | None = None  # since when the server refuses (None: it does not)
+        recheck = False  # refused: wait before asking again
         while not self.stop.is_set():
             now = time.monotonic()
             if not store.runs_dir.is_dir():
                 self.log(f"{store.runs_dir} is gone: nothing left to follow")
                 break
+            if recheck:
+                # Refused: asked again after a while, or at once when a run starts (a new key may be there);
+                # with no run started for `linger` seconds, the follower ends (a run's start begins another).
+                if not self._wait_refused() and time.monotonic() - (refused_at or 0.0) >= self.linger:
+                    break
+                recheck = False
+                continue
             if shipper is None:
                 try:
                     # One quick second try inside the session (a keep-alive connection the server closed);
@@ -315,8 +324,9 @@ class Follower:
                 except KeyRefused as exc:
                     shipper = None
                     self._refused(str(exc))
+                    refused_at, recheck = refused_at or time.monotonic(), True
                     continue
-                except TrackerError as exc:  # unreachable, overloaded, or a CA bundle that cannot be read
+                except RemoteUnavailable as exc:  # unreachable or overloaded
                     shipper = None
                     wait = getattr(exc, "retry_after", None)
                     self._down(str(exc), wait if wait is not None else backoff(attempt, BACKOFF_FIRST,
@@ -326,8 +336,14 @@ class Follower:
                         self.log(f"giving up after {self.give_up:.0f}s; a live run starts a follower again")
                         break
                     continue
+                except TrackerError as exc:  # a URL refused before sending (plain http:// off this machine), a CA
+                    shipper = None            # bundle that cannot be read, an answer that is not the API's
+                    self._refused(str(exc))
+                    refused_at, recheck = refused_at or time.monotonic(), True
+                    continue
                 self.down_since = None
                 attempt = 0
+                refused_at = None
                 self.log(("connected" if self.state["error"] is None else "connected again: catching up")
                          + f" (key {who.get('id')}, scope {who.get('scope')})")
                 self.state.update(connected=True, error=None, retry_at=None, refused=None)
@@ -341,6 +357,7 @@ class Follower:
                 shipper.session.close()
                 shipper = None
                 self._refused(str(exc))
+                refused_at, recheck = refused_at or time.monotonic(), True
                 continue
             except RemoteUnavailable as exc:
                 shipper.session.close()
@@ -374,14 +391,32 @@ class Follower:
         return {rid: dict(shipper.server[rid]) for rid in recent if rid in shipper.server}
 
     def _refused(self, message: str) -> None:
-        """The server refused the key: said once in the log and in ``follower.json``; asked again later (a new
-        ``tracker login`` may have fixed it)."""
+        """The server refused the key (or the URL was refused before sending): said once in the log and in
+        ``follower.json``, where the logging processes read it; asked again later (a new ``tracker login``
+        may have fixed it)."""
         message = self._clean(message)
         if self.state.get("refused") != message:
-            self.log(f"the server refused the key: {message}")
+            self.log(f"refused: {message}")
         self.state.update(connected=False, refused=message, error=None, retry_at=time.time() + REFUSED_RETRY)
         self.write_status(force=True)
-        self.stop.wait(REFUSED_RETRY)
+
+    def _wait_refused(self) -> bool:
+        """Wait up to ``REFUSED_RETRY`` seconds; ``True`` as soon as a run starts (its marker, taken here)."""
+        hot_dir = self.dir / HOT_DIR
+        deadline = time.monotonic() + REFUSED_RETRY
+        while not self.stop.wait(min(0.5, self.interval * 2)):
+            try:
+                names = os.listdir(hot_dir)
+            except OSError:
+                names = []
+            for name in names:
+                with contextlib.suppress(OSError):
+                    os.unlink(hot_dir / name)
+            if names:
+                return True
+            if time.monotonic() >= deadline:
+                return False
+        return False
 
     def _down(self, message: str, backoff: float, spent: float = 0.0, what: str = "database") -> float:
         """The database is out of reach: say so, wait ``backoff`` seconds (less the ``spent`` seconds the failed

@@ -237,11 +237,11 @@ def _server_runs() -> dict[Path, tuple[str, set[str]]]:
     return out
 
 
-def _say(message: str) -> None:
-    """One line on stderr, once per process."""
-    if message in _said:
+def _say(message: str, once: str | None = None) -> None:
+    """One line on stderr, once per process (per ``once``, when given: one line for a kind of news)."""
+    if (once or message) in _said:
         return
-    _said.add(message)
+    _said.add(once or message)
     with contextlib.suppress(Exception):
         sys.stderr.write(f"tracker: {message}\n")
         sys.stderr.flush()
@@ -261,10 +261,12 @@ def _tell(root: Path, url: str, runs: set[str], state: dict[str, Any] | None = N
     """Say (once) what the follower found about the server for these runs; returns whether the key or a run
     was refused (nothing more of them will go until that changes)."""
     state = read_follower_state(root) if state is None else state
+    if state.get("stopped_at") is not None:
+        return False  # what an ended follower found may be stale: the next one says it again
     refused = state.get("refused")
     if isinstance(refused, str) and refused:
-        _say(f"{refused}: runs are logged locally only; once a key is accepted (`tracker login {url}`), "
-             f"`tracker sync {url}` ships them")
+        _say(f"{refused}: runs are logged locally only; once that is fixed (`tracker login URL` for a key), "
+             f"`tracker sync URL` ships them", once=f"refused {root}")
         return True
     by_run = state.get("refused_runs")
     if isinstance(by_run, dict):
@@ -275,8 +277,9 @@ def _tell(root: Path, url: str, runs: set[str], state: dict[str, Any] | None = N
             return True
     error = state.get("error")
     if isinstance(error, str) and error and state.get("url"):
-        _say(f"{state['url']} is out of reach ({error}): runs are logged locally and shipped when it answers "
-             "(`tracker sync --status` shows what is behind)")
+        reason = error.rpartition(": ")[2] or error  # "GET https://lab/api/v1/...: connection refused"
+        _say(f"{state['url']} is out of reach ({reason}): runs are logged locally and shipped when it answers "
+             "(`tracker sync --status` shows what is behind)", once=f"down {root}")
     return False
 
 
@@ -304,6 +307,8 @@ def _watch_loop() -> None:
             continue
         last = time.monotonic()
         for root, (url, cfg) in roots.items():
+            if is_server_url(url) and read_follower_state(root).get("refused"):
+                continue  # the server refused the key: a new follower would be refused again (a new run asks)
             with contextlib.suppress(Exception):
                 start_follower(root, url, cfg)
 
