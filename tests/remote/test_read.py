@@ -161,6 +161,10 @@ CLI_CASES = [
     ("tail", "{beta}", "-n", "3", "--format", "jsonl"),
     ("lineage", "model:v0", "--format", "json"),
     ("artifact", "list"),
+    ("query", "SELECT run_id, name, count, min, max, last FROM metric_stats ORDER BY run_id, name", "--format",
+     "json"),
+    ("query", "SELECT schema, count(*) AS n FROM records GROUP BY schema ORDER BY schema", "--format", "json"),
+    ("query", "SELECT name, project, status FROM runs ORDER BY name", "--format", "csv"),
 ]
 
 

@@ -174,8 +174,46 @@ class RemoteStore(LazyHost, ArtifactMethods):
         return aggregate(self, metric, by, runs, stat, band, max_points)
 
     def sql(self, query: str) -> Any:
-        """SQL is not served over HTTP: one line saying where to run it."""
-        raise TrackerError(f"{self.path}: SQL is not served over HTTP; run `tracker query` on the server's store")
+        """Run SQL over the server's runs and records (DuckDB, here; as :meth:`tracker.Store.sql`).
+
+        The ``runs`` view comes from the listing; the record views, when a query needs them, from
+        every run's records, fetched once per query.
+        """
+        from tracker.query.sql import query as run_query
+
+        return run_query(self, query)
+
+    def sql_sources(self, needed: set[str] | None) -> Any:
+        """What ``tracker query`` reads: the runs' infos and, when asked for, every record."""
+        from tracker.query.sql import Sources
+
+        entries = self.catalog()
+        src = Sources([e.info for e in entries])
+        if needed is not None and not (needed - {"runs"}):
+            return src
+        names: dict[str, None] = {}
+        for e in entries:
+            names.update(dict.fromkeys(e.metrics))
+        src.metric_names = names
+        src.dump = lambda folder: self._dump(folder, [e.info.id for e in entries])
+        return src
+
+    def _dump(self, folder: Path, run_ids: list[str]) -> list[str]:
+        """Every record of each run as a JSONL line under ``folder/<run_id>/records.jsonl``; returns the files."""
+        from tracker.core.format import RECORD, encode_nonfinite
+
+        out = []
+        for rid in run_ids:
+            view = RemoteRunView(self, {"id": rid, "info": {"id": rid}})
+            path = folder / rid / "records.jsonl"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            with open(path, "wb") as f:
+                for r in view.records():
+                    head = orjson.dumps({"kind": RECORD, "schema": r.schema, "step": r.step, "time": r.time,
+                                         "w": r.writer, "seq": r.seq})
+                    f.write(head[:-1] + b',"data":' + orjson.dumps(encode_nonfinite(r.data)) + b"}\n")
+            out.append(str(path))
+        return out
 
     # --- artifacts --------------------------------------------------------------------------------
 
