@@ -18,7 +18,10 @@ machine's summarizers, console lines, environments, diffs) is computed here
 by the same code that computes it over the team database
 (:class:`~tracker.read.protocol.RecordsRunMixin`), and what the server
 derives once for all runs (the paged runs listing with per-metric figures,
-the artifact registry) is asked of it. A run's records arrive as one
+the artifact registry) is asked of it, and so are a run's metric columns (one
+binary answer, bit for bit, so charts and summaries cost what they cost over
+a folder). SQL runs here, in DuckDB, over the listing and the runs' records
+(fetched when a query needs them). A run's records arrive as one
 streamed JSON Lines answer, spooled to a temporary file so that the
 connection is free again before the caller sees the first record; the
 stream ends with a line counting them, so a cut connection is an error, not
