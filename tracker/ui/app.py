@@ -29,7 +29,7 @@ from starlette.staticfiles import StaticFiles
 
 from tracker.core.errors import RunNotFound, StoreError, StoreUnavailable, TrackerError
 from tracker.read.index import gc_paused
-from tracker.ui import media, parts, routes
+from tracker.ui import media, parts, remote_read, routes
 from tracker.ui.auth import AuthMiddleware, make_auth
 from tracker.ui.hosts import HostCheck
 from tracker.ui.live import MetricsCache, TeamColumnsCache, read_since
@@ -399,6 +399,7 @@ def create_app(store: Any = None, *, hosts: tuple[str, ...] = (), frame_ancestor
         *(Route(p, endpoint(lambda request: routes.artifacts(api, request))) for p in
           ("/api/artifacts", "/api/artifact", "/api/lineage")),
         Route("/api/sweeps/{id}", endpoint(lambda request: routes.sweeps(api, request))),
+        *remote_read.read_routes(endpoint, api),  # /api/v1/...: what open_store("https://...") reads
         *([Route("/api/v1/{rest:path}", lambda request: error(404, f"no endpoint {request.method} "
                                                                    f"{request.url.path[:200]}"),
                  methods=["GET", "HEAD", "POST", "PUT", "DELETE", "PATCH"])] if remote is not None else []),
