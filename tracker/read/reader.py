@@ -74,16 +74,41 @@ class Store(LazyHost):
         except OSError as exc:
             raise StoreError(f"cannot read {self.runs_dir}: {exc.strerror}") from None
 
-    def runs(self, project: str | None = None, status: str | None = None,
-             tag: str | None = None) -> list[RunInfo]:
-        """Every run's info, newest first, optionally filtered.
+    def runs(self, project: str | None = None, status: str | None = None, tag: str | list[str] | None = None, *,
+             q: str | None = None, group: str | None = None, job_type: str | None = None, sort: str | None = None,
+             limit: int | None = None, cursor: str | None = None, offset: int | None = None) -> list[RunInfo]:
+        """Runs' infos, newest first (or in ``sort``'s order), filtered; a page of them with ``limit``.
 
         A run that cannot be read (a segment its reader may not open) is left
         out and reported with a warning naming the file, so that it never
         hides the others; asking for that run with :meth:`run` raises
         :class:`StoreError`.
+
+        :param tag: a tag, or several (runs with all of them).
+        :param q: text in the id, name, project, tags, notes, group or job type (case folded).
+        :param sort: a column (:mod:`tracker.read.listing`): ``created_at``, ``name``, ``status``...,
+            ``config.KEY`` or ``metric.NAME.last|min|max``; ``-`` first for descending (default ``-created_at``).
+        :param limit: at most this many runs; :param cursor: the ``next`` of the previous page (keyset: runs
+            added meanwhile never repeat or skip a run of the pages to come); :param offset: or rows to skip.
+        :returns: a :class:`~tracker.read.listing.RunPage` (a list, with ``total`` and ``next``).
+        :raises ListingError: a sort, cursor, limit or offset that cannot be used.
         """
-        return [e.info for e in self.catalog(project, status, tag)]
+        from tracker.read.listing import RunFilter, RunPage, check_page, page_entries, parse_sort
+
+        key = parse_sort(sort)
+        check_page(limit, offset, cursor)
+        flt = RunFilter.of(project, status, tag, q, group, job_type)
+        one = flt.tags[0] if len(flt.tags) == 1 else None
+        entries = [e for e in self.catalog(flt.project, flt.status, one) if flt.keeps(e.info)]
+        rows, total, nxt = page_entries(entries, key, limit, cursor, offset)
+        return RunPage([e.info for e in rows], total, nxt)
+
+    def run_choices(self) -> dict[str, Any]:
+        """What a runs list's filters and columns offer: projects, tags, statuses, groups, job types, config keys,
+        metric names and the default metric column (:func:`tracker.read.listing.choices`), from the catalog."""
+        from tracker.read.listing import choices
+
+        return choices([e.info for e in self.catalog()])
 
     def catalog(self, project: str | None = None, status: str | None = None,
                 tag: str | None = None) -> list[CatalogEntry]:
