@@ -111,11 +111,14 @@ class Store(LazyHost):
         return choices([e.info for e in self.catalog()])
 
     def catalog(self, project: str | None = None, status: str | None = None,
-                tag: str | None = None) -> list[CatalogEntry]:
+                tag: str | None = None, *, ids: list[str] | None = None) -> list[CatalogEntry]:
         """Every run's catalog entry (info, per-metric figures, records per schema), newest first.
 
         Read from ``<store>/index/catalog.idx`` where it still matches the
         run's files, derived again from the segments where it does not.
+
+        :param ids: only these runs (a never-read store's newest first, :mod:`tracker.ui.runlist`): the
+            catalog then keeps only them, until a listing of more.
         """
         # The size of each segment to read is noted when the listing begins, for every run it reads:
         # runs logging faster than this reader parses are read as they were, never chased.
@@ -125,11 +128,12 @@ class Store(LazyHost):
             bounds.update({rid: segment_sizes(self.runs_dir / rid) for rid in ids})
 
         if index_enabled():
-            entries = catalog_entries(self.path, self.run_ids(), lambda rid: self._derive_entry(rid, bounds.get(rid)),
+            entries = catalog_entries(self.path, self.run_ids() if ids is None else ids,
+                                      lambda rid: self._derive_entry(rid, bounds.get(rid)),
                                       self._refresh_running, self._writable, self._unlisted, note)
         else:
             entries = []
-            ids = self.run_ids()
+            ids = self.run_ids() if ids is None else ids
             note(ids)
             for rid in ids:
                 try:
