@@ -98,10 +98,34 @@ class Store(LazyHost):
         key = parse_sort(sort)
         check_page(limit, offset, cursor)
         flt = RunFilter.of(project, status, tag, q, group, job_type)
+        if limit is not None and key.kind == "field" and key.name == "created_at" and flt == RunFilter() and \
+                index_enabled():
+            page = self._newest_page(key, limit, cursor, offset)
+            if page is not None:
+                return page
         one = flt.tags[0] if len(flt.tags) == 1 else None
         entries = [e for e in self.catalog(flt.project, flt.status, one) if flt.keeps(e.info)]
         rows, total, nxt = page_entries(entries, key, limit, cursor, offset)
         return RunPage([e.info for e in rows], total, nxt)
+
+    def _newest_page(self, key: Any, limit: int, cursor: str | None, offset: int | None) -> Any:
+        """A page of the runs by start time from the catalog's start-time column, checking only the page's
+        runs (:mod:`tracker.read.index.newest`); ``None`` when the catalog cannot tell (the caller lists it all)."""
+        from tracker.read.index.newest import Newest
+        from tracker.read.listing import RunPage, page_entries
+
+        newest = Newest.open(self.path, self.run_ids())
+        if newest is None:
+            return None
+        try:
+            ids, total, nxt = page_entries((), key, limit, cursor, offset, ordered=newest.order(key.desc))
+        except BaseException:
+            newest.close()
+            raise
+        entries = newest.entries(ids, self._refresh_running)
+        if entries is None:
+            return None
+        return RunPage([e.info for e in entries], total, nxt)
 
     def run_choices(self) -> dict[str, Any]:
         """What a runs list's filters and columns offer: projects, tags, statuses, groups, job types, config keys,

@@ -73,6 +73,7 @@ _TEXT_COLUMNS = {"id": "r.run_id", "name": "r.name", "project": "r.project", "gr
 
 def _num(v: str) -> str:
     """A JSON value's number (booleans 0 and 1; ``"Infinity"`` strings as the store writes them), else NULL."""
+    v = f"({v})"
     return (f"(CASE json_typeof({v}) WHEN 'number' THEN ({v}#>>'{{}}')::float8 "
             f"WHEN 'boolean' THEN CASE WHEN {v}::text = 'true' THEN 1.0 ELSE 0.0 END "
             f"WHEN 'string' THEN CASE WHEN {v}#>>'{{}}' IN ('Infinity', '-Infinity') THEN ({v}#>>'{{}}')::float8 END "
@@ -80,6 +81,7 @@ def _num(v: str) -> str:
 
 
 def _json_rank(v: str, nan_strings: bool) -> str:
+    v = f"({v})"
     nan = f"WHEN json_typeof({v}) = 'string' AND {v}#>>'{{}}' = 'NaN' THEN {OTHER} " if nan_strings else ""
     inf = f"WHEN json_typeof({v}) = 'string' AND {v}#>>'{{}}' IN ('Infinity', '-Infinity') THEN {NUMBER} " \
         if nan_strings else ""
