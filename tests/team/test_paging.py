@@ -7,10 +7,7 @@ metric's figure, filters, a page size) and walks every page with the cursor on b
 
 from __future__ import annotations
 
-import math
-import random
 import warnings
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -18,59 +15,15 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import tracker
-from tracker.core.format import RECORD, RUN_FINISHED, RUN_STARTED, encode_line, event
 from tracker.read.listing import ListingError
 
+from ..runsgen import Adder, write_store
 from .conftest import new_database
 
 SORTS = ["created_at", "-created_at", "name", "-name", "project", "-project", "status", "-status", "id", "-id",
          "group", "-group", "records", "-last_step", "ended_at", "-duration", "config.lr", "-config.lr",
          "config.opt.name", "-config.opt.name", "config.flag", "config.nope", "metric.loss.min", "-metric.loss.max",
          "metric.acc.last", "-metric.acc.last", "-metric.loss.last", "metric.nope.min"]
-
-
-def write_store(root: Path, seed: int, n: int) -> Path:
-    """A store of ``n`` finished or failed runs, written as a writer writes them, full of ties and gaps."""
-    rng = random.Random(seed)
-    store = root / f"store-{seed}"
-    for i in range(n):
-        run_id = f"{rng.getrandbits(40):010x}" if rng.random() < 0.8 else f"R{i}_{rng.choice('aZ-')}"
-        writer = f"host-{100 + i}-{rng.getrandbits(24):06x}"
-        config: dict[str, Any] = {}
-        lr = rng.choice([0.1, 0.01, 1e-3, 3, "auto", True, None, [1, 2], "x", 0.1])
-        if lr is not None:
-            config["lr"] = lr
-        if rng.random() < 0.7:
-            config["opt"] = {"name": rng.choice(["adam", "sgd", "Adam", "é"])}
-        if rng.random() < 0.5:
-            config["flag"] = rng.choice([True, False])
-        t0 = 1.7e9 + rng.choice([0, 0, 60, 120, 3600 * rng.random()])
-        start = {"host": "host", "pid": 100 + i, "writer": writer, "name": rng.choice(["a", "b", "B", "run-1", "é"]),
-                 "project": rng.choice(["p", "q", "Q"]), "config": config,
-                 "tags": rng.sample(["t1", "t2", "t3"], rng.randint(0, 2)),
-                 "group": rng.choice([None, "g1", "g2"]), "job_type": rng.choice([None, "train"]), "resumed": False}
-        lines = [encode_line(event(RUN_STARTED, None, None, t0, writer, 1, start))]
-        seq = 1
-        last: dict[str, Any] = {}
-        steps = rng.randint(0, 4)
-        for step in range(steps):
-            data: dict[str, Any] = {}
-            if rng.random() < 0.8:
-                data["loss"] = rng.choice([0.5, 0.25, rng.random(), math.nan])
-            if rng.random() < 0.6:
-                data["acc"] = rng.choice([0.9, rng.random(), math.nan])
-            seq += 1
-            lines.append(encode_line(event(RECORD, "metrics", step, t0 + 1 + step, writer, seq, data)))
-            last.update(data)
-        status = rng.choice(["finished", "finished", "failed"])
-        error = {"type": "ValueError", "message": "x", "traceback": ""} if status == "failed" else None
-        lines.append(encode_line(event(RUN_FINISHED, None, None, t0 + 10 + rng.choice([0, 5]), writer, seq + 1,
-                                       {"status": status, "error": error, "records": steps,
-                                        "max_step": steps - 1 if steps else None, "last": last})))
-        folder = store / "runs" / run_id
-        folder.mkdir(parents=True)
-        (folder / f"{writer}.jsonl").write_bytes(b"".join(lines))
-    return store
 
 
 @pytest.fixture(scope="module")
@@ -172,3 +125,37 @@ def test_choices_are_the_same_over_a_folder_and_postgresql(stores) -> None:
         for k in ("projects", "tags", "statuses", "groups", "job_types", "metric_names", "largest_project"):
             assert a[k] == b[k], k
         assert sorted(a["config_keys"]) == sorted(b["config_keys"])
+
+
+def test_a_page_never_repeats_or_skips_a_run_while_runs_are_synced_in(pg_url, tmp_path) -> None:
+    """A writer process adds runs to the folder and a sync brings them in between page fetches."""
+    from tracker.team.postgres import TeamStore, sync
+
+    path = write_store(tmp_path, seed=21, n=20)
+
+    def synced() -> None:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            sync(tracker.open_store(path), pg_url)
+
+    synced()
+    team = TeamStore(pg_url)
+    before = {i.id for i in team.runs()}
+    adder = Adder(path)
+    try:
+        for sort in ("-created_at", "name", "config.lr", "-metric.loss.min"):
+            ids: list[str] = []
+            cursor = None
+            while True:
+                page = team.runs(sort=sort, limit=3, cursor=cursor)
+                ids += [i.id for i in page]
+                adder.add(1)
+                synced()
+                if page.next is None:
+                    break
+                cursor = page.next
+            assert len(ids) == len(set(ids)), sort
+            assert before <= set(ids), sort
+    finally:
+        adder.close()
+        team.conn.close()
