@@ -190,10 +190,13 @@ class RunPage(list):
     """One page of a runs list (a list of :class:`~tracker.RunInfo`), with ``total`` (runs the filters
     keep) and ``next`` (the cursor of the following page, ``None`` after the last)."""
 
-    def __init__(self, items: Iterable[Any] = (), total: int = 0, next: str | None = None) -> None:  # noqa: A002
+    def __init__(self, items: Iterable[Any] = (), total: int = 0, next: str | None = None,  # noqa: A002
+                 entries: list[Any] | None = None) -> None:
         super().__init__(items)
         self.total = total
         self.next = next
+        #: the folder store's catalog entries of the page (per-metric figures, records per schema), else ``None``
+        self.entries = entries
 
 
 # --- filters ---------------------------------------------------------------------------------------

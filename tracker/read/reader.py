@@ -106,7 +106,7 @@ class Store(LazyHost):
         one = flt.tags[0] if len(flt.tags) == 1 else None
         entries = [e for e in self.catalog(flt.project, flt.status, one) if flt.keeps(e.info)]
         rows, total, nxt = page_entries(entries, key, limit, cursor, offset)
-        return RunPage([e.info for e in rows], total, nxt)
+        return RunPage([e.info for e in rows], total, nxt, rows)
 
     def _newest_page(self, key: Any, limit: int, cursor: str | None, offset: int | None) -> Any:
         """A page of the runs by start time from the catalog's start-time column, checking only the page's
@@ -125,7 +125,7 @@ class Store(LazyHost):
         entries = newest.entries(ids, self._refresh_running)
         if entries is None:
             return None
-        return RunPage([e.info for e in entries], total, nxt)
+        return RunPage([e.info for e in entries], total, nxt, entries)
 
     def run_choices(self) -> dict[str, Any]:
         """What a runs list's filters and columns offer: projects, tags, statuses, groups, job types, config keys,

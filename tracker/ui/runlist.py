@@ -29,6 +29,8 @@ from tracker.ui.params import BadRequest, int_param, names_param, status_param
 QUICK_S = 0.3
 #: A never-read store lists its newest runs first once it has more than this many: the first chunk built.
 FIRST_CHUNK = 200
+#: A store of more runs than this answers its first page of newest runs before reading its whole catalog.
+BIG = 5_000
 #: Sorted orders kept per catalog version (filters x sorts a page asked for).
 ORDERS_KEPT = 16
 
@@ -48,8 +50,31 @@ class RunList:
         #: ``{"done", "total"}`` while a never-read store's catalog is being built, else ``None``.
         self.building: dict[str, int] | None = None
         self.error: BaseException | None = None
+        self._first_asked = False
 
     # --- the entries ----------------------------------------------------------------------------
+
+    def ready(self, start: bool = True) -> tuple[Any, list[Any]] | None:
+        """The entries once a catalog was read (:meth:`entries`); before that ``None``, and a first full read
+        starts in the background (a page of the newest runs needs none: :meth:`tracker.Store.runs` reads
+        the catalog's start times). A never-read store answers its first chunk (:meth:`entries`)."""
+        if self._snap is not None:
+            return self.entries()
+        if not self._first_asked:
+            self._first_asked = True
+            if len(self.store.run_ids()) <= BIG or self._never_read() is not None:
+                return self.entries()
+        if start:
+            self.start()
+        return None if self._snap is None else self.entries()
+
+    def start(self) -> None:
+        """Read the whole catalog in the background, unless it is read or being read."""
+        worker = self._worker
+        if self._snap is None and (worker is None or not worker.is_alive()):  # (a reading worker holds the lock)
+            with self._lock:
+                if self._snap is None and (self._worker is None or not self._worker.is_alive()):
+                    self._start(self._check_locked)
 
     def entries(self) -> tuple[Any, list[Any]]:
         """``(version, entries newest first)``: the catalog as last checked (see the module's docstring)."""
@@ -248,9 +273,26 @@ def runs_doc(api: Any, request: Any) -> dict[str, Any]:
         raise BadRequest(f"stats: expected at most 50 metric names, given {len(stats)}")
     store = api.store
     building = None
-    if hasattr(store, "catalog") and hasattr(store, "runs_dir"):
+    folder = hasattr(store, "catalog") and hasattr(store, "runs_dir")
+    snap = api.runlist.ready(start=False) if folder else None
+    if folder and snap is None and limit is not None and key.kind == "field" and key.name == "created_at" \
+            and flt == RunFilter():
+        # The first request of a big store: its newest runs from the catalog's start times, while the whole
+        # catalog is read in the background; the choices come with the next answer.
+        try:
+            page = store.runs(sort=key.text, limit=limit, cursor=cursor, offset=offset)
+        except ListingError as exc:
+            raise BadRequest(str(exc)) from None
+        infos, matched, nxt, total = list(page), page.total, page.next, page.total
+        doc = {**choices([]), "choices_pending": True}
+        api.runlist.start()  # after this page: the whole catalog, read meanwhile, answers the next questions
+        ents = page.entries or []
+        plain = {e.info.id for e in ents if e.finite}
+        alerts = {e.info.id: e.schemas.get("alert", 0) for e in ents}
+        figures = {e.info.id: e.metrics for e in ents} if stats else {}
+    elif folder:
         runlist = api.runlist
-        version, entries = runlist.entries()
+        version, entries = snap if snap is not None else runlist.entries()
         building = runlist.building
         ordered = runlist.ordered(version, entries, flt, key)
         try:

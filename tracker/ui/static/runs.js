@@ -575,7 +575,7 @@ export function mount(root, params, ctx) {
     }
     // A big store costs the server more per listing: poll less often (10x the time a listing took); while a
     // never-read store's catalog is built, every second (its progress line).
-    const every = data && data.building ? 1000 : Math.max(REFRESH_MS, (performance.now() - started) * 10);
+    const every = data && (data.building || data.choices_pending) ? 1000 : Math.max(REFRESH_MS, (performance.now() - started) * 10);
     if (!stopped && my === gen) timer = setTimeout(refresh, document.hidden ? every * 4 : every);
   }
 
