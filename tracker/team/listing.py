@@ -168,13 +168,19 @@ def filter_sql(flt: RunFilter, params: dict[str, Any]) -> tuple[list[str], bool]
 
 
 def page_ids(store: Any, flt: RunFilter, key: SortKey, limit: int | None, cursor: str | None,
-             offset: int | None, timeout: float) -> tuple[list[str], int, str | None]:
-    """``(run ids of the page, runs the filter keeps, next cursor)`` in SQL."""
+             offset: int | None, timeout: Any) -> tuple[list[str], int, str | None]:
+    """``(run ids of the page, runs the filter keeps, next cursor)`` in SQL.
+
+    :param timeout: gives the heartbeat timeout (seconds), asked only when the status is (the plugin host's
+        configuration is not loaded for a page that does not need it).
+    """
     check_page(limit, offset, cursor)
-    params: dict[str, Any] = {"timeout": timeout}
+    params: dict[str, Any] = {}
     num_e, text_e, rank_conds, w1 = sort_exprs(key, params)
     where, w2 = filter_sql(flt, params)
     needs_writers = w1 or w2
+    if needs_writers:
+        params["timeout"] = timeout()
     head = f"WITH {_WRITERS} " if needs_writers else ""
     join = " LEFT JOIN ws ON ws.run_id = r.run_id" if needs_writers else ""
     cond = " AND ".join(where) or "TRUE"

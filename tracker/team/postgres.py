@@ -201,7 +201,7 @@ class TeamStore(TeamReading, LazyHost, ArtifactMethods):
 
             check_page(limit, offset, cursor)
             return RunPage([], 0, None)
-        ids, total, nxt = page_ids(self, flt, key, limit, cursor, offset, self._timeout())
+        ids, total, nxt = page_ids(self, flt, key, limit, cursor, offset, self._timeout)
         by_id = {i.id: i for i in self._infos(ids)} if ids else {}
         return RunPage([by_id[i] for i in ids if i in by_id], total, nxt)
 
