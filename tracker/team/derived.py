@@ -340,7 +340,15 @@ def migrate_to_3(cur: Any) -> None:
     cur.execute("CREATE INDEX IF NOT EXISTS tracker_runs_group ON tracker_runs (run_group)")
 
 
-MIGRATIONS = {2: migrate_to_2, 3: migrate_to_3}
+def migrate_to_4(cur: Any) -> None:
+    """Layout 3 -> 4: the runs list's keyset indexes (:func:`tracker.team.listing.migrate_to_4`)."""
+    from tracker.team.listing import migrate_to_4 as indexes
 
-__all__ = ["CHUNK", "DDL_2", "MIGRATIONS", "add_batch", "add_batch_fresh", "migrate_to_2", "migrate_to_3", "part_of",
+    indexes(cur)
+
+
+MIGRATIONS = {2: migrate_to_2, 3: migrate_to_3, 4: migrate_to_4}
+
+__all__ = ["CHUNK", "DDL_2", "MIGRATIONS", "add_batch", "add_batch_fresh", "migrate_to_2", "migrate_to_3",
+           "migrate_to_4", "part_of",
            "stamp"]
