@@ -54,11 +54,16 @@ if TYPE_CHECKING:  # what the names are, for type checkers and readers; loaded l
     from tracker.integrations.wandb.init import (
         AlertLevel,
         Api,
+        Audio,
         Histogram,
+        Html,
         Image,
+        Object3D,
         Settings,
         UnsupportedError,
+        Video,
         alert,
+        box3d,
         define_metric,
         init,
         log_artifact,
@@ -98,8 +103,8 @@ for _module, _names in {
     "core.summary": "MISSING Summarizer Summary Table",
     "sweeps": "agent sweep",
     "integrations.wandb.init": (
-        "AlertLevel Api Histogram Image Settings UnsupportedError alert define_metric init login save unwatch watch "
-        "log_artifact log_model use_artifact use_model"),
+        "AlertLevel Api Audio Histogram Html Image Object3D Video Settings UnsupportedError alert box3d define_metric "
+        "init login save unwatch watch log_artifact log_model use_artifact use_model"),
 }.items():
     _LAZY.update(dict.fromkeys(_names.split(), _module))
 del _module, _names
@@ -249,6 +254,11 @@ __all__ = [  # one name per line: additions merge cleanly
     "Api",
     "Histogram",
     "Image",
+    "Audio",
+    "Html",
+    "Object3D",
+    "Video",
+    "box3d",
     "Settings",
     "define_metric",
     "save",

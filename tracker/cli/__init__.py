@@ -86,7 +86,7 @@ class CliContext:
 
     @property
     def given_store(self) -> str | None:
-        """The store as given (``--store``, else ``TRACKER_STORE``): a folder or a ``postgresql://`` URL."""
+        """The store as given (``--store``, else ``TRACKER_STORE``): a folder or a database or server URL."""
         return self._store_path if self._store_path is not None else os.environ.get("TRACKER_STORE")
 
     @property
@@ -105,6 +105,13 @@ class CliContext:
 
                 self._store = open_team_store(str(raw), host=self._host if self._host is not None
                                               else (lambda: self.host), timeout=self.config.team_timeout)
+                return self._store
+            if isinstance(raw, str) and raw.lower().startswith(("http://", "https://")):
+                # A tracker server: the same reading API over its HTTP API, with a read key.
+                from tracker.remote.reading import open_remote_store
+
+                self._store = open_remote_store(raw, host=self._host if self._host is not None
+                                                else (lambda: self.host), config=self.config)
                 return self._store
             from tracker.store import Store
 
