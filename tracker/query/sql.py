@@ -25,13 +25,10 @@ Views (see DESIGN.md, "Query and team store"):
 from __future__ import annotations
 
 import os
-import re
 import shutil
 import tempfile
 import typing
-import warnings
-import zlib
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -40,12 +37,21 @@ import orjson
 
 from tracker.core.errors import QueryError, TrackerError
 from tracker.core.records import Problem, RunInfo
-from tracker.query._core import LineChunks, LineError, parse_line, segment_finish
+
+# Checking segments and checking statements live in their own modules; their names stay importable from here.
+from tracker.query.scan import SegmentScan, report, scan_segment
+from tracker.query.statements import (  # noqa: F401 - INSTALL_HINT and READING re-exported for old import paths
+    INSTALL_HINT,
+    READING,
+    check_read_only,
+    check_utf8,
+    duckdb_module,
+    referenced,
+)
 
 if TYPE_CHECKING:
     import duckdb
 
-INSTALL_HINT = 'pip install "tracker-core[query]"'
 #: The columns DuckDB reads from each line (the CRC was checked before).
 EVENT_COLUMNS = ("{kind: 'VARCHAR', schema: 'VARCHAR', step: 'BIGINT', time: 'DOUBLE', w: 'VARCHAR', "
                  "seq: 'BIGINT', data: 'JSON'}")
@@ -57,22 +63,7 @@ VIEW_NAMES = frozenset({"runs", "metrics", "records", "metric_stats"})
 STATS_COLUMNS = (("run_id", "VARCHAR"), ("name", "VARCHAR"), ("count", "BIGINT"), ("first", "DOUBLE"),
                  ("last", "DOUBLE"), ("min", "DOUBLE"), ("max", "DOUBLE"), ("first_step", "BIGINT"),
                  ("last_step", "BIGINT"), ("min_step", "BIGINT"), ("max_step", "BIGINT"))
-_CRC_TAIL = 18
-_CRC_FORMAT = b',"crc":"%08x"}'
-_METRICS_PREFIX = b'{"v":1,"kind":"record","schema":"metrics",'
 _RUN_OF_FILE = r"([^/\\]+)[/\\][^/\\]+$"
-
-
-def duckdb_module() -> Any:
-    """The ``duckdb`` module.
-
-    :raises TrackerError: when DuckDB is not installed, naming the extra to install.
-    """
-    try:
-        import duckdb
-    except ImportError:
-        raise TrackerError(f"SQL queries need DuckDB, which is not installed: {INSTALL_HINT}") from None
-    return duckdb
 
 
 def quote(name: str) -> str:
@@ -83,120 +74,6 @@ def quote(name: str) -> str:
 def literal(text: str) -> str:
     """``text`` as a SQL string literal."""
     return "'" + text.replace("'", "''") + "'"
-
-
-# --- checking segments ---------------------------------------------------------------------------
-
-@attrs.define
-class SegmentScan:
-    """What checking one segment found.
-
-    :ivar sound: ``None`` when DuckDB may read the file itself, else the lines to read instead.
-    :ivar metric_names: metric names of the segment's ``metrics`` records.
-    """
-
-    run_id: str
-    path: Path
-    problems: list[Problem] = attrs.field(factory=list)
-    sound: list[bytes] | None = None
-    metric_names: dict[str, None] = attrs.field(factory=dict)
-
-
-#: Checked segments of this process: (path, size, mtime_ns) -> scan, so repeated
-#: queries in one session check each unchanged segment once.
-_checked: dict[tuple[str, int, int], SegmentScan] = {}
-_CHECKED_MAX = 100_000
-
-
-def scan_segment(run_id: str, path: Path, quiet_tail: bool) -> SegmentScan:
-    """Check every line of a segment against its CRC, as the readers do.
-
-    A torn last line is reported unless ``quiet_tail`` (its writer still runs).
-    Metric names come from the writer's finish event when it has one, else
-    from the ``metrics`` records themselves.
-    """
-    try:
-        st = os.stat(path)
-    except OSError as exc:
-        raise TrackerError(f"cannot read {path}: {exc.strerror}") from None
-    key = (str(path), st.st_size, st.st_mtime_ns, quiet_tail)
-    hit = _checked.get(key)
-    if hit is not None:
-        return hit
-    finish = segment_finish(path)
-    names: dict[str, None] = {}
-    want_names = finish is None
-    if finish is not None:
-        last = (finish.get("data") or {}).get("last")
-        if isinstance(last, dict):
-            names.update(dict.fromkeys(last))
-        else:
-            want_names = True
-    scan = SegmentScan(run_id, path)
-    crc32, tail, loads = zlib.crc32, _CRC_FORMAT, orjson.loads
-    bad: list[tuple[int, bytes]] = []
-    lineno = 0
-    reader = LineChunks(path)
-    for lines in reader:
-        for line in lines:
-            lineno += 1
-            if line[-_CRC_TAIL:] != tail % crc32(line[:-_CRC_TAIL]):
-                bad.append((lineno, line))
-            elif want_names and line.startswith(_METRICS_PREFIX):
-                try:
-                    data = loads(line).get("data")
-                except orjson.JSONDecodeError:
-                    continue
-                if isinstance(data, dict):
-                    names.update(dict.fromkeys(data))
-    copy = False
-    for n, line in bad:
-        try:
-            parse_line(line)
-        except LineError as exc:
-            scan.problems.append(Problem(str(path), n, exc.kind, str(exc)))
-            copy = True
-    rest = reader.rest
-    if rest:
-        if not quiet_tail:
-            scan.problems.append(Problem(str(path), reader.lines + 1, "torn",
-                                         f"the last line is incomplete ({len(rest)} bytes): a write was cut off"))
-        try:
-            loads(rest)
-            copy = True  # a whole line but its newline: DuckDB would read it, the readers do not
-        except orjson.JSONDecodeError:
-            pass  # DuckDB skips it like any line that is not JSON
-    if copy:
-        scan.sound = _sound_lines(path)
-    scan.metric_names = names
-    if len(_checked) > _CHECKED_MAX:
-        _checked.clear()
-    _checked[key] = scan
-    return scan
-
-
-def _sound_lines(path: Path) -> list[bytes]:
-    out = []
-    crc32, tail = zlib.crc32, _CRC_FORMAT
-    for lines in LineChunks(path):
-        for line in lines:
-            if line[-_CRC_TAIL:] == tail % crc32(line[:-_CRC_TAIL]):
-                out.append(line)
-                continue
-            try:
-                parse_line(line)
-            except LineError:
-                continue
-            out.append(line)
-    return out
-
-
-def report(problems: Iterable[Problem]) -> None:
-    """Warn about each problem as the readers do (``tracker: <file>:<line>: <kind>: ...``)."""
-    from tracker.host.bus import TrackerWarning
-
-    for p in problems:
-        warnings.warn(f"tracker: {p}", TrackerWarning, stacklevel=3)
 
 
 # --- typed columns -------------------------------------------------------------------------------
@@ -548,42 +425,6 @@ class Catalog:
             raise QueryError(str(exc)) from None
 
 
-#: Statement types that only read (SELECT covers DESCRIBE, SHOW, SUMMARIZE, VALUES and FROM-first queries).
-READING = frozenset({"SELECT"})
-_EXPLAIN = re.compile(r"\s*explain\b\s*(?:\([^)]*\)\s*)?(?:analy[sz]e\b)?(.*)\Z", re.IGNORECASE | re.DOTALL)
-
-
-def check_read_only(query: str) -> None:
-    """Refuse ``query`` unless each of its statements only reads (DuckDB's own parser tells).
-
-    ``COPY``, ``EXPORT``, ``ATTACH``, ``INSTALL``/``LOAD``, ``SET``, ``PRAGMA``,
-    ``CALL``, ``CREATE``, ``INSERT``... are refused before anything runs;
-    ``EXPLAIN`` only of a reading statement.
-
-    :raises QueryError: naming the statement type refused.
-    """
-    duckdb = duckdb_module()
-    try:
-        statements = duckdb.extract_statements(query)
-    except duckdb.Error as exc:
-        raise QueryError(str(exc)) from None
-    except ValueError as exc:  # a statement type this duckdb module cannot name
-        raise QueryError(f"SQL over the store is read-only: a statement of an unknown type is refused ({exc}); "
-                         "nothing was run") from None
-    for st in statements:
-        kind = st.type.name
-        if kind in READING:
-            continue
-        if kind == "EXPLAIN":
-            m = _EXPLAIN.match(st.query)
-            if m and m.group(1).strip():
-                check_read_only(m.group(1))
-                continue
-        first = st.query.strip().split(None, 1)[0].upper() if st.query.strip() else kind
-        raise QueryError(f"SQL over the store is read-only: {first} statements are refused (only SELECT, "
-                         "DESCRIBE, SHOW, SUMMARIZE and EXPLAIN of them run); nothing was run or written")
-
-
 def plain_times(rel: Any) -> Any:
     """``rel`` with ``TIMESTAMP WITH TIME ZONE`` columns cast to UTC ``TIMESTAMP`` (no pytz needed to fetch)."""
     if rel is None:
@@ -599,15 +440,6 @@ def plain_times(rel: Any) -> Any:
 
 
 # --- a folder store ------------------------------------------------------------------------------
-
-def referenced(query: str) -> set[str] | None:
-    """The table names ``query`` refers to, or ``None`` when DuckDB cannot tell."""
-    duckdb = duckdb_module()
-    try:
-        return set(duckdb.get_table_names(query))
-    except Exception:  # noqa: BLE001 - a query DuckDB cannot parse gets every view and DuckDB's error
-        return None
-
 
 def folder_sources(store: Any, needed: set[str] | None = None, use_index: bool = True) -> Sources:
     """The sources of a folder store: the derived columns, or (``use_index=False``) its JSONL segments.
@@ -667,19 +499,6 @@ def jsonl_sources(store: Any, needed: set[str] | None = None) -> Sources:
     infos.sort(key=lambda i: (i.created_at or 0.0, i.id), reverse=True)
     report(problems)
     return Sources(infos, files, copies, names)
-
-
-def check_utf8(sql: str) -> None:
-    """Refuse SQL that is not valid UTF-8 (bytes from argv arrive as lone surrogates), naming the first bad byte.
-
-    :raises QueryError: saying where, e.g. ``byte 0xff at character 8``.
-    """
-    try:
-        sql.encode("utf-8")
-    except UnicodeEncodeError as exc:
-        bad = ord(sql[exc.start])
-        what = f"byte 0x{bad - 0xDC00:02x}" if 0xDC80 <= bad <= 0xDCFF else f"lone surrogate U+{bad:04X}"
-        raise QueryError(f"the SQL is not valid UTF-8: {what} at character {exc.start + 1}") from None
 
 
 def query(store: Any, sql: str, *, use_index: bool = True) -> duckdb.DuckDBPyRelation:
