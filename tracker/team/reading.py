@@ -144,9 +144,7 @@ class TeamReading:
         is running, after :data:`LISTING_TTL` seconds: its writer may have gone silent)."""
         import time
 
-        got = self._fetch("SELECT (SELECT count(*) FROM tracker_runs), (SELECT max(synced_at) FROM tracker_runs), "
-                          "(SELECT max(stamp) FROM tracker_changes), (SELECT max(seen_at) FROM tracker_writers), "
-                          "(SELECT count(*) FROM tracker_writers WHERE status = 'running')")[0]
+        got = self.change_key()
         key, running = got[:4], got[4]
         cached = getattr(self, "_cached_listing", None)
         now = time.monotonic()
@@ -157,6 +155,22 @@ class TeamReading:
         entries = [TeamEntry(info, shared) for info in infos]
         self._cached_listing = (key, now, entries)
         return entries
+
+    def change_key(self) -> tuple[Any, ...]:
+        """What moves whenever a sync adds or changes anything: runs, their latest sync, change stamp, writer
+        heartbeat, and the number of running writers (``()`` while the database has no tables)."""
+        if not self.has_tables():
+            return ()
+        return tuple(self._fetch(
+            "SELECT (SELECT count(*) FROM tracker_runs), (SELECT max(synced_at) FROM tracker_runs), (SELECT max(stamp) "
+            "FROM tracker_changes), (SELECT max(seen_at) FROM tracker_writers), (SELECT count(*) FROM tracker_writers "
+            "WHERE status = 'running')")[0])
+
+    def run_count(self) -> int:
+        """How many runs the database holds."""
+        if not self.has_tables():
+            return 0
+        return int(self._fetch("SELECT count(*) FROM tracker_runs")[0][0])
 
     def stamps(self, run_ids: list[str] | None = None) -> dict[str, int]:
         """``{run_id: change stamp}``: a stamp moves whenever a sync adds to the run."""

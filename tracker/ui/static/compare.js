@@ -5,6 +5,7 @@ import { MetricChart } from "./chart.js";
 import { reportButton } from "./download.js";
 import { whyTheyDiffer } from "./environment.js";
 import { GroupCharts, groupBySelect } from "./groups.js";
+import { mediaCompareBox } from "./media.js";
 import { readChartState, writeChartState } from "./state.js";
 import { api, box, breakable, clear, dot, el, errorBox, fmtCell, fmtDuration, fmtTime, fmtValue, loading, runColors, shortId, statusBadge } from "./util.js";
 
@@ -73,7 +74,7 @@ export function mount(root, params, nav) {
   const status = el("div", {}, loading("Loading comparison…"));
   root.append(status);
   const state = { ...readChartState(), stopped: false, charts: new Map(), series: new Map(), zooms: {}, runs: [],
-    groupBy: new URLSearchParams(location.search).get("groupby") || "", groupCharts: null };
+    groupBy: new URLSearchParams(location.search).get("groupby") || "", groupCharts: null, media: null };
   const save = (push = false) => writeChartState(state, { runs: ids.join(","), ...(state.groupBy ? { groupby: state.groupBy } : {}) }, push);
   let timer = null;
 
@@ -186,9 +187,11 @@ export function mount(root, params, nav) {
     });
     const report = reportButton(() => ({ runs: ids.join(","), by: state.groupBy, metrics: [...state.charts.keys()].slice(0, 12).join(","),
       title: `compare ${data.runs.length} runs` }));
+    if (state.media) state.media.destroy();
+    state.media = mediaCompareBox(data.runs, runColor);
     status.append(el("div", { class: "run-head" }, el("h1", {}, `Comparing ${data.runs.length} runs`, report), legend),
       box("Metrics", el("div", { class: "toolbar" }, xSel, el("label", { class: "slider" }, smoothOn, "smoothing ", slider, sliderVal), groupSel), chartStatus, groupBox, grid, statGrid),
-      configDiff(data), whyTheyDiffer(data.runs, runColor), sectionsNode(data));
+      state.media.node, configDiff(data), whyTheyDiffer(data.runs, runColor), sectionsNode(data));
     xSel.addEventListener("change", () => { state.x = xSel.value; state.zoom = {}; save(true); loadSeries(data, grid, statGrid, chartStatus); });
     const setSmoothing = (v, push) => {
       state.smoothing = v;
@@ -215,5 +218,5 @@ export function mount(root, params, nav) {
   if (ids.length < 2) {
     clear(status).append(errorBox("choose at least two runs to compare"), el("p", {}, el("a", { href: "/", text: "Runs" })));
   } else load();
-  return { destroy() { state.stopped = true; clearTimeout(timer); dropZooms(); for (const c of state.charts.values()) c.chart.destroy(); if (state.groupCharts) state.groupCharts.destroy(); } };
+  return { destroy() { state.stopped = true; clearTimeout(timer); dropZooms(); for (const c of state.charts.values()) c.chart.destroy(); if (state.groupCharts) state.groupCharts.destroy(); if (state.media) state.media.destroy(); } };
 }

@@ -5,6 +5,7 @@
 import { MetricChart } from "./chart.js";
 import { configDiff, sectionsNode, useColors } from "./compare.js";
 import { GroupCharts, groupColors, groupLabel, meanStdText } from "./groups.js";
+import { mediaReportBox } from "./media.js";
 import { panelsNode } from "./panels.js";
 import { alignDecimals, box, breakable, clear, dot, el, errorBox, fmtDuration, fmtNum, fmtTime, fmtValue, runColors, shortId, statusBadge } from "./util.js";
 
@@ -152,6 +153,10 @@ function main() {
     const charts = runCharts(data, colors);
     root.append(box("Metrics", el("p", { class: "muted", text: "Each run's line is its values downsampled; the faint band is each bucket's min and max. Drag to zoom, double-click to reset." }), charts.node));
     later.push(charts.draw);
+  }
+  if (data.media) {
+    const media = mediaReportBox(data.media, data.runs, (id) => colors[id]);
+    if (media) { root.append(media.node); later.push(media.start); }
   }
   if (data.runs.length > 1) root.append(configDiff({ runs: data.runs, config_diff: data.config_diff, config_same: data.config_same }));
   if (data.sections.length) root.append(sectionsNode({ runs: data.runs, sections: data.sections }));
