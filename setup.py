@@ -11,8 +11,8 @@ import sys
 from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
 
-# Both write segment lines with zlib's CRC-32, from one header.
-CRC = ["tracker/core/_crc32.h"]
+# Both write segment lines (zlib's CRC-32, decimal numbers) and hold objects for the collector: shared headers.
+CRC = ["tracker/core/_crc32.h", "tracker/core/_decimal.h", "tracker/core/_gcfields.h"]
 
 
 class OptionalBuildExt(build_ext):

@@ -310,6 +310,9 @@ def test_a_run_outside_git_says_so_on_the_run_and_compare_pages(driver, server, 
     env = wait(lambda: driver.find_elements(By.CSS_SELECTOR, "[data-section=environment][data-state=ready]"),
                what="the Environment panel")[0]
     assert env.find_element(By.CSS_SELECTOR, "[data-part=git]").text == "git not a git repository"
+    facts = wait(lambda: [e for e in driver.find_elements(By.CSS_SELECTOR, ".summary")
+                          if "environment.facts" in e.text], what="the environment summary")[0]
+    assert facts.find_elements(By.CSS_SELECTOR, "tbody tr")[0].text.endswith("not a git repository"), facts.text
     driver.get(f"{server.url}/compare?runs={runs['nogit']},{runs['good']}")
     why = wait(lambda: driver.find_elements(By.CSS_SELECTOR, "[data-section=why][data-state=ready]"),
                what="why they differ")[0]

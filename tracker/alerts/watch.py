@@ -42,6 +42,7 @@ from tracker.alerts.channels import Alert, build_channels
 from tracker.alerts.record import ALERT, deliver, write_observed
 from tracker.alerts.rules import Rule, parse_rules
 from tracker.core.errors import StoreError, TrackerError
+from tracker.core.files import close_quietly
 from tracker.core.format import METRICS_HEAD, RECORD
 from tracker.read.segment import is_observer, read_run_info, read_segment, segment_paths
 
@@ -104,12 +105,8 @@ class WatchLock:
 
     def release(self) -> None:
         """Let go of the lock (closing the file drops it)."""
-        if self.fd is not None:
-            try:
-                os.close(self.fd)
-            except OSError:
-                pass
-            self.fd = None
+        close_quietly(self.fd)
+        self.fd = None
 
 
 @attrs.define

@@ -80,5 +80,6 @@ def summarize_environment(table: Table) -> Summary:
         rows.append({"host": table["host"][i], "python": table["python"][i], "platform": table["platform"][i],
                      "gpus": ", ".join(str(g.get("name", "")) for g in gpus) or "-",
                      "cuda": table["cuda"][i] or "-", "packages": int(table["packages_count"][i]),
-                     "git": (commit[:12] + (" (dirty)" if table["git_dirty"][i] else "")) if commit else "-"})
+                     "git": (commit[:12] + (" (dirty)" if table["git_dirty"][i] else "")) if commit
+                     else "-" if table["git_root"][i] else "not a git repository"})
     return Summary("Environment", rows)

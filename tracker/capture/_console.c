@@ -26,6 +26,8 @@
 #define MAX_TEXT_BYTES (64 * 1024)
 
 #include "../core/_crc32.h"
+#include "../core/_decimal.h"
+#include "../core/_gcfields.h"
 
 /* ---- JSON string escaping, as orjson writes it ------------------------------------------------- */
 
@@ -114,16 +116,7 @@ typedef struct {
 static void
 seq_set(Seq *q, long long v)
 {
-    char tmp[24];
-    size_t n = 0;
-    unsigned long long u = v < 0 ? 0 : (unsigned long long)v;
-    do {
-        tmp[n++] = (char)('0' + u % 10);
-        u /= 10;
-    } while (u);
-    for (size_t i = 0; i < n; i++)
-        q->d[i] = tmp[n - 1 - i];
-    q->n = n;
+    q->n = decimal_digits(q->d, v < 0 ? 0 : (unsigned long long)v);
 }
 
 static void
@@ -527,31 +520,10 @@ tee_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     return (PyObject *)t;
 }
 
-static int
-tee_traverse(TeeObject *t, visitproc visit, void *arg)
-{
-    Py_VISIT(t->write);
-    Py_VISIT(t->list);
-    Py_VISIT(t->kick);
-    return 0;
-}
+static const Py_ssize_t tee_fields[] = {offsetof(TeeObject, write), offsetof(TeeObject, list),
+                                       offsetof(TeeObject, kick), -1};
 
-static int
-tee_clear(TeeObject *t)
-{
-    Py_CLEAR(t->write);
-    Py_CLEAR(t->list);
-    Py_CLEAR(t->kick);
-    return 0;
-}
-
-static void
-tee_dealloc(TeeObject *t)
-{
-    PyObject_GC_UnTrack(t);
-    tee_clear(t);
-    Py_TYPE(t)->tp_free((PyObject *)t);
-}
+GC_FIELD_FUNCTIONS(tee, tee_fields)
 
 static PyObject *
 tee_get_write(TeeObject *t, void *Py_UNUSED(closure))
@@ -585,29 +557,17 @@ static PyTypeObject TeeType = {
     PyVarObject_HEAD_INIT(NULL, 0)
     .tp_name = "tracker.capture._console.Tee",
     .tp_basicsize = sizeof(TeeObject),
-    .tp_dealloc = (destructor)tee_dealloc,
+    .tp_dealloc = gc_dealloc,
     .tp_vectorcall_offset = offsetof(TeeObject, vectorcall),
     .tp_call = PyVectorcall_Call,
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL,
     .tp_doc = "Tee(write, list, wrap=False, kick=None, every=4096): calls write, returns its result, then appends "
               "the text to list (a 1-tuple with wrap); calls kick() whenever the list holds a multiple of every.",
-    .tp_traverse = (traverseproc)tee_traverse,
-    .tp_clear = (inquiry)tee_clear,
+    .tp_traverse = tee_traverse,
+    .tp_clear = tee_clear,
     .tp_getset = tee_getset,
     .tp_new = tee_new,
 };
-
-static PyObject *
-crc32_py(PyObject *Py_UNUSED(self), PyObject *args)
-{
-    Py_buffer view;
-    unsigned int start = 0;
-    if (!PyArg_ParseTuple(args, "y*|I:crc32", &view, &start))
-        return NULL;
-    uint32_t crc = crc32_of((const unsigned char *)view.buf, (size_t)view.len, start);
-    PyBuffer_Release(&view);
-    return PyLong_FromUnsignedLong(crc);
-}
 
 static PyMethodDef methods[] = {
     {"lines", lines, METH_VARARGS,

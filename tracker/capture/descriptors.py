@@ -18,6 +18,8 @@ import sys
 import threading
 from typing import Any
 
+from tracker.core.files import close_quietly
+
 #: Seconds between two looks at the pipes when nothing comes.
 READ_INTERVAL = 0.1
 #: Seconds ``close()`` waits for a pipe to drain after the descriptors are restored.
@@ -142,10 +144,7 @@ class Descriptors:
                 self.record = False
                 return  # the reader closes the saved descriptors' pipes as they end; the saved ones stay
         for saved in self.saved.values():
-            try:
-                os.close(saved)
-            except OSError:
-                pass
+            close_quietly(saved)
         self.saved = {}
 
 

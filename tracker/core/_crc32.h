@@ -2,7 +2,8 @@
  * CRC-32 as zlib computes it (reflected, polynomial 0xEDB88320), for the C extensions that write
  * segment lines (tracker/write/_fastline.c, tracker/capture/_console.c): slicing by 8, and carry-less
  * multiplication where the CPU has it. Included by each, so every function here is static; crc_setup()
- * runs once in each module's init.
+ * runs once in each module's init. Included after <Python.h>, it also gives both modules their crc32()
+ * function (crc32_py).
  */
 #ifndef TRACKER_CRC32_H
 #define TRACKER_CRC32_H
@@ -123,5 +124,21 @@ crc_setup(void)
     has_clmul = __builtin_cpu_supports("pclmul") && __builtin_cpu_supports("sse4.1");
 #endif
 }
+
+#ifdef Py_PYTHON_H
+/* crc32(data, start=0) -> zlib.crc32(data, start): the function each extension's module offers (tests hold it
+ * to zlib's). */
+static PyObject *
+crc32_py(PyObject *Py_UNUSED(self), PyObject *args)
+{
+    Py_buffer view;
+    unsigned int start = 0;
+    if (!PyArg_ParseTuple(args, "y*|I:crc32", &view, &start))
+        return NULL;
+    uint32_t crc = crc32_of((const unsigned char *)view.buf, (size_t)view.len, start);
+    PyBuffer_Release(&view);
+    return PyLong_FromUnsignedLong(crc);
+}
+#endif
 
 #endif

@@ -7,7 +7,8 @@ the store, asks here first: :func:`check_regular` looks at the path without
 opening it, :func:`open_regular` opens only a regular file, and without
 blocking (``O_NONBLOCK``), then checks again what it opened, so a path
 swapped for a FIFO in between is refused too. Both raise
-:class:`NotAFileError` naming the path and what it is.
+:class:`NotAFileError` naming the path and what it is. :func:`close_quietly`
+closes a descriptor where an error must not escape.
 """
 
 from __future__ import annotations
@@ -98,7 +99,18 @@ def open_regular(path: str | os.PathLike[str], what: str = "", *, buffering: int
         raise
 
 
-__all__ = ["NotAFileError", "check_regular", "kind_of", "open_regular"]
+__all__ = ["NotAFileError", "check_regular", "close_quietly", "kind_of", "open_regular"]
+
+
+def close_quietly(fd: int | None) -> None:
+    """Close file descriptor ``fd`` if there is one, ignoring an error: what a ``close()`` that must not raise
+    does with a descriptor it holds (a lock file, a segment, a saved stdout)."""
+    if fd is None:
+        return
+    try:
+        os.close(fd)
+    except OSError:
+        pass
 
 
 def not_a_file(path: str | os.PathLike[str]) -> str | None:

@@ -39,6 +39,8 @@
 #define STRICT 2
 
 #include "../core/_crc32.h"
+#include "../core/_decimal.h"
+#include "../core/_gcfields.h"
 
 /* ---- Lock: threading.Lock's behaviour, with a C-level acquire for append ------------------------- */
 
@@ -295,19 +297,10 @@ now(void)
 static int
 digits(char *out, long long v)
 {
-    char tmp[24];
-    int n = 0, neg = v < 0;
-    unsigned long long u = neg ? 0ULL - (unsigned long long)v : (unsigned long long)v;
-    do {
-        tmp[n++] = (char)('0' + u % 10);
-        u /= 10;
-    } while (u);
-    int len = 0;
+    int neg = v < 0;
     if (neg)
-        out[len++] = '-';
-    while (n)
-        out[len++] = tmp[--n];
-    return len;
+        out[0] = '-';
+    return neg + (int)decimal_digits(out + neg, neg ? 0ULL - (unsigned long long)v : (unsigned long long)v);
 }
 
 /*
@@ -1002,29 +995,9 @@ method_get(PyObject *self, PyObject *obj, PyObject *Py_UNUSED(type))
     return PyMethod_New(self, obj);
 }
 
-static int
-method_traverse(MethodObject *m, visitproc visit, void *arg)
-{
-    Py_VISIT(m->func);
-    Py_VISIT(m->dict);
-    return 0;
-}
+static const Py_ssize_t method_fields[] = {offsetof(MethodObject, func), offsetof(MethodObject, dict), -1};
 
-static int
-method_clear(MethodObject *m)
-{
-    Py_CLEAR(m->func);
-    Py_CLEAR(m->dict);
-    return 0;
-}
-
-static void
-method_dealloc(MethodObject *m)
-{
-    PyObject_GC_UnTrack(m);
-    method_clear(m);
-    Py_TYPE(m)->tp_free((PyObject *)m);
-}
+GC_FIELD_FUNCTIONS(method, method_fields)
 
 static PyGetSetDef method_getset[] = {
     {"__dict__", PyObject_GenericGetDict, PyObject_GenericSetDict, NULL, NULL},
@@ -1035,13 +1008,13 @@ static PyTypeObject MethodType = {
     PyVarObject_HEAD_INIT(NULL, 0)
     .tp_name = "tracker.write._fastline.Method",
     .tp_basicsize = sizeof(MethodObject),
-    .tp_dealloc = (destructor)method_dealloc,
+    .tp_dealloc = gc_dealloc,
     .tp_vectorcall_offset = offsetof(MethodObject, vectorcall),
     .tp_call = PyVectorcall_Call,
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_METHOD_DESCRIPTOR | Py_TPFLAGS_HAVE_VECTORCALL,
     .tp_doc = "A method of Run whose common case runs in C; anything else calls its Python method (__wrapped__).",
-    .tp_traverse = (traverseproc)method_traverse,
-    .tp_clear = (inquiry)method_clear,
+    .tp_traverse = method_traverse,
+    .tp_clear = method_clear,
     .tp_getset = method_getset,
     .tp_descr_get = method_get,
     .tp_dictoffset = offsetof(MethodObject, dict),
@@ -1067,18 +1040,6 @@ make_method(PyObject *Py_UNUSED(self), PyObject *args)
     m->vectorcall = method_vectorcall;
     PyObject_GC_Track(m);
     return (PyObject *)m;
-}
-
-static PyObject *
-crc32_py(PyObject *self, PyObject *args)
-{
-    Py_buffer view;
-    unsigned int start = 0;
-    if (!PyArg_ParseTuple(args, "y*|I:crc32", &view, &start))
-        return NULL;
-    uint32_t crc = crc32_of((const unsigned char *)view.buf, (size_t)view.len, start);
-    PyBuffer_Release(&view);
-    return PyLong_FromUnsignedLong(crc);
 }
 
 static PyMethodDef methods[] = {

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tracker.core.errors import RunNotFound, SchemaError, StoreError, TrackerError
+from tracker.core.files import close_quietly
 from tracker.core.format import FORMAT_VERSION, encode_line
 from tracker.core.rules import MAX_LABEL, check_keys, check_label  # noqa: F401 - MAX_LABEL kept importable from here
 from tracker.core.rules import plain_text as _plain_text
@@ -156,12 +157,8 @@ class EditWriter:
     def close(self) -> None:
         """Close the segment (idempotent)."""
         with self.lock:
-            if self.fd is not None:
-                try:
-                    os.close(self.fd)
-                except OSError:
-                    pass
-                self.fd = None
+            close_quietly(self.fd)
+            self.fd = None
 
 
 _writers: dict[Path, EditWriter] = {}

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from tracker.core.errors import StoreError
-from tracker.core.files import fsync_folder  # noqa: F401 - writers and blob stores share it
+from tracker.core.files import close_quietly, fsync_folder  # noqa: F401 - writers and blob stores share fsync_folder
 from tracker.core.format import METRICS, RECORD, SEGMENT_SUFFIX, encode_line, event
 from tracker.core.values import MAX_INT
 from tracker.read.liveness import hostname, process_start, safe_hostname
@@ -324,10 +324,7 @@ class SegmentWriter:
             if not self.closed:
                 self.closed = True
                 self.direct = False
-                try:
-                    os.close(self.fd)
-                except OSError:
-                    pass
+                close_quietly(self.fd)
 
 
 _fork_hook_installed = False

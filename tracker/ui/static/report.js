@@ -45,9 +45,11 @@ function runsTable(data, colors) {
 function errorsBox(data, colors) {
   const failed = data.runs.filter((r) => r.error && (r.error.type || r.error.message));
   if (!failed.length) return null;
-  return box(failed.length === 1 ? "Error" : `Errors (${failed.length} runs)`, el("ul", { class: "report-errors" }, failed.map((r) =>
-    el("li", { dataset: { id: r.id } }, el("span", { class: "run-name" }, dot(colors[r.id]), label(r)), " ", statusBadge(r.status), " ",
-      el("span", { class: "error-text mono" }, el("strong", { text: r.error.type || "error" }), r.error.message ? `: ${r.error.message}` : "")))));
+  const node = box(failed.length === 1 ? "Error" : `Errors (${failed.length} runs)`, el("ul", { class: "report-errors" }, failed.map((r) =>
+    el("li", { dataset: { id: r.id } }, el("div", { class: "run-name" }, dot(colors[r.id]), label(r), " ", statusBadge(r.status)),
+      el("p", { class: "error-line" }, el("strong", { text: r.error.type || "error" }), r.error.message ? `: ${r.error.message}` : "")))));
+  node.classList.add("failed");
+  return node;
 }
 
 function groupsTable(data, colors) {
