@@ -34,3 +34,25 @@ def test_any_bytes_under_a_media_name_are_taken_or_refused_with_a_schema_error(n
             assert str(path) in str(exc), str(exc)
         except Exception as exc:  # noqa: BLE001 - the point: nothing else may escape
             pytest.fail(f"{name} holding {(magic + rest)[:40]!r}: {type(exc).__name__}: {exc}")
+
+
+DTYPES = st.sampled_from(["bool", "int8", "uint8", "int16", "uint16", "int64", "float16", "float32", "float64",
+                          "complex64"])
+
+
+@settings(max_examples=120, deadline=None)
+@given(st.sampled_from(["audio", "video", "object3d"]), DTYPES,
+       st.lists(st.integers(0, 5), min_size=0, max_size=5), st.integers(0, 2**32 - 1))
+def test_any_array_is_taken_or_refused_with_a_schema_error(kind: str, dtype: str, shape: list[int], seed: int) -> None:
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    a = (rng.normal(size=shape) * rng.choice([1, 100, 1e6])).astype(dtype)
+    make = {"audio": lambda: tracker.Audio(a, sample_rate=8000), "video": lambda: tracker.Video(a, fps=2),
+            "object3d": lambda: tracker.Object3D(a)}[kind]
+    try:
+        make()
+    except tracker.SchemaError:
+        pass
+    except Exception as exc:  # noqa: BLE001 - the point: nothing else may escape
+        pytest.fail(f"{kind} of {dtype} {shape}: {type(exc).__name__}: {exc}")
