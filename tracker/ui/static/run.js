@@ -484,5 +484,5 @@ export function mount(root, params, nav) {
   }
 
   load();
-  return { destroy() { ctx.stopped = true; clearTimeout(timer); dropZooms(ctx); if (ctx.logsStop) ctx.logsStop(); if (ctx.mediaGrid) ctx.mediaGrid.destroy(); for (const c of ctx.charts.values()) c.chart.destroy(); document.title = "tracker"; } };
+  return { destroy() { ctx.stopped = true; clearTimeout(timer); dropZooms(ctx); if (ctx.logsStop) ctx.logsStop(); clearTimeout(ctx.mediaTimer); if (ctx.mediaGrid) ctx.mediaGrid.destroy(); for (const c of ctx.charts.values()) c.chart.destroy(); document.title = "tracker"; } };
 }
