@@ -194,3 +194,19 @@ def test_bad_html_is_refused_and_nothing_is_written(run: tracker.Run, tmp_path: 
             tracker.Html(data)
         assert named in str(err.value)
     assert held(run) == before
+
+
+def test_box3d_makes_w_and_bs_corners_from_center_size_and_orientation(run: tracker.Run) -> None:
+    plain = tracker.box3d(center=(1, 2, 3), size=(2, 4, 6), orientation=(1, 0, 0, 0), color=(0, 255, 0), label="car")
+    corners = np.array(plain["corners"])
+    assert corners.shape == (8, 3) and corners.min(axis=0).tolist() == [0, 0, 0] and corners.max(axis=0).tolist() == [
+        2, 4, 6]
+    half_turn_z = np.cos(np.pi / 4), 0, 0, np.sin(np.pi / 4)  # 90 degrees about z: x extent becomes y extent
+    turned = np.array(tracker.box3d(center=(0, 0, 0), size=(2, 4, 6), orientation=half_turn_z,
+                                    color=(1, 0, 0))["corners"])
+    assert np.allclose(np.abs(turned).max(axis=0), [2, 1, 3])
+    run.log({"scene": tracker.Object3D.from_point_cloud(np.zeros((3, 3)), [plain])})
+    [rec] = records(run, "object3d")
+    assert decode_points(blob(run, rec.data["sha256"]))["boxes"][0]["label"] == "car"
+    with pytest.raises(tracker.SchemaError, match="non-zero orientation"):
+        tracker.box3d(center=(0, 0, 0), size=(1, 1, 1), orientation=(0, 0, 0, 0), color=(0, 0, 0))

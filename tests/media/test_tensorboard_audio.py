@@ -65,3 +65,22 @@ def test_sync_tensorboard_logs_audio_as_it_is_written(tmp_path: Path, tmp_store:
     wandb.finish()
     [rec] = tracker.open_store(tmp_store).run(run.id).records("audio")
     assert (rec.step, rec.data["name"], rec.data["sample_rate"]) == (4, "voice", RATE)
+
+
+def test_audio_plugin_tensors_as_tensorflow_writes_them() -> None:
+    from tensorboard.compat.proto import event_pb2, summary_pb2
+    from tensorboard.util import tensor_util
+
+    from tracker.capture.audio import clip_from_bytes, pcm16, wav_bytes
+    from tracker.integrations.tbevents import summary_values
+
+    clips = [wav_bytes(pcm16(_clip(k)), RATE) for k in range(2)]
+    value = summary_pb2.Summary.Value(tag="voice", tensor=tensor_util.make_tensor_proto(
+        np.array([[c, b"label"] for c in clips], dtype=object)))
+    value.metadata.plugin_data.plugin_name = "audio"
+    event = event_pb2.Event(step=3, summary=summary_pb2.Summary(value=[value]))
+    got = list(summary_values(event, {}))
+    assert [(kind, tag) for kind, tag, _ in got] == [("audio", "voice"), ("audio", "voice")]
+    assert [p for _, _, p in got] == clips
+    assert clip_from_bytes(got[0][2]).fields() == {"format": "wav", "sample_rate": RATE, "channels": 1,
+                                                   "duration_s": 0.5}

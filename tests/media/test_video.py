@@ -178,3 +178,11 @@ def test_without_pyav_encoding_names_the_extra_to_install(run: tracker.Run, monk
         tracker.Audio(flac)
     assert held(run) == before
     run.log({"wav needs no PyAV": tracker.Audio(np.zeros(8), sample_rate=8)})
+
+
+def test_a_gif_of_identical_frames_counts_the_frames_given(run: tracker.Run) -> None:
+    run.log({"still": tracker.Video(np.zeros((4, 3, 8, 8), np.uint8), fps=4)})
+    [rec] = records(run, "video")
+    assert (rec.data["frames"], rec.data["duration_s"]) == (4, 1.0)
+    with PIL.open(io.BytesIO(blob(run, rec.data["sha256"]))) as im:  # Pillow stored one frame shown 1 s
+        assert im.n_frames == 1 and im.info["duration"] == 1000

@@ -154,20 +154,18 @@ def encode_av(frames: Any, fps: float, fmt: str) -> bytes:
         os.unlink(tmp)
 
 
-def encode_gif(frames: Any, fps: float) -> tuple[bytes, int]:
-    """GIF bytes of uint8 RGB frames, looping, each shown ``1 / fps`` s (GIF counts in 10 ms): ``(bytes, frames)``.
+def encode_gif(frames: Any, fps: float) -> bytes:
+    """GIF bytes of uint8 RGB frames, looping, each shown ``1 / fps`` s (GIF counts in 10 ms).
 
-    Pillow merges consecutive identical frames into one shown longer; the count is of the frames stored.
+    Pillow merges consecutive identical frames into one shown as long as they were: the GIF plays the
+    same, and the record counts the frames given.
     """
     Image = pil_module()
     images = [Image.fromarray(f) for f in frames]
     buf = io.BytesIO()
     images[0].save(buf, format="GIF", save_all=True, append_images=images[1:], duration=max(10, round(1000 / fps)),
                    loop=0)
-    data = buf.getvalue()
-    with Image.open(io.BytesIO(data)) as im:
-        stored = int(getattr(im, "n_frames", 1))
-    return data, stored
+    return buf.getvalue()
 
 
 def movie_from_array(data: Any, fps: Any, fmt: Any) -> Movie:
@@ -181,9 +179,8 @@ def movie_from_array(data: Any, fps: Any, fmt: Any) -> Movie:
     frames = video_frames(data)
     t = int(frames.shape[0])
     if fmt == "gif":
-        encoded, stored = encode_gif(frames, rate)
         h, w = int(frames.shape[1]), int(frames.shape[2])
-        return Movie(Payload.of_bytes(encoded), "gif", rate, stored, w, h, t / rate)
+        return Movie(Payload.of_bytes(encode_gif(frames, rate)), "gif", rate, t, w, h, t / rate)
     encoded = encode_av(frames, rate, fmt)
     h, w = int(frames.shape[1]), int(frames.shape[2])
     return Movie(Payload.of_bytes(encoded), fmt, rate, t, w + w % 2, h + h % 2, t / rate)

@@ -82,9 +82,23 @@ def report_cmd(obj: CliContext, runs: tuple[str, ...], group_by: str | None, swe
                                    f"{', '.join(sweeps[:20]) or 'none'})")
         if not chosen:
             raise TrackerError(f"no runs in {store.path}: nothing to report")
+        facts = _sweep_facts(obj, sweep) if sweep is not None else None
         html = build(store, chosen, by=group_by, metrics=list(metrics) or None, title=title, notes=text,
-                     environment=not no_environment, entries=entries, max_media_bytes=media_bytes)
+                     environment=not no_environment, entries=entries, sweep=facts,
+                     max_media_bytes=media_bytes)
     path = write(output, html)
     size = len(html.encode())
     click.echo(f"wrote {path} ({size / 1e6:.2f} MB, {len(chosen)} run{'s' if len(chosen) != 1 else ''}"
                + (f", grouped by {group_by}" if group_by else "") + ")", err=True)
+
+
+def _sweep_facts(obj: CliContext, sweep_id: str) -> dict:
+    """The sweep's metric, goal and best trial for the report (or the reason they cannot be read)."""
+    from tracker.cli.sweep import _where
+    from tracker.sweeps.web import sweep_summary
+
+    try:
+        root, storage = _where(obj, sweep_id, None)
+        return sweep_summary(root, sweep_id, storage)
+    except TrackerError as exc:  # the trials' runs are there but the study is not: the report says so
+        return {"id": sweep_id, "error": str(exc)}

@@ -6,7 +6,9 @@ Routes only: reading goes through the public reading API (``Store``,
 the capabilities' endpoints (groups, reports, blobs, provenance, artifacts,
 sweeps) are in :mod:`tracker.ui.routes`, the Media panel's in :mod:`tracker.ui.media`, the parameters they all parse in
 :mod:`tracker.ui.params`.
-Every endpoint is read-only; the only files it creates in the store are derived data under ``<store>/index/``
+The dashboard's endpoints are read-only (``tracker server`` adds the writing ones under ``/api/v1/``,
+:mod:`tracker.ui.server`, for holders of an API key); the only files they create in the store are derived data
+under ``<store>/index/``
 (as every reader does; see docs/ui.md, "Security").
 """
 
@@ -27,7 +29,7 @@ from starlette.staticfiles import StaticFiles
 
 from tracker.core.errors import RunNotFound, StoreError, StoreUnavailable, TrackerError
 from tracker.read.index import gc_paused
-from tracker.ui import media, parts, routes
+from tracker.ui import media, parts, remote_read, routes
 from tracker.ui.auth import AuthMiddleware, make_auth
 from tracker.ui.hosts import HostCheck
 from tracker.ui.live import MetricsCache, TeamColumnsCache, read_since
@@ -39,7 +41,6 @@ from tracker.ui.params import (
     int_param,
     json_response,
     names_param,
-    status_param,
 )
 from tracker.ui.series import (
     DEFAULT_MAX_POINTS,
@@ -119,6 +120,10 @@ class Api:
         self.cache = MetricsCache()
         self.stats = parts.StatsCache()
         self.team = TeamColumnsCache()
+        from tracker.ui.runlist import RunList, TeamChoices
+
+        self.runlist = RunList(store)
+        self.team_choices = TeamChoices()
 
     # --- helpers ----------------------------------------------------------------------------
 
@@ -162,47 +167,16 @@ class Api:
     # --- endpoints ----------------------------------------------------------------------------
 
     def runs(self, request: Request) -> Response:
-        """``GET /api/runs?project=&status=&tag=&q=&stats=a,b&default=1``, with an ETag (304 when unchanged)."""
+        """``GET /api/runs?project=&status=&tag=&q=&group=&job_type=&sort=&limit=&cursor=&offset=&stats=a,b&default=1``:
+        a page of runs (every run the filters keep without ``limit``), with an ETag (304 when unchanged)."""
         # Thousands of rows and no cycles: the collector's passes over them cost a sixth of the request.
         with gc_paused():
             return self._runs(request)
 
     def _runs(self, request: Request) -> Response:
-        q = request.query_params
-        tags = [t for t in q.getlist("tag") if t]
-        stats = names_param(request, "stats") or []
-        if len(stats) > 50:
-            raise BadRequest(f"stats: expected at most 50 metric names, given {len(stats)}")
-        status = status_param(request)
-        catalog = getattr(self.store, "catalog", None)
-        # One listing gives infos and per-metric figures alike (the store's derived catalog).
-        entries = catalog() if catalog is not None else None
-        infos = [e.info for e in entries] if entries is not None else self.store.runs()
-        out = parts.runs_listing(infos, project=q.get("project") or None, status=status, tags=tags,
-                                 text=q.get("q") or None)
-        # default=1: the statistics of the default metric come in the same answer (one load, not two).
-        if q.get("default") == "1" and out["default_metric"] and out["default_metric"] not in stats:
-            stats = [*stats, out["default_metric"]]
-        # Rows are made strict one by one: the catalog says which infos hold no NaN or infinity,
-        # and those (most) are taken as they are.
-        plain = {e.info.id for e in entries if e.finite} if entries is not None else set()
-        out["runs"] = [row if row["id"] in plain else parts.strict(row) for row in out["runs"]]
-        if entries is not None:  # the runs list's alert badge (issue 34): records per schema from the catalog
-            alerts = {e.info.id: e.schemas.get("alert", 0) for e in entries}
-            for row in out["runs"]:
-                row["alerts"] = alerts.get(row["id"], 0)
-        if stats:
-            by_id = {e.info.id: e for e in entries} if entries is not None else None
-            for row in out["runs"]:
-                if by_id is not None:
-                    entry = by_id.get(row["id"])
-                    figures = parts.catalog_stats(entry.metrics if entry is not None else {}, stats)
-                else:
-                    figures = self.stats.get(self.store, row["id"], stats)
-                row["stats"] = parts.strict(figures)
-        out["store"] = str(self.store.path)
-        if not out["total"] and getattr(self.store, "empty_hint", None):
-            out["hint"] = self.store.empty_hint  # a team database no run has reached yet: how runs get there
+        from tracker.ui.runlist import runs_doc
+
+        out = runs_doc(self, request)
         rows = out.pop("runs")
         rest = parts.strict(out)
         # The ETag covers what the listing says, not the clock: a running run's duration (until now)
@@ -322,7 +296,7 @@ class Api:
 
 
 def create_app(store: Any = None, *, hosts: tuple[str, ...] = (), frame_ancestors: bytes = b"'none'",
-               auth: Any = None) -> Starlette:
+               auth: Any = None, remote: Any = None) -> Starlette:
     """The dashboard as an ASGI app over ``store``.
 
     :param store: a :class:`tracker.Store`, a store folder, a ``postgresql://`` URL (the team
@@ -334,6 +308,7 @@ def create_app(store: Any = None, *, hosts: tuple[str, ...] = (), frame_ancestor
         notebook pages do it, ``tracker ui`` nobody).
     :param auth: who gets in (see :mod:`.auth`): ``None`` (anyone who reaches it: loopback only),
         ``"token"`` (a random token, ``app.state.auth.token``), a users file, or a :class:`.auth.Auth`.
+    :param remote: ``tracker server``'s :class:`.server.Remote` (keys, writing under ``/api/v1/``), or ``None``.
     """
     from tracker.core.urls import is_database_url
     from tracker.store import Store, open_store
@@ -372,7 +347,13 @@ def create_app(store: Any = None, *, hosts: tuple[str, ...] = (), frame_ancestor
             return error(404, f"no endpoint {path[:200]}")
         return FileResponse(index, headers={"cache-control": "no-cache"})
 
+    v1: list = []
+    if remote is not None:
+        from tracker.ui.server import routes as v1_routes
+
+        v1 = v1_routes(remote)
     table = [
+        *v1,
         Route("/api/runs", endpoint(api.runs)),
         Route("/api/runs/{id}", endpoint(api.run)),
         Route("/api/runs/{id}/metrics", endpoint(api.metrics)),
@@ -390,14 +371,32 @@ def create_app(store: Any = None, *, hosts: tuple[str, ...] = (), frame_ancestor
         *(Route(p, endpoint(lambda request: routes.artifacts(api, request))) for p in
           ("/api/artifacts", "/api/artifact", "/api/lineage")),
         Route("/api/sweeps/{id}", endpoint(lambda request: routes.sweeps(api, request))),
+        *remote_read.read_routes(endpoint, api),  # /api/v1/...: what open_store("https://...") reads
+        *([Route("/api/v1/{rest:path}", lambda request: error(404, f"no endpoint {request.method} "
+                                                                   f"{request.url.path[:200]}"),
+                 methods=["GET", "HEAD", "POST", "PUT", "DELETE", "PATCH"])] if remote is not None else []),
         Mount("/static", StaticFiles(directory=STATIC, follow_symlink=False), name="static"),
         Route("/{path:path}", page),
     ]
-    app = Starlette(routes=table)
+    lifespan = None
+    if remote is not None:
+        import contextlib
+
+        @contextlib.asynccontextmanager
+        async def lifespan(app: Starlette) -> Any:
+            yield
+            remote.close()  # the server's open runs end as crashed, the spool's last pass is done
+
+    app = Starlette(routes=table, lifespan=lifespan)
     app.state.api = api
     app.state.auth = make_auth(auth)
+    app.state.remote = remote
     if app.state.auth is not None:  # inside the Host check: a foreign Host is refused before any login
         app.add_middleware(AuthMiddleware, auth=app.state.auth)
+    if remote is not None:  # API keys, before the login: a valid key opens the API whatever --auth says
+        from tracker.ui.keyauth import KeyGate
+
+        app.add_middleware(KeyGate, keys=remote.keys)
     app.add_middleware(HostCheck, hosts=hosts)
     app.add_middleware(SecurityHeaders, headers=security_headers(frame_ancestors))
     return app

@@ -32,7 +32,7 @@ from tracker.write.runstate import (
     _ReadsAsDict,
     unsupported,
 )
-from tracker.write.wandb.media import Audio, Histogram, Html, Image, Object3D, Table, Video
+from tracker.write.wandb.media import Audio, Histogram, Html, Image, Object3D, Table, Video, box3d
 
 if TYPE_CHECKING:
     from tracker.write.api import Run
@@ -42,7 +42,7 @@ _SummaryTable.wandb_table = Table
 
 __all__ = ["UNSUPPORTED", "AlertLevel", "Api", "Audio", "Histogram", "Html", "Image", "Object3D", "RunConfig",
            "RunSummary", "Settings",
-           "Table", "Video",
+           "Table", "Video", "box3d",
            "UnsupportedError", "alert",
            "define_metric", "init", "log_artifact", "log_model", "login", "save", "unsupported", "unwatch",
            "use_artifact", "use_model", "watch"]

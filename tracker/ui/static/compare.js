@@ -1,5 +1,6 @@
 // The compare page: every metric with the runs overlaid, the config that differs, summaries side by side.
 
+import { textNodes } from "./ansi.js";
 import { MetricChart } from "./chart.js";
 import { reportButton } from "./download.js";
 import { whyTheyDiffer } from "./environment.js";
@@ -58,9 +59,9 @@ export function sectionsNode(data) {
       const head = el("tr", {}, el("th", { text: s.labels.length ? s.labels.join(" · ") : "" }), el("th", { text: "field" }),
         runs.map((r) => el("th", { class: "num" }, dot(runColor(r.id)), label(r))));
       const body = s.rows.map((row) => el("tr", {},
-        el("th", { text: Object.values(row.labels).map(fmtValue).join(" · ") }),
+        el("th", {}, Object.values(row.labels).map((v, i) => [i ? " · " : "", ...textNodes(fmtValue(v))])),
         el("td", { class: "field", text: row.field + (row.better ? (row.better === "min" ? " ↓" : " ↑") : "") }),
-        row.values.map((v, i) => el("td", { class: `num${row.best.includes(i) ? " best" : ""}`, text: cellValue(row, v) + (row.best.includes(i) ? " ★" : "") }))));
+        row.values.map((v, i) => el("td", { class: `num${row.best.includes(i) ? " best" : ""}` }, ...textNodes(cellValue(row, v)), row.best.includes(i) ? " ★" : ""))));
       return el("div", { class: "summary" }, el("h3", {}, s.title, s.summarizer ? el("span", { class: "muted", text: ` · ${s.summarizer}` }) : null),
         el("div", { class: "table-wrap" }, el("table", { class: "grid side" }, el("thead", {}, head), el("tbody", {}, body))),
         s.notes.length ? el("ul", { class: "notes" }, s.notes.map((n) => el("li", { text: n }))) : null);

@@ -21,7 +21,7 @@ from typing import Any
 from tracker.core.errors import SchemaError
 from tracker.core.values import BadValue, check_json, given
 
-__all__ = ["Audio", "Histogram", "Html", "Image", "Media", "Object3D", "Table", "Text", "Video"]
+__all__ = ["Audio", "Histogram", "Html", "Image", "Media", "Object3D", "Table", "Text", "Video", "box3d"]
 
 
 class Media:
@@ -403,6 +403,40 @@ class Object3D(_BlobMedia):
     def __repr__(self) -> str:
         f = self._fields
         return f"<tracker.Object3D {f['format']} {f['points']} points {f['boxes']} boxes caption={self.caption!r}>"
+
+
+def box3d(*, center: Any, size: Any, orientation: Any, color: Any, label: str | None = None,
+          score: float | None = None) -> dict[str, Any]:
+    """W&B's ``wandb.box3d``: a 3D box for ``Object3D`` from its center, size and orientation.
+
+    :param center: ``(x, y, z)`` of the box's center.
+    :param size: the box's extent along its own x, y and z.
+    :param orientation: the rotation from the box's axes to the scene's, a quaternion ``(r, x, y, z)``
+        (any non-zero length).
+    :param color: ``(r, g, b)``.
+    :returns: ``{"corners": 8 points, "color", "label", "score"}``, as ``Object3D`` boxes take it.
+    """
+    import itertools
+
+    import numpy as np
+
+    c = np.asarray(center, dtype=np.float64).reshape(-1)
+    s = np.asarray(size, dtype=np.float64).reshape(-1)
+    q = np.asarray(orientation, dtype=np.float64).reshape(-1)
+    if c.shape != (3,) or s.shape != (3,) or q.shape != (4,) or not np.isfinite(np.concatenate([c, s, q])).all():
+        raise SchemaError("object3d", [("box3d", "expected a finite center (3), size (3) and orientation quaternion "
+                                                 f"(4), given shapes {c.shape}, {s.shape}, {q.shape}")])
+    norm = float(np.linalg.norm(q))
+    if norm == 0.0:
+        raise SchemaError("object3d", [("box3d", "expected a non-zero orientation quaternion, given (0, 0, 0, 0)")])
+    r, x, y, z = q / norm
+    # The rotation matrix of a unit quaternion; rows apply to row vectors (points @ rot).
+    rot = np.array([[1 - 2 * (y * y + z * z), 2 * (x * y + z * r), 2 * (x * z - y * r)],
+                    [2 * (x * y - z * r), 1 - 2 * (x * x + z * z), 2 * (y * z + x * r)],
+                    [2 * (x * z + y * r), 2 * (y * z - x * r), 1 - 2 * (x * x + y * y)]])
+    unit = np.array(list(itertools.product((-1.0, 1.0), repeat=3)))
+    corners = c + (0.5 * s * unit) @ rot
+    return {"corners": [[float(v) for v in p] for p in corners], "color": color, "label": label, "score": score}
 
 
 class Html(_BlobMedia):
