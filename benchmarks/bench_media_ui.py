@@ -103,8 +103,18 @@ return a && a.dataset.duration && a.dataset.waveform === 'drawn' && v && v.datas
 """
 
 
+#: In the page, from Resource Timing (no polling delay): when the header's request was answered (the header
+#: is drawn from it), and when the first media file was asked for (a player was given its file).
+TIMES = """
+const rs = performance.getEntriesByType('resource');
+const head = rs.find((e) => e.name.includes('parts=info%2Cbuild'));
+const file = rs.filter((e) => /\\/media\\/[0-9a-f]{64}$/.test(e.name)).sort((a, b) => a.startTime - b.startTime)[0];
+return head && file ? [head.responseEnd / 1000, file.startTime / 1000] : null;
+"""
+
+
 def bench_panel(driver, url: str, rid: str, rounds: int) -> dict:  # noqa: ANN001
-    first, every, head = [], [], []
+    first, every, head, head_in, first_in = [], [], [], [], []
     page = f"{url}/runs/{rid}"
     driver.get(page + "#media")  # a first load: the server's caches and the browser's module cache
     until(driver, ALL.strip().replace("\n", " "))
@@ -121,7 +131,11 @@ def bench_panel(driver, url: str, rid: str, rounds: int) -> dict:  # noqa: ANN00
         first.append(time.monotonic() - start)
         until(driver, ALL)
         every.append(time.monotonic() - start)
-    return {"first": statistics.median(first), "all": statistics.median(every), "head": statistics.median(head)}
+        h, f = until(driver, TIMES)
+        head_in.append(h)
+        first_in.append(f)
+    return {"first": statistics.median(first), "all": statistics.median(every), "head": statistics.median(head),
+            "head_in_page": statistics.median(head_in), "first_in_page": statistics.median(first_in)}
 
 
 def bench_api(url: str, rid: str, rounds: int) -> tuple[float, float, int]:
@@ -187,6 +201,11 @@ def main(args) -> None:  # noqa: ANN001
             emit("media_ui", f"the Media panel of a run with {steps:,} steps of media, to the first player shown",
                  value=round(p["first"], 4), floor=round(p["head"], 4), ratio=round(p["first"] / p["head"], 2),
                  unit="s", floor_is="the same run page's header", target="<= 1 s", met=p["first"] <= 1.0)
+            emit("media_ui", "... the same in the page's own clock: navigation to the first media file asked for",
+                 value=round(p["first_in_page"], 4), floor=round(p["head_in_page"], 4),
+                 ratio=round(p["first_in_page"] / p["head_in_page"], 2), unit="s",
+                 floor_is="navigation to the header's answer (Resource Timing)", target="<= 1 s",
+                 met=p["first_in_page"] <= 1.0)
             emit("media_ui", "... to every row on screen loaded (audio metadata, waveform, video metadata, 3D drawn)",
                  value=round(p["all"], 4), floor=round(p["head"], 4), ratio=round(p["all"] / p["head"], 2), unit="s")
             c = bench_cloud(driver, srv.url, ids["cloud"], args.repeat)

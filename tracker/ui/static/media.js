@@ -293,7 +293,10 @@ export function mediaSection(ctx) {
     }, document.hidden ? LIVE_MS * 4 : LIVE_MS);
   };
 
-  api(`/api/runs/${encodeURIComponent(ctx.id)}/media`).then((index) => {
+  // The index the run page asked for with its other parts, used once; later draws ask again.
+  const first = ctx.mediaIndex || api(`/api/runs/${encodeURIComponent(ctx.id)}/media`);
+  ctx.mediaIndex = null;
+  first.then((index) => {
     if (ctx.stopped) return;
     draw(index, true);
     live();
