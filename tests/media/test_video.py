@@ -135,8 +135,11 @@ def test_bad_input_is_refused_naming_it_and_nothing_is_written(run: tracker.Run,
         (np.zeros((2, 2, 16, 16), np.uint8), {}, "C = 1, 3 or 4"),
         (np.zeros((0, 3, 16, 16), np.uint8), {}, "at least one frame"),
         (np.zeros((2, 3, 0, 16), np.uint8), {}, "at least one frame"),
-        (np.zeros((2, 3, 4, 4), np.float32), {}, "float32"),
-        (np.full((2, 3, 4, 4), 300, np.int64), {}, "int64"),
+        (np.full((2, 3, 4, 4), 0.5, np.float32), {}, "within [0, 1]"),
+        (np.full((2, 3, 4, 4), np.nan, np.float32), {}, "NaN"),
+        (np.full((2, 3, 4, 4), 300, np.int64), {}, "int64 values from 300 to 300"),
+        (np.full((2, 3, 4, 4), -1.5), {}, "-1.5"),
+        (np.full((2, 3, 4, 4), "x"), {}, "<U1"),
         (np.zeros((2, 3, 9000, 4), np.uint8), {}, "at most 8192x8192"),
         (np.zeros((2, 3, 4, 4), np.uint8), {"fps": 0}, "fps"),
         (np.zeros((2, 3, 4, 4), np.uint8), {"fps": -1}, "-1"),
@@ -186,3 +189,12 @@ def test_a_gif_of_identical_frames_counts_the_frames_given(run: tracker.Run) -> 
     assert (rec.data["frames"], rec.data["duration_s"]) == (4, 1.0)
     with PIL.open(io.BytesIO(blob(run, rec.data["sha256"]))) as im:  # Pillow stored one frame shown 1 s
         assert im.n_frames == 1 and im.info["duration"] == 1000
+
+
+def test_other_dtypes_are_cast_as_w_and_b_casts_them(run: tracker.Run) -> None:
+    as_float = _frames(t=3).astype(np.float32) + 0.7  # W&B: astype(np.uint8), the fraction cut
+    run.log({"f": tracker.Video(as_float, fps=3, format="gif"),
+             "i": tracker.Video(_frames(t=3).astype(np.int64), fps=3, format="gif"),
+             "u": tracker.Video(_frames(t=3), fps=3, format="gif")})
+    f, i, u = records(run, "video")
+    assert f.data["sha256"] == i.data["sha256"] == u.data["sha256"]

@@ -180,3 +180,32 @@ def test_monitor_gym_without_a_run_logs_nothing_and_keys_follow_w_and_b() -> Non
     assert key_for("/tmp/openaigym.video.3.123.video000000.mp4") == "video.3"
     assert key_for("videos/run/rl-video-episode-0.mp4") == "videos"
     log_video("/nonexistent/rl-video-episode-0.mp4")  # no active run, no file: nothing happens, no error
+
+
+def test_media_in_table_cells_are_blobs_that_gc_and_verify_know(tmp_store: Path) -> None:
+    import tracker as wandb
+
+    run = wandb.init(project="speech")
+    table = wandb.Table(columns=["clip", "transcript", "frames"])
+    for k in range(2):
+        table.add_data(wandb.Audio(np.sin(np.arange(800) * (k + 1) / 10), sample_rate=8000, caption=f"utt {k}"),
+                       f"hello {k}", wandb.Video(np.full((2, 3, 4, 4), 40 * k, np.uint8), fps=2))
+    wandb.log({"predictions": table})
+    wandb.finish()
+    view = tracker.open_store(tmp_store).run(run.id)
+    [rec] = view.records("table")
+    clip, text, video = rec.data["data"][1]
+    assert text == "hello 1"
+    assert {k: v for k, v in clip.items() if k != "sha256"} == {
+        "_type": "audio-file", "format": "wav", "sample_rate": 8000, "channels": 1, "duration_s": 0.1,
+        "caption": "utt 1"}
+    assert video["_type"] == "video-file" and (video["format"], video["frames"]) == ("gif", 2)
+    cells = {c["sha256"] for row in rec.data["data"] for c in (row[0], row[2])}
+    assert len(cells) == 4 and cells <= references(view)
+    assert all(blob_path(tmp_store, sha).is_file() for sha in cells)
+    path = blob_path(tmp_store, clip["sha256"])
+    path.unlink()
+    env = {**child_environ(), "TRACKER_STORE": str(tmp_store)}
+    bad = subprocess.run([sys.executable, "-m", "tracker", "verify"], env=env, capture_output=True, text=True,
+                         timeout=120)
+    assert bad.returncode == 1 and "table 'predictions' row 1 column 'clip'" in bad.stdout, bad.stdout

@@ -1,4 +1,4 @@
-"""Capture: artifacts stored once by content, images, histograms, system metrics, the console and environment.
+"""Capture: artifacts stored once by content, images, histograms, media, system metrics, the console and environment.
 Imports core, host and read; the write path (tracker.write) calls into it, and it never imports the write path.
 
 The ``Run`` methods (``log_artifact``, ``log_image``, ``log_histogram``) and
@@ -8,7 +8,9 @@ run's latest step when no step is given, and never advance the automatic
 step of ``run.log``.
 
 Modules: :mod:`.blobs` (content-addressed files), :mod:`.artifacts`,
-:mod:`.media` (images and histograms), :mod:`.system` (the sampler thread),
+:mod:`.media` (images and histograms), :mod:`.audio`, :mod:`.video`,
+:mod:`.object3d` and :mod:`.html` (media checked and encoded; :mod:`.mediafile`
+tells a file's format by its first bytes), :mod:`.system` (the sampler thread),
 :mod:`.console` (what the process prints) and :mod:`.environment` (what it
 runs on). The write path hands the last two a run at its start
 (:func:`start_recorders`) and stops them at its finish, nothing more.

@@ -713,7 +713,7 @@ def references(view: Any) -> set[str]:
                     pass
     from tracker.capture.cells import table_image_shas
 
-    out |= table_image_shas(view)  # images in table cells
+    out |= table_image_shas(view)  # images and media in table cells
     from tracker.capture.environment import environment_blobs
 
     out.update(sha for sha, _ in environment_blobs(view))  # package lists and uncommitted diffs

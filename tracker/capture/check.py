@@ -73,9 +73,9 @@ def _collect(view: Any, blobs: BlobStore, stored: dict[str, _Ref], files: dict[s
 
 
 def _collect_table_images(view: Any, stored: dict[str, _Ref]) -> None:
-    from tracker.capture.cells import table_images
+    from tracker.capture.cells import table_blobs
 
-    for name, row, column, cell in table_images(view):
+    for name, row, column, cell in table_blobs(view):
         stored.setdefault(cell["sha256"], _Ref(None, f"table {name!r} row {row} column {column!r}")).runs[
             view.id] = None
 

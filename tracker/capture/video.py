@@ -1,7 +1,8 @@
 """Videos: a numpy array encoded as mp4 (H.264), webm (VP9) or gif, or an mp4/webm/gif file stored as it is.
 
 An array is uint8 ``(T, C, H, W)`` or ``(N, T, C, H, W)`` with C = 1, 3 or 4
-(W&B's convention): N videos are tiled into one grid of ``2**(k//2)`` rows
+(W&B's convention; other dtypes are cast as W&B casts them when their
+values lie in 0-255, see :func:`_to_uint8`): N videos are tiled into one grid of ``2**(k//2)`` rows
 (N padded with black videos to a power of two, 2**k), as W&B does; one
 channel is grey, a fourth (alpha) is dropped. mp4 and webm are encoded with
 PyAV (the ``media`` extra, whose wheels carry FFmpeg): H.264 in yuv420p,
@@ -81,14 +82,7 @@ def video_frames(data: Any) -> Any:
     if 0 in a.shape:
         raise bad(VIDEO, "data_or_path", f"expected at least one frame of at least 1x1 pixels, given shape {shape}")
     if a.dtype != np.uint8:
-        if a.dtype.kind == "b":
-            a = a.astype(np.uint8) * 255
-        elif a.dtype.kind in "iu" and int(a.min()) >= 0 and int(a.max()) <= 255:
-            a = a.astype(np.uint8)
-        else:
-            raise bad(VIDEO, "data_or_path", f"expected uint8 frames (0-255), given dtype {a.dtype}"
-                                             + (" (scale floats to 0-255 and cast with .astype(np.uint8))"
-                                                if a.dtype.kind == "f" else ""))
+        a = _to_uint8(a, shape)
     n, t, c, h, w = a.shape
     if n & (n - 1):  # W&B's grid: N padded to a power of two with black videos
         a = np.concatenate([a, np.zeros((2 ** n.bit_length() - n, t, c, h, w), dtype=np.uint8)])
@@ -104,6 +98,30 @@ def video_frames(data: Any) -> Any:
     elif c == 4:
         a = a[..., :3]
     return np.ascontiguousarray(a)
+
+
+def _to_uint8(a: Any, shape: tuple[int, ...]) -> Any:
+    """Frames of another dtype as uint8, as W&B casts them (``astype(np.uint8)``), when that keeps their values.
+
+    Booleans are 0 or 255; integers and floats must lie in 0-255 (floats are cut to whole numbers, as
+    W&B's cast does). Floats all within [0, 1] are refused: cast, they would be a black video.
+    """
+    import numpy as np
+
+    if a.dtype.kind == "b":
+        return a.astype(np.uint8) * 255
+    if a.dtype.kind not in "iuf":
+        raise bad(VIDEO, "data_or_path", f"expected uint8 frames (0-255), given dtype {a.dtype}")
+    lo, hi = a.min(), a.max()
+    if a.dtype.kind == "f" and not (np.isfinite(lo) and np.isfinite(hi)):
+        raise bad(VIDEO, "data_or_path", f"expected frames of values 0-255, given {a.dtype} with NaN or infinity")
+    if lo < 0 or hi > 255:
+        raise bad(VIDEO, "data_or_path", f"expected frames of values 0-255, given {a.dtype} values from "
+                                         f"{lo.item()!r} to {hi.item()!r} (shape {shape})")
+    if a.dtype.kind == "f" and 0 < hi <= 1:
+        raise bad(VIDEO, "data_or_path", f"expected frames of values 0-255, given {a.dtype} values within [0, 1] "
+                                         "(a black video once cast): multiply by 255 first")
+    return a.astype(np.uint8)
 
 
 def _even(frames: Any) -> Any:

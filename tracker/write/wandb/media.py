@@ -173,6 +173,7 @@ class Table(Media):
     scalars and 0-d tensors count as numbers, arrays and tensors as lists. A
     ``tracker.Image`` cell is stored as its PNG blob, the cell holding a
     reference to it (see :mod:`tracker.capture.cells`); the dashboard shows it as a thumbnail.
+    ``tracker.Audio``, ``Video``, ``Object3D`` and ``Html`` cells are stored the same way.
     """
 
     schema = "table"
@@ -202,7 +203,7 @@ class Table(Media):
                                                  f"{self.columns}), given {len(row)}")])
         checked = []
         for column, value in zip(self.columns, row, strict=True):
-            if isinstance(value, Image):
+            if isinstance(value, (Image, _BlobMedia)):
                 checked.append(value)  # stored as a blob when the table is logged
                 continue
             try:
@@ -228,9 +229,11 @@ class Table(Media):
         return [r[i] for r in self.data]
 
     def record(self, run: Any, name: str) -> dict[str, Any]:
-        from tracker.capture.cells import image_cell
+        from tracker.capture.cells import image_cell, media_cell
 
         def cell(value: Any) -> Any:
+            if isinstance(value, _BlobMedia):
+                return media_cell(value.schema, value.record(run, name))
             if not isinstance(value, Image):
                 return value
             rec = value.record(run, name)
