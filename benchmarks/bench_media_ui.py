@@ -14,17 +14,20 @@ Figures (wall clock, medians over rounds that alternate subject and floor):
   steps, from the records, no file opened) and ``?step=N`` (the records nearest
   a step), warm.
 - **1,000,000 points drawn**: a run whose ``object3d`` record is a 1,000,000-point
-  cloud with colours (16 MB), from the viewer's request for the file to the
-  points drawn (fetch, parse, upload, draw), in the page. Floor: the same file
-  fetched in the same page into an ArrayBuffer (``fetch().arrayBuffer()``).
-  Target: drawn within 1 s.
+  cloud with colours (16 MB), from the viewer's request for the file to a first
+  picture (where whole frames are slow, one point in four) and to the whole
+  cloud drawn (fetch, parse, upload, draw; a pixel read back, so the time is
+  the GPU's too), in the page. Floor: the same file fetched in the same page
+  into an ArrayBuffer (``fetch().arrayBuffer()``). Target: drawn within 1 s.
+  The renderer is printed: headless Chromium without a GPU draws with
+  SwiftShader, on the CPU.
 
 Usage::
 
     python benchmarks/bench_media_ui.py [--quick]
 
 The store is built once and kept under the system's temporary folder
-(``tracker-bench-media-v1``); ``--quick`` uses 100 steps and 100,000 points.
+(``tracker-bench-media-v1``); ``--quick`` uses 30 steps and 50,000 points.
 """
 
 from __future__ import annotations
@@ -100,8 +103,18 @@ return a && a.dataset.duration && a.dataset.waveform === 'drawn' && v && v.datas
 """
 
 
+#: In the page, from Resource Timing (no polling delay): when the header's request was answered (the header
+#: is drawn from it), and when the first media file was asked for (a player was given its file).
+TIMES = """
+const rs = performance.getEntriesByType('resource');
+const head = rs.find((e) => e.name.includes('parts=info%2Cbuild'));
+const file = rs.filter((e) => /\\/media\\/[0-9a-f]{64}$/.test(e.name)).sort((a, b) => a.startTime - b.startTime)[0];
+return head && file ? [head.responseEnd / 1000, file.startTime / 1000] : null;
+"""
+
+
 def bench_panel(driver, url: str, rid: str, rounds: int) -> dict:  # noqa: ANN001
-    first, every, head = [], [], []
+    first, every, head, head_in, first_in = [], [], [], [], []
     page = f"{url}/runs/{rid}"
     driver.get(page + "#media")  # a first load: the server's caches and the browser's module cache
     until(driver, ALL.strip().replace("\n", " "))
@@ -118,7 +131,11 @@ def bench_panel(driver, url: str, rid: str, rounds: int) -> dict:  # noqa: ANN00
         first.append(time.monotonic() - start)
         until(driver, ALL)
         every.append(time.monotonic() - start)
-    return {"first": statistics.median(first), "all": statistics.median(every), "head": statistics.median(head)}
+        h, f = until(driver, TIMES)
+        head_in.append(h)
+        first_in.append(f)
+    return {"first": statistics.median(first), "all": statistics.median(every), "head": statistics.median(head),
+            "head_in_page": statistics.median(head_in), "first_in_page": statistics.median(first_in)}
 
 
 def bench_api(url: str, rid: str, rounds: int) -> tuple[float, float, int]:
@@ -135,7 +152,7 @@ def bench_api(url: str, rid: str, rounds: int) -> tuple[float, float, int]:
 
 
 def bench_cloud(driver, url: str, rid: str, rounds: int) -> dict:  # noqa: ANN001
-    draw, fetch, nav = [], [], []
+    first, whole, fetch, nav = [], [], [], []
     sha = json.loads(urllib.request.urlopen(f"{url}/api/runs/{rid}/media?step=0").read())["media"]["cloud"][
         "records"][0]["sha256"]
     blob = f"/api/runs/{rid}/media/{sha}"
@@ -143,10 +160,11 @@ def bench_cloud(driver, url: str, rid: str, rounds: int) -> dict:  # noqa: ANN00
         driver.get("about:blank")
         start = time.monotonic()
         driver.get(f"{url}/runs/{rid}#media")
-        ms = until(driver, "const g = document.querySelector('.media-3d-wrap[data-state=ready]');"
-                           " return g && g.dataset.ms")
+        got = until(driver, "const g = document.querySelector('.media-3d-wrap[data-state=ready]');"
+                            " return g && [g.dataset.firstMs, g.dataset.ms]")
         nav.append(time.monotonic() - start)
-        draw.append(float(ms) / 1000)
+        first.append(float(got[0]) / 1000)
+        whole.append(float(got[1]) / 1000)
         fetch.append(driver.execute_async_script("""
           const done = arguments[arguments.length - 1];
           const t0 = performance.now();
@@ -154,11 +172,16 @@ def bench_cloud(driver, url: str, rid: str, rounds: int) -> dict:  # noqa: ANN00
             .then((b) => done((performance.now() - t0) / 1000));
         """, blob))
     n = int(driver.execute_script("return document.querySelector('.media-3d-wrap').dataset.points"))
-    return {"draw": statistics.median(draw), "fetch": statistics.median(fetch), "nav": statistics.median(nav), "n": n}
+    renderer = driver.execute_script("""
+      const gl = document.createElement('canvas').getContext('webgl');
+      const ext = gl && gl.getExtension('WEBGL_debug_renderer_info');
+      return ext ? gl.getParameter(ext.UNMASKED_RENDERER_WEBGL) : (gl ? gl.getParameter(gl.RENDERER) : 'none');""")
+    return {"first": statistics.median(first), "whole": statistics.median(whole), "fetch": statistics.median(fetch),
+            "nav": statistics.median(nav), "n": n, "renderer": renderer}
 
 
 def main(args) -> None:  # noqa: ANN001
-    steps, points = (100, 100_000) if args.quick else (1000, 1_000_000)
+    steps, points = (30, 50_000) if args.quick else (1000, 1_000_000)
     root = Path(tempfile.gettempdir()) / f"tracker-bench-media-v1-{steps}-{points}"
     t0 = time.monotonic()
     ids = build(root, steps, points)
@@ -178,13 +201,21 @@ def main(args) -> None:  # noqa: ANN001
             emit("media_ui", f"the Media panel of a run with {steps:,} steps of media, to the first player shown",
                  value=round(p["first"], 4), floor=round(p["head"], 4), ratio=round(p["first"] / p["head"], 2),
                  unit="s", floor_is="the same run page's header", target="<= 1 s", met=p["first"] <= 1.0)
+            emit("media_ui", "... the same in the page's own clock: navigation to the first media file asked for",
+                 value=round(p["first_in_page"], 4), floor=round(p["head_in_page"], 4),
+                 ratio=round(p["first_in_page"] / p["head_in_page"], 2), unit="s",
+                 floor_is="navigation to the header's answer (Resource Timing)", target="<= 1 s",
+                 met=p["first_in_page"] <= 1.0)
             emit("media_ui", "... to every row on screen loaded (audio metadata, waveform, video metadata, 3D drawn)",
                  value=round(p["all"], 4), floor=round(p["head"], 4), ratio=round(p["all"] / p["head"], 2), unit="s")
             c = bench_cloud(driver, srv.url, ids["cloud"], args.repeat)
-            emit("media_ui", f"{c['n']:,} points with colours: the viewer's fetch, parse, upload and draw",
-                 value=round(c["draw"], 4), floor=round(c["fetch"], 4), ratio=round(c["draw"] / c["fetch"], 2),
+            emit("media_ui", f"{c['n']:,} points with colours: the viewer's fetch, parse, upload, to a first picture",
+                 value=round(c["first"], 4), floor=round(c["fetch"], 4), ratio=round(c["first"] / c["fetch"], 2),
                  unit="s", floor_is="fetch().arrayBuffer() of the same file in the page", target="<= 1 s",
-                 met=c["draw"] <= 1.0, navigation_to_drawn_s=round(c["nav"], 4))
+                 met=c["first"] <= 1.0, renderer=c["renderer"])
+            emit("media_ui", f"... to the whole {c['n']:,} points drawn", value=round(c["whole"], 4),
+                 floor=round(c["fetch"], 4), ratio=round(c["whole"] / c["fetch"], 2), unit="s", target="<= 1 s",
+                 met=c["whole"] <= 1.0, navigation_to_drawn_s=round(c["nav"], 4), renderer=c["renderer"])
         finally:
             driver.quit()
     emit("media_ui", "building the store (once; cached)", value=round(built, 2), unit="s")

@@ -189,9 +189,10 @@ def test_only_rows_on_screen_are_fetched(driver, server, media) -> None:
         blobs = {u for u in urls if "/api/runs/" in u and "/media/" in u}
         state = cells(driver)
         assert state["page"]["state"] == "empty"
-        # The page below was not asked for, nor its records: only what was on screen.
-        asked = [u for u in urls if "/media?" in u]
-        assert asked and all("page" not in u for u in asked)
+        # The page below was not asked for: only what was on screen (the last step's records came with the
+        # index; a record is no file).
+        assert any(u.endswith(f"/api/runs/{ids['a']}/media") for u in urls)
+        assert all("page" not in u for u in urls if "/media?" in u)
         # Files: at most one per row shown (the waveform's fetch and the player read the same file).
         assert 1 <= len(blobs) <= sum(1 for c in state.values() if c["state"] == "shown"), blobs
         show_all(driver)
@@ -307,3 +308,22 @@ def test_a_report_beyond_its_media_budget_keeps_a_poster_and_a_note(driver, medi
     assert driver.find_elements(By.CSS_SELECTOR, ".report-media audio[src]") == []
     note = driver.find_element(By.CSS_SELECTOR, ".report-media .media-note").text
     assert "left out: beyond --max-media-bytes" in note
+
+
+def test_a_running_runs_panel_follows_new_steps(driver, tmp_path) -> None:
+    from selenium.webdriver.common.by import By
+
+    from .media_support import AUDIO_RATE, clip
+
+    store = tmp_path / "store"
+    with tracker.start_run(project="media", name="live", store=store) as run:
+        run.log({"voice": tracker.Audio(clip(300), sample_rate=AUDIO_RATE, caption="first")}, step=0)
+        with Server(tracker.ui.create_app(store)) as srv:
+            driver.get(f"{srv.url}/runs/{run.id}#media")
+            wait(driver, lambda d: cells(d).get("voice", {}).get("step") == "0", what="step 0")
+            run.log({"voice": tracker.Audio(clip(500), sample_rate=AUDIO_RATE, caption="second")}, step=10)
+            # The slider stood at the last step: it follows the new one, and the row shows it.
+            wait(driver, lambda d: cells(d)["voice"]["step"] == "10", timeout=30, what="the new step shown")
+            assert "second" in driver.find_element(By.CSS_SELECTOR, ".media-row[data-name=voice]").text
+            assert driver.find_element(By.CSS_SELECTOR, ".media-step").text.replace("\u2009", "") == "10 / 10"
+            driver.get("about:blank")

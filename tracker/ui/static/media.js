@@ -237,19 +237,35 @@ function writeStep(step) {
   history.replaceState(history.state, "", url);
 }
 
-/** The run page's Media section: `ctx.id` the run; the index first, then the rows in view at the last step. */
+/** How often the panel of a running run asks whether new media were logged. */
+const LIVE_MS = 5000;
+
+/**
+ * The run page's Media section: `ctx.id` the run; the index first, then the rows in view at the last step.
+ * While the run runs, the index is asked for again every few seconds; new steps extend the slider (which
+ * follows them when it stood at the last step).
+ */
 export function mediaSection(ctx) {
   const body = el("div", { class: "media-panel", dataset: { state: "loading" } }, loading("Loading media…"));
   const node = box("Media", body);
   node.id = "media";
-  api(`/api/runs/${encodeURIComponent(ctx.id)}/media`).then((index) => {
-    if (ctx.stopped) return;
+  if (ctx.mediaGrid) ctx.mediaGrid.destroy();
+  clearTimeout(ctx.mediaTimer);
+  let shown = null;  // the index drawn: {names, steps}
+
+  const draw = (index, first) => {
+    const following = !shown || !ctx.mediaGrid || ctx.mediaGrid.step === shown.steps[shown.steps.length - 1];
+    const keep = ctx.mediaGrid ? ctx.mediaGrid.step : null;
+    if (ctx.mediaGrid) ctx.mediaGrid.destroy();
+    ctx.mediaGrid = null;
     clear(body);
-    if (!index.names.length) { body.dataset.state = "empty"; body.append(el("p", { class: "muted", text: "No media logged." })); return; }
-    const wanted = readStep();
+    shown = index;
+    if (!index.names.length) { body.dataset.state = "empty"; body.append(el("p", { class: "muted", text: "No media logged yet." })); return; }
+    const last = index.steps[index.steps.length - 1];
+    const wanted = first ? readStep() : (following ? last : keep);
     const at = index.at;  // the records at the last step came with the index: no request for them
     const grid = new MediaGrid({
-      runs: [{ id: ctx.id }], names: index.names, steps: index.steps, initialStep: wanted ?? index.steps[index.steps.length - 1],
+      runs: [{ id: ctx.id }], names: index.names, steps: index.steps, initialStep: wanted ?? last,
       fetchAt: (run, step, names) => (at && at.step === step ? Promise.resolve(at.media)
         : api(`/api/runs/${encodeURIComponent(run.id)}/media`, { step, names: names.join(",") }).then((r) => r.media)),
       srcOf: (run, rec) => mediaUrl(run.id, rec.sha256),
@@ -260,12 +276,35 @@ export function mediaSection(ctx) {
     body.append(el("div", { class: "toolbar media-toolbar" }, grid.slider.node,
       el("span", { class: "muted", text: `${fmtNum(index.names.length)} name${index.names.length === 1 ? "" : "s"} · ${fmtNum(index.steps.length)} step${index.steps.length === 1 ? "" : "s"} with media` })), grid.node);
     // A link to the panel (#media) opens the page scrolled to it, so its rows load first.
-    if (location.hash === "#media") node.scrollIntoView({ block: "start" });
+    if (first && location.hash === "#media") node.scrollIntoView({ block: "start" });
     grid.start();
+  };
+
+  const changed = (a, b) => a.steps.length !== b.steps.length || a.names.length !== b.names.length ||
+    a.names.some((n, i) => n.count !== b.names[i].count || n.name !== b.names[i].name);
+  const live = () => {
+    if (ctx.stopped || !ctx.detail || !ctx.detail.info || ctx.detail.info.status !== "running") return;
+    ctx.mediaTimer = setTimeout(() => {
+      if (ctx.stopped) return;
+      api(`/api/runs/${encodeURIComponent(ctx.id)}/media`).then((index) => {
+        if (ctx.stopped) return;
+        if (!shown || changed(index, shown)) draw(index, false);
+      }).catch(() => { /* the next poll tries again */ }).finally(live);
+    }, document.hidden ? LIVE_MS * 4 : LIVE_MS);
+  };
+
+  // The index the run page asked for with its other parts, used once; later draws ask again.
+  const first = ctx.mediaIndex || api(`/api/runs/${encodeURIComponent(ctx.id)}/media`);
+  ctx.mediaIndex = null;
+  first.then((index) => {
+    if (ctx.stopped) return;
+    draw(index, true);
+    live();
   }).catch((err) => {
     if (ctx.stopped) return;
     body.dataset.state = "error";
     clear(body).append(errorBox(`cannot load media: ${err.message}`));
+    live();
   });
   return node;
 }

@@ -425,6 +425,11 @@ export function mount(root, params, nav) {
       const head = await api(`/api/runs/${encodeURIComponent(ref)}`, { parts: "info,build" });
       if (ctx.stopped) return;
       const building = showHeaderFirst(head);
+      // The Media panel's index is asked for beside the other parts (an empty answer for a run without media),
+      // so the panel does not wait for them before its own first request.
+      const mediaId = head.info && head.info.id ? head.info.id : ref;
+      ctx.mediaIndex = api(`/api/runs/${encodeURIComponent(mediaId)}/media`);
+      ctx.mediaIndex.catch(() => {});  // the section shows the error, if it is drawn
       try {
         detail = { ...head, ...(await api(`/api/runs/${encodeURIComponent(head.info && head.info.id ? head.info.id : ref)}`, { parts: EARLY.join(",") })) };
       } finally { if (building) building.stop(); }
@@ -484,5 +489,5 @@ export function mount(root, params, nav) {
   }
 
   load();
-  return { destroy() { ctx.stopped = true; clearTimeout(timer); dropZooms(ctx); if (ctx.logsStop) ctx.logsStop(); if (ctx.mediaGrid) ctx.mediaGrid.destroy(); for (const c of ctx.charts.values()) c.chart.destroy(); document.title = "tracker"; } };
+  return { destroy() { ctx.stopped = true; clearTimeout(timer); dropZooms(ctx); if (ctx.logsStop) ctx.logsStop(); clearTimeout(ctx.mediaTimer); if (ctx.mediaGrid) ctx.mediaGrid.destroy(); for (const c of ctx.charts.values()) c.chart.destroy(); document.title = "tracker"; } };
 }

@@ -8,34 +8,40 @@ import { clear, cssVar, el, fmtNum } from "../util.js";
 import { bytesOf, leftOutNote, metaLine } from "./common.js";
 import { parseScene } from "./points.js";
 
+// One program per colour mode (MODE is defined in front of this): a vertex computes only its own colour,
+// which matters where WebGL runs on the CPU (SwiftShader), where a million vertices are shaded one by one.
 const VERT = `
 attribute vec3 a_pos;
 attribute vec3 a_rgb;
 attribute float a_cat;
 uniform mat4 u_mvp;
-uniform float u_mode;     // 0: rgb, 1: category, 2: height, 3: one colour (u_color)
 uniform vec2 u_hrange;
 uniform vec3 u_up;
 uniform vec3 u_color;
 uniform float u_size;
 varying vec3 v_col;
-vec3 ramp(float t) {      // a perceptual ramp (viridis, approximated)
-  t = clamp(t, 0.0, 1.0);
-  vec3 c0 = vec3(0.267, 0.005, 0.329), c1 = vec3(0.128, 0.567, 0.551), c2 = vec3(0.993, 0.906, 0.144);
-  return t < 0.5 ? mix(c0, c1, t * 2.0) : mix(c1, c2, t * 2.0 - 1.0);
-}
-vec3 hue(float h) {
-  vec3 k = clamp(abs(mod(h * 6.0 + vec3(0.0, 4.0, 2.0), 6.0) - 3.0) - 1.0, 0.0, 1.0);
-  return mix(vec3(0.85), k, 0.75);
-}
 void main() {
   gl_Position = u_mvp * vec4(a_pos, 1.0);
   gl_PointSize = u_size;
-  if (u_mode < 0.5) v_col = a_rgb;
-  else if (u_mode < 1.5) v_col = hue(fract(a_cat * 0.618034));
-  else if (u_mode < 2.5) v_col = ramp((dot(a_pos, u_up) - u_hrange.x) / max(1e-9, u_hrange.y - u_hrange.x));
-  else v_col = u_color;
+#if MODE == 0
+  v_col = a_rgb;
+#elif MODE == 1
+  // a hue per category, golden-ratio apart
+  float h = fract(a_cat * 0.618034);
+  v_col = mix(vec3(0.85), clamp(abs(mod(h * 6.0 + vec3(0.0, 4.0, 2.0), 6.0) - 3.0) - 1.0, 0.0, 1.0), 0.75);
+#elif MODE == 2
+  // height on a perceptual ramp (viridis, approximated)
+  float t = clamp((dot(a_pos, u_up) - u_hrange.x) / max(1e-9, u_hrange.y - u_hrange.x), 0.0, 1.0);
+  vec3 c0 = vec3(0.267, 0.005, 0.329), c1 = vec3(0.128, 0.567, 0.551), c2 = vec3(0.993, 0.906, 0.144);
+  v_col = t < 0.5 ? mix(c0, c1, t * 2.0) : mix(c1, c2, t * 2.0 - 1.0);
+#else
+  v_col = u_color;
+#endif
 }`;
+
+/** Attribute locations shared by every program, so buffers are bound once whatever the mode. */
+const ATTRS = { a_pos: 0, a_rgb: 1, a_cat: 2 };
+const MODES = { rgb: 0, category: 1, height: 2, plain: 3 };
 
 const FRAG = `
 precision mediump float;
@@ -134,6 +140,8 @@ export function boxEdges(corners) {
 }
 
 const BOX_DEFAULT = [1, 0.35, 0.2];
+/** Points of a quick frame at most (see fullMs). */
+const LOD_POINTS = 250_000;
 
 export function object3dViewer(container) {
   const canvas = el("canvas", { class: "media-3d", title: "drag to orbit, wheel to zoom, double-click to reset", "aria-label": "3D view" });
@@ -151,20 +159,32 @@ export function object3dViewer(container) {
     wrap.dataset.state = "error";
     return { show() {}, destroy() { wrap.remove(); } };
   }
-  const prog = gl.createProgram();
-  gl.attachShader(prog, compile(gl, gl.VERTEX_SHADER, VERT));
-  gl.attachShader(prog, compile(gl, gl.FRAGMENT_SHADER, FRAG));
-  gl.linkProgram(prog);
-  if (!gl.getProgramParameter(prog, gl.LINK_STATUS)) throw new Error(`shader program: ${gl.getProgramInfoLog(prog)}`);
-  const loc = {
-    pos: gl.getAttribLocation(prog, "a_pos"), rgb: gl.getAttribLocation(prog, "a_rgb"), cat: gl.getAttribLocation(prog, "a_cat"),
-    mvp: gl.getUniformLocation(prog, "u_mvp"), mode: gl.getUniformLocation(prog, "u_mode"), hrange: gl.getUniformLocation(prog, "u_hrange"),
-    up: gl.getUniformLocation(prog, "u_up"), color: gl.getUniformLocation(prog, "u_color"), size: gl.getUniformLocation(prog, "u_size"),
+  const frag = compile(gl, gl.FRAGMENT_SHADER, FRAG);
+  const programs = new Map();
+  /** The program of colour mode `mode` (compiled on first use) and its uniforms. */
+  const program = (mode) => {
+    let p = programs.get(mode);
+    if (p) return p;
+    const prog = gl.createProgram();
+    gl.attachShader(prog, compile(gl, gl.VERTEX_SHADER, `#define MODE ${mode}\n${VERT}`));
+    gl.attachShader(prog, frag);
+    for (const [name, at] of Object.entries(ATTRS)) gl.bindAttribLocation(prog, at, name);
+    gl.linkProgram(prog);
+    if (!gl.getProgramParameter(prog, gl.LINK_STATUS)) throw new Error(`shader program: ${gl.getProgramInfoLog(prog)}`);
+    const u = (name) => gl.getUniformLocation(prog, name);
+    p = { prog, mvp: u("u_mvp"), hrange: u("u_hrange"), up: u("u_up"), color: u("u_color"), size: u("u_size") };
+    programs.set(mode, p);
+    return p;
   };
+  const loc = { pos: ATTRS.a_pos, rgb: ATTRS.a_rgb, cat: ATTRS.a_cat };
   const buf = { pos: gl.createBuffer(), rgb: gl.createBuffer(), cat: gl.createBuffer(), lines: gl.createBuffer(), lineRgb: gl.createBuffer() };
   let scene = null;     // {n, hasRgb, hasCat, up, bounds, lineCount, boxes}
   const view = { yaw: -Math.PI / 4, pitch: 0.5, dist: 3, target: [0, 0, 0] };
-  let seq = 0, frame = 0;
+  let seq = 0, frame = 0, fullTimer = 0;
+  // The time of the last whole frame (ms), measured: where WebGL runs on the CPU (SwiftShader, no GPU) a
+  // million points take most of a second, so a big cloud is first drawn one point in k, and while it is
+  // orbited; the whole cloud follows as soon as the view rests.
+  let fullMs = null;
 
   function setModes() {
     const modes = [];
@@ -185,7 +205,10 @@ export function object3dViewer(container) {
     view.pitch = 0.45;
   }
 
-  function draw() {
+  /** The stride of a quick frame: 1 (every point) unless the cloud is big and whole frames are slow. */
+  const quickStride = () => (scene && scene.n > LOD_POINTS && (fullMs === null || fullMs > 50) ? Math.ceil(scene.n / LOD_POINTS) : 1);
+
+  function draw(stride = 1) {
     frame = 0;
     const dpr = window.devicePixelRatio || 1;
     const w = Math.max(50, canvas.clientWidth || 480), h = Math.max(50, canvas.clientHeight || 320);
@@ -198,7 +221,6 @@ export function object3dViewer(container) {
     gl.clear(gl.COLOR_BUFFER_BIT | gl.DEPTH_BUFFER_BIT);
     if (!scene) return;
     gl.enable(gl.DEPTH_TEST);
-    gl.useProgram(prog);
     const up = scene.up;
     // The eye orbits the target: yaw around the up axis, pitch towards it.
     const cp = Math.cos(view.pitch), sp = Math.sin(view.pitch), cy = Math.cos(view.yaw), sy = Math.sin(view.yaw);
@@ -206,53 +228,83 @@ export function object3dViewer(container) {
     const eye = view.target.map((t, i) => t + off[i] * view.dist);
     const r = scene.bounds.radius;
     const proj = perspective(Math.PI / 4, canvas.width / canvas.height, view.dist * 0.01, view.dist * 100 + r * 10);
-    gl.uniformMatrix4fv(loc.mvp, false, mul(proj, lookAt(eye, view.target, up)));
+    const mvp = mul(proj, lookAt(eye, view.target, up));
     const b = scene.bounds;
     const axis = up[2] ? 2 : 1;
-    gl.uniform2f(loc.hrange, b.min[axis], b.max[axis]);
-    gl.uniform3f(loc.up, up[0], up[1], up[2]);
-    gl.uniform1f(loc.size, Number(sizeSel.value) * dpr);
     const accent = (cssVar("--accent") || "#2563eb").match(/^#([0-9a-f]{6})$/i);
     const one = accent ? [0, 2, 4].map((i) => parseInt(accent[1].slice(i, i + 2), 16) / 255) : [0.15, 0.39, 0.92];
-    gl.uniform3f(loc.color, one[0], one[1], one[2]);
-    const mode = { rgb: 0, category: 1, height: 2, plain: 3 }[colorSel.value] ?? 2;
-    gl.uniform1f(loc.mode, mode);
+    const use = (mode) => {
+      const p = program(mode);
+      gl.useProgram(p.prog);
+      gl.uniformMatrix4fv(p.mvp, false, mvp);
+      gl.uniform2f(p.hrange, b.min[axis], b.max[axis]);
+      gl.uniform3f(p.up, up[0], up[1], up[2]);
+      gl.uniform1f(p.size, Number(sizeSel.value) * dpr);
+      gl.uniform3f(p.color, one[0], one[1], one[2]);
+    };
+    use(MODES[colorSel.value] ?? MODES.height);
+    // One point in `stride`: the same buffers read with a larger stride (WebGL allows up to 255 bytes).
+    const k = Math.max(1, Math.min(stride, 21));
     gl.bindBuffer(gl.ARRAY_BUFFER, buf.pos);
     gl.enableVertexAttribArray(loc.pos);
-    gl.vertexAttribPointer(loc.pos, 3, gl.FLOAT, false, 0, 0);
+    gl.vertexAttribPointer(loc.pos, 3, gl.FLOAT, false, 12 * k, 0);
     if (scene.hasRgb) {
       gl.bindBuffer(gl.ARRAY_BUFFER, buf.rgb);
       gl.enableVertexAttribArray(loc.rgb);
-      gl.vertexAttribPointer(loc.rgb, 3, gl.UNSIGNED_BYTE, true, 0, 0);
+      gl.vertexAttribPointer(loc.rgb, 4, gl.UNSIGNED_BYTE, true, 4 * k, 0);
     } else { gl.disableVertexAttribArray(loc.rgb); gl.vertexAttrib3f(loc.rgb, 0.5, 0.5, 0.5); }
     if (scene.hasCat) {
       gl.bindBuffer(gl.ARRAY_BUFFER, buf.cat);
       gl.enableVertexAttribArray(loc.cat);
-      gl.vertexAttribPointer(loc.cat, 1, gl.FLOAT, false, 0, 0);
+      gl.vertexAttribPointer(loc.cat, 1, gl.FLOAT, false, 4 * k, 0);
     } else { gl.disableVertexAttribArray(loc.cat); gl.vertexAttrib1f(loc.cat, 0); }
-    gl.drawArrays(gl.POINTS, 0, scene.n);
+    gl.drawArrays(gl.POINTS, 0, Math.floor(scene.n / k));
+    wrap.dataset.stride = String(k);
     if (scene.lineCount) {
-      // Boxes and mesh edges: the same program, colours per vertex.
-      gl.uniform1f(loc.mode, 0);
+      // Boxes and mesh edges: the rgb program, colours per vertex.
+      use(MODES.rgb);
       gl.disableVertexAttribArray(loc.cat);
       gl.bindBuffer(gl.ARRAY_BUFFER, buf.lines);
       gl.vertexAttribPointer(loc.pos, 3, gl.FLOAT, false, 0, 0);
       gl.bindBuffer(gl.ARRAY_BUFFER, buf.lineRgb);
       gl.enableVertexAttribArray(loc.rgb);
-      gl.vertexAttribPointer(loc.rgb, 3, gl.UNSIGNED_BYTE, true, 0, 0);
+      gl.vertexAttribPointer(loc.rgb, 4, gl.UNSIGNED_BYTE, true, 0, 0);
       gl.drawArrays(gl.LINES, 0, scene.lineCount);
     }
     wrap.dataset.drawn = String((Number(wrap.dataset.drawn) || 0) + 1);
   }
 
-  const redraw = () => { if (!frame) frame = requestAnimationFrame(draw); };
+  /** A whole frame, timed (one pixel read back waits until it is really drawn). */
+  function drawWhole() {
+    fullTimer = 0;
+    if (!scene) return;
+    const t = performance.now();
+    draw(1);
+    gl.readPixels(0, 0, 1, 1, gl.RGBA, gl.UNSIGNED_BYTE, new Uint8Array(4));
+    fullMs = performance.now() - t;
+  }
+
+  /** Draw at the next frame: quickly (one point in k) when whole frames are slow, then whole once still. */
+  const redraw = () => {
+    const k = quickStride();
+    if (!frame) frame = requestAnimationFrame(() => draw(k));
+    clearTimeout(fullTimer);
+    if (k > 1) fullTimer = setTimeout(drawWhole, 200);
+  };
 
   function load(parsed) {
     const { positions, colors, categories, boxes = [], vectors = [], edges = null, up = [0, 0, 1] } = parsed;
     const n = Math.floor(positions.length / 3);
     gl.bindBuffer(gl.ARRAY_BUFFER, buf.pos);
     gl.bufferData(gl.ARRAY_BUFFER, positions, gl.STATIC_DRAW);
-    if (colors) { gl.bindBuffer(gl.ARRAY_BUFFER, buf.rgb); gl.bufferData(gl.ARRAY_BUFFER, colors, gl.STATIC_DRAW); }
+    if (colors) {
+      // Four bytes a point (r, g, b, 255): three-byte vertices are a format GPUs (and ANGLE over Vulkan)
+      // lack, which would be converted again on the way to every draw.
+      const rgba = new Uint8Array(n * 4);
+      for (let i = 0, j = 0; i < n; i++, j += 3) { rgba[i * 4] = colors[j]; rgba[i * 4 + 1] = colors[j + 1]; rgba[i * 4 + 2] = colors[j + 2]; rgba[i * 4 + 3] = 255; }
+      gl.bindBuffer(gl.ARRAY_BUFFER, buf.rgb);
+      gl.bufferData(gl.ARRAY_BUFFER, rgba, gl.STATIC_DRAW);
+    }
     if (categories) { gl.bindBuffer(gl.ARRAY_BUFFER, buf.cat); gl.bufferData(gl.ARRAY_BUFFER, categories, gl.STATIC_DRAW); }
     const lines = [], lineRgb = [];
     const edgeRgb = [150, 150, 160];
@@ -260,7 +312,7 @@ export function object3dViewer(container) {
       for (let i = 0; i < edges.length; i++) {
         const v = edges[i];
         lines.push(positions[v * 3], positions[v * 3 + 1], positions[v * 3 + 2]);
-        lineRgb.push(...edgeRgb);
+        lineRgb.push(...edgeRgb, 255);
       }
     }
     for (const box of boxes) {
@@ -270,13 +322,13 @@ export function object3dViewer(container) {
       const col = c.map((v) => Math.max(0, Math.min(255, Math.round(v))));
       for (const [a, b] of boxEdges(box.corners || [])) {
         lines.push(...box.corners[a].map(Number), ...box.corners[b].map(Number));
-        lineRgb.push(...col, ...col);
+        lineRgb.push(...col, 255, ...col, 255);
       }
     }
     for (const v of vectors) {
       if (!Array.isArray(v.start) || !Array.isArray(v.end)) continue;
       lines.push(...v.start.map(Number), ...v.end.map(Number));
-      lineRgb.push(230, 60, 60, 255, 200, 40);
+      lineRgb.push(230, 60, 60, 255, 255, 200, 40, 255);
     }
     gl.bindBuffer(gl.ARRAY_BUFFER, buf.lines);
     gl.bufferData(gl.ARRAY_BUFFER, new Float32Array(lines), gl.STATIC_DRAW);
@@ -317,7 +369,7 @@ export function object3dViewer(container) {
   }, { passive: false });
   canvas.addEventListener("dblclick", () => { resetView(); redraw(); });
   colorSel.addEventListener("change", redraw);
-  sizeSel.addEventListener("change", redraw);
+  sizeSel.addEventListener("change", () => { sizeSel.dataset.chosen = "1"; redraw(); });
   const resize = typeof ResizeObserver === "function" ? new ResizeObserver(redraw) : null;
   if (resize) resize.observe(canvas);
   const scheme = window.matchMedia ? window.matchMedia("(prefers-color-scheme: dark)") : null;
@@ -338,9 +390,22 @@ export function object3dViewer(container) {
         if (my !== seq) return;
         const parsed = parseScene(bytes, rec.format);
         load(parsed);
-        draw();
+        // A dense cloud reads better (and rasterizes faster) with 1-pixel points, unless the user chose a size.
+        if (!sizeSel.dataset.chosen) sizeSel.value = scene.n > 200_000 ? "1" : "2";
+        // One pixel read back waits until the GPU has really drawn the points: the times below are the
+        // times to a drawn picture, not to the draw call's return.
+        const k = quickStride();
+        if (k > 1) {  // a big cloud: a first picture of one point in k at once, the whole cloud next
+          draw(k);
+          gl.readPixels(0, 0, 1, 1, gl.RGBA, gl.UNSIGNED_BYTE, new Uint8Array(4));
+          wrap.dataset.firstMs = String(Math.round(performance.now() - t0));
+          await new Promise((resolve) => requestAnimationFrame(resolve));
+          if (my !== seq) return;
+        }
+        drawWhole();
         wrap.dataset.points = String(scene.n);
         wrap.dataset.ms = String(Math.round(performance.now() - t0));
+        if (k === 1) wrap.dataset.firstMs = wrap.dataset.ms;
         wrap.dataset.state = "ready";
         const labels = {};
         for (const b of scene.boxes) if (b.label) labels[b.label] = (labels[b.label] || 0) + 1;
@@ -358,9 +423,10 @@ export function object3dViewer(container) {
     destroy() {
       seq++;
       if (frame) cancelAnimationFrame(frame);
+      clearTimeout(fullTimer);
       if (resize) resize.disconnect();
       for (const b of Object.values(buf)) gl.deleteBuffer(b);
-      gl.deleteProgram(prog);
+      for (const p of programs.values()) gl.deleteProgram(p.prog);
       const lose = gl.getExtension("WEBGL_lose_context");
       if (lose) lose.loseContext();
       wrap.remove();
