@@ -137,8 +137,73 @@ KEY_PATHS: dict[str, Any] = {
                                      "responses": {"200": {"description": "OpenAPI 3.1"}}}},
 }
 
-#: The reading endpoints (``GET /api/v1/runs``, a run, its segments' bytes, blobs): filled in by their module.
-READ_PATHS: dict[str, Any] = {}
+_ENTRY = {"type": "object", "description": "a run: its info, the paths of NaN and infinities in it (sent as the "
+          "strings \"NaN\", \"Infinity\", \"-Infinity\"), its schemas and per-metric figures", "properties": {
+    "id": {"type": "string"},
+    "info": {"type": "object", "description": "RunInfo's fields: id, name, project, status, created_at, ended_at, "
+             "config, tags, error, env, writers, records, last_step, last_metrics, notes, summary, system, group, "
+             "job_type"},
+    "nonfinite": {"type": "array", "items": {"type": "array"}},
+    "schemas": {"description": "records per schema (listing), or the schema names in order (one run)",
+                "oneOf": [{"type": "object", "additionalProperties": {"type": "integer"}},
+                          {"type": "array", "items": {"type": "string"}}]},
+    "metrics": {"type": "object", "description": "per metric: count, first, first_step, last, last_step, min, "
+                "min_step, max, max_step", "additionalProperties": {"type": "object"}}}}
+_RANGE = {"name": "Range", "in": "header", "required": False, "schema": {"type": "string"},
+          "description": "bytes=START-END: a part only (206)"}
+_BYTES = {"description": "the bytes", "content": {"application/octet-stream": {"schema": {
+    "type": "string", "format": "binary"}}}}
+_NOT_FOUND = _error("no such run, or a prefix several runs share (their ids in candidates)",
+                    candidates={"type": "array", "items": {"type": "string"}})
+_FORBIDDEN = _error("the key may not read this run's project")
+
+#: The reading endpoints (``open_store("https://...")``; :mod:`tracker.ui.remote_read`).
+READ_PATHS: dict[str, Any] = {
+    "/api/v1/runs": {"get": _op("Runs, newest first, a page at a time", {
+        "200": _json("a page; next is the cursor of the page after (null: the last)", {
+            "type": "object", "properties": {"runs": {"type": "array", "items": _ENTRY},
+                                             "next": {"type": ["string", "null"]}}}),
+        "400": _error("a bad parameter (a cursor this server did not give, a limit out of 1..10000)")},
+        parameters=[{"name": n, "in": "query", "required": False, "schema": {"type": "string"}}
+                    for n in ("project", "status", "tag", "group", "cursor")]
+        + [{"name": "limit", "in": "query", "required": False,
+            "schema": {"type": "integer", "minimum": 1, "maximum": 10000, "default": 1000}},
+           {"name": "figures", "in": "query", "required": False, "schema": {"enum": ["1"]},
+            "description": "1: each run's per-metric figures too"}])},
+    "/api/v1/run": {"get": _op("One run by id, unique prefix or name", {
+        "200": _json("the run", _ENTRY), "403": _FORBIDDEN, "404": _NOT_FOUND},
+        parameters=[{"name": "ref", "in": "query", "required": True, "schema": {"type": "string"}}])},
+    "/api/v1/runs/{run_id}": {"get": _op("One run by id or unique prefix", {
+        "200": _json("the run", _ENTRY), "403": _FORBIDDEN, "404": _NOT_FOUND}, parameters=[_RUN_ID])},
+    "/api/v1/runs/{run_id}/records": {"get": _op("A run's records in log order, streamed as JSON Lines", {
+        "200": {"description": "one record a line: {step, time, schema, w, seq, data, nonfinite?}; the last line "
+                "is {\"end\": n} (n records sent) or {\"error\": \"...\"}",
+                "content": {"application/x-ndjson": {"schema": {"type": "string"}}}},
+        "400": _error("a bad schema or after"), "403": _FORBIDDEN, "404": _NOT_FOUND},
+        parameters=[_RUN_ID, {"name": "schema", "in": "query", "required": False, "schema": {"type": "string"}},
+                    {"name": "after", "in": "query", "required": False, "schema": {"type": "string"},
+                     "description": "JSON {writer: seq}: only what each writer logged after that sequence number"}])},
+    "/api/v1/runs/{run_id}/metrics": {"get": _op("A run's metrics records as columns, bit for bit", {
+        "200": {"description": "a JSON line {\"n\": N, \"columns\": [[name, dtype], ...]} (step <i8, then time and "
+                "each metric <f8, NaN where a record lacks it), then each column's N little-endian values",
+                "content": {"application/octet-stream": {"schema": {"type": "string", "format": "binary"}}}},
+        "403": _FORBIDDEN, "404": _NOT_FOUND}, parameters=[_RUN_ID])},
+    "/api/v1/runs/{run_id}/segments/{segment}": {"get": _op("A segment's bytes as the store holds them", {
+        "200": _BYTES, "206": _BYTES, "403": _FORBIDDEN,
+        "404": _error("no such run or segment, or a store that keeps records, not files (a database)")},
+        parameters=[_RUN_ID, {"name": "segment", "in": "path", "required": True,
+                              "schema": {"type": "string", "pattern": r"^[A-Za-z0-9][A-Za-z0-9._-]*\.jsonl$"}},
+                    _RANGE])},
+    "/api/v1/blobs/sha256/{sha}": {"get": _op("A blob's bytes, streamed (the client checks their SHA-256)", {
+        "200": _BYTES, "206": _BYTES, "400": _error("not a SHA-256"), "404": _error("no such blob")},
+        parameters=[_SHA, _RANGE])},
+    "/api/v1/registry": {"get": _op("Every named artifact: versions, aliases, producers and consumers", {
+        "200": _json("the registry as derived data", {"type": "object", "properties": {
+            "summary": {"type": "array", "description": "per name: project, name, type, last logged, aliases, "
+                        "versions, latest version, size, producer, created"},
+            "collections": {"type": "array", "items": {"type": "object"}},
+            "io": {"type": "array", "description": "[outputs, inputs]: per run, the versions it logged and used"}}})})},
+}
 
 
 def document() -> dict[str, Any]:
@@ -157,7 +222,7 @@ def document() -> dict[str, Any]:
             "securitySchemes": {"key": {"type": "http", "scheme": "bearer", "bearerFormat": "trk_<id>_<secret>"}},
             "schemas": {"LogItem": {"type": "object", "properties": {
                 "step": {"type": "integer"}, "metrics": {"type": "object", "additionalProperties": {
-                    "type": ["number", "boolean", "string"]}},
+                    "oneOf": [{"type": ["number", "boolean"]}, {"enum": ["NaN", "Infinity", "-Infinity"]}]}},
                 "schema": {"type": "string"}, "data": {"type": "object"}}}},
         },
     }
