@@ -49,7 +49,7 @@ from tracker.read.index.catalog import CatalogEntry
 from tracker.read.protocol import RecordsRunMixin
 from tracker.read.reader import LazyHost
 from tracker.remote.wire import decode_figures, decode_info, parse_record
-from tracker.write.artifacts import ArtifactMethods
+from tracker.write.artifact_methods import ArtifactMethods
 
 API = "/api/v1"
 #: Runs asked for per page of the listing.
