@@ -6,9 +6,12 @@ The server is the standard library's, in a thread, answering what each test scri
 
 from __future__ import annotations
 
+import contextlib
 import http.server
 import json
 import os
+import socket
+import ssl
 import stat
 import threading
 import time
@@ -155,3 +158,92 @@ def test_keys_kept_per_server_private_and_the_environment_first(tmp_path: Path,
     with pytest.raises(TrackerError, match="readable by other users") as err:
         stored_key("https://lab.example:8443")
     assert KEY not in str(err.value)
+
+
+class Tunnel:
+    """An HTTP proxy on 127.0.0.1 that answers CONNECT to any name with a tunnel to ``target`` (a port here),
+    keeping each CONNECT request's head."""
+
+    def __init__(self, target: int) -> None:
+        self.target = target
+        self.heads: list[str] = []
+        self.sock = socket.create_server(("127.0.0.1", 0))
+        self.port = self.sock.getsockname()[1]
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
+
+    def _serve(self, conn: socket.socket) -> None:
+        data = b""
+        while b"\r\n\r\n" not in data:
+            chunk = conn.recv(4096)
+            if not chunk:
+                conn.close()
+                return
+            data += chunk
+        self.heads.append(data.split(b"\r\n\r\n")[0].decode())
+        up = socket.create_connection(("127.0.0.1", self.target))
+        conn.sendall(b"HTTP/1.1 200 Connection established\r\n\r\n")
+
+        def pipe(a: socket.socket, b: socket.socket) -> None:
+            try:
+                while chunk := a.recv(65536):
+                    b.sendall(chunk)
+            except OSError:
+                pass
+            finally:
+                for s in (a, b):
+                    with contextlib.suppress(OSError):
+                        s.shutdown(socket.SHUT_RDWR)
+
+        threading.Thread(target=pipe, args=(up, conn), daemon=True).start()
+        pipe(conn, up)
+
+    def close(self) -> None:
+        self.sock.close()
+
+
+def test_through_an_https_proxy_with_tls_end_to_end(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    trustme = pytest.importorskip("trustme")
+    ca = trustme.CA()
+    cert = ca.issue_cert("lab.test")
+    ca.cert_pem.write_to_path(str(tmp_path / "ca.pem"))
+    server = Scripted()
+    ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    cert.configure_cert(ctx)
+    server.socket = ctx.wrap_socket(server.socket, server_side=True)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    tunnel = Tunnel(server.server_address[1])
+    try:
+        for name in ("NO_PROXY", "no_proxy", "https_proxy"):
+            monkeypatch.delenv(name, raising=False)
+        monkeypatch.setenv("HTTPS_PROXY", f"http://me:pa%40ss@127.0.0.1:{tunnel.port}")
+        server.script = [(200, {}, {"id": "abc123", "scope": "write"})]
+        # "lab.test" is never looked up here: the proxy is asked for it, and TLS is checked for that name.
+        s = Session("https://lab.test:8443", key=KEY, ca_file=tmp_path / "ca.pem")
+        assert s.whoami()["scope"] == "write"
+        assert f"via proxy 127.0.0.1:{tunnel.port}" in repr(s) and "pa@ss" not in repr(s)
+        head = tunnel.heads[0]
+        assert head.startswith("CONNECT lab.test:8443 HTTP/1.")
+        assert "Proxy-Authorization: Basic bWU6cGFAc3M=" in head  # me:pa@ss
+        assert KEY not in head and scripted_auth(server) == f"Bearer {KEY}"  # the key travels inside TLS only
+        monkeypatch.setenv("NO_PROXY", "lab.test,.example.org")
+        assert Session("https://lab.test:8443", key=KEY, ca_file=tmp_path / "ca.pem").proxy is None
+        assert Session("https://127.0.0.1:8443", key=KEY).proxy is None  # this machine: never through a proxy
+        monkeypatch.setenv("HTTPS_PROXY", "socks5://127.0.0.1:1080")
+        with pytest.raises(TrackerError, match="expected an http:// proxy"):
+            Session("https://lab.example", key=KEY)
+    finally:
+        tunnel.close()
+        server.shutdown()
+        server.server_close()
+
+
+def scripted_auth(server: Scripted) -> str | None:
+    return server.seen[-1][2] if server.seen else None
