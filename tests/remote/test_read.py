@@ -54,8 +54,12 @@ def stores(served) -> tuple[Any, Any, dict[str, str]]:
 
 
 def test_runs_info_and_paging(stores) -> None:
+    from tracker.read.protocol import BlobReader, RunReader, StoreReader
+
     folder, remote, ids = stores
     assert type(remote).__name__ == "RemoteStore"
+    assert isinstance(remote, StoreReader) and isinstance(remote.run("alpha"), RunReader)
+    assert isinstance(remote.blobs, BlobReader)
     assert same(remote.runs(), folder.runs())
     assert [i.name for i in remote.runs()] == ["gamma", "beta", "alpha"]
     assert same(remote.runs(project="vision"), folder.runs(project="vision"))
@@ -292,3 +296,12 @@ def test_records_after_a_cursor_follow_a_run(stores) -> None:
     got, cursor = view.records_after({half.writer: half.seq}, "metrics")
     assert same(got, recs[6:]) and cursor == {half.writer: recs[-1].seq}
     assert view.records_after(cursor, "metrics") == ([], cursor)
+
+
+def test_plain_http_to_another_host_is_refused_before_sending(served, monkeypatch) -> None:
+    res = CliRunner().invoke(make_cli(tracker.Host(tracker.get_plugin_manager(), tracker.Config())),
+                             ["--store", "http://tracker.example:8080", "runs"])
+    assert res.exit_code == 1
+    assert res.stderr.strip() == ("tracker: refusing to send a key over plain http:// to tracker.example: use "
+                                  "https://tracker.example:8080 (http:// is allowed to loopback addresses only)")
+    assert served[3] not in res.output
