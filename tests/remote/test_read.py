@@ -220,7 +220,13 @@ def test_raw_segment_bytes_with_range(served) -> None:
     resp = conn.getresponse()
     assert resp.status == 206
     assert resp.read() == seg.read_bytes()[10:100]
-    for name in ("..%2F..%2Fkeys.toml", "..", "keys.toml", "meta.json"):  # names only, never paths
+    # An edit segment (the run was tagged after the fact): under edits/, as GET .../segments lists it.
+    tracker.open_store(store).tag(ids["gamma"], add=["later"])
+    edit = sorted((store / "runs" / ids["gamma"] / "edits").glob("edits-*.jsonl"))[0]
+    conn.request("GET", f"/api/v1/runs/{ids['gamma']}/segments/edits/{edit.name}", headers=auth)
+    resp = conn.getresponse()
+    assert resp.status == 200 and resp.read() == edit.read_bytes()
+    for name in ("..%2F..%2Fkeys.toml", "..", "keys.toml", "meta.json", "edits/x.jsonl"):  # names, never paths
         conn.request("GET", f"/api/v1/runs/{ids['alpha']}/segments/{name}", headers=auth)
         resp = conn.getresponse()
         assert resp.status == 404 and b'"error"' in resp.read()

@@ -194,6 +194,11 @@ READ_PATHS: dict[str, Any] = {
         parameters=[_RUN_ID, {"name": "segment", "in": "path", "required": True,
                               "schema": {"type": "string", "pattern": r"^[A-Za-z0-9][A-Za-z0-9._-]*\.jsonl$"}},
                     _RANGE])},
+    "/api/v1/runs/{run_id}/segments/edits/{segment}": {"get": _op("An edit segment's bytes (tags, notes, aliases "
+                                                                   "changed after the fact)", {
+        "200": _BYTES, "206": _BYTES, "403": _FORBIDDEN, "404": _error("no such run or edit segment")},
+        parameters=[_RUN_ID, {"name": "segment", "in": "path", "required": True,
+                              "schema": {"type": "string", "pattern": r"^edits-[A-Za-z0-9._-]*\.jsonl$"}}, _RANGE])},
     "/api/v1/blobs/sha256/{sha}": {"get": _op("A blob's bytes, streamed (the client checks their SHA-256)", {
         "200": _BYTES, "206": _BYTES, "400": _error("not a SHA-256"), "404": _error("no such blob")},
         parameters=[_SHA, _RANGE])},

@@ -14,8 +14,9 @@ folder and the team database (PostgreSQL and its bucket) answer alike
   writer logged after that sequence number (``tracker tail -f``, ``logs -f``).
 - ``GET /api/v1/runs/{run_id}/metrics``: the run's ``metrics`` records as columns (a JSON line naming them,
   then their values as little-endian bytes): what ``metrics()``, charts and summaries read.
-- ``GET /api/v1/runs/{run_id}/segments/{segment}``: a segment's raw bytes (``Range`` honoured), over a
-  folder store (the team database keeps records, not files: 404 saying so, read ``records``).
+- ``GET /api/v1/runs/{run_id}/segments/{segment}`` (and ``.../segments/edits/{segment}``, an edit
+  segment): a segment's raw bytes (``Range`` honoured), over a folder store (the team database keeps
+  records, not files: 404 saying so, read ``records``).
 - ``GET /api/v1/blobs/sha256/{hex}``: a blob's bytes, streamed (``Range`` honoured); the client hashes them.
 - ``GET /api/v1/registry``: the artifact registry (versions, aliases, producers and consumers) as derived data.
 
@@ -207,7 +208,13 @@ def segment(api: Any, request: Request) -> Response:
         return error(404, "this server's store is a database: it keeps records, not segment files "
                           f"(read GET /api/v1/runs/{view.id}/records)")
     # Served only under a name the run's folder lists: the name never becomes a path on its own.
-    for p in segment_paths(run_dir):
+    if request.url.path.endswith(f"/segments/edits/{name}"):  # an edit segment (tags, notes, aliases later)
+        from tracker.read.edits import edit_paths
+
+        listed = edit_paths(run_dir)
+    else:
+        listed = segment_paths(run_dir)
+    for p in listed:
         if p.name == name:
             return FileResponse(p, media_type="application/octet-stream",
                                 headers={"cache-control": "no-store"})
@@ -268,6 +275,7 @@ def read_routes(endpoint: Any, api: Any) -> list[Route]:
         Route("/api/v1/runs/{run_id}/records", bind(records), methods=["GET"]),
         Route("/api/v1/runs/{run_id}/metrics", bind(metrics), methods=["GET"]),
         Route("/api/v1/runs/{run_id}/segments/{segment}", bind(segment), methods=["GET"]),
+        Route("/api/v1/runs/{run_id}/segments/edits/{segment}", bind(segment), methods=["GET"]),
         Route("/api/v1/blobs/sha256/{sha}", bind(blob), methods=["GET"]),
         Route("/api/v1/registry", bind(registry), methods=["GET"]),
     ]
