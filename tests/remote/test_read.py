@@ -311,3 +311,17 @@ def test_plain_http_to_another_host_is_refused_before_sending(served, monkeypatc
     assert res.stderr.strip() == ("tracker: refusing to send a key over plain http:// to tracker.example: use "
                                   "https://tracker.example:8080 (http:// is allowed to loopback addresses only)")
     assert served[3] not in res.output
+
+
+@pytest.mark.parametrize("args", [("tag", "{alpha}", "--add", "x"), ("rm", "{alpha}", "--yes"), ("du",),
+                                  ("verify",), ("note", "{alpha}", "hi")], ids=lambda a: a[0])
+def test_commands_on_the_stores_files_say_so_over_http(served, args) -> None:
+    store, server, ids, _ = served
+    before = tracker.open_store(store).run(ids["alpha"]).info
+    res = CliRunner().invoke(make_cli(tracker.Host(tracker.get_plugin_manager(), tracker.Config())),
+                             ["--store", server.url, *(a.format(**ids) for a in args)])
+    assert res.exit_code == 1 and res.stdout == ""
+    assert res.stderr.strip().splitlines() == [
+        f"tracker: `tracker {args[0]}` works on the store's own files, which a server does not lend over HTTP "
+        f"({server.url}): run it where the store is, with `tracker --store FOLDER {args[0]} ...`"]
+    assert tracker.open_store(store).run(ids["alpha"]).info == before
