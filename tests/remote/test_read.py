@@ -325,3 +325,12 @@ def test_commands_on_the_stores_files_say_so_over_http(served, args) -> None:
         f"tracker: `tracker {args[0]}` works on the store's own files, which a server does not lend over HTTP "
         f"({server.url}): run it where the store is, with `tracker --store FOLDER {args[0]} ...`"]
     assert tracker.open_store(store).run(ids["alpha"]).info == before
+
+
+def test_the_dashboard_over_a_server_url_points_at_the_servers_own(served) -> None:
+    res = CliRunner().invoke(make_cli(tracker.Host(tracker.get_plugin_manager(), tracker.Config())),
+                             ["--store", "https://lab.example:8443", "ui"])
+    assert res.exit_code == 2
+    assert res.stderr.strip().splitlines() == [
+        "tracker: https://lab.example:8443 is a tracker server, which serves its own dashboard: open "
+        "https://lab.example:8443/ in a browser (the dashboard here serves a store folder or the team database)"]
