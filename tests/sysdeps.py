@@ -96,7 +96,9 @@ def chrome(browser: str, driver: str, *, size: str | None = None, logs: bool = F
     opts = webdriver.ChromeOptions()
     opts.binary_location = browser
     args = ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run",
-            "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+            "--disable-background-networking", "--disable-component-update", "--disable-sync",
+            # WebGL (the Media panel's 3D view) on the CPU: headless with no GPU has only SwiftShader.
+            "--enable-unsafe-swiftshader"]
     for arg in args + ([f"--window-size={size}"] if size else []):
         opts.add_argument(arg)
     if logs:

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from tracker.core.records import RunInfo
 from tracker.read import reader
-from tracker.write.artifacts import ArtifactMethods
+from tracker.write.artifact_methods import ArtifactMethods
 
 if TYPE_CHECKING:
     import duckdb

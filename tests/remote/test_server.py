@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import http.client
 import json
+import math
 import os
 import stat
 import time
@@ -126,6 +127,8 @@ def test_a_key_limited_to_a_project(server: ServerProcess, writer: str, tmp_path
         assert post(c, mine, mine_seg.name, 0, mine_seg.read_bytes()).status_code == 200
         made = c.post("/api/v1/runs", json={"project": "vision", "name": "by json"})
         assert made.status_code == 201
+        r = c.get("/api/runs")  # the dashboard's API answers for every project: not with this key
+        assert r.status_code == 403 and "opens /api/v1/ only" in r.json()["error"]
     assert not (Path(server.store) / "runs" / other).exists()
     # Another key (even with every project) may not append to the runs this one created.
     with server.client(writer) as c:
@@ -163,6 +166,30 @@ def test_segments_are_appended_byte_for_byte_once(server: ServerProcess, writer:
     assert server.cli("verify", rid).returncode == 0
     info = tracker.open_store(server.store).run(rid).info
     assert info.status == "finished" and info.project == "vision" and info.records == 20
+
+
+def test_the_same_bytes_sent_at_once_are_written_once(server: ServerProcess, writer: str, tmp_path: Path) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    rid, seg = local_run(tmp_path, n=200)
+    data = seg.read_bytes()
+    cuts = [0] + [i + 1 for i in range(len(data)) if data[i:i + 1] == b"\n"][::25]
+
+    def send(i: int) -> list[int]:
+        with server.client(writer) as c:
+            # Each thread sends the segment in its own pieces: some overlap what others sent, some come early.
+            out = []
+            for a, b in zip(cuts[i % 3:], cuts[i % 3 + 1:], strict=False):
+                r = post(c, rid, seg.name, a, data[a:b])
+                out.append(r.status_code)
+            out.append(post(c, rid, seg.name, 0, data).status_code)
+            return out
+
+    with ThreadPoolExecutor(6) as pool:
+        codes = [c for done in pool.map(send, range(6)) for c in done]
+    assert set(codes) <= {200, 409} and codes.count(200) >= 6
+    assert (Path(server.store) / "runs" / rid / seg.name).read_bytes() == data
+    assert server.cli("verify", rid).returncode == 0
 
 
 def test_a_resumed_writer_and_edits_after_the_fact(server: ServerProcess, writer: str, tmp_path: Path) -> None:
@@ -341,7 +368,8 @@ def test_json_logging_checks_a_whole_batch_and_resumes_after_a_restart(server: S
                                                               {"schema": "image", "data": {"name": "x"}}]})
         assert r.status_code == 400 and r.json()["error"].startswith("record 1: ") and "image" in r.json()["error"]
         assert c.post(f"/api/v1/runs/{rid}/log", json={"metrics": {"loss": 2.0}, "stray": 1}).status_code == 400
-        assert c.post(f"/api/v1/runs/{rid}/log", json={"step": 0, "metrics": {"loss": 1.0}}).json() == {"logged": 1}
+        assert c.post(f"/api/v1/runs/{rid}/log", json={"step": 0, "metrics": {"loss": 1.0, "grad": "NaN"}}).json() \
+            == {"logged": 1}
         again = c.post("/api/v1/runs", json={"id": rid})
         assert again.status_code == 409 and "already exists" in again.json()["error"]
         assert c.post("/api/v1/runs/nope/log", json={"metrics": {"x": 1}}).status_code == 404
@@ -357,7 +385,8 @@ def test_json_logging_checks_a_whole_batch_and_resumes_after_a_restart(server: S
             {"id": rid, "status": "failed"}
     info = store.run(rid).info
     assert (info.status, info.records, info.error["message"]) == ("failed", 2, "diverged")
-    assert list(store.run(rid).metrics()["step"]) == [0, 1]
+    metrics = store.run(rid).metrics()
+    assert list(metrics["step"]) == [0, 1] and math.isnan(metrics["grad"][0]) and math.isnan(metrics["grad"][1])
     keys = {k["name"]: k for k in json.loads(server.cli("keys", "list", "--format", "json").stdout)}
     assert keys["json"]["last_used"] is not None and time.time() - keys["json"]["last_used"] < 120
 

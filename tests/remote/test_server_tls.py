@@ -3,6 +3,7 @@ beside ``--auth token``."""
 
 from __future__ import annotations
 
+import json
 import ssl
 import subprocess
 from pathlib import Path
@@ -61,6 +62,22 @@ def test_https_with_the_labs_ca(tls_server: ServerProcess, pki: dict[str, Path])
         assert s.version() in ("TLSv1.2", "TLSv1.3")
     assert f"https://127.0.0.1:{tls_server.port}/" in tls_server.text()
     assert "trk_" not in tls_server.text()
+
+
+def test_keys_over_https_with_the_labs_ca(tls_server: ServerProcess, pki: dict[str, Path]) -> None:
+    env = {**tls_server.env(tls_server.admin_key), "TRACKER_CA_FILE": str(pki["ca"])}
+    made = tls_server.cli("--store", tls_server.url, "keys", "create", "over https", "--scope", "read",
+                          "--format", "json", env=env)
+    doc = json.loads(made.stdout)
+    listed = tls_server.cli("--store", tls_server.url, "keys", "list", env=env).stdout
+    assert doc["id"] in listed and doc["key"] not in listed
+    # Without the lab's CA the client refuses the certificate: verification is never off by itself.
+    refused = tls_server.cli("--store", tls_server.url, "keys", "list", check=False,
+                             env=tls_server.env(tls_server.admin_key))
+    assert refused.returncode == 1 and "CERTIFICATE_VERIFY_FAILED" in refused.stderr
+    assert tls_server.admin_key not in refused.stderr + refused.stdout
+    cmdline = Path(f"/proc/{tls_server.proc.pid}/cmdline").read_bytes()
+    assert b"trk_" not in cmdline and doc["key"].encode() not in Path(tls_server.log).read_bytes()
 
 
 def test_tls_files_that_do_not_fit_are_one_line(tmp_path: Path, pki: dict[str, Path]) -> None:

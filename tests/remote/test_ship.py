@@ -273,3 +273,35 @@ def test_tls_with_the_labs_own_ca_and_an_untrusted_certificate_refused(server_fa
     rid = out.strip()
     wait(lambda: same_on_server(client.store, server.store, rid), 30, "the run on the server over TLS")
     assert server_files(server.store, rid) == local_lines(client.store, rid)
+
+
+#: A run started by one process and resumed by another (two segments), printing to its console.
+RESUMED = """
+    import sys, tracker
+    with tracker.start_run(project="vision", name="two-writers", run_id=sys.argv[1], resume=True,
+                           system_metrics=False) as run:
+        print("hello from", sys.argv[2])
+        for i in range(50):
+            run.log({"loss": 1.0 / (i + 1)})
+"""
+
+
+def test_resumed_runs_edits_console_and_environment_travel_too(server: ServerProcess, clients: Any) -> None:
+    key = new_key(server, "everything", "write")
+    client = clients(server, key, extra={"TRACKER_CONSOLE": "wrap", "TRACKER_ENVIRONMENT": "on"})
+    rid = "twowriters"
+    for who in ("first", "second"):
+        child = client.python(RESUMED, rid, who)
+        out, err = child.communicate(timeout=60)
+        assert child.returncode == 0 and stderr_lines(err) == [], err
+    res = client.tracker("tag", rid, "--add", "shipped")
+    assert res.returncode == 0, res.stderr
+    wait(lambda: same_on_server(client.store, server.store, rid), 30, "both segments and the edit on the server")
+    assert any(n.startswith("edits/") for n in local_lines(client.store, rid))
+    theirs = tracker.open_store(server.store).run(rid)
+    assert "shipped" in theirs.info.tags and len(theirs.metrics()["loss"]) == 100
+    texts = [r.data["text"] for r in theirs.records("console")]
+    assert any("hello from first" in t for t in texts) and any("hello from second" in t for t in texts)
+    # The environment's package list went as a blob before the lines naming it.
+    env = [r for r in theirs.records("environment")]
+    assert env and all(tracker.open_store(server.store).blobs.exists(r.data["packages"]) for r in env)

@@ -25,6 +25,7 @@ import click
 
 from tracker.cli.commands import CORE_COMMANDS, load_command
 from tracker.core.errors import StoreError, TrackerError
+from tracker.core.version import __version__
 
 if TYPE_CHECKING:
     from tracker.core.config import Config
@@ -253,7 +254,7 @@ def make_cli(host: Any = None) -> click.Group:
     """
 
     @click.group(cls=TrackerGroup, context_settings={"help_option_names": ["-h", "--help"]})
-    @click.version_option(package_name="tracker-core", prog_name="tracker")
+    @click.version_option(__version__, prog_name="tracker")
     @click.option("--store", "store", metavar="PATH",
                   help="Store folder (default: TRACKER_STORE, tracker.toml, ./.tracker).")
     @click.option("--config", "config", metavar="FILE", type=click.Path(dir_okay=False),

@@ -85,6 +85,9 @@ CORE_COMMANDS: dict[str, tuple[str, str, str]] = {
     "report": ("report", "report_cmd",
                "Write one HTML file of runs: notes, runs or groups, zoomable charts, config that differs, "
                "summaries."),
+    "doctor": ("doctor", "doctor_cmd",
+               "Say what is installed and working: versions, fast paths, extras, plugins, store, team URL, "
+               "Chromium."),
     "du": ("du", "du_cmd",
            "Show the bytes each run and each project takes: JSONL, blobs, index; largest first; the total."),
 }

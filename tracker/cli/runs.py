@@ -112,10 +112,15 @@ def _list_runs(obj: CliContext, project: str | None, status: str | None, tags: t
 
         store = trash_store(store)
         short = short_ids(store.run_ids())
-    else:
-        short = obj.short_ids()
-    # A store never read before: the runs' derived columns built with a progress line on a terminal.
+    if limit is None and not show_all and fmt == "table" and is_terminal():
+        limit = TERMINAL_ROWS
+    if limit is not None and group_by is None and not trash:
+        # A page: the store answers it (a folder from its catalog, PostgreSQL in SQL), costing the rows shown.
+        _list_page(obj, store, (project, status, list(tags), group, job_type), limit, extra, metrics, fmt, system)
+        return
     if not trash:
+        short = obj.short_ids()
+        # A store never read before: the runs' derived columns built with a progress line on a terminal.
         warm_with_progress(store)
     # A local store's catalog also says which infos hold NaN or infinities (a team store's listing does not).
     catalog = getattr(store, "catalog", None)
@@ -132,10 +137,30 @@ def _list_runs(obj: CliContext, project: str | None, status: str | None, tags: t
         _list_groups(obj, [i for i, _ in listed], group_by, metrics, fmt)
         return
     total = len(listed)
-    if limit is None and not show_all and fmt == "table" and is_terminal():
-        limit = TERMINAL_ROWS
     if limit is not None:
         listed = listed[:limit]
+    _print_runs(obj, listed, total, short, extra, metrics, fmt, system, trash, bool(project or status or tags))
+
+
+def _list_page(obj: CliContext, store: Any, filters: tuple[Any, ...], limit: int, extra: list[str],
+               metrics: tuple[str, ...], fmt: str, system: bool) -> None:
+    """The newest ``limit`` runs the filters keep, asked of the store as one page."""
+    from tracker.core.text import short_ids_of
+    from tracker.read.index.catalog import catalog_file
+
+    project, status, tags, group, job_type = filters
+    # A store never read before: its derived data built with a progress bar on a terminal (a read one: no scan).
+    if hasattr(store, "runs_dir") and not catalog_file(store.path).exists():
+        warm_with_progress(store)
+    page = store.runs(project=project, status=status, tag=tags or None, group=group, job_type=job_type, limit=limit)
+    short = short_ids_of(store.run_ids(), [i.id for i in page])
+    _print_runs(obj, [(i, False) for i in page], page.total, short, extra, metrics, fmt, system, False,
+                bool(project or status or tags))
+
+
+def _print_runs(obj: CliContext, listed: list[tuple[Any, bool]], total: int, short: dict[str, str], extra: list[str],
+                metrics: tuple[str, ...], fmt: str, system: bool, trash: bool, filtered: bool) -> None:
+    """The runs as a table, JSON or CSV; a table says how many more runs there are."""
     infos = [i for i, _ in listed]
     if fmt == "json":
         docs = []
@@ -171,7 +196,7 @@ def _list_runs(obj: CliContext, project: str | None, status: str | None, tags: t
     if not rows:
         where = f"the trash of {obj.store.path}" if trash else str(obj.store.path)
         hint = None if trash else getattr(obj.store, "empty_hint", None)  # a team database no run reached yet
-        click.echo(f"no runs in {where}" + (" match" if project or status or tags else "")
+        click.echo(f"no runs in {where}" + (" match" if filtered else "")
                    + (f" yet: {hint}" if hint else ""), err=True)
         return
     for row in rows:
@@ -191,7 +216,7 @@ def _list_runs(obj: CliContext, project: str | None, status: str | None, tags: t
 def _list_groups(obj: CliContext, infos: list[Any], by: str, metrics: tuple[str, ...], fmt: str) -> None:
     """``tracker runs --group-by``: one row per group, n runs and each metric's mean ± std (of last values)."""
     from tracker.cli.render import cell
-    from tracker.read.aggregate import group_table
+    from tracker.read.aggregate import NO_GROUP, group_table
 
     if not infos:
         click.echo(f"no runs in {obj.store.path} match", err=True)
@@ -213,7 +238,7 @@ def _list_groups(obj: CliContext, infos: list[Any], by: str, metrics: tuple[str,
         return
     table = []
     for row in rows:
-        out = {by: "-" if row["group"] is None else cell(row["group"]), "n": row["n"]}
+        out = {by: NO_GROUP if row["group"] is None else cell(row["group"]), "n": row["n"]}
         for m, f in row["metrics"].items():
             out[m] = "-" if f["mean"] is None else f"{cell(f['mean'])} ± {cell(f['std'])}" + \
                 ("" if f["n"] == row["n"] else f" ({f['n']})")

@@ -31,6 +31,7 @@ from tracker.read.index import (
     index_enabled,
 )
 from tracker.read.liveness import hostname
+from tracker.read.protocol import info_matches
 from tracker.read.segment import segment_sizes
 from tracker.read.view import LazyHost, RunView, merge_log_order
 
@@ -74,23 +75,76 @@ class Store(LazyHost):
         except OSError as exc:
             raise StoreError(f"cannot read {self.runs_dir}: {exc.strerror}") from None
 
-    def runs(self, project: str | None = None, status: str | None = None,
-             tag: str | None = None) -> list[RunInfo]:
-        """Every run's info, newest first, optionally filtered.
+    def runs(self, project: str | None = None, status: str | None = None, tag: str | list[str] | None = None, *,
+             q: str | None = None, group: str | None = None, job_type: str | None = None, sort: str | None = None,
+             limit: int | None = None, cursor: str | None = None, offset: int | None = None) -> list[RunInfo]:
+        """Runs' infos, newest first (or in ``sort``'s order), filtered; a page of them with ``limit``.
 
         A run that cannot be read (a segment its reader may not open) is left
         out and reported with a warning naming the file, so that it never
         hides the others; asking for that run with :meth:`run` raises
         :class:`StoreError`.
+
+        :param tag: a tag, or several (runs with all of them).
+        :param q: text in the id, name, project, tags, notes, group or job type (case folded).
+        :param sort: a column (:mod:`tracker.read.listing`): ``created_at``, ``name``, ``status``...,
+            ``config.KEY`` or ``metric.NAME.last|min|max``; ``-`` first for descending (default ``-created_at``).
+        :param limit: at most this many runs; :param cursor: the ``next`` of the previous page (keyset: runs
+            added meanwhile never repeat or skip a run of the pages to come); :param offset: or rows to skip.
+        :returns: a :class:`~tracker.read.listing.RunPage` (a list, with ``total`` and ``next``).
+        :raises ListingError: a sort, cursor, limit or offset that cannot be used.
         """
-        return [e.info for e in self.catalog(project, status, tag)]
+        from tracker.read.listing import RunFilter, RunPage, check_page, page_entries, parse_sort
+
+        key = parse_sort(sort)
+        check_page(limit, offset, cursor)
+        flt = RunFilter.of(project, status, tag, q, group, job_type)
+        if limit is not None and key.kind == "field" and key.name == "created_at" and flt == RunFilter() and \
+                index_enabled():
+            page = self._newest_page(key, limit, cursor, offset)
+            if page is not None:
+                return page
+        one = flt.tags[0] if len(flt.tags) == 1 else None
+        entries = [e for e in self.catalog(flt.project, flt.status, one) if flt.keeps(e.info)]
+        rows, total, nxt = page_entries(entries, key, limit, cursor, offset)
+        return RunPage([e.info for e in rows], total, nxt, rows)
+
+    def _newest_page(self, key: Any, limit: int, cursor: str | None, offset: int | None) -> Any:
+        """A page of the runs by start time from the catalog's start-time column, checking only the page's
+        runs (:mod:`tracker.read.index.newest`); ``None`` when the catalog cannot tell (the caller lists it all)."""
+        from tracker.read.index.newest import Newest
+        from tracker.read.listing import RunPage, page_entries
+
+        newest = Newest.open(self.path, self.run_ids())
+        if newest is None:
+            return None
+        try:
+            ids, total, nxt = page_entries((), key, limit, cursor, offset, ordered=newest.order(key.desc))
+        except BaseException:
+            newest.close()
+            raise
+        entries = newest.entries(ids, self._refresh_running)
+        if entries is None:
+            return None
+        return RunPage([e.info for e in entries], total, nxt, entries)
+
+    def run_choices(self) -> dict[str, Any]:
+        """What a runs list's filters and columns offer: projects, tags, statuses, groups, job types, config keys,
+        metric names and the default metric column (:func:`tracker.read.listing.choices`), from the catalog."""
+        from tracker.read.listing import choices
+
+        return choices([e.info for e in self.catalog()])
 
     def catalog(self, project: str | None = None, status: str | None = None,
-                tag: str | None = None) -> list[CatalogEntry]:
+                tag: str | None = None, *, group: str | None = None, job_type: str | None = None,
+                ids: list[str] | None = None) -> list[CatalogEntry]:
         """Every run's catalog entry (info, per-metric figures, records per schema), newest first.
 
         Read from ``<store>/index/catalog.idx`` where it still matches the
         run's files, derived again from the segments where it does not.
+
+        :param ids: only these runs (a never-read store's newest first, :mod:`tracker.ui.runlist`): the
+            catalog then keeps only them, until a listing of more.
         """
         # The size of each segment to read is noted when the listing begins, for every run it reads:
         # runs logging faster than this reader parses are read as they were, never chased.
@@ -100,11 +154,12 @@ class Store(LazyHost):
             bounds.update({rid: segment_sizes(self.runs_dir / rid) for rid in ids})
 
         if index_enabled():
-            entries = catalog_entries(self.path, self.run_ids(), lambda rid: self._derive_entry(rid, bounds.get(rid)),
+            entries = catalog_entries(self.path, self.run_ids() if ids is None else ids,
+                                      lambda rid: self._derive_entry(rid, bounds.get(rid)),
                                       self._refresh_running, self._writable, self._unlisted, note)
         else:
             entries = []
-            ids = self.run_ids()
+            ids = self.run_ids() if ids is None else ids
             note(ids)
             for rid in ids:
                 try:
@@ -114,16 +169,7 @@ class Store(LazyHost):
                                                 artifacts=_artifact_figures(view, counts, bool(edit_paths(view.path)))))
                 except StoreError as exc:
                     self._unlisted(rid, exc)
-        out = []
-        for e in entries:
-            info = e.info
-            if project is not None and info.project != project:
-                continue
-            if status is not None and info.status != status:
-                continue
-            if tag is not None and tag not in info.tags:
-                continue
-            out.append(e)
+        out = [e for e in entries if info_matches(e.info, project, status, tag, group, job_type)]
         out.sort(key=lambda e: (e.info.created_at or 0.0, e.info.id), reverse=True)
         return out
 

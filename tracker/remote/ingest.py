@@ -224,6 +224,8 @@ class Ingest:
                             admit(project)
                         self._create_run(run_dir, name, new)
                     else:
+                        if admit is not None:  # made meanwhile by another request: whose it is decides
+                            admit(project)
                         self._new_segment(run_dir, path, new, edits)
             else:
                 self._append_bytes(path, new)

@@ -327,6 +327,7 @@ class FolderKeys(KeyStore):
         self._keys: dict[str, tuple[KeyInfo, str]] = {}
         self._owners: dict[str, tuple[str, str | None]] = {}
         self._owners_stamp: Any = None
+        self._owners_lock = threading.Lock()
 
     def _folder(self) -> None:
         try:
@@ -407,19 +408,36 @@ class FolderKeys(KeyStore):
                 raise
 
     def owner(self, run_id: str) -> tuple[str, str | None] | None:
+        with self._owners_lock:
+            return self._owner(run_id)
+
+    def _owner(self, run_id: str) -> tuple[str, str | None] | None:
+        # Read on from where the last look stopped: the file is only appended to, so a server that
+        # starts runs all day reads each line once.
         try:
             st = self.owners_file.stat()
-            stamp = (st.st_size, st.st_mtime_ns)
         except FileNotFoundError:
-            stamp = None
-        if stamp != self._owners_stamp:
-            owners: dict[str, tuple[str, str | None]] = {}
-            for doc in _lines(self.owners_file):
-                run, kid = doc.get("run"), doc.get("key")
-                if isinstance(run, str) and isinstance(kid, str) and run not in owners:
+            self._owners, self._owners_stamp = {}, None
+            return None
+        ino, pos = self._owners_stamp or (None, 0)
+        if ino != st.st_ino or st.st_size < pos:
+            self._owners, pos = {}, 0
+        if st.st_size > pos:
+            with open(self.owners_file, "rb") as f:
+                f.seek(pos)
+                data = f.read(st.st_size - pos)
+            end = data.rfind(b"\n") + 1  # a line still being written waits for the next look
+            for raw in data[:end].split(b"\n")[:-1]:
+                try:
+                    doc = json.loads(raw)
+                except ValueError:
+                    continue
+                run, kid = (doc.get("run"), doc.get("key")) if isinstance(doc, dict) else (None, None)
+                if isinstance(run, str) and isinstance(kid, str) and run not in self._owners:
                     project = doc.get("project")
-                    owners[run] = (kid, project if isinstance(project, str) else None)
-            self._owners, self._owners_stamp = owners, stamp
+                    self._owners[run] = (kid, project if isinstance(project, str) else None)
+            pos += end
+        self._owners_stamp = (st.st_ino, pos)
         return self._owners.get(run_id)
 
     def _claim(self, run_id: str, kid: str, project: str | None) -> None:

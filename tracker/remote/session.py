@@ -28,6 +28,7 @@ import ipaddress
 import json
 import os
 import random
+import select
 import socket
 import ssl
 import threading
@@ -326,7 +327,23 @@ class Session:
             why = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
         return self.scrub(f"{method} {self.url}{target[len(self.base):].split('?')[0]}: {why}")
 
+    def _fresh(self) -> bool:
+        """Whether the kept connection is still usable: a server that closed it while idle (its keep-alive timeout)
+        left it readable (the end of the stream), and a request sent there would be lost; it is closed then."""
+        sock = self._conn.sock if self._conn is not None else None
+        if sock is None:
+            return True
+        try:
+            readable, _, _ = select.select([sock], [], [], 0)
+        except (OSError, ValueError):
+            readable = [sock]
+        if readable:
+            self.close()
+            return False
+        return True
+
     def _send(self, method: str, target: str, body: Any, headers: dict[str, str]) -> http.client.HTTPResponse:
+        self._fresh()
         conn = self._connection()
         try:
             conn.request(method, target, body=body, headers=headers)

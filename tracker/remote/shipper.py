@@ -45,8 +45,8 @@ SMALLEST_BATCH = 64 << 10
 _SHA = re.compile(rb"(?<![0-9a-f])[0-9a-f]{64}(?![0-9a-f])")
 #: Lines without one of these words name no blob (a batch of metrics is not searched).
 _BLOB_WORDS = (b"sha256", b"packages", b"git_diff")
-#: An event that ends a writer's segment.
-_FINISHED = b'"kind":"run_finished"'
+#: The first event of a run.
+_STARTED = b'"kind":"run_started"'
 
 
 @attrs.define
@@ -81,6 +81,24 @@ class RunRefused(RemoteError):
     """403 for one run: the key may not write it (another project, or a run another key created)."""
 
 
+#: Seconds after which a segment whose line the server refused is offered again (the refusal may have been
+#: the server's state: a run it did not have yet).
+RETRY_STUCK = 60.0
+
+
+def _run_started_first(segments: list[tuple[str, Path]]) -> list[tuple[str, Path]]:
+    """``segments`` with the one that starts the run (its first line a ``run_started``) first."""
+    def starts(path: Path) -> bool:
+        try:
+            with open(path, "rb") as f:
+                head = f.read(4096)
+        except OSError:
+            return False
+        return _STARTED in head.split(b"\n", 1)[0]
+
+    return sorted(segments, key=lambda s: (not starts(s[1]), "/" in s[0], s[0]))
+
+
 class Shipper:
     """Sends a folder store's runs to a tracker server (see the module's docstring).
 
@@ -111,8 +129,15 @@ class Shipper:
         self.seen: dict[Path, tuple[int, int]] = {}
         #: ``(run_id, segment name)`` of writers that may still append.
         self.live: set[tuple[str, str]] = set()
-        #: ``(run_id, segment name)`` -> the size at which a line was refused (not sent again before it grows).
-        self.stuck: dict[tuple[str, str], int] = {}
+        #: ``(run_id, segment name)`` -> (size, when) a line was refused: not sent again before the segment grows
+        #: or ``RETRY_STUCK`` seconds passed.
+        self.stuck: dict[tuple[str, str], tuple[int, float]] = {}
+        #: messages logged already (each once).
+        self.said: set[str] = set()
+        #: ``(run_id, segment name)`` -> when the server last heard of that live writer (bytes or a heartbeat).
+        self.heard: dict[tuple[str, str], float] = {}
+        #: seconds between heartbeats of a live writer that logs nothing (its segment's mtime on the server).
+        self.heartbeat_every = max(1.0, min(10.0, heartbeat_timeout / 4))
         #: runs the key may not write -> the server's line.
         self.refused: dict[str, str] = {}
         #: sha256s the server is known to hold.
@@ -176,6 +201,8 @@ class Shipper:
         if rid in self.refused:
             raise RunRefused(self.refused[rid], 403)
         segments = shipped_files(self.root / "runs" / rid)
+        if len(segments) > 1 and not self.server.get(rid):
+            segments = _run_started_first(segments)  # a run new to the server begins with its start
         changed = False
         for name, path in segments:
             try:
@@ -187,10 +214,19 @@ class Shipper:
                 continue
             try:
                 offset = self.learn(rid).get(name, 0)
-                if st.st_size > offset and self.stuck.get((rid, name)) != st.st_size:
+                stuck = self.stuck.get((rid, name))
+                if st.st_size > offset and (stuck is None or stuck[0] != st.st_size
+                                            or time.monotonic() - stuck[1] >= RETRY_STUCK):
                     if self._ship_segment(rid, name, path, offset, st.st_size):
                         changed = True
                         self.report.segments += 1
+                        self.heard[(rid, name)] = time.monotonic()
+                elif (rid, name) in self.live and self.seen.get(path) != sig and st.st_size == offset \
+                        and time.monotonic() - self.heard.get((rid, name), 0.0) >= self.heartbeat_every:
+                    # A live writer that logs nothing touches its segment: the server's copy is touched too
+                    # (an empty POST at its end), so that the server's readers do not take the run as crashed.
+                    self._post(rid, name, path, offset, b"")
+                    self.heard[(rid, name)] = time.monotonic()
             except KeyRefused as exc:
                 if exc.status == 403:
                     self.refused[rid] = str(exc)
@@ -298,13 +334,15 @@ class Shipper:
 
     def _refuse_line(self, rid: str, name: str, path: Path, doc: dict[str, Any], where: str) -> None:
         try:
-            self.stuck[(rid, name)] = path.stat().st_size
+            self.stuck[(rid, name)] = (path.stat().st_size, time.monotonic())
         except OSError:
             pass
         message = f"run {rid}: {name} {where}: the server refused a line: {doc.get('error') or 'no reason given'}" \
                   " (the lines after it wait; `tracker verify` checks the run)"
         self.report.problem(message)
-        self.log(message)
+        if message not in self.said:
+            self.said.add(message)
+            self.log(message)
 
     # --- blobs -----------------------------------------------------------------------------------
 

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from tracker.core.errors import SchemaError, TrackerError
-from tracker.core.format import check_run_id
+from tracker.core.format import SPECIAL_IN, check_run_id
 from tracker.core.values import MAX_INT, check_metrics
 
 #: How many records one ``/log`` request may hold.
@@ -155,6 +155,8 @@ class Writers:
             entry: dict[str, Any] = {"step": step, "metrics": None, "schema": None, "data": None}
             try:
                 if metrics is not None:
+                    if isinstance(metrics, dict):  # JSON has no NaN or infinities: their store strings stand for them
+                        metrics = {k: SPECIAL_IN.get(v, v) if type(v) is str else v for k, v in metrics.items()}
                     entry["metrics"] = check_metrics(metrics)
                 if schema is not None:
                     if not isinstance(schema, str):

@@ -46,7 +46,7 @@ from tracker.team.database import (
 )
 from tracker.team.reading import TeamReading, TeamRunReading
 from tracker.team.sync import BATCH, Syncer, SyncReport, sync
-from tracker.write.artifacts import ArtifactMethods
+from tracker.write.artifact_methods import ArtifactMethods
 
 _SPECIAL = (b'"NaN"', b'Infinity"')
 
@@ -139,11 +139,14 @@ class TeamStore(TeamReading, LazyHost, ArtifactMethods):
             return []
         return [r[0] for r in self._query("SELECT run_id FROM tracker_runs ORDER BY run_id")]
 
-    def _infos(self, run_id: str | None = None) -> list[RunInfo]:
+    def _infos(self, run_id: str | list[str] | None = None) -> list[RunInfo]:
         if not self.has_tables():
             return []
-        one = " WHERE run_id = %s" if run_id is not None else ""
-        params = (run_id,) if run_id is not None else ()
+        if isinstance(run_id, list):
+            one, params = " WHERE run_id = ANY(%s)", (run_id,)
+        else:
+            one = " WHERE run_id = %s" if run_id is not None else ""
+            params = (run_id,) if run_id is not None else ()
         rows = self._query(f"SELECT run_id, info::text FROM tracker_runs{one}", params)
         wrows = self._query("SELECT run_id, started_at, ended_at, status, finish::text, "
                             "extract(epoch FROM now() - seen_at) FROM tracker_writers WHERE is_writer"
@@ -179,14 +182,39 @@ class TeamStore(TeamReading, LazyHost, ArtifactMethods):
             out.append(RunInfo(**doc))
         return out
 
-    def runs(self, project: str | None = None, status: str | None = None,
-             tag: str | None = None) -> list[RunInfo]:
-        """Every run's info, newest first, optionally filtered."""
-        infos = self._infos()
-        infos = [i for i in infos if (project is None or i.project == project)
-                 and (status is None or i.status == status) and (tag is None or tag in i.tags)]
-        infos.sort(key=lambda i: (i.created_at or 0.0, i.id), reverse=True)
-        return infos
+    def runs(self, project: str | None = None, status: str | None = None, tag: str | list[str] | None = None, *,
+             q: str | None = None, group: str | None = None, job_type: str | None = None, sort: str | None = None,
+             limit: int | None = None, cursor: str | None = None, offset: int | None = None) -> list[RunInfo]:
+        """Runs' infos, newest first (or in ``sort``'s order), filtered; a page of them with ``limit``.
+
+        Filters, sort keys and cursors as for :meth:`tracker.Store.runs`, answered in SQL with keyset
+        pages (:mod:`tracker.team.listing`). Returns a :class:`~tracker.read.listing.RunPage`: a list, with
+        ``total`` and ``next``.
+        """
+        from tracker.read.listing import RunFilter, RunPage, parse_sort
+        from tracker.team.listing import page_ids
+
+        key = parse_sort(sort)
+        flt = RunFilter.of(project, status, tag, q, group, job_type)
+        if not self.has_tables():
+            from tracker.read.listing import check_page
+
+            check_page(limit, offset, cursor)
+            return RunPage([], 0, None)
+        ids, total, nxt = page_ids(self, flt, key, limit, cursor, offset, self._timeout)
+        by_id = {i.id: i for i in self._infos(ids)} if ids else {}
+        return RunPage([by_id[i] for i in ids if i in by_id], total, nxt)
+
+    def run_choices(self) -> dict[str, Any]:
+        """What a runs list's filters and columns offer: projects, tags, statuses, groups, job types, config keys,
+        metric names, the default metric column (:func:`tracker.read.listing.choices`), from SQL."""
+        from tracker.team.listing import choices_sql
+
+        if not self.has_tables():
+            from tracker.read.listing import choices
+
+            return choices([])
+        return choices_sql(self)
 
     def aggregate(self, metric: str, by: str | None = "group", runs: Any = None, stat: str = "mean",
                   band: Any = "std", max_points: int = 1000) -> dict[Any, dict[str, Any]]:

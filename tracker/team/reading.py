@@ -24,6 +24,7 @@ from tracker.core.format import RECORD, decode_nonfinite
 from tracker.core.records import Record, RunInfo
 from tracker.core.urls import redact_url, url_password
 from tracker.read.index.catalog import CatalogEntry
+from tracker.read.protocol import info_matches
 
 #: Seconds a listing with running runs is kept while nothing in the database changed.
 LISTING_TTL = 3.0
@@ -129,24 +130,21 @@ class TeamReading:
         return out
 
     def catalog(self, project: str | None = None, status: str | None = None,
-                tag: str | None = None) -> list[Any]:
+                tag: str | None = None, *, group: str | None = None, job_type: str | None = None) -> list[Any]:
         """Every run's info and per-metric figures (what the folder store's catalog gives), newest first.
 
         The figures are read once, for every run, when the first entry's are asked for
         (a listing without metric columns reads none).
         """
         entries = self._listing() if self.has_tables() else []
-        return [e for e in entries if (project is None or e.info.project == project)
-                and (status is None or e.info.status == status) and (tag is None or tag in e.info.tags)]
+        return [e for e in entries if info_matches(e.info, project, status, tag, group, job_type)]
 
     def _listing(self) -> list[Any]:
         """Every run's entry, newest first; read again only when the database changed (or, while a run
         is running, after :data:`LISTING_TTL` seconds: its writer may have gone silent)."""
         import time
 
-        got = self._fetch("SELECT (SELECT count(*) FROM tracker_runs), (SELECT max(synced_at) FROM tracker_runs), "
-                          "(SELECT max(stamp) FROM tracker_changes), (SELECT max(seen_at) FROM tracker_writers), "
-                          "(SELECT count(*) FROM tracker_writers WHERE status = 'running')")[0]
+        got = self.change_key()
         key, running = got[:4], got[4]
         cached = getattr(self, "_cached_listing", None)
         now = time.monotonic()
@@ -157,6 +155,22 @@ class TeamReading:
         entries = [TeamEntry(info, shared) for info in infos]
         self._cached_listing = (key, now, entries)
         return entries
+
+    def change_key(self) -> tuple[Any, ...]:
+        """What moves whenever a sync adds or changes anything: runs, their latest sync, change stamp, writer
+        heartbeat, and the number of running writers (``()`` while the database has no tables)."""
+        if not self.has_tables():
+            return ()
+        return tuple(self._fetch(
+            "SELECT (SELECT count(*) FROM tracker_runs), (SELECT max(synced_at) FROM tracker_runs), (SELECT max(stamp) "
+            "FROM tracker_changes), (SELECT max(seen_at) FROM tracker_writers), (SELECT count(*) FROM tracker_writers "
+            "WHERE status = 'running')")[0])
+
+    def run_count(self) -> int:
+        """How many runs the database holds."""
+        if not self.has_tables():
+            return 0
+        return int(self._fetch("SELECT count(*) FROM tracker_runs")[0][0])
 
     def stamps(self, run_ids: list[str] | None = None) -> dict[str, int]:
         """``{run_id: change stamp}``: a stamp moves whenever a sync adds to the run."""

@@ -4,7 +4,7 @@ Routes only: reading goes through the public reading API (``Store``,
 ``RunView``), series through :mod:`tracker.ui.series`, live reads through
 :mod:`tracker.ui.live`, the run page's parts through :mod:`tracker.ui.parts`;
 the capabilities' endpoints (groups, reports, blobs, provenance, artifacts,
-sweeps) are in :mod:`tracker.ui.routes`, the parameters they all parse in
+sweeps) are in :mod:`tracker.ui.routes`, the Media panel's in :mod:`tracker.ui.media`, the parameters they all parse in
 :mod:`tracker.ui.params`.
 The dashboard's endpoints are read-only (``tracker server`` adds the writing ones under ``/api/v1/``,
 :mod:`tracker.ui.server`, for holders of an API key); the only files they create in the store are derived data
@@ -29,7 +29,7 @@ from starlette.staticfiles import StaticFiles
 
 from tracker.core.errors import RunNotFound, StoreError, StoreUnavailable, TrackerError
 from tracker.read.index import gc_paused
-from tracker.ui import parts, remote_read, routes
+from tracker.ui import media, parts, remote_read, routes
 from tracker.ui.auth import AuthMiddleware, make_auth
 from tracker.ui.hosts import HostCheck
 from tracker.ui.live import MetricsCache, TeamColumnsCache, read_since
@@ -41,7 +41,6 @@ from tracker.ui.params import (
     int_param,
     json_response,
     names_param,
-    status_param,
 )
 from tracker.ui.series import (
     DEFAULT_MAX_POINTS,
@@ -121,6 +120,10 @@ class Api:
         self.cache = MetricsCache()
         self.stats = parts.StatsCache()
         self.team = TeamColumnsCache()
+        from tracker.ui.runlist import RunList, TeamChoices
+
+        self.runlist = RunList(store)
+        self.team_choices = TeamChoices()
 
     # --- helpers ----------------------------------------------------------------------------
 
@@ -164,47 +167,16 @@ class Api:
     # --- endpoints ----------------------------------------------------------------------------
 
     def runs(self, request: Request) -> Response:
-        """``GET /api/runs?project=&status=&tag=&q=&stats=a,b&default=1``, with an ETag (304 when unchanged)."""
+        """``GET /api/runs?project=&status=&tag=&q=&group=&job_type=&sort=&limit=&cursor=&offset=&stats=a,b&default=1``:
+        a page of runs (every run the filters keep without ``limit``), with an ETag (304 when unchanged)."""
         # Thousands of rows and no cycles: the collector's passes over them cost a sixth of the request.
         with gc_paused():
             return self._runs(request)
 
     def _runs(self, request: Request) -> Response:
-        q = request.query_params
-        tags = [t for t in q.getlist("tag") if t]
-        stats = names_param(request, "stats") or []
-        if len(stats) > 50:
-            raise BadRequest(f"stats: expected at most 50 metric names, given {len(stats)}")
-        status = status_param(request)
-        catalog = getattr(self.store, "catalog", None)
-        # One listing gives infos and per-metric figures alike (the store's derived catalog).
-        entries = catalog() if catalog is not None else None
-        infos = [e.info for e in entries] if entries is not None else self.store.runs()
-        out = parts.runs_listing(infos, project=q.get("project") or None, status=status, tags=tags,
-                                 text=q.get("q") or None)
-        # default=1: the statistics of the default metric come in the same answer (one load, not two).
-        if q.get("default") == "1" and out["default_metric"] and out["default_metric"] not in stats:
-            stats = [*stats, out["default_metric"]]
-        # Rows are made strict one by one: the catalog says which infos hold no NaN or infinity,
-        # and those (most) are taken as they are.
-        plain = {e.info.id for e in entries if e.finite} if entries is not None else set()
-        out["runs"] = [row if row["id"] in plain else parts.strict(row) for row in out["runs"]]
-        if entries is not None:  # the runs list's alert badge (issue 34): records per schema from the catalog
-            alerts = {e.info.id: e.schemas.get("alert", 0) for e in entries}
-            for row in out["runs"]:
-                row["alerts"] = alerts.get(row["id"], 0)
-        if stats:
-            by_id = {e.info.id: e for e in entries} if entries is not None else None
-            for row in out["runs"]:
-                if by_id is not None:
-                    entry = by_id.get(row["id"])
-                    figures = parts.catalog_stats(entry.metrics if entry is not None else {}, stats)
-                else:
-                    figures = self.stats.get(self.store, row["id"], stats)
-                row["stats"] = parts.strict(figures)
-        out["store"] = str(self.store.path)
-        if not out["total"] and getattr(self.store, "empty_hint", None):
-            out["hint"] = self.store.empty_hint  # a team database no run has reached yet: how runs get there
+        from tracker.ui.runlist import runs_doc
+
+        out = runs_doc(self, request)
         rows = out.pop("runs")
         rest = parts.strict(out)
         # The ETag covers what the listing says, not the clock: a running run's duration (until now)
@@ -346,6 +318,7 @@ def create_app(store: Any = None, *, hosts: tuple[str, ...] = (), frame_ancestor
     elif isinstance(store, (str, os.PathLike)):
         store = Store(store)
     api = Api(store)
+    api.frame_ancestors = frame_ancestors.decode()
 
     def endpoint(method: Any) -> Any:
         def call(request: Request) -> Response:
@@ -386,6 +359,8 @@ def create_app(store: Any = None, *, hosts: tuple[str, ...] = (), frame_ancestor
         Route("/api/runs/{id}/metrics", endpoint(api.metrics)),
         Route("/api/runs/{id}/panels", endpoint(api.panels)),
         Route("/api/runs/{id}/blobs/{sha}", endpoint(lambda request: routes.blob(api, request))),
+        Route("/api/runs/{id}/media", endpoint(lambda request: media.media(api, request))),
+        Route("/api/runs/{id}/media/{sha}", endpoint(lambda request: media.blob(api, request))),
         Route("/api/runs/{id}/console", endpoint(lambda request: routes.console(api, request))),
         Route("/api/runs/{id}/environment", endpoint(lambda request: routes.environment(api, request))),
         Route("/api/compare", endpoint(api.compare)),

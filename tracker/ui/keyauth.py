@@ -3,7 +3,8 @@
 :class:`KeyGate` sits in front of the login middleware (:mod:`tracker.ui.auth`).
 A request that carries a key has it checked against the served store's key
 store (:mod:`tracker.remote.keys`): a valid one is let through whatever the
-``--auth`` mode (the key opens the dashboard's API too) and its info goes
+``--auth`` mode (the key opens the dashboard's API too, unless it is limited to
+some projects: the dashboard answers for every project) and its info goes
 into the ASGI scope as ``scope["tracker.key"]`` for the routes to check its
 scope and projects; anything else is a 401 naming why (unknown, revoked,
 expired: by the key's id, never its secret). ``/api/v1/`` always needs a key
@@ -116,6 +117,12 @@ class KeyGate:
             return
         except TrackerError as exc:
             await self._refuse(scope, send, 500, f"the key store cannot be read: {exc}")
+            return
+        if info.projects and not path.startswith(V1):
+            # The dashboard's own API answers for every project: a key limited to some opens /api/v1/ only.
+            await self._refuse(scope, send, 403, f"API key {info.id} ({info.name}) is limited to projects "
+                                                 f"{', '.join(map(repr, info.projects))}: it opens /api/v1/ only, "
+                                                 "not the dashboard")
             return
         scope[SCOPE_KEY] = info
         await self.app(scope, receive, send)

@@ -227,7 +227,7 @@ def document() -> dict[str, Any]:
             "securitySchemes": {"key": {"type": "http", "scheme": "bearer", "bearerFormat": "trk_<id>_<secret>"}},
             "schemas": {"LogItem": {"type": "object", "properties": {
                 "step": {"type": "integer"}, "metrics": {"type": "object", "additionalProperties": {
-                    "type": ["number", "boolean", "string"]}},
+                    "oneOf": [{"type": ["number", "boolean"]}, {"enum": ["NaN", "Infinity", "-Infinity"]}]}},
                 "schema": {"type": "string"}, "data": {"type": "object"}}}},
         },
     }

@@ -77,68 +77,6 @@ def info_json(info: Any) -> dict[str, Any]:
     return out
 
 
-def _matches(info: Any, text: str) -> bool:
-    needle = text.casefold()
-    hay = [info.id, info.name or "", info.project or "", *info.tags, str(getattr(info, "notes", "") or ""),
-           getattr(info, "group", None) or "", getattr(info, "job_type", None) or ""]
-    return any(needle in str(h).casefold() for h in hay)
-
-
-def runs_listing(infos: list[Any], *, project: str | None = None, status: str | None = None,
-                 tags: list[str] = (), text: str | None = None) -> dict[str, Any]:
-    """``{"runs": [...]}`` filtered, plus what the page's filters and column chooser offer.
-
-    ``projects``, ``tags``, ``config_keys`` and ``metric_names`` cover every
-    run of the store, so the choices stay while a filter is on.
-    """
-    projects: dict[str, None] = {}
-    all_tags: dict[str, None] = {}
-    config_keys: dict[str, None] = {}
-    metric_names: dict[str, None] = {}
-    rows = []
-    for info in infos:
-        if info.project:
-            projects.setdefault(info.project, None)
-        for t in info.tags:
-            all_tags.setdefault(t, None)
-        flat = dict(flatten(info.config or {}))
-        for k in flat:
-            config_keys.setdefault(k, None)
-        for k in info.last_metrics:
-            metric_names.setdefault(k, None)
-        if project is not None and info.project != project:
-            continue
-        if status is not None and info.status != status:
-            continue
-        if tags and not all(t in info.tags for t in tags):
-            continue
-        if text and not _matches(info, text):
-            continue
-        row = info_json(info)
-        row["config_flat"] = flat
-        rows.append(row)
-    from tracker.read.compare import better, key_metrics
-
-    names = sorted(metric_names)
-    common = key_metrics(infos, limit=1)
-    return {"runs": rows, "total": len(infos), "projects": sorted(projects), "tags": sorted(all_tags),
-            "config_keys": list(config_keys), "metric_names": names,
-            # What `tracker runs` shows first (the metric most runs logged, ties as it breaks them), and
-            # which way each metric is better (as `tracker compare` decides): the page's defaults.
-            "default_metric": common[0] if common else None,
-            "metric_better": {n: better(n) for n in names},
-            "largest_project": _largest_project(infos)}
-
-
-def _largest_project(infos: list[Any]) -> str | None:
-    """The project with the most runs (ties: the newest run's), or None when no run has one."""
-    counts: dict[str, int] = {}
-    for info in infos:
-        if info.project:
-            counts[info.project] = counts.get(info.project, 0) + 1
-    return max(counts, key=lambda p: counts[p]) if counts else None
-
-
 def catalog_stats(figures: dict[str, dict[str, Any]], names: list[str]) -> dict[str, dict[str, Any]]:
     """``{name: {"min", "max", "last", "count", "min_step", "max_step", "last_step"}}`` from catalog figures."""
     keys = ("min", "max", "last", "count", "min_step", "max_step", "last_step")

@@ -22,7 +22,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from tracker.core.errors import RunNotFound, SchemaError, StoreUnavailable, TrackerError
+from tracker.core.errors import RunNotFound, SchemaError, StoreError, StoreUnavailable, TrackerError
 from tracker.ui.keyauth import SCOPE_KEY
 from tracker.ui.params import error, json_response
 
@@ -190,6 +190,11 @@ def handle(method: Any) -> Any:
         except StoreUnavailable as exc:
             response = error(503, str(exc))
             response.headers["retry-after"] = "5"
+            return response
+        except StoreError as exc:  # a full disk, a folder it may not write: nothing kept, the client comes back
+            log.warning("tracker server: %s %s: %s", request.method, request.url.path, exc)
+            response = error(503, f"the server cannot store this now: {exc}")
+            response.headers["retry-after"] = "30"
             return response
         except TrackerError as exc:
             text = str(exc)

@@ -463,7 +463,7 @@ def start_run(project: str | None = None, name: str | None = None, *, config: di
     run_dir = runs / run_id
     if not resume and run_dir.exists():
         raise TrackerError(f"run {run_id} already exists in {root}; pass resume=True to append to it")
-    meta = {**fields, "env": origin_facts()}  # name, project, config, tags, env: the order of the first line
+    meta = {**fields, "env": origin_facts(environment)}  # name, project, config, tags, env: the order of the first line
     paths = nonfinite_paths(config_data)
     if paths:
         # Where the config's NaN and infinities are: the line holds them as the store's strings, which

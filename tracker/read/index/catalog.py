@@ -154,15 +154,18 @@ class Kept:
     edits inode (0: no edits folder), edits mtime_ns, newest mtime_ns, flags]``.
     """
 
-    __slots__ = ("id", "seg_names", "edit_names", "run", "segs", "edits", "info", "metrics", "artifacts")
+    __slots__ = ("id", "seg_names", "edit_names", "run", "segs", "edits", "info", "metrics", "artifacts", "created")
 
     def __init__(self, run_id: str, seg_names: list[str], edit_names: list[str], run: list[int],
                  segs: list[list[int]], edits: list[list[int]], info: bytes, metrics: bytes,
-                 artifacts: bytes = b"") -> None:
+                 artifacts: bytes = b"", created: float | None = None) -> None:
         self.id = run_id
         self.seg_names, self.edit_names = seg_names, edit_names
         self.run, self.segs, self.edits = run, segs, edits
         self.info, self.metrics, self.artifacts = info, metrics, artifacts
+        #: the run's ``created_at`` (``None``: unknown), kept as a column so that the newest runs are found
+        #: without parsing every run's info (:class:`Newest`)
+        self.created = created
 
 
 def encode_info(info: RunInfo, schemas: dict[str, int]) -> tuple[bytes, bool]:
@@ -188,7 +191,7 @@ def encode_entry(run_id: str, entry: CatalogEntry, state: dict[str, Any]) -> Kep
     run = [folder[0], folder[1], *(edits_folder if edits_folder is not None else (0, 0)), newest, flags]
     metrics = orjson.dumps(encode_nonfinite(entry.metrics))
     return Kept(run_id, list(state["segs"]), list(state["edits"]), run, segs, edits, info, metrics,
-                entry.artifacts_text())
+                entry.artifacts_text(), entry.info.created_at)
 
 
 def decode_info(text: bytes, metrics: bytes, artifacts: bytes = b"") -> CatalogEntry:
@@ -209,23 +212,20 @@ class Table:
 
     def __init__(self, runs: list[list[Any]], rc: list[list[int]], sc: list[list[int]], ec: list[list[int]],
                  info: bytes, info_at: list[int], metrics: bytes, metrics_at: list[int], artifacts: bytes,
-                 artifacts_at: list[int]) -> None:
+                 artifacts_at: list[int], created: list[float] | None = None) -> None:
         self.runs = runs
+        self.created = created if created is not None and len(created) == len(runs) else None
         self.rc, self.sc, self.ec = rc, sc, ec
         self.info, self.info_at = info, info_at
         self.metrics, self.metrics_at = metrics, metrics_at
         self.artifacts, self.artifacts_at = artifacts, artifacts_at
-        self.at: dict[str, int] = {}
+        from itertools import accumulate
+
+        self.at: dict[str, int] = dict(zip([r[0] for r in runs], range(len(runs)), strict=True))
         #: Where each run's rows start in the segment and edit columns.
-        self.seg_at: list[int] = []
-        self.edit_at: list[int] = []
-        s = e = 0
-        for i, (rid, seg_names, edit_names) in enumerate(runs):
-            self.at[rid] = i
-            self.seg_at.append(s)
-            self.edit_at.append(e)
-            s += len(seg_names)
-            e += len(edit_names)
+        self.seg_at: list[int] = list(accumulate((len(r[1]) for r in runs), initial=0))
+        self.edit_at: list[int] = list(accumulate((len(r[2]) for r in runs), initial=0))
+        s, e = self.seg_at.pop(), self.edit_at.pop()
         if s > len(sc[0]) or e > len(ec[0]):
             raise ValueError("more files named than the columns hold")
 
@@ -293,7 +293,14 @@ class Table:
         edits = [list(row) for row in zip(*(c[e:e + len(edit_names)] for c in self.ec), strict=True)]
         at, mat = self.info_at, self.metrics_at
         return Kept(rid, seg_names, edit_names, [c[i] for c in self.rc], segs, edits,
-                    self.info[at[i]:at[i + 1]], self.metrics[mat[i]:mat[i + 1]], self.artifacts_of(i))
+                    self.info[at[i]:at[i + 1]], self.metrics[mat[i]:mat[i + 1]], self.artifacts_of(i),
+                    self._created(i))
+
+    def _created(self, i: int) -> float | None:
+        if self.created is not None:
+            c = self.created[i]
+            return None if c == float("inf") else c
+        return self.entry(i).info.created_at
 
 
 def _files_hold(folder: str, names: list[str], cols: list[list[int]], start: int) -> bool:
@@ -329,12 +336,13 @@ def load(store: Path) -> Table | None:
             info, info_at = bytes(reader.read("info")), _ints(reader, "info_at", "Q")
             metrics, metrics_at = bytes(reader.read("metrics")), _ints(reader, "metrics_at", "Q")
             artifacts, artifacts_at = bytes(reader.read("artifacts")), _ints(reader, "artifacts_at", "Q")
+            created = memoryview(reader.read("created")).cast("d").tolist() if reader.has("created") else None
         n = len(runs)
         if any(len(c) != n for c in rc) or len(info_at) != n + 1 or len(metrics_at) != n + 1 or \
                 len(artifacts_at) != n + 1 or \
                 any(len(c) != len(sc[0]) for c in sc) or any(len(c) != len(ec[0]) for c in ec):
             return None
-        return Table(runs, rc, sc, ec, info, info_at, metrics, metrics_at, artifacts, artifacts_at)
+        return Table(runs, rc, sc, ec, info, info_at, metrics, metrics_at, artifacts, artifacts_at, created)
     except (OSError, container.Damaged, KeyError, TypeError, ValueError):
         return None
 
@@ -383,6 +391,9 @@ def save(store: Path, kept: list[Kept], writable: Writable) -> None:
             arrays[key] = array(code, [s[j] for k in kept for s in k.segs])
         for j, (key, code) in enumerate(_EDIT_COLS):
             arrays[key] = array(code, [x[j] for k in kept for x in k.edits])
+        # Start times (a run without one: +inf), so that the newest runs are found by one float sort.
+        inf = float("inf")
+        arrays["created"] = array("d", [inf if k.created is None else k.created for k in kept])
         for key in ("info", "metrics", "artifacts"):
             at = [0]
             for k in kept:
@@ -422,7 +433,9 @@ def _entries(store: Path, run_ids: list[str], derive: Callable[[str], tuple[Cata
     out = []
     # Per run: its index in the table (kept as it is) or its entry as derived or refreshed now.
     rows: list[int | Kept] = []
-    changed = (set(table.at) if table is not None else set()) != set(run_ids)
+    # (A file of 0.5 has no start-time column: written again once, with it.)
+    changed = (set(table.at) if table is not None else set()) != set(run_ids) or \
+        (table is not None and table.created is None)
     now = time.time_ns()
     # First every kept entry is checked, then the stale ones are derived: what they are derived from is
     # noted for all of them at once, so that deriving one never gives the others time to grow.

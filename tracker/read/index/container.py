@@ -194,6 +194,16 @@ class Reader:
             got += n
         return buf
 
+    def read_bytes(self, key: str, start: int, nbytes: int) -> bytes:
+        """``nbytes`` bytes of array ``key`` from byte ``start``, not checked (a slice of a big array that the
+        caller parses and checks itself, e.g. one run's JSON text of the catalog)."""
+        offset, total, _ = self._entry(key)
+        nbytes = max(0, min(nbytes, total - start))
+        data = os.pread(self.fd, nbytes, self.base + offset + start)
+        if len(data) != nbytes:
+            raise Damaged(f"array {key!r} is cut short")
+        return data
+
     def close(self) -> None:
         if self.fd >= 0:
             os.close(self.fd)

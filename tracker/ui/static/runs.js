@@ -1,5 +1,6 @@
-// The runs page: every run, filtered and sorted in the page, virtualised, or the parameters view of the
-// same runs; state lives in the URL. Sorting and filtering never fetch: only the periodic refresh does.
+// The runs page: pages of runs asked from the server as the user scrolls (GET /api/runs?limit=&cursor=),
+// filtered and sorted by the server, drawn virtualised; or the parameters view of the runs the filters keep.
+// State (filters, sort, columns, selection, view) lives in the URL.
 
 import { alertBadge } from "./alerts.js";
 import { reportButton } from "./download.js";
@@ -10,6 +11,9 @@ import { alignDecimals, ApiError, clear, dot, el, errorBox, fmtAgo, fmtDuration,
 
 const ROW_H = 34;
 const REFRESH_MS = 4000;
+// Rows per page as the table scrolls; the grouped and parameters views draw at most DRAWN runs.
+const PAGE = 100;
+const DRAWN = 2000;
 const STATUSES = ["running", "finished", "failed", "crashed", "stopped"];
 
 function readState() {
@@ -47,7 +51,10 @@ function liveDuration(r) {
  */
 async function fetchRuns(params, last) {
   const url = new URL("/api/runs", location.origin);
-  for (const [k, v] of Object.entries(params)) if (v !== undefined && v !== null && v !== "") url.searchParams.set(k, v);
+  for (const [k, v] of Object.entries(params)) {
+    if (Array.isArray(v)) v.filter(Boolean).forEach((x) => url.searchParams.append(k, x));
+    else if (v !== undefined && v !== null && v !== "") url.searchParams.set(k, v);
+  }
   const key = url.search;
   const headers = { accept: "application/json" };
   if (last && last.key === key && last.etag) headers["if-none-match"] = last.etag;
@@ -116,24 +123,16 @@ function extraColumn(spec) {
   return null;
 }
 
-function compare(a, b) {
-  const na = a === null || a === undefined || a === "" || Number.isNaN(a);
-  const nb = b === null || b === undefined || b === "" || Number.isNaN(b);
-  if (na || nb) return na && nb ? 0 : na ? 1 : -1;
-  if (typeof a === "number" && typeof b === "number") return a - b;
-  return String(a).localeCompare(String(b), undefined, { numeric: true });
-}
-
-function matches(r, s) {
-  if (s.project && r.project !== s.project) return false;
-  if (s.status && r.status !== s.status) return false;
-  if (s.tags.some((t) => !r.tags.includes(t))) return false;
-  if (s.q) {
-    const q = s.q.toLowerCase();
-    const hay = [r.id, r.name || "", r.project || "", ...r.tags, r.notes || "", r.group || "", r.job_type || ""];
-    if (!hay.some((h) => String(h).toLowerCase().includes(q))) return false;
+/** The server's sort key of a column (`-` first for descending): a field, config.KEY or metric.NAME.STAT. */
+export function apiSort(key, desc) {
+  let k = key;
+  if (key.startsWith("config:")) k = `config.${key.slice(7)}`;
+  else if (key.startsWith("metric:")) {
+    const rest = key.slice(7).split(":");
+    const stat = rest.pop();
+    k = `metric.${rest.join(":")}.${stat}`;
   }
-  return true;
+  return (desc ? "-" : "") + k;
 }
 
 export function mount(root, params, ctx) {
@@ -206,15 +205,26 @@ export function mount(root, params, ctx) {
   }
 
   function columns() {
-    const anyGroup = data && data.runs.some((r) => r.group);
+    const anyGroup = data && (data.groups || []).length > 0;
     return BASE_COLUMNS.filter((c) => !c.ifAny || anyGroup).concat(chosenCols().map(extraColumn).filter(Boolean));
   }
 
-  /** The runs of the parameters view: the selected ones among the filtered, or every filtered one. */
+  /** The runs of the parameters view: the selected ones among those the server sent, or all of them. */
   function shownInParams() {
-    const kept = data.runs.filter((r) => matches(r, state));
-    const sel = kept.filter((r) => state.sel.includes(r.id));
-    return sel.length ? sel : kept;
+    const sel = rows.filter((r) => state.sel.includes(r.id));
+    return sel.length ? sel : rows;
+  }
+
+  /** How many rows the current view draws from the start: a page and what was scrolled, or DRAWN. */
+  function wanted() {
+    if (state.view === "params" || state.groupBy) return DRAWN;
+    return Math.min(10000, Math.max(PAGE, Math.ceil(rows.length / PAGE) * PAGE));
+  }
+
+  /** What the server is asked: the filters, the sort, the statistics of the metric columns. */
+  function query() {
+    return { project: state.project, status: state.status, tag: state.tags, q: state.q,
+      sort: apiSort(state.sort, state.desc) };
   }
 
   /** The metrics whose statistics the shown columns and the parameters view need. */
@@ -224,15 +234,23 @@ export function mount(root, params, ctx) {
     return [...new Set(specs.map((s) => specOf(s)).filter((s) => s && s.metric).map((s) => s.metric))].sort();
   }
 
+  // The filters and sort the rows on screen were asked with: another answer starts the rows again.
+  let askedKey = null;
   function update(push = false) {
     writeState(state, push);
+    const key = JSON.stringify([query(), state.view === "params" || !!state.groupBy]);
+    if (data && key !== askedKey) { refresh(true); return; }
     renderAll();
-    // A column or an axis of a metric not fetched yet: its statistics (the only case that fetches).
+    // A column or an axis of a metric not fetched yet: its statistics.
     if (data && statsNeeded().some((m) => !statsHave.includes(m))) refresh();
   }
   let statsHave = [];
 
-  filter.addEventListener("input", () => { state.q = filter.value; update(false); });
+  let typing = null;
+  filter.addEventListener("input", () => {
+    clearTimeout(typing);
+    typing = setTimeout(() => { state.q = filter.value; update(false); }, 250);
+  });
   projectSel.addEventListener("change", () => { state.project = projectSel.value; update(true); });
   statusSel.addEventListener("change", () => { state.status = statusSel.value; update(true); });
   tagSel.addEventListener("change", () => {
@@ -246,7 +264,7 @@ export function mount(root, params, ctx) {
   });
   compareBtn.addEventListener("click", () => ctx.navigate(`/compare?runs=${state.sel.join(",")}`));
   clearSel.addEventListener("click", () => { state.sel = []; update(false); });
-  scroller.addEventListener("scroll", () => requestAnimationFrame(renderRows));
+  scroller.addEventListener("scroll", () => requestAnimationFrame(() => { renderRows(); moreIfNear(); }));
 
   function fillSelect(sel, first, values, value) {
     clear(sel);
@@ -345,8 +363,9 @@ export function mount(root, params, ctx) {
   function cell(c, r) {
     const v = c.get(r);
     if (c.key === "name") {
-      // A selected run shows the colour the compare page will give it (moved only when close to another's).
-      const color = state.sel.includes(r.id) && selColors ? selColors[r.id] || runColor(r.id) : runColor(r.id);
+      // The colours of the runs listed, as every page gives them to the runs it shows (util.js runColors);
+      // a selected run shows the colour the compare page will give it.
+      const color = (state.sel.includes(r.id) && selColors ? selColors[r.id] : listColors[r.id]) || runColor(r.id);
       return el("td", { class: "name" }, dot(color), el("a", { href: `/runs/${encodeURIComponent(r.id)}`, text: r.name || shortId(r.id) }),
         r.alerts ? alertBadge(r) : null);
     }
@@ -378,6 +397,7 @@ export function mount(root, params, ctx) {
   function renderRows() {
     const cols = columns();
     selColors = state.sel.length > 1 ? runColors(state.sel) : null;
+    if (listedFor !== rows) { listedFor = rows; listColors = runColors(rows.map((r) => r.id)); }
     const top = scroller.scrollTop;
     const height = scroller.clientHeight || 600;
     const first = Math.max(0, Math.floor(top / ROW_H) - 10);
@@ -430,7 +450,7 @@ export function mount(root, params, ctx) {
   }
 
   function renderGroups() {
-    const grouped = !!state.groupBy && state.view === "table" && data.runs.length > 0;
+    const grouped = !!state.groupBy && state.view === "table" && data.total > 0;
     groupBox.hidden = !grouped;
     if (!grouped) { items = null; groupCharts.key = null; return; }
     const groups = groupRows(rows, state.groupBy);
@@ -446,24 +466,22 @@ export function mount(root, params, ctx) {
   function renderAll() {
     if (!data) return;
     const cols = columns();
-    const col = cols.find((c) => c.key === state.sort) || cols.find((c) => c.key === "created_at");
-    rows = data.runs.filter((r) => matches(r, state));
-    const dir = state.desc ? -1 : 1;
-    const keyed = rows.map((r, i) => [col.get(r), i, r]);
-    keyed.sort((a, b) => {
-      const c = compare(a[0], b[0]);
-      const missing = a[0] === null || a[0] === undefined || b[0] === null || b[0] === undefined;
-      return (missing ? c : c * dir) || a[1] - b[1];
-    });
-    rows = keyed.map((k) => k[2]);
+    rows = data.runs;  // filtered and sorted by the server, as many as were asked for
     measureColumns(cols);
     items = null;
-    groupBox.hidden = !(state.groupBy && state.view === "table" && data.runs.length);
-    count.textContent = rows.length === data.runs.length ? `${data.runs.length.toLocaleString("en-US")} runs`
-      : `${rows.length.toLocaleString("en-US")} of ${data.runs.length.toLocaleString("en-US")} runs`;
+    groupBox.hidden = !(state.groupBy && state.view === "table" && data.total);
+    const n = (x) => x.toLocaleString("en-US");
+    count.textContent = (data.matched === data.total ? `${n(data.total)} runs` : `${n(data.matched)} of ${n(data.total)} runs`)
+      + (rows.length < data.matched ? ` (${n(rows.length)} loaded)` : "");
+    table.dataset.loaded = String(rows.length);
+    table.dataset.matched = String(data.matched);
     renderControls();
     clear(message);
-    if (!data.runs.length) {
+    if (data.building) {
+      message.append(el("p", { class: "building muted", "data-building": "1",
+        text: `Reading this store for the first time: ${n(data.building.done)} of ${n(data.building.total)} runs listed, newest first; the rest fill in as its catalog is built (index/).` }));
+    }
+    if (!data.total) {
       scroller.hidden = true;
       if (data.hint) {  // a team database no run has reached yet: how runs get there
         message.append(el("div", { class: "empty" },
@@ -486,7 +504,8 @@ export function mount(root, params, ctx) {
     paramsNode.hidden = state.view !== "params";
     if (state.view === "params") {
       const picked = shownInParams();
-      const note = picked.some((r) => state.sel.includes(r.id)) ? `the ${picked.length} selected runs` : `the ${picked.length.toLocaleString("en-US")} runs the filters keep (select runs to show only those)`;
+      const cut = rows.length < data.matched ? ` (the first ${n(rows.length)} of ${n(data.matched)} in this order: filter to narrow)` : "";
+      const note = picked.some((r) => state.sel.includes(r.id)) ? `the ${picked.length} selected runs` : `the ${n(picked.length)} runs the filters keep${cut} (select runs to show only those)`;
       const ps = { ...state, ...paramsDefaults(state, data, commonMetric(data), picked) };
       clear(paramsNode).append(paramsView(picked, data, ps, { navigate: ctx.navigate, note: `Showing ${note}.`,
         onChange: (next) => { Object.assign(state, next); update(true); } }));
@@ -507,27 +526,43 @@ export function mount(root, params, ctx) {
   }
 
   let selColors = null;
+  let listColors = {};
+  let listedFor = null;
   let chartsAt = Date.now();
   let last = null;  // the last answer: {key, etag, data}
 
-  async function refresh() {
+  // Each answer belongs to the request generation that asked; a newer question makes older answers moot.
+  let gen = 0;
+
+  /**
+   * Ask for the rows on screen again (with the ETag of the last answer: 304 when nothing changed), or, with
+   * `restart`, for the first page of new filters or a new sort.
+   */
+  async function refresh(restart = false) {
     clearTimeout(timer);
+    const my = ++gen;
     const metricNames = statsNeeded();
     const started = performance.now();
+    const q = query();
+    const drawsAll = state.view === "params" || !!state.groupBy;
+    if (restart) { table.dataset.ready = ""; count.textContent = `${count.textContent.split(" (")[0]} (loading…)`; }
     try {
       // default=1: the default metric's statistics come with the first answer (one load, not two).
       // (the default metric is left out of stats=: default=1 brings it, and the URL, so its ETag, stays the same)
       const asked = metricNames.filter((m) => !data || m !== data.default_metric);
-      const got = await fetchRuns({ stats: asked.join(","), default: "1" }, last);
+      const limit = restart ? (drawsAll ? DRAWN : PAGE) : wanted();
+      const got = await fetchRuns({ ...q, limit, stats: asked.join(","), default: "1" }, restart ? null : last);
       clearInterval(firstTimer);
-      if (stopped) return;
+      if (stopped || my !== gen) return;
+      askedKey = JSON.stringify([q, drawsAll]);
       last = got;
-      if (got.fresh || !data) {
+      if (got.fresh || !data || restart) {
         // A listing that changed (runs added, runs that logged more) redraws the group charts, at most
         // once every 10 s: they read every run of the groups.
         if (data && Date.now() - chartsAt > 10_000) { chartsStale = true; chartsAt = Date.now(); }
         data = got.data;
         statsHave = metricNames.concat(data.default_metric ? [data.default_metric] : []);
+        if (restart) scroller.scrollTop = 0;
       }
       renderAll();
       if (!window.__runsFirstPaint) {
@@ -536,14 +571,42 @@ export function mount(root, params, ctx) {
       }
       if (statsNeeded().some((m) => !statsHave.includes(m))) { refresh(); return; }
       table.dataset.ready = "1";  // every shown column has its values
+      moreIfNear();
     } catch (err) {
-      if (stopped) return;
+      if (stopped || my !== gen) return;
       clear(message);
       message.append(errorBox(`cannot list runs: ${err.message} (retrying)`));
     }
-    // A big store costs the server more per listing: poll less often (10x the time a listing took).
-    const every = Math.max(REFRESH_MS, (performance.now() - started) * 10);
-    if (!stopped) timer = setTimeout(refresh, document.hidden ? every * 4 : every);
+    // A big store costs the server more per listing: poll less often (10x the time a listing took); while a
+    // never-read store's catalog is built, every second (its progress line).
+    const every = data && (data.building || data.choices_pending) ? 1000 : Math.max(REFRESH_MS, (performance.now() - started) * 10);
+    if (!stopped && my === gen) timer = setTimeout(refresh, document.hidden ? every * 4 : every);
+  }
+
+  // The next page, asked with the last answer's cursor when the table is scrolled near its last loaded row.
+  let loadingMore = false;
+  async function moreIfNear() {
+    if (!data || !data.next || loadingMore || state.view !== "table" || state.groupBy || scroller.hidden) return;
+    const bottom = scroller.scrollTop + (scroller.clientHeight || 600);
+    if (bottom < (rows.length - 30) * ROW_H) return;
+    loadingMore = true;
+    const my = gen;
+    try {
+      const asked = statsHave.filter((m) => m !== data.default_metric);
+      const got = await fetchRuns({ ...query(), limit: PAGE, cursor: data.next, stats: asked.join(","), default: "1" }, null);
+      if (stopped || my !== gen) return;
+      const have = new Set(data.runs.map((r) => r.id));
+      data = { ...got.data, runs: data.runs.concat(got.data.runs.filter((r) => !have.has(r.id))) };
+      renderAll();
+    } catch (err) {
+      if (stopped || my !== gen) return;
+      clear(message);
+      message.append(errorBox(`cannot list more runs: ${err.message} (scroll again to retry)`));
+      return;
+    } finally {
+      loadingMore = false;
+    }
+    requestAnimationFrame(moreIfNear);  // still near the end (a tall screen): one more page
   }
 
   refresh();

@@ -1,0 +1,254 @@
+"""A lab of 100,000 runs of 10 steps: the runs list's first rows, a sorted or filtered page, ``tracker runs``,
+the server's memory, and a never-read store's first row.
+
+The folder store is made once by :mod:`labstore` (segment lines written with the store's own encoder) and
+cached under ``benchmarks/.cache/``; its catalog is built by the first read and cached with it. The team
+database is a sync of the lab's first 1,000 runs, cloned in SQL to 100,000 (each copy its own id and start
+time, with its writers, figures and columns): seconds, so it is made again at each run, not cached.
+
+Each measurement runs the real thing: ``tracker ui`` in its own process (its resident memory read from
+``/proc``), headless Chromium opening the runs page (first rows: the page's ``runs-first-paint`` mark,
+from navigation start), ``tracker runs`` as a command. Floors, measured the same way in the same run: the
+page over an empty store (what the page costs with nothing to list), ``GET /api/runs?limit=100`` of the
+default order (what a sorted or filtered page is next to), ``tracker --version`` (the interpreter and the
+CLI), and the server's memory over an empty store.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import time
+import urllib.request
+import warnings
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from common import browser, emit, main_guard, parse_args, scratch  # noqa: E402
+from labstore import fresh_copy, lab_store, write_runs  # noqa: E402
+
+import tracker  # noqa: E402
+
+CLONED = ["tracker_runs", "tracker_writers", "tracker_events", "tracker_writer_figures", "tracker_metric_chunks",
+          "tracker_metric_values", "tracker_changes"]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class UiProcess:
+    """``tracker --store STORE ui --no-open`` in its own process, ready when its page answers."""
+
+    def __init__(self, store: str) -> None:
+        self.port = free_port()
+        env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
+        self.proc = subprocess.Popen([sys.executable, "-m", "tracker", "--store", store, "ui", "--no-open",
+                                      "--port", str(self.port)], env=env, stdout=subprocess.DEVNULL,
+                                     stderr=subprocess.PIPE)
+        deadline = time.time() + 60
+        while True:
+            try:
+                with urllib.request.urlopen(self.url + "/static/style.css", timeout=5):
+                    break
+            except OSError:
+                if time.time() > deadline or self.proc.poll() is not None:
+                    said = self.proc.stderr.read().decode()[-500:] if self.proc.poll() is not None else ""
+                    raise RuntimeError("tracker ui did not start: " + said) from None
+                time.sleep(0.1)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def rss_mb(self) -> float:
+        for line in Path(f"/proc/{self.proc.pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+        raise RuntimeError("no VmRSS")
+
+    def get(self, query: str) -> float:
+        """Seconds ``GET /api/runs?query`` takes (the body read)."""
+        t0 = time.perf_counter()
+        with urllib.request.urlopen(f"{self.url}/api/runs?{query}", timeout=600) as r:
+            r.read()
+        return time.perf_counter() - t0
+
+    def close(self) -> None:
+        self.proc.terminate()
+        try:
+            self.proc.wait(20)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+
+
+def first_rows(driver, url: str, timeout: float = 120) -> float:  # noqa: ANN001
+    """Seconds from navigation to the runs page's first rows drawn (its ``runs-first-paint`` mark)."""
+    driver.get("about:blank")
+    driver.get(url)
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        got = driver.execute_script("return window.__runsFirstPaint || null")
+        if got:
+            rows = driver.execute_script("return document.querySelectorAll('tbody tr[data-id]').length")
+            empty = driver.execute_script("return !!document.querySelector('.empty')")
+            if rows or empty:
+                return got / 1000
+        time.sleep(0.02)
+    raise RuntimeError(f"no rows at {url} within {timeout} s")
+
+
+def team_database(n: int, tmp: Path) -> tuple[str, object | None]:
+    """A database of ``n`` runs: a sync of the lab's first ``min(n, 1000)``, cloned in SQL."""
+    import psycopg
+    from bench_team import database  # the benchmarks' PostgreSQL: TRACKER_BENCH_PG or a server of its own
+
+    from tracker.team.postgres import sync
+
+    url, server = database()
+    base = min(n, 1000)
+    src = tmp / f"sync-{base}"
+    write_runs(src, base)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        sync(tracker.open_store(src), url)
+    copies = n // base
+    with psycopg.connect(url) as conn:
+        for table in CLONED:
+            cols = [r[0] for r in conn.execute(
+                "SELECT column_name FROM information_schema.columns WHERE table_name = %s ORDER BY ordinal_position",
+                (table,)).fetchall()]
+
+            def expr(c: str, table: str = table) -> str:
+                if c == "run_id":
+                    return "run_id || 'c' || g"
+                if c == "stamp":
+                    return "nextval('tracker_change_seq')"
+                if (table, c) == ("tracker_runs", "created_at"):
+                    return "created_at + g * 86400.0"
+                if (table, c) == ("tracker_runs", "info"):
+                    return ("jsonb_set(info::jsonb, '{created_at}', to_jsonb((info->>'created_at')::float8 "
+                            "+ g * 86400.0))::json")
+                return c
+            sel = ", ".join(expr(c) for c in cols)
+            conn.execute(f"INSERT INTO {table} ({', '.join(cols)}) SELECT {sel} FROM {table}, "  # noqa: S608
+                         f"generate_series(1, %s) AS g", (copies - 1,))
+        conn.commit()
+        conn.execute("ANALYZE")
+    return url, server
+
+
+def timed(*argv: str) -> float:
+    """Seconds ``tracker ARGV`` takes as a command of its own."""
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
+    t = time.perf_counter()
+    subprocess.run([sys.executable, "-m", "tracker", *argv], env=env, check=True, stdout=subprocess.DEVNULL,
+                   stderr=subprocess.DEVNULL)
+    return time.perf_counter() - t
+
+
+def median(xs: list[float]) -> float:
+    return statistics.median(xs)
+
+
+def body(args) -> None:  # noqa: ANN001 - argparse namespace
+    n, cold_n = (300, 300) if args.quick else (100_000, 10_000)
+    rounds = 1 if args.quick else max(1, min(args.repeat, 3))
+    driver = browser()
+    if driver is None:
+        raise RuntimeError("needs Chromium and chromedriver")
+    t0 = time.perf_counter()
+    folder = lab_store(n)
+    made = time.perf_counter() - t0
+    with scratch() as tmp:
+        empty = tmp / "empty"
+        url, server = team_database(n, tmp)
+        try:
+            floor_ui = UiProcess(str(empty))
+            try:
+                floor_page = [first_rows(driver, floor_ui.url + "/") for _ in range(rounds)]
+                floor_rss = floor_ui.rss_mb()
+            finally:
+                floor_ui.close()
+            for where, store in (("folder", str(folder)), ("PostgreSQL", url)):
+                label = "a folder store" if where == "folder" else "the team database"
+                # The first rows of a server just started: its first request reads nothing kept in memory.
+                firsts = []
+                for _ in range(rounds):
+                    ui = UiProcess(store)
+                    try:
+                        firsts.append(first_rows(driver, ui.url + "/"))
+                    finally:
+                        ui.close()
+                v = median(firsts)
+                emit("lab", f"runs page, first rows in Chromium, {label} of {n:,} runs, server just started",
+                     unit="s", clock="wall", value=round(v, 3), floor=round(median(floor_page), 3),
+                     floor_name="the same page over an empty store", ratio=round(v / median(floor_page), 2),
+                     rounds=rounds, target="<= 1 s", met=v <= 1.0, setup_s=round(made, 1))
+                ui = UiProcess(store)
+                try:
+                    first_rows(driver, ui.url + "/")
+                    for _ in range(40):  # the page's whole catalog, read in the background, answers what follows
+                        if "choices_pending" not in urllib.request.urlopen(f"{ui.url}/api/runs?limit=1").read()\
+                                .decode():
+                            break
+                        time.sleep(0.5)
+                    ui.get("limit=100")
+                    base = [ui.get("limit=100") for _ in range(rounds * 3)]
+                    for name, query in (("sorted by a metric's min", "limit=100&sort=-metric.loss.min"),
+                                        ("sorted by a config key", "limit=100&sort=config.lr"),
+                                        ("filtered by project and status", "limit=100&project=rl&status=failed")):
+                        first = ui.get(query)
+                        again = [ui.get(query.replace("limit=100", f"limit={100 + i}")) for i in range(rounds * 3)]
+                        v = median(again)
+                        emit("lab", f"GET /api/runs, a page {name}, {label} of {n:,} runs", unit="s", clock="wall",
+                             value=round(v, 4), floor=round(median(base), 4),
+                             floor_name="GET /api/runs?limit=100 (newest first) on the same server",
+                             ratio=round(v / median(base), 2), rounds=rounds * 3, target="<= 0.3 s", met=v <= 0.3,
+                             first_s=round(first, 3))
+                    rss = ui.rss_mb()
+                    emit("lab", f"tracker ui resident memory after the first pages, {label} of {n:,} runs",
+                         unit="MB", value=round(rss, 1), floor=round(floor_rss, 1),
+                         floor_name="tracker ui over an empty store", ratio=round(rss / floor_rss, 2),
+                         target="<= 500 MB", met=rss <= 500)
+                finally:
+                    ui.close()
+                # tracker runs --limit 50, a fresh process each time.
+                floor = [timed("--version") for _ in range(rounds * 2)]
+                value = [timed("--store", store, "runs", "--limit", "50") for _ in range(rounds * 2)]
+                v = median(value)
+                emit("lab", f"tracker runs --limit 50, {label} of {n:,} runs", unit="s", clock="wall",
+                     value=round(v, 3), floor=round(median(floor), 3), floor_name="tracker --version",
+                     ratio=round(v / median(floor), 2), rounds=rounds * 2, target="<= 1 s", met=v <= 1.0)
+            # A store nobody has read: its first rows while its catalog builds.
+            firsts = []
+            for r in range(rounds):
+                cold = fresh_copy(cold_n, tmp / f"cold{r}")
+                ui = UiProcess(str(cold))
+                try:
+                    firsts.append(first_rows(driver, ui.url + "/"))
+                finally:
+                    ui.close()
+                shutil.rmtree(cold, ignore_errors=True)
+            v = median(firsts)
+            emit("lab", f"runs page, first rows in Chromium, a never-read folder store of {cold_n:,} runs",
+                 unit="s", clock="wall", value=round(v, 3), floor=round(median(floor_page), 3),
+                 floor_name="the same page over an empty store", ratio=round(v / median(floor_page), 2),
+                 rounds=rounds, target="<= 2 s", met=v <= 2.0)
+        finally:
+            driver.quit()
+            if server is not None:
+                server.stop()
+
+
+if __name__ == "__main__":
+    raise SystemExit(main_guard(body, parse_args(__doc__.splitlines()[0])))

@@ -1,0 +1,266 @@
+"""Pages of the team database's runs list in SQL: filters, a sort on any column, keyset cursors, choices.
+
+The answer of ``TeamStore.runs(..., sort=, limit=, cursor=)``, the same rows in
+the same order as the folder store's (:mod:`tracker.read.listing` defines the
+order: numbers, then text by code point, then other values, then runs without
+one; ties by run id). Each rank is read by its own query, ordered by one
+value and the run id in one direction, so that a keyset condition
+``(value, run_id) < (v, id)`` walks an index where there is one: the migration
+to layout 4 (:func:`migrate_to_4`) indexes ``created_at``, ``project``,
+``run_group`` and ``name`` with the run id, in byte order (``COLLATE "C"``).
+A page costs the rows it shows, whatever the database holds, for those sorts;
+a sort on a config key or a metric's figure reads each run's value once
+(no index can hold every key) and keeps the first rows (a top-N sort).
+
+A run's status is derived from its writers as :func:`tracker.read.segment.run_status`
+does (a running writer silent past the heartbeat timeout is crashed); only a
+filter or sort on status asks for it in SQL.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tracker.read.listing import (
+    MISSING,
+    NUMBER,
+    OTHER,
+    TEXT,
+    RunFilter,
+    SortKey,
+    check_page,
+    decode_cursor,
+    encode_cursor,
+)
+
+#: Layout 4's indexes: the keyset walks of the runs list (text in byte order, as the folder store compares).
+INDEXES_4 = [
+    'CREATE INDEX IF NOT EXISTS tracker_runs_created_id ON tracker_runs (created_at, run_id COLLATE "C")',
+    'CREATE INDEX IF NOT EXISTS tracker_runs_project_created_id ON tracker_runs (project, created_at, '
+    'run_id COLLATE "C")',
+    'CREATE INDEX IF NOT EXISTS tracker_runs_group_created_id ON tracker_runs (run_group, created_at, '
+    'run_id COLLATE "C")',
+    'CREATE INDEX IF NOT EXISTS tracker_runs_name_id ON tracker_runs (name COLLATE "C", run_id COLLATE "C")',
+    'CREATE INDEX IF NOT EXISTS tracker_runs_id_c ON tracker_runs (run_id COLLATE "C")',
+]
+
+
+def migrate_to_4(cur: Any) -> None:
+    """Layout 3 -> 4: the indexes the runs list's keyset pages walk (:data:`INDEXES_4`)."""
+    for stmt in INDEXES_4:
+        cur.execute(stmt)
+
+
+#: Each writer's status as a reader sees it, then per run its status and end (as ``TeamStore._infos`` derives them).
+_WRITERS = """ws AS (
+  SELECT run_id, max(e) AS ended_at,
+    CASE WHEN bool_or(st = 'running') THEN 'running'
+         WHEN bool_or(cur) THEN (array_agg(st ORDER BY sev DESC) FILTER (WHERE cur))[1]
+         ELSE (array_agg(st ORDER BY sev DESC))[1] END AS status
+  FROM (SELECT w.run_id, w.e, w.st,
+          CASE w.st WHEN 'finished' THEN 0 WHEN 'failed' THEN 1 WHEN 'stopped' THEN 3 ELSE 2 END AS sev,
+          NOT EXISTS (SELECT 1 FROM tracker_writers o WHERE o.run_id = w.run_id AND o.is_writer
+                      AND o.writer <> w.writer AND COALESCE(o.started_at, 0) > w.e) AS cur
+        FROM (SELECT run_id, writer, COALESCE(ended_at, 0) AS e,
+                CASE WHEN status = 'running' AND extract(epoch FROM now() - seen_at) > %(timeout)s
+                     THEN 'crashed' ELSE status END AS st
+              FROM tracker_writers WHERE is_writer) w) x
+  GROUP BY run_id)"""
+
+_TEXT_COLUMNS = {"id": "r.run_id", "name": "r.name", "project": "r.project", "group": "r.run_group",
+                 "job_type": "r.job_type"}
+
+
+def _num(v: str) -> str:
+    """A JSON value's number (booleans 0 and 1; ``"Infinity"`` strings as the store writes them), else NULL."""
+    v = f"({v})"
+    return (f"(CASE json_typeof({v}) WHEN 'number' THEN ({v}#>>'{{}}')::float8 "
+            f"WHEN 'boolean' THEN CASE WHEN {v}::text = 'true' THEN 1.0 ELSE 0.0 END "
+            f"WHEN 'string' THEN CASE WHEN {v}#>>'{{}}' IN ('Infinity', '-Infinity') THEN ({v}#>>'{{}}')::float8 END "
+            "END)")
+
+
+def _json_rank(v: str, nan_strings: bool) -> str:
+    v = f"({v})"
+    nan = f"WHEN json_typeof({v}) = 'string' AND {v}#>>'{{}}' = 'NaN' THEN {OTHER} " if nan_strings else ""
+    inf = f"WHEN json_typeof({v}) = 'string' AND {v}#>>'{{}}' IN ('Infinity', '-Infinity') THEN {NUMBER} " \
+        if nan_strings else ""
+    return (f"(CASE {nan}{inf}WHEN json_typeof({v}) IN ('number', 'boolean') THEN {NUMBER} "
+            f"WHEN json_typeof({v}) = 'string' THEN {TEXT} WHEN json_typeof({v}) = 'array' THEN {OTHER} "
+            f"ELSE {MISSING} END)")
+
+
+def _ranks(rank_e: str) -> dict[int, str]:
+    return {r: f"{rank_e} = {r}" for r in (NUMBER, TEXT, OTHER, MISSING)}
+
+
+def sort_exprs(key: SortKey, params: dict[str, Any]) -> tuple[str, str, dict[int, str], bool]:
+    """``(number, text, condition per rank, needs the writers)``: SQL of a sort key over ``tracker_runs r``.
+
+    A plain column's conditions are ``IS NULL`` / ``IS NOT NULL``, so that its index serves the walk.
+    """
+    if key.kind == "field":
+        name = key.name
+        if name in _TEXT_COLUMNS or name == "status":
+            col = "COALESCE(ws.status, 'crashed')" if name == "status" else _TEXT_COLUMNS[name]
+            return ("0.0::float8", f'{col} COLLATE "C"', {TEXT: f"{col} IS NOT NULL", MISSING: f"{col} IS NULL"},
+                    name == "status")
+        writers = name in ("ended_at", "duration")
+        if name == "created_at":
+            col = "r.created_at"
+        elif name == "ended_at":
+            col = "COALESCE(ws.ended_at, (r.info->>'ended_at')::float8)"
+        elif name == "duration":
+            col = ("(CASE WHEN COALESCE(ws.status, 'crashed') = 'running' THEN NULL ELSE "
+                   "COALESCE(ws.ended_at, (r.info->>'ended_at')::float8) - (r.info->>'created_at')::float8 END)")
+        else:  # records, last_step
+            v = f"(r.info->'{name}')"
+            return f"COALESCE({_num(v)}, 0.0)", "''", _ranks(_json_rank(v, False)), False
+        return (col, "''", {NUMBER: f"{col} <> 'NaN'::float8", OTHER: f"{col} = 'NaN'::float8",
+                            MISSING: f"{col} IS NULL"}, writers)
+    if key.kind == "config":
+        params["cfg_whole"] = key.name
+        params["cfg_path"] = key.name.split(".")
+        v = "COALESCE(r.info->'config'->%(cfg_whole)s, r.info->'config' #> %(cfg_path)s)"
+        return (f"COALESCE({_num(v)}, 0.0)",
+                f"(CASE WHEN json_typeof({v}) = 'string' THEN {v}#>>'{{}}' ELSE '' END) COLLATE \"C\"",
+                _ranks(_json_rank(v, False)), False)
+    # A metric's figure, combined across the run's writers as the folder store combines its segments'.
+    params["metric"] = key.name
+    f = "f.figures->%(metric)s"
+    if key.stat in ("min", "max"):
+        agg = "min" if key.stat == "min" else "max"
+        val = (f"(SELECT {agg}({_num(f + '->' + repr(key.stat))}) FROM tracker_writer_figures f "
+               "WHERE f.run_id = r.run_id)")
+        return f"COALESCE({val}, 0.0)", "''", {NUMBER: f"{val} IS NOT NULL", MISSING: f"{val} IS NULL"}, False
+    last = (f"(SELECT {f}->'last' FROM tracker_writer_figures f WHERE f.run_id = r.run_id AND {f} IS NOT NULL "
+            f"ORDER BY ({f}->>'last_key')::float8 DESC, f.writer COLLATE \"C\" DESC LIMIT 1)")
+    return f"COALESCE({_num(last)}, 0.0)", "''", _ranks(_json_rank(last, True)), False
+
+
+def filter_sql(flt: RunFilter, params: dict[str, Any]) -> tuple[list[str], bool]:
+    """The WHERE conditions of a filter over ``tracker_runs r``, and whether they need the writers."""
+    where = []
+    if flt.project is not None:
+        where.append("r.project = %(project)s")
+        params["project"] = flt.project
+    if flt.group is not None:
+        where.append("r.run_group = %(group)s")
+        params["group"] = flt.group
+    if flt.job_type is not None:
+        where.append("r.job_type = %(job_type)s")
+        params["job_type"] = flt.job_type
+    for i, tag in enumerate(flt.tags):
+        where.append(f"EXISTS (SELECT 1 FROM json_array_elements_text(CASE WHEN json_typeof(r.info->'tags') = "
+                     f"'array' THEN r.info->'tags' ELSE '[]'::json END) t WHERE t = %(tag{i})s)")
+        params[f"tag{i}"] = tag
+    if flt.q:
+        params["q"] = flt.q.casefold()
+        hay = ["r.run_id", "r.name", "r.project", "r.info->>'notes'", "r.run_group", "r.job_type"]
+        parts = [f"strpos(lower(COALESCE({h}, '')), %(q)s) > 0" for h in hay]
+        parts.append("EXISTS (SELECT 1 FROM json_array_elements_text(CASE WHEN json_typeof(r.info->'tags') = "
+                     "'array' THEN r.info->'tags' ELSE '[]'::json END) t WHERE strpos(lower(t), %(q)s) > 0)")
+        where.append("(" + " OR ".join(parts) + ")")
+    if flt.status is not None:
+        where.append("COALESCE(ws.status, 'crashed') = %(status)s")
+        params["status"] = flt.status
+    return where, flt.status is not None
+
+
+def page_ids(store: Any, flt: RunFilter, key: SortKey, limit: int | None, cursor: str | None,
+             offset: int | None, timeout: Any) -> tuple[list[str], int, str | None]:
+    """``(run ids of the page, runs the filter keeps, next cursor)`` in SQL.
+
+    :param timeout: gives the heartbeat timeout (seconds), asked only when the status is (the plugin host's
+        configuration is not loaded for a page that does not need it).
+    """
+    check_page(limit, offset, cursor)
+    params: dict[str, Any] = {}
+    num_e, text_e, rank_conds, w1 = sort_exprs(key, params)
+    where, w2 = filter_sql(flt, params)
+    needs_writers = w1 or w2
+    if needs_writers:
+        params["timeout"] = timeout()
+    head = f"WITH {_WRITERS} " if needs_writers else ""
+    join = " LEFT JOIN ws ON ws.run_id = r.run_id" if needs_writers else ""
+    cond = " AND ".join(where) or "TRUE"
+    total = store._fetch(f"{head}SELECT count(*) FROM tracker_runs r{join} WHERE {cond}", params)[0][0]
+    at = decode_cursor(cursor, key) if cursor is not None else None
+    skip = offset or 0
+    want = None if limit is None else limit + 1  # one more: whether a next page exists
+    rows: list[tuple[Any, ...]] = []
+    op, order = ("<", "DESC") if key.desc else (">", "ASC")
+    first_rank = at[0] if at is not None else NUMBER
+    for r in range(first_rank, MISSING + 1):
+        if want is not None and len(rows) >= want:
+            break
+        if r not in rank_conds:
+            continue
+        # Within one rank the order is (value, id) in one direction; numbers and text are the values of their ranks.
+        value = num_e if r == NUMBER else text_e if r == TEXT else None
+        if value in ("''", "0.0::float8"):  # a rank this sort never gives a value in: by id alone
+            value = None
+        p = dict(params)
+        conds = [cond, rank_conds[r]]
+        if at is not None and r == at[0]:
+            if value is None:
+                conds.append(f'r.run_id COLLATE "C" {op} %(at_id)s')
+            else:
+                conds.append(f'({value}, r.run_id COLLATE "C") {op} (%(at_v)s, %(at_id)s)')
+                p["at_v"] = at[1] if r == NUMBER else at[2]
+            p["at_id"] = at[3]
+        ordering = (f"{value} {order}, " if value is not None else "") + f'r.run_id COLLATE "C" {order}'
+        sql = (f"{head}SELECT r.run_id, {num_e}, {text_e} FROM tracker_runs r{join} WHERE {' AND '.join(conds)} "
+               f"ORDER BY {ordering}")
+        if want is not None:
+            sql += f" LIMIT {int(want - len(rows) + skip)}"
+        got = store._fetch(sql, p)
+        if skip:
+            used = min(skip, len(got))
+            got, skip = got[used:], skip - used
+        rows.extend((r, *row) for row in got)
+    page = rows if want is None else rows[:limit]
+    nxt = None
+    if want is not None and len(rows) > limit and page:
+        last = page[-1]
+        nxt = encode_cursor(key, (last[0], float(last[2]), last[3] if last[0] == TEXT else "", last[1]))
+    return [row[1] for row in page], int(total), nxt
+
+
+def choices_sql(store: Any) -> dict[str, Any]:
+    """What the list's filters and columns offer, from SQL over the runs' rows and the writers' figures."""
+    from tracker.read.compare import better
+
+    def column(sql: str) -> list[Any]:
+        return [row[0] for row in store._fetch(sql)]
+
+    projects = store._fetch("SELECT project, count(*) FROM tracker_runs WHERE project IS NOT NULL GROUP BY project")
+    tags = column("SELECT DISTINCT t FROM tracker_runs r, json_array_elements_text(CASE WHEN "
+                  "json_typeof(r.info->'tags') = 'array' THEN r.info->'tags' ELSE '[]'::json END) t")
+    groups = column("SELECT DISTINCT run_group FROM tracker_runs WHERE run_group IS NOT NULL")
+    job_types = column("SELECT DISTINCT job_type FROM tracker_runs WHERE job_type IS NOT NULL")
+    # Config keys, nested ones dotted, in order of first appearance among the newest runs first.
+    keys = column("""WITH RECURSIVE c(path, v, at) AS (
+        SELECT k, v, -r.created_at FROM tracker_runs r, json_each(CASE WHEN json_typeof(r.info->'config') = 'object'
+            THEN r.info->'config' ELSE '{}'::json END) AS e(k, v)
+        UNION ALL
+        SELECT c.path || '.' || e.k, e.v, c.at FROM c, json_each(c.v) AS e(k, v) WHERE json_typeof(c.v) = 'object')
+      SELECT path FROM c WHERE json_typeof(v) <> 'object' GROUP BY path ORDER BY min(at), path""")
+    counts = store._fetch("""SELECT k, count(DISTINCT r.run_id), max(r.created_at) FROM tracker_runs r,
+        json_object_keys(CASE WHEN json_typeof(r.info->'last_metrics') = 'object' THEN r.info->'last_metrics'
+        ELSE '{}'::json END) k GROUP BY k""")
+    names = {c[0] for c in counts}
+    # The default metric column: the one most runs logged (ties: the one the newest run logged).
+    common = sorted(counts, key=lambda c: (-c[1], -(c[2] or 0.0), c[0]))
+    statuses = sorted({row[0] for row in store._fetch(f"WITH {_WRITERS} SELECT DISTINCT COALESCE(ws.status, "
+                                                     "'crashed') FROM tracker_runs r LEFT JOIN ws ON "
+                                                     "ws.run_id = r.run_id", {"timeout": store._timeout()})})
+    largest = max(projects, key=lambda p: p[1])[0] if projects else None
+    metric_names = sorted(names)
+    return {"projects": sorted(p for p, _ in projects), "tags": sorted(tags), "statuses": statuses,
+            "groups": sorted(groups), "job_types": sorted(job_types), "config_keys": keys,
+            "metric_names": metric_names, "default_metric": common[0][0] if common else None,
+            "metric_better": {n: better(n) for n in metric_names}, "largest_project": largest}
+
+
+__all__ = ["INDEXES_4", "choices_sql", "filter_sql", "migrate_to_4", "page_ids", "sort_exprs"]
