@@ -65,16 +65,23 @@ def test_runs_info_and_paging(stores) -> None:
     assert same(remote.runs(project="vision"), folder.runs(project="vision"))
     assert same(remote.runs(tag="base"), folder.runs(tag="base"))
     assert remote.run_ids() == folder.run_ids()
-    # Paged: one run a page, each cursor leading to the next, the same runs in the same order.
+    # Paged as the store pages: one run a page, each cursor leading to the next, the same runs in the same order.
     seen, cursor = [], None
     while True:
-        page, cursor = remote.runs_page(limit=1, cursor=cursor)
-        assert len(page) == 1
-        seen.append(page[0].info.id)
+        page = remote.runs(limit=1, cursor=cursor)
+        assert len(page) == 1 and page.total == 3
+        seen.append(page[0].id)
+        cursor = page.next
         if cursor is None:
             break
     assert seen == [i.id for i in folder.runs()]
-    assert [e.info.id for e in remote.runs_page(group="g1")[0]] == [ids["beta"], ids["alpha"]]
+    for kw in ({"group": "g1"}, {"sort": "name"}, {"sort": "-metric.loss.min", "limit": 2}, {"q": "gam"},
+               {"sort": "config.lr", "offset": 1, "limit": 1}, {"tag": ["base"], "project": "vision"}):
+        got, want = remote.runs(**kw), folder.runs(**kw)
+        assert same(list(got), list(want)), kw
+        assert (got.total, got.next is None) == (want.total, want.next is None), kw
+    with pytest.raises(tracker.TrackerError, match="400 sort"):
+        remote.runs(sort="nope", limit=3)
     # The catalog's per-metric figures (what `tracker runs -m` and data frames show).
     assert {e.info.id: e.metrics for e in remote.catalog()} == {e.info.id: e.metrics for e in folder.catalog()}
 

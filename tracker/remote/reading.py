@@ -49,7 +49,7 @@ from tracker.read.index.catalog import CatalogEntry
 from tracker.read.protocol import RecordsRunMixin
 from tracker.read.reader import LazyHost
 from tracker.remote.wire import decode_figures, decode_info, parse_record
-from tracker.write.artifacts import ArtifactMethods
+from tracker.write.artifact_methods import ArtifactMethods
 
 API = "/api/v1"
 #: Runs asked for per page of the listing.
@@ -108,41 +108,58 @@ class RemoteStore(LazyHost, ArtifactMethods):
 
     # --- runs -------------------------------------------------------------------------------------
 
-    def runs_page(self, project: str | None = None, status: str | None = None, tag: str | None = None, *,
-                  group: str | None = None, limit: int = PAGE, cursor: str | None = None,
-                  figures: bool = False) -> tuple[list[CatalogEntry], str | None]:
-        """One page of the listing, newest first: the entries and the cursor of the next page (``None``: last)."""
-        doc = self._json("/runs", {"project": project, "status": status, "tag": tag, "group": group,
-                                   "limit": limit, "cursor": cursor, "figures": 1 if figures else None})
-        out = []
+    def runs_page(self, project: str | None = None, status: str | None = None, tag: str | list[str] | None = None, *,
+                  q: str | None = None, group: str | None = None, job_type: str | None = None,
+                  sort: str | None = None, limit: int = PAGE, cursor: str | None = None, offset: int | None = None,
+                  figures: bool = False) -> Any:
+        """One page of the listing as the server's store pages it: a :class:`~tracker.read.listing.RunPage` of
+        infos (with ``total``, ``next`` and ``entries``, the runs' catalog entries)."""
+        from tracker.read.listing import RunPage
+
+        tags = [tag] if isinstance(tag, str) else list(tag or [])
+        doc = self._json("/runs", {"project": project, "status": status, "tag": tags or None, "q": q, "group": group,
+                                   "job_type": job_type, "sort": sort, "limit": limit, "cursor": cursor,
+                                   "offset": offset, "figures": 1 if figures else None})
+        entries = []
         for row in doc.get("runs") or ():
             info = decode_info(row.get("info"), row.get("nonfinite"))
             metrics = decode_figures(row["metrics"]) if "metrics" in row else None
-            out.append(RemoteEntry(info, metrics, dict(row.get("schemas") or {})))
+            entries.append(RemoteEntry(info, metrics, dict(row.get("schemas") or {})))
         nxt = doc.get("next")
-        return out, nxt if isinstance(nxt, str) and nxt else None
+        total = doc.get("total")
+        return RunPage([e.info for e in entries], total if isinstance(total, int) else len(entries),
+                       nxt if isinstance(nxt, str) and nxt else None, entries)
 
-    def catalog(self, project: str | None = None, status: str | None = None,
-                tag: str | None = None, *, group: str | None = None) -> list[CatalogEntry]:
-        """Every run's entry (info, per-metric figures, records per schema), newest first, every page read."""
+    def _pages(self, figures: bool, **filters: Any) -> Any:
+        from tracker.read.listing import RunPage
+
         entries: list[CatalogEntry] = []
         cursor = None
         while True:
-            page, cursor = self.runs_page(project, status, tag, group=group, cursor=cursor, figures=True)
-            entries.extend(page)
+            page = self.runs_page(**filters, cursor=cursor, figures=figures)
+            entries.extend(page.entries)
+            cursor = page.next
             if cursor is None:
-                return entries
+                return RunPage([e.info for e in entries], len(entries), None, entries)
 
-    def runs(self, project: str | None = None, status: str | None = None,
-             tag: str | None = None) -> list[RunInfo]:
-        """Every run's info, newest first, optionally filtered (paged underneath)."""
-        infos: list[RunInfo] = []
-        cursor = None
-        while True:
-            page, cursor = self.runs_page(project, status, tag, cursor=cursor)
-            infos.extend(e.info for e in page)
-            if cursor is None:
-                return infos
+    def catalog(self, project: str | None = None, status: str | None = None,
+                tag: str | None = None) -> list[CatalogEntry]:
+        """Every run's entry (info, per-metric figures, records per schema), newest first, every page read."""
+        return list(self._pages(True, project=project, status=status, tag=tag).entries)
+
+    def runs(self, project: str | None = None, status: str | None = None, tag: str | list[str] | None = None, *,
+             q: str | None = None, group: str | None = None, job_type: str | None = None, sort: str | None = None,
+             limit: int | None = None, cursor: str | None = None, offset: int | None = None) -> list[RunInfo]:
+        """Runs' infos, newest first (or in ``sort``'s order), filtered; a page of them with ``limit``
+        (as :meth:`tracker.Store.runs`: a :class:`~tracker.read.listing.RunPage` with ``total`` and ``next``).
+
+        Without ``limit``, every page is read.
+        """
+        filters = {"project": project, "status": status, "tag": tag, "q": q, "group": group, "job_type": job_type,
+                   "sort": sort}
+        if limit is not None or cursor is not None or offset is not None:
+            return self.runs_page(**filters, limit=PAGE if limit is None else limit, cursor=cursor, offset=offset)
+        return self._pages(False, **filters)
 
     def run_ids(self) -> list[str]:
         """Every run id on the server."""
