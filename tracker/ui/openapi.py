@@ -160,14 +160,16 @@ _FORBIDDEN = _error("the key may not read this run's project")
 #: The reading endpoints (``open_store("https://...")``; :mod:`tracker.ui.remote_read`).
 READ_PATHS: dict[str, Any] = {
     "/api/v1/runs": {"get": _op("Runs, newest first, a page at a time", {
-        "200": _json("a page; next is the cursor of the page after (null: the last)", {
-            "type": "object", "properties": {"runs": {"type": "array", "items": _ENTRY},
-                                             "next": {"type": ["string", "null"]}}}),
-        "400": _error("a bad parameter (a cursor this server did not give, a limit out of 1..10000)")},
+        "200": _json("a page; next is the cursor of the page after (null: the last); total the runs the filters keep",
+                     {"type": "object", "properties": {"runs": {"type": "array", "items": _ENTRY},
+                                                       "next": {"type": ["string", "null"]},
+                                                       "total": {"type": "integer"}}}),
+        "400": _error("a bad parameter (a sort, cursor, limit or offset that cannot be used)")},
         parameters=[{"name": n, "in": "query", "required": False, "schema": {"type": "string"}}
-                    for n in ("project", "status", "tag", "group", "cursor")]
+                    for n in ("project", "status", "tag", "q", "group", "job_type", "sort", "cursor")]
         + [{"name": "limit", "in": "query", "required": False,
             "schema": {"type": "integer", "minimum": 1, "maximum": 10000, "default": 1000}},
+           {"name": "offset", "in": "query", "required": False, "schema": {"type": "integer", "minimum": 0}},
            {"name": "figures", "in": "query", "required": False, "schema": {"enum": ["1"]},
             "description": "1: each run's per-metric figures too"}])},
     "/api/v1/run": {"get": _op("One run by id, unique prefix or name", {
