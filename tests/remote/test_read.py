@@ -341,3 +341,20 @@ def test_the_dashboard_over_a_server_url_points_at_the_servers_own(served) -> No
     assert res.stderr.strip().splitlines() == [
         "tracker: https://lab.example:8443 is a tracker server, which serves its own dashboard: open "
         "https://lab.example:8443/ in a browser (the dashboard here serves a store folder or the team database)"]
+
+
+def test_the_curl_reading_example_of_the_docs_runs_as_written(served, tmp_path) -> None:
+    import shutil
+
+    if shutil.which("curl") is None:
+        pytest.skip("curl is not installed")
+    store, server, ids, key = served
+    text = (Path(__file__).resolve().parents[2] / "docs" / "http-api.md").read_text(encoding="utf-8")
+    section = text[text.index("### Reading (`read`)"):text.index("### Logging with JSON")]
+    block = re.search(r"^```sh\n(.*?)^```", section, flags=re.S | re.M).group(1)
+    res = subprocess.run(["bash", "-euo", "pipefail", "-c", block], capture_output=True, text=True, timeout=60,
+                         env=server.env(key), cwd=tmp_path)
+    assert res.returncode == 0, res.stderr
+    doc = orjson.loads(res.stdout)
+    assert [r["info"]["name"] for r in doc["runs"]] == [i.name for i in tracker.open_store(store).runs(limit=10)]
+    assert doc["total"] == len(tracker.open_store(store).runs())
