@@ -40,7 +40,7 @@ from starlette.requests import Request
 from starlette.responses import FileResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from tracker.core.errors import TrackerError
+from tracker.core.errors import StoreUnavailable, TrackerError
 from tracker.remote.wire import JSONL, entry_json, record_line
 from tracker.ui.params import BadRequest, error, int_param, json_response, status_param
 
@@ -273,6 +273,10 @@ def read_routes(endpoint: Any, api: Any) -> list[Route]:
                 return fn(api, request)
             except Forbidden as exc:
                 return error(403, str(exc))
+            except StoreUnavailable as exc:  # the database is away: a client tries again after Retry-After
+                response = error(503, str(exc))
+                response.headers["retry-after"] = "5"
+                return response
 
         return endpoint(guarded)
 
