@@ -227,37 +227,46 @@ def page_ids(store: Any, flt: RunFilter, key: SortKey, limit: int | None, cursor
     return [row[1] for row in page], int(total), nxt
 
 
+#: The runs newest first (as the folder store lists them), numbered: what "first seen" means below.
+_NEWEST = ("r AS (SELECT run_id, project, info, row_number() OVER (ORDER BY COALESCE(created_at, 0) DESC, "
+           'run_id COLLATE "C" DESC) AS rn FROM tracker_runs)')
+
+
 def choices_sql(store: Any) -> dict[str, Any]:
-    """What the list's filters and columns offer, from SQL over the runs' rows and the writers' figures."""
+    """What the list's filters and columns offer (:func:`tracker.read.listing.choices`, the same answer), from
+    SQL over the runs' rows: the JSON of each info keeps its keys' order, so "first seen" is the folder's."""
     from tracker.read.compare import better
 
-    def column(sql: str) -> list[Any]:
-        return [row[0] for row in store._fetch(sql)]
+    def column(sql: str, params: Any = ()) -> list[Any]:
+        return [row[0] for row in store._fetch(sql, params)]
 
-    projects = store._fetch("SELECT project, count(*) FROM tracker_runs WHERE project IS NOT NULL GROUP BY project")
+    projects = store._fetch(f"WITH {_NEWEST} SELECT project, count(*), min(rn) FROM r WHERE project IS NOT NULL "
+                            "AND project <> '' GROUP BY project")
     tags = column("SELECT DISTINCT t FROM tracker_runs r, json_array_elements_text(CASE WHEN "
                   "json_typeof(r.info->'tags') = 'array' THEN r.info->'tags' ELSE '[]'::json END) t")
-    groups = column("SELECT DISTINCT run_group FROM tracker_runs WHERE run_group IS NOT NULL")
-    job_types = column("SELECT DISTINCT job_type FROM tracker_runs WHERE job_type IS NOT NULL")
-    # Config keys, nested ones dotted, in order of first appearance among the newest runs first.
-    keys = column("""WITH RECURSIVE c(path, v, at) AS (
-        SELECT k, v, -r.created_at FROM tracker_runs r, json_each(CASE WHEN json_typeof(r.info->'config') = 'object'
-            THEN r.info->'config' ELSE '{}'::json END) AS e(k, v)
-        UNION ALL
-        SELECT c.path || '.' || e.k, e.v, c.at FROM c, json_each(c.v) AS e(k, v) WHERE json_typeof(c.v) = 'object')
-      SELECT path FROM c WHERE json_typeof(v) <> 'object' GROUP BY path ORDER BY min(at), path""")
-    counts = store._fetch("""SELECT k, count(DISTINCT r.run_id), max(r.created_at) FROM tracker_runs r,
-        json_object_keys(CASE WHEN json_typeof(r.info->'last_metrics') = 'object' THEN r.info->'last_metrics'
-        ELSE '{}'::json END) k GROUP BY k""")
-    names = {c[0] for c in counts}
-    # The default metric column: the one most runs logged (ties: the one the newest run logged).
-    common = sorted(counts, key=lambda c: (-c[1], -(c[2] or 0.0), c[0]))
+    groups = column("SELECT DISTINCT run_group FROM tracker_runs WHERE run_group IS NOT NULL AND run_group <> ''")
+    job_types = column("SELECT DISTINCT job_type FROM tracker_runs WHERE job_type IS NOT NULL AND job_type <> ''")
+    # Config keys, nested ones dotted (an empty object is a key of its own), in order of first appearance.
+    keys = column(f"""WITH RECURSIVE {_NEWEST},
+        c(path, v, ord) AS (
+            SELECT e.k, e.v, ARRAY[r.rn, e.o] FROM r, json_each(CASE WHEN json_typeof(r.info->'config') = 'object'
+                THEN r.info->'config' ELSE '{{}}'::json END) WITH ORDINALITY AS e(k, v, o)
+            UNION ALL
+            SELECT c.path || '.' || e.k, e.v, c.ord || e.o FROM c, json_each(c.v) WITH ORDINALITY AS e(k, v, o)
+            WHERE json_typeof(c.v) = 'object')
+        SELECT path FROM c WHERE json_typeof(v) <> 'object' OR NOT EXISTS (SELECT 1 FROM json_each(c.v))
+        GROUP BY path ORDER BY min(ord)""")
+    counts = store._fetch(f"""WITH {_NEWEST} SELECT e.k, count(*), min(ARRAY[r.rn, e.o]) FROM r,
+        json_each(CASE WHEN json_typeof(r.info->'last_metrics') = 'object' THEN r.info->'last_metrics'
+        ELSE '{{}}'::json END) WITH ORDINALITY AS e(k, v, o) GROUP BY e.k""")
+    # The default metric column: the one most runs logged, ties to the first seen (as `tracker runs`).
+    common = sorted(counts, key=lambda c: (-c[1], c[2]))
     statuses = sorted({row[0] for row in store._fetch(f"WITH {_WRITERS} SELECT DISTINCT COALESCE(ws.status, "
                                                      "'crashed') FROM tracker_runs r LEFT JOIN ws ON "
                                                      "ws.run_id = r.run_id", {"timeout": store._timeout()})})
-    largest = max(projects, key=lambda p: p[1])[0] if projects else None
-    metric_names = sorted(names)
-    return {"projects": sorted(p for p, _ in projects), "tags": sorted(tags), "statuses": statuses,
+    largest = min(projects, key=lambda p: (-p[1], p[2]))[0] if projects else None
+    metric_names = sorted(c[0] for c in counts)
+    return {"projects": sorted(p for p, _, _ in projects), "tags": sorted(tags), "statuses": statuses,
             "groups": sorted(groups), "job_types": sorted(job_types), "config_keys": keys,
             "metric_names": metric_names, "default_metric": common[0][0] if common else None,
             "metric_better": {n: better(n) for n in metric_names}, "largest_project": largest}
