@@ -216,6 +216,7 @@ def browser() -> Any:
     opts = webdriver.ChromeOptions()
     opts.binary_location = path
     for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run",
-                "--window-size=1440,900", "--disable-background-networking", "--disable-component-update"):
+                "--window-size=1440,900", "--disable-background-networking", "--disable-component-update",
+                "--enable-unsafe-swiftshader"):  # WebGL on the CPU (the Media panel's 3D view)
         opts.add_argument(arg)
     return webdriver.Chrome(options=opts, service=Service(executable_path=driver))

@@ -4,7 +4,9 @@ A preprocessing run makes a dataset and logs it as an artifact; six training
 runs (two hidden sizes, three seeds each, one `group` per size) use it, print
 their epochs as a training script does (the console is kept in the run), and
 log their model under one name, each a new version; the best is promoted to
-`prod`; an evaluation run loads `model:prod`. Then the CLI answers what a lab
+`prod`; an evaluation run loads `model:prod` and logs what it sees as media (a
+short video of its decision boundary, a clip that sounds it out), shown in the
+run page's Media panel. Then the CLI answers what a lab
 asks afterwards: the groups as mean ± std across seeds, the lineage from the
 dataset to the evaluation, what the evaluation printed, why two runs differ,
 and one HTML report to send to someone without the dashboard.
@@ -72,6 +74,37 @@ def train(data: Path, hidden: int, seed: int, epochs: int, folder: Path) -> tupl
     return path, loss
 
 
+def boundary_media(w: dict, x: np.ndarray, y: np.ndarray) -> dict:
+    """The model's decision over the plane as media: a video revealing the holdout points on its probability
+    map, and a clip whose pitch follows the probability along a ray from the centre outwards."""
+    import importlib.util
+
+    side = 64
+    axis = np.linspace(-3.5, 3.5, side)
+    grid = np.stack(np.meshgrid(axis, -axis), axis=-1).reshape(-1, 2)
+    prob = forward(grid, w["w1"], w["b1"], w["w2"])[1].reshape(side, side)
+    base = np.stack([prob * 200 + 30, np.full_like(prob, 40), (1 - prob) * 200 + 30]).astype(np.uint8)
+    frames = np.repeat(base[None], 12, axis=0)
+    px = np.clip(((x + 3.5) / 7 * (side - 1)).round().astype(int), 0, side - 1)
+    for t in range(12):  # the holdout points appear a twelfth at a time, white on the map
+        shown = slice(0, (t + 1) * len(x) // 12)
+        frames[t, :, side - 1 - px[shown, 1], px[shown, 0]] = 255
+    media = {}
+    # mp4 needs PyAV (the media extra); without it a gif through Pillow; with neither, no video.
+    if importlib.util.find_spec("av") is not None:
+        media["boundary"] = tracker.Video(frames, fps=6, format="mp4", caption="holdout points on p(outer ring)")
+    elif importlib.util.find_spec("PIL") is not None:
+        media["boundary"] = tracker.Video(frames, fps=6, format="gif", caption="holdout points on p(outer ring)")
+    rate, seconds = 8000, 1.5
+    t = np.arange(int(rate * seconds)) / rate
+    ray = np.stack([t / seconds * 3.5, np.zeros_like(t)], axis=1)
+    p = forward(ray, w["w1"], w["b1"], w["w2"])[1]
+    pitch = 220 + 440 * p  # A3 where it says "inner ring", higher and louder towards "outer"
+    media["ray"] = tracker.Audio((0.1 + 0.4 * p) * np.sin(2 * np.pi * np.cumsum(pitch) / rate), sample_rate=rate,
+                                 caption="pitch = p(outer ring) from the centre outwards")
+    return media
+
+
 def cli(*args: str) -> None:
     print(f"\n$ tracker {' '.join(args)}", flush=True)
     subprocess.run([sys.executable, "-m", "tracker", *args], check=False)
@@ -107,7 +140,7 @@ def main() -> int:
             holdout.mkdir()
             d = np.load(make_dataset(holdout, seed=1))
             acc = float(np.mean((forward(d["x"], w["w1"], w["b1"], w["w2"])[1] > 0.5) == d["y"]))
-            run.log({"holdout_acc": acc})
+            run.log({"holdout_acc": acc, **boundary_media(w, d["x"], d["y"])})
             print(f"holdout accuracy of rings-mlp:{model.version}: {acc:.3f}")
             eval_run = run.id
 

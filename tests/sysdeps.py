@@ -2,14 +2,15 @@
 
 Dashboard tests drive a real headless Chromium through its driver (Debian's
 ``chromium`` and ``chromium-driver``); team store tests start a real
-PostgreSQL server (Debian's ``postgresql``). Without them those tests skip,
+PostgreSQL server (Debian's ``postgresql``); the JavaScript client's tests run
+on Node 18 or newer (``nodejs``). Without them those tests skip,
 with a reason that names the package and how to install it, and the run ends
 with one line listing what was skipped for which package (see
 ``pytest_terminal_summary`` in tests/conftest.py).
 
 Two environment variables:
 
-- ``TRACKER_TESTS_WITHOUT=chromium,chromium-driver,postgresql``: act as if
+- ``TRACKER_TESTS_WITHOUT=chromium,chromium-driver,postgresql,nodejs``: act as if
   those packages were missing (what a fresh machine sees), whatever is installed.
 - ``TRACKER_REQUIRE_SYSTEM_PACKAGES=1``: a missing package fails the test
   instead of skipping it (``.ci/run`` sets it, so CI never silently stops
@@ -29,6 +30,7 @@ import pytest
 
 CHROMIUM_PACKAGES = ("chromium", "chromium-driver")
 POSTGRES_PACKAGES = ("postgresql",)
+NODE_PACKAGES = ("nodejs",)
 #: Every skip for a missing system package starts with this; the summary line finds them by it.
 REASON_PREFIX = "missing system package"
 _REASON = re.compile(REASON_PREFIX + r"s? ([a-z0-9 .+-]+?):")
@@ -94,7 +96,9 @@ def chrome(browser: str, driver: str, *, size: str | None = None, logs: bool = F
     opts = webdriver.ChromeOptions()
     opts.binary_location = browser
     args = ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run",
-            "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+            "--disable-background-networking", "--disable-component-update", "--disable-sync",
+            # WebGL (the Media panel's 3D view) on the CPU: headless with no GPU has only SwiftShader.
+            "--enable-unsafe-swiftshader"]
     for arg in args + ([f"--window-size={size}"] if size else []):
         opts.add_argument(arg)
     if logs:
@@ -129,3 +133,18 @@ def require_postgres() -> Path:
     if bins is None:
         missing(POSTGRES_PACKAGES, "a real PostgreSQL server for the team store")
     return bins  # type: ignore[return-value]
+
+
+def require_node() -> str:
+    """The ``node`` executable (Node 18 or newer: the JavaScript client needs its ``fetch``), or skip naming the
+    package to install."""
+    node = None if "nodejs" in hidden() else shutil.which("node")
+    if node is not None:
+        try:
+            out = subprocess.run([node, "--version"], capture_output=True, text=True, timeout=30).stdout.strip()
+            if int(out.lstrip("v").split(".")[0]) >= 18:
+                return node
+        except (OSError, subprocess.SubprocessError, ValueError):
+            pass
+    missing(NODE_PACKAGES, "Node 18 or newer, for the JavaScript client's tests")
+    return ""  # not reached: missing() skips or fails

@@ -154,7 +154,7 @@ def test_environment_facts(tmp_store: Path, tmp_path: Path, monkeypatch: pytest.
     subprocess.run([*git, "-C", str(repo), "commit", "-qm", "c"], check=True)
     head = subprocess.run(["git", "-C", str(repo), "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
     monkeypatch.chdir(repo)
-    with tracker.start_run() as run:
+    with tracker.start_run(environment=True) as run:
         pass
     env = tracker.open_store().run(run.id).info.env
     assert env["git_commit"] == head

@@ -46,3 +46,24 @@ def test_tracker_bench_command_prints_cost_next_to_floor(tmp_path: Path) -> None
     for m in doc["measurements"]:
         assert m["value_us"] > 0 and m["floor_us"] > 0 and m["ratio"] > 0
     assert doc["floor"] in ("orjson.dumps + os.write", "json.dumps + os.write")
+
+
+def test_bench_remote_quick_prints_each_measurement_beside_its_floor(tmp_path: Path) -> None:
+    import shutil
+
+    import pytest
+
+    pytest.importorskip("uvicorn", reason="the ui extra (uvicorn) is not installed")
+    if shutil.which("curl") is None:
+        pytest.skip("curl is not installed (the floor of bench_remote.py)")
+    env = child_environ()
+    env["TRACKER_BENCH_CACHE"] = str(tmp_path / "cache")
+    proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "bench_remote.py"), "--quick", "--repeat", "1"],
+                          capture_output=True, text=True, cwd=tmp_path, env=env, timeout=300)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    rows = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
+    assert len(rows) == 5
+    for r in rows:
+        assert r["benchmark"] == "remote" and r["value"] > 0 and r["floor"] > 0, r
+        assert "target" in r or "target_value" in r, r
+    assert rows[-1]["missing"] == 0

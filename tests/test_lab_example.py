@@ -40,5 +40,15 @@ def test_the_lab_example_leaves_lineage_groups_console_and_a_report(tmp_path: Pa
     printed = [r.data["text"] for r in s.run(evaluation.id).records("console")]
     assert any(t.startswith(f"holdout accuracy of rings-mlp:{prod.version}") for t in printed)
     assert "hidden-16  3" in proc.stdout and "used by" in proc.stdout and "~ hidden = " in proc.stdout
+    # The evaluation's media, for the Media panel: a clip, and a video when PyAV or Pillow can encode one.
+    view = s.run(evaluation.id)
+    (clip,) = [r.data for r in view.records("audio")]
+    assert clip["name"] == "ray" and clip["duration_s"] == 1.5 and clip["sample_rate"] == 8000
+    videos = [r.data for r in view.records("video")]
+    import importlib.util
+
+    if importlib.util.find_spec("av") is not None or importlib.util.find_spec("PIL") is not None:
+        assert [(v["name"], v["frames"]) for v in videos] == [("boundary", 12)]
     report = (tmp_path / "rings-report.html").read_text()
+    assert "data:audio/wav;base64," in report  # the clip travels inside the report
     assert "Rings: hidden size, three seeds each" in report and "hidden-16" in report

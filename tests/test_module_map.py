@@ -1,4 +1,4 @@
-"""README.md's module map lists every module of tracker/, and only those."""
+"""The module map (docs/architecture.md) lists every module of tracker/, and only those."""
 
 from __future__ import annotations
 
@@ -7,12 +7,13 @@ import re
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
+MAP = "docs/architecture.md"
 START, END = "<!-- module-map -->", "<!-- /module-map -->"
 
 
 def _listed() -> list[str]:
-    text = (REPO / "README.md").read_text(encoding="utf-8")
-    assert START in text and END in text, f"README.md lost its module map markers {START} ... {END}"
+    text = (REPO / MAP).read_text(encoding="utf-8")
+    assert START in text and END in text, f"{MAP} lost its module map markers {START} ... {END}"
     table = text[text.index(START):text.index(END)]
     return re.findall(r"^\| `(tracker/[^`]+\.py)` \|", table, flags=re.M)
 
@@ -31,16 +32,16 @@ def test_every_module_is_listed() -> None:
     listed = set(_listed())
     missing = [m for m in _modules() if m not in listed]
     lines = "\n".join(_suggested_line(m) for m in missing)
-    assert not missing, f"README.md's module map (between {START} and {END}) lacks these modules; add:\n{lines}"
+    assert not missing, f"{MAP}'s module map (between {START} and {END}) lacks these modules; add:\n{lines}"
 
 
 def test_every_listed_module_exists() -> None:
     gone = [m for m in _listed() if not (REPO / m).is_file()]
-    assert not gone, ("README.md's module map lists modules that do not exist; remove these lines (or fix the "
+    assert not gone, (f"{MAP}'s module map lists modules that do not exist; remove these lines (or fix the "
                       "path):\n" + "\n".join(f"| `{m}` | ..." for m in gone))
 
 
 def test_each_module_is_listed_once() -> None:
     listed = _listed()
     twice = sorted({m for m in listed if listed.count(m) > 1})
-    assert not twice, f"README.md's module map lists these modules more than once: {twice}"
+    assert not twice, f"{MAP}'s module map lists these modules more than once: {twice}"

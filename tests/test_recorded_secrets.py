@@ -39,7 +39,7 @@ def test_command_line_and_config_are_masked_in_the_store(tmp_path: Path) -> None
     url = "postgresql://lab:pa55@word@db.example:5432/runs?sslmode=require"
     out = subprocess.run([sys.executable, str(script), "--db", url, "--mirror=s3://k:zz9secret@host/b"],
                          capture_output=True, text=True, timeout=60,
-                         env={**os.environ, "TRACKER_STORE": str(store)})
+                         env={**os.environ, "TRACKER_STORE": str(store), "TRACKER_ENVIRONMENT": "on"})
     assert out.returncode == 0, out.stderr
     run_id = out.stdout.strip()
     raw = _run_files(store)

@@ -46,6 +46,7 @@ if TYPE_CHECKING:  # what the names are, for type checkers and readers; loaded l
     from tracker.core.records import Event, Problem, Record, RunInfo
     from tracker.core.schema import Schema
     from tracker.core.summary import MISSING, Summarizer, Summary, Table
+    from tracker.core.version import __version__
     from tracker.host.bus import EventBus, Subscription, TrackerWarning
     from tracker.host.hookspecs import hookimpl, hookspec
     from tracker.host.host import Host, get_host, list_plugins, set_host
@@ -53,11 +54,16 @@ if TYPE_CHECKING:  # what the names are, for type checkers and readers; loaded l
     from tracker.integrations.wandb.init import (
         AlertLevel,
         Api,
+        Audio,
         Histogram,
+        Html,
         Image,
+        Object3D,
         Settings,
         UnsupportedError,
+        Video,
         alert,
+        box3d,
         define_metric,
         init,
         log_artifact,
@@ -74,7 +80,6 @@ if TYPE_CHECKING:  # what the names are, for type checkers and readers; loaded l
     from tracker.write.api import Run, current_run, finish, log, log_record, start_run
     from tracker.write.wandb.artifact import Artifact, ArtifactCollection
 
-__version__ = "0.1.0"
 
 #: Public name -> the module (relative to this package) that defines it, imported on first use.
 _LAZY: dict[str, str] = {}
@@ -86,6 +91,7 @@ for _module, _names in {
     "core.config": "Config load_config",
     "core.errors": (
         "ArtifactNotFound ConfigError PluginError QueryError RunNotFound SchemaError StoreError TrackerError"),
+    "core.version": "__version__",
     "core.figures": "Band BarChart Heatmap LineChart Panel Series TableFigure",
     "core.format": "EVENT_KINDS RECORD RUN_FINISHED RUN_STARTED WRITER_STARTED",
     "host.hookspecs": "hookimpl hookspec",
@@ -97,8 +103,8 @@ for _module, _names in {
     "core.summary": "MISSING Summarizer Summary Table",
     "sweeps": "agent sweep",
     "integrations.wandb.init": (
-        "AlertLevel Api Histogram Image Settings UnsupportedError alert define_metric init login save unwatch watch "
-        "log_artifact log_model use_artifact use_model"),
+        "AlertLevel Api Audio Histogram Html Image Object3D Video Settings UnsupportedError alert box3d define_metric "
+        "init login save unwatch watch log_artifact log_model use_artifact use_model"),
 }.items():
     _LAZY.update(dict.fromkeys(_names.split(), _module))
 del _module, _names
@@ -248,6 +254,11 @@ __all__ = [  # one name per line: additions merge cleanly
     "Api",
     "Histogram",
     "Image",
+    "Audio",
+    "Html",
+    "Object3D",
+    "Video",
+    "box3d",
     "Settings",
     "define_metric",
     "save",

@@ -17,12 +17,13 @@ from typing import TYPE_CHECKING, Any
 
 from tracker.core.records import RunInfo
 from tracker.read import reader
-from tracker.write.artifacts import ArtifactMethods
+from tracker.write.artifact_methods import ArtifactMethods
 
 if TYPE_CHECKING:
     import duckdb
 
     from tracker.capture.blobs import BlobStore
+    from tracker.remote.reading import RemoteStore
     from tracker.team.postgres import TeamStore
 
 
@@ -215,16 +216,22 @@ def remove_alias(ref: str, alias: str, store: Any = None) -> None:
     _store_of(store).remove_alias(ref, alias)
 
 
-def open_store(path: str | os.PathLike[str] | None = None) -> Store | TeamStore:
+def open_store(path: str | os.PathLike[str] | None = None) -> Store | TeamStore | RemoteStore:
     """Open a store for reading (default: TRACKER_STORE, tracker.toml, ./.tracker).
 
-    A ``postgresql://`` URL opens the team database with the same reading API.
+    A ``postgresql://`` URL opens the team database with the same reading API; an ``https://`` URL
+    (``http://`` to a loopback address) a ``tracker server``, read with a read key
+    (``TRACKER_API_KEY`` or ``tracker login``).
     """
     target = path if path is not None else os.environ.get("TRACKER_STORE")
     if isinstance(target, str) and target.startswith(("postgresql://", "postgres://")):
         from tracker.team.postgres import open_team_store
 
         return open_team_store(target)
+    if isinstance(target, str) and target.lower().startswith(("http://", "https://")):
+        from tracker.remote.reading import open_remote_store
+
+        return open_remote_store(target)
     return Store(path)
 
 

@@ -109,6 +109,7 @@ def test_runs_group_by_gives_n_and_mean_std_per_group(labelled: Path) -> None:
     assert lines[0].split() == ["group", "n", "loss"]
     assert lines[2].split() == ["abl-a", "2", "0.375", "±", "0.125"]
     assert lines[3].split() == ["abl-b", "2", "1.875", "±", "1.125"]
+    assert lines[4].split()[:2] == ["(none)", "1"]  # the run without a group, named as the page and docs name it
 
 
 def test_cli_group_by_errors_are_one_line(labelled: Path) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -101,7 +102,8 @@ def test_diff_names_the_added_package_and_the_changed_config_key(two_runs: tuple
     assert [s["name"] for s in doc["sections"]] == ["config", "packages", "git", "python", "platform", "gpu",
                                                     "host", "command"]
     code, out, _ = cli(store, "diff", a, a)
-    assert all(": same" in ln or ln.startswith(("a ", "b ", "git: no git")) for ln in out.splitlines()), out
+    same = ("a ", "b ", "git: not a git repository")
+    assert all(": same" in ln or ln.startswith(same) for ln in out.splitlines()), out
 
 
 LIVE = """
@@ -130,3 +132,50 @@ def test_logs_follow_prints_lines_as_they_come_and_stops_with_the_run(tmp_path: 
         assert time.monotonic() - t0 > 0.5  # it followed the run rather than print a finished one
     finally:
         child.wait(30)
+
+
+def test_a_run_outside_git_is_not_a_git_repository_and_packages_sort_by_name(tmp_path: Path) -> None:
+    """``tracker env`` and ``tracker diff`` of a run made outside any git repository say so (not "clean",
+    not "(detached)"); packages are listed by name (psycopg before psycopg-binary), as pip compares names."""
+    if shutil.which("git") is None:
+        pytest.skip("needs git")
+    store = tmp_path / "store"
+    outside, repo = tmp_path / "outside", tmp_path / "repo"
+    outside.mkdir()
+    repo.mkdir()
+    genv = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@e", "GIT_COMMITTER_NAME": "t",
+            "GIT_COMMITTER_EMAIL": "t@e"}
+    (repo / "model.py").write_text("depth = 4\n")
+    for args in (("init", "-q", "-b", "main"), ("add", "."), ("commit", "-q", "-m", "first")):
+        subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, env=genv)
+    head = subprocess.run(["git", "-C", str(repo), "rev-parse", "HEAD"], capture_output=True, text=True,
+                          check=True).stdout.strip()
+    extra = tmp_path / "extra_site"
+    for dist in ("psycopg_binary-3.2.1", "psycopg-3.2.1", "Zeta.Pkg-1.0", "alpha_pkg-2.0"):
+        (extra / f"{dist}.dist-info").mkdir(parents=True)
+    env = child_env(store)
+    env["PYTHONPATH"] = os.pathsep.join([str(extra), env["PYTHONPATH"]])
+    assert run_py(script(outside, TRAIN), store, "nogit", "0.1", cwd=outside, env=env).returncode == 0
+    assert run_py(script(repo, TRAIN), store, "ingit", "0.2", cwd=repo).returncode == 0
+    runs = {r.name: r.id for r in tracker.Store(store).runs()}
+    code, out, _ = cli(store, "env", runs["nogit"])
+    assert code == 0
+    git_lines = [ln for ln in out.splitlines() if ln.startswith("git ")]
+    assert git_lines == ["git       not a git repository"], out
+    names = [ln.strip().partition("==")[0] for ln in out.splitlines()[out.splitlines().index(
+        next(ln for ln in out.splitlines() if ln.startswith("packages ("))) + 1:]]
+    from tracker.read.environment import package_key
+
+    assert names == sorted(names, key=package_key) and names.index("psycopg") < names.index("psycopg-binary")
+    assert names.index("alpha-pkg") < names.index("psycopg") < names.index("zeta-pkg")
+    code, out, _ = cli(store, "diff", runs["nogit"], runs["ingit"])
+    assert code == 0
+    lines = out.splitlines()
+    git_head = next(ln for ln in lines if ln.startswith("git: "))
+    assert git_head == f"git: the first run: not a git repository; the other: commit {head[:12]}", lines
+    block = lines[lines.index(git_head) + 1:lines.index(git_head) + 3]
+    assert block == ["  a: not a git repository", f"  b: {head[:12]} on main"], lines
+    assert "clean" not in out and "(detached)" not in out
+    doc = json.loads(cli(store, "diff", runs["nogit"], runs["ingit"], "--format", "json")[1])
+    git = next(s for s in doc["sections"] if s["name"] == "git")
+    assert git["a"]["repository"] is False and git["b"]["repository"] is True and not git["same"]

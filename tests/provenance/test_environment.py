@@ -257,3 +257,25 @@ def test_gpus_driver_and_cuda_from_nvml_and_torch_only_when_imported(monkeypatch
     fake_torch.version = type("V", (), {"cuda": "12.1"})()
     monkeypatch.setitem(sys.modules, "torch", fake_torch)
     assert gpu_facts()["cuda"] == "12.1"
+
+
+def test_environment_off_stores_neither_command_line_nor_working_folder(tmp_path: Path) -> None:
+    """``environment=False`` because the command holds a secret: no byte of the store holds it."""
+    store = tmp_path / "store"
+    marker = "cmdline-marker-9f3e1c"
+    work = tmp_path / f"in-{marker}-folder"
+    work.mkdir()
+    path = script(work, """
+        import sys, tracker
+        with tracker.start_run(project="p", environment=False) as run:
+            run.log({"loss": 0.5})
+    """)
+    proc = run_py(path, store, f"--token={marker}", cwd=work)
+    assert proc.returncode == 0, proc.stderr
+    view = only_run(store)
+    assert view.info.status == "finished" and view.info.env.get("host")  # what crash detection needs stays
+    files = [p for p in store.rglob("*") if p.is_file()]
+    assert files
+    for p in files:
+        assert marker.encode() not in p.read_bytes(), p
+    assert set(view.info.env) <= {"host", "pid"}

@@ -62,7 +62,7 @@ def run_script(tmp_path: Path, folder: bytes, argv: list[bytes]) -> dict:
     open(os.path.join(cwd, b"caf\xe9.csv"), "wb").close()
     script = tmp_path / "train.py"
     script.write_text(SCRIPT)
-    env = child_env(tmp_path, STORE=str(tmp_path / "store"), LC_ALL="C.UTF-8")
+    env = child_env(tmp_path, STORE=str(tmp_path / "store"), LC_ALL="C.UTF-8", TRACKER_ENVIRONMENT="on")
     res = subprocess.run([sys.executable, os.fsencode(script), *argv], cwd=cwd, env=env, capture_output=True,
                          timeout=60)
     assert res.returncode == 0, res.stderr.decode(errors="replace")
@@ -85,7 +85,7 @@ def test_non_utf8_argv_cwd_and_message_start_the_run_keep_the_users_exception_an
     assert out["context"] == "None", out
     store = tmp_path / "store"
     view, records = read_run(store, "enc")
-    assert [r.data for r in records] == [{"k": 1.0}]
+    assert [r.data for r in records if r.schema != "environment"] == [{"k": 1.0}]
     info = view.info
     assert info.status == "failed"
     assert info.error["type"] == "DataFileError"
@@ -95,7 +95,7 @@ def test_non_utf8_argv_cwd_and_message_start_the_run_keep_the_users_exception_an
     argv_text = [a.decode("utf-8", "backslashreplace") for a in argv]
     assert info.env["argv"][1:] == argv_text
     assert info.env["cwd"].endswith(folder.decode("utf-8", "backslashreplace"))
-    assert strict_json_lines(view.segment_paths()) == 3
+    assert strict_json_lines(view.segment_paths()) == 4  # start, environment, metrics, end
     res = cli("--store", str(store), "show", "enc", "--format", "json", env=child_env(tmp_path), cwd=tmp_path)
     assert res.returncode == 0, res.stderr
 

@@ -84,3 +84,17 @@ def test_a_report_of_the_team_store_is_the_folders(grouped: Path, pg_url: str) -
                      for doc in (want, got))
         assert [r["id"] for r in got["runs"]] == [r["id"] for r in want["runs"]]
         assert got == want
+
+
+def test_runs_filtered_by_group_and_job_type_on_a_folder_and_on_postgresql(grouped: Path, pg_url: str) -> None:
+    quiet_sync(grouped, pg_url)
+    local, team = tracker.open_store(grouped), TeamStore(pg_url)
+    every = local.runs()
+    for store in (local, team):
+        for kw in ({"group": "a"}, {"group": "b"}, {"job_type": "eval"}, {"group": "b", "job_type": "train"},
+                   {"group": "none-such"}, {"group": "a", "project": "p", "status": "finished"}):
+            want = [i.id for i in every if all(getattr(i, k) == v for k, v in kw.items())]
+            assert [i.id for i in store.runs(**kw)] == want, (store, kw)
+            assert [e.info.id for e in store.catalog(**kw)] == want, (store, kw)
+        assert len(store.runs(group="a")) == 3 and len(store.runs(group="b")) == 4  # the 0.4 tag counts too
+        assert [i.job_type for i in store.runs(job_type="eval")] == ["eval"]

@@ -109,13 +109,23 @@ def test_team_section_is_checked(tmp_path: Path) -> None:
     assert (c.team_url, c.team_blobs, c.team_timeout) == ("postgresql://u:pw@db/x", "s3://bucket/prefix", 4.5)
     cfg.write_text("[team]\n")
     assert load_config(cfg).team_timeout == 30.0
+    assert load_config(cfg).team_finish_timeout == 30.0
+    (tmp_path / "ca.pem").write_text("x")
+    cfg.write_text('[team]\nurl = "https://lab.example:8443"\nca_file = "ca.pem"\nfinish_timeout = 0\n')
+    c = load_config(cfg)
+    assert (c.team_url, c.team_ca_file, c.team_finish_timeout) == ("https://lab.example:8443", tmp_path / "ca.pem",
+                                                                   0.0)
     for body, words in [('url = "mysql://u:topsecret@db/x"', ("[team] url", "postgresql://", "u:***@db")),
                         ("url = 5", ("[team] url", "given 5")),
                         ('blobs = ""', ("[team] blobs", "a bucket URL starting with s3://")),
                         ("timeout = 0", ("[team] timeout", "seconds above 0", "given 0")),
                         ('timeout = "30s"', ("[team] timeout", "given '30s'")),
                         ("timeout = true", ("[team] timeout", "given True")),
-                        ('bucket = "s3://b"', ("unknown key [team] bucket", "allowed: blobs, timeout, url"))]:
+                        ('bucket = "s3://b"', ("unknown key [team] bucket",
+                                               "allowed: blobs, ca_file, finish_timeout, timeout, url")),
+                        ('url = "ftp://lab.example"', ("[team] url", "https://")),
+                        ("finish_timeout = -1", ("[team] finish_timeout", "from 0 to 3600", "given -1")),
+                        ('ca_file = "missing.pem"', ("[team] ca_file", "an existing CA bundle", "missing.pem"))]:
         cfg.write_text(f"[team]\n{body}\n")
         with pytest.raises(tracker.ConfigError) as err:
             load_config(cfg)

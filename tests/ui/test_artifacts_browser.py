@@ -3,6 +3,8 @@ downloads, producer and consumers, alias history, and boxes and arrows that open
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 import tracker
@@ -45,6 +47,15 @@ def test_the_list_and_a_name(driver, server, chain_store) -> None:
     assert names == ["mnist/mnist", "mnist/mnist-cnn", "mnist/mnist-eval", "mnist/odd"]
     cnn = rows[1].text
     assert "model" in cnn and "v1" in cnn and "best:v1" in cnn and "prod:v1" in cnn
+    # Every alias `tracker artifact list` prints, `latest` included, is in the aliases column.
+    from click.testing import CliRunner
+
+    from tracker.cli import make_cli
+
+    listed = CliRunner().invoke(make_cli(), ["--store", str(chain_store[0]), "artifact", "list", "--format", "json"])
+    cli_aliases = next(a for a in json.loads(listed.stdout)["artifacts"] if a["name"] == "mnist-cnn")["aliases"]
+    shown = [c.text for c in rows[1].find_elements("css selector", "td:nth-child(5) .alias")]
+    assert "latest" in cli_aliases and shown == [f"{k}:{v}" for k, v in cli_aliases.items()], (shown, cli_aliases)
     # The type filter lives in the URL.
     from selenium.webdriver.support.ui import Select
 

@@ -91,7 +91,7 @@ def tracker_summarizers() -> list[Summarizer]:
 def tracker_artifact_sources(config: Config) -> dict[str, Callable[[], Any]]:
     """The lab's team database (``[team] url``, else ``TRACKER_TEAM_URL``), for names logged on other machines."""
     url = config.team_url or os.environ.get("TRACKER_TEAM_URL")
-    if not url:
+    if not url or not url.startswith(("postgresql://", "postgres://")):
         return {}
     return {"the team database": lambda: open_store(url)}
 

@@ -1,8 +1,13 @@
-"""Built-in ``image``, ``histogram`` and ``text`` schemas and their summaries.
+"""Built-in ``image``, ``histogram``, ``text``, ``audio``, ``video``, ``object3d`` and ``html`` schemas, summarized.
 
 ``image`` records name a PNG blob in the store; ``histogram`` records hold
 the edges and counts of the finite values, with NaN and infinities counted
 apart; ``text`` records hold a string logged beside the metrics (``run.log({"phase": "warmup"})``).
+``audio``, ``video``, ``object3d`` and ``html`` records name the blob of a
+clip, a video, a 3D scene or an HTML page (``tracker.Audio``, ``tracker.Video``,
+``tracker.Object3D``, ``tracker.Html``) with what a player needs to know of it;
+the stored formats are described in :mod:`tracker.capture.audio`,
+:mod:`tracker.capture.video`, :mod:`tracker.capture.object3d` and :mod:`tracker.capture.html`.
 """
 
 from __future__ import annotations
@@ -61,11 +66,76 @@ class TextRecord:
     value: str
 
 
+#: The formats each media schema stores (the blob's bytes are checked to be one of them when logged).
+AUDIO_FORMATS = ("wav", "mp3", "ogg", "flac")
+VIDEO_FORMATS = ("mp4", "webm", "gif")
+OBJECT3D_FORMATS = ("points", "obj", "glb", "gltf", "ply", "stl")
+_positive_number = attrs.validators.gt(0)
+
+
+@attrs.frozen(kw_only=True)
+class AudioRecord:
+    """An audio clip stored as a blob: WAV (encoded from an array) or an mp3/ogg/flac/wav file as it was."""
+
+    name: str
+    sha256: str = attrs.field(validator=_sha256)
+    format: str = attrs.field(validator=attrs.validators.in_(AUDIO_FORMATS))
+    sample_rate: int = attrs.field(validator=_positive)
+    channels: int = attrs.field(validator=_positive)
+    duration_s: float = attrs.field(validator=_nonneg)
+    caption: str = ""
+
+
+@attrs.frozen(kw_only=True)
+class VideoRecord:
+    """A video stored as a blob: mp4 (H.264), webm (VP9) or gif; size in pixels of the stored frames."""
+
+    name: str
+    sha256: str = attrs.field(validator=_sha256)
+    format: str = attrs.field(validator=attrs.validators.in_(VIDEO_FORMATS))
+    fps: float = attrs.field(validator=_positive_number)
+    frames: int = attrs.field(validator=_positive)
+    width: int = attrs.field(validator=_positive)
+    height: int = attrs.field(validator=_positive)
+    duration_s: float = attrs.field(validator=_nonneg)
+    caption: str = ""
+
+
+@attrs.frozen(kw_only=True)
+class Object3DRecord:
+    """A 3D scene stored as a blob: a point cloud (``points``: the tracker's binary layout) or a mesh file.
+
+    ``points`` counts the points (the vertices of a mesh); ``boxes`` the 3D boxes drawn with a point cloud.
+    """
+
+    name: str
+    sha256: str = attrs.field(validator=_sha256)
+    format: str = attrs.field(validator=attrs.validators.in_(OBJECT3D_FORMATS))
+    points: int = attrs.field(validator=_nonneg)
+    has_colors: bool = False
+    boxes: int = attrs.field(default=0, validator=_nonneg)
+    caption: str = ""
+
+
+@attrs.frozen(kw_only=True)
+class HtmlRecord:
+    """An HTML page stored as a UTF-8 blob of ``size`` bytes (shown sandboxed, never in the dashboard's origin)."""
+
+    name: str
+    sha256: str = attrs.field(validator=_sha256)
+    size: int = attrs.field(validator=_nonneg)
+    caption: str = ""
+
+
 @hookimpl
 def tracker_schemas() -> list[Schema]:
     return [Schema("image", ImageRecord, description="an image stored as a PNG blob"),
             Schema("histogram", HistogramRecord, description="edges and counts of a tensor's values"),
-            Schema("text", TextRecord, description="a string logged with run.log beside the metrics")]
+            Schema("text", TextRecord, description="a string logged with run.log beside the metrics"),
+            Schema("audio", AudioRecord, description="an audio clip stored as a blob (wav, mp3, ogg, flac)"),
+            Schema("video", VideoRecord, description="a video stored as a blob (mp4, webm, gif)"),
+            Schema("object3d", Object3DRecord, description="a point cloud or 3D mesh stored as a blob"),
+            Schema("html", HtmlRecord, description="an HTML page stored as a blob")]
 
 
 @hookimpl
@@ -73,7 +143,65 @@ def tracker_summarizers() -> list[Summarizer]:
     return [Summarizer("image.names", "image", summarize_images, "per image name: count, steps, last size"),
             Summarizer("histogram.names", "histogram", summarize_histograms,
                        "per histogram name: count, steps, range, NaN and inf totals"),
-            Summarizer("text.names", "text", summarize_texts, "per text name: count, steps, last value")]
+            Summarizer("text.names", "text", summarize_texts, "per text name: count, steps, last value"),
+            Summarizer("audio.names", "audio", summarize_audio,
+                       "per audio name: clips, steps, total duration, formats"),
+            Summarizer("video.names", "video", summarize_videos,
+                       "per video name: videos, steps, total duration, formats, last size"),
+            Summarizer("object3d.names", "object3d", summarize_objects3d,
+                       "per 3D name: scenes, steps, formats, most points, boxes"),
+            Summarizer("html.names", "html", summarize_html, "per HTML name: pages, steps, total size")]
+
+
+def _formats(table: Table, idx: list[int]) -> str:
+    return ", ".join(sorted({table["format"][i] for i in idx}))
+
+
+def _steps(table: Table, idx: list[int]) -> dict[str, int]:
+    steps = table["step"]
+    return {"first_step": int(steps[idx[0]]), "last_step": int(steps[idx[-1]])}
+
+
+def summarize_audio(table: Table) -> Summary:
+    """Per audio name: clips logged, first and last step, total duration in seconds, formats, sample rates."""
+    rows = []
+    for name, idx in _by_name(table).items():
+        rows.append({"name": name, "clips": len(idx), **_steps(table, idx),
+                     "duration_s": round(sum(float(table["duration_s"][i]) for i in idx), 3),
+                     "formats": _formats(table, idx),
+                     "sample_rates": ", ".join(str(r) for r in sorted({int(table["sample_rate"][i]) for i in idx}))})
+    return Summary("Audio", rows)
+
+
+def summarize_videos(table: Table) -> Summary:
+    """Per video name: videos logged, first and last step, total duration in seconds, formats, the last one's size."""
+    rows = []
+    for name, idx in _by_name(table).items():
+        last = idx[-1]
+        rows.append({"name": name, "videos": len(idx), **_steps(table, idx),
+                     "duration_s": round(sum(float(table["duration_s"][i]) for i in idx), 3),
+                     "frames": int(sum(int(table["frames"][i]) for i in idx)), "formats": _formats(table, idx),
+                     "last_size": f"{int(table['width'][last])}x{int(table['height'][last])}"})
+    return Summary("Videos", rows)
+
+
+def summarize_objects3d(table: Table) -> Summary:
+    """Per 3D name: scenes logged, first and last step, formats, the most points of one, total boxes."""
+    rows = []
+    for name, idx in _by_name(table).items():
+        rows.append({"name": name, "scenes": len(idx), **_steps(table, idx), "formats": _formats(table, idx),
+                     "max_points": int(max(int(table["points"][i]) for i in idx)),
+                     "boxes": int(sum(int(table["boxes"][i]) for i in idx))})
+    return Summary("3D objects", rows)
+
+
+def summarize_html(table: Table) -> Summary:
+    """Per HTML name: pages logged, first and last step, total size in bytes."""
+    rows = []
+    for name, idx in _by_name(table).items():
+        rows.append({"name": name, "pages": len(idx), **_steps(table, idx),
+                     "bytes": int(sum(int(table["size"][i]) for i in idx))})
+    return Summary("HTML", rows)
 
 
 def summarize_texts(table: Table) -> Summary:

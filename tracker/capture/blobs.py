@@ -694,9 +694,11 @@ def references(view: Any) -> set[str]:
 
     :param view: a :class:`tracker.RunView`.
     """
+    from tracker.capture.mediafile import MEDIA_SCHEMAS
+
     out: set[str] = set()
     blobs = BlobStore(view.store)
-    for schema in ("artifact", "image"):
+    for schema in ("artifact", "image", *MEDIA_SCHEMAS):
         if schema not in view.schemas():
             continue
         for rec in view.records(schema):

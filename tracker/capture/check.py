@@ -16,11 +16,12 @@ from pathlib import Path
 from typing import Any
 
 from tracker.capture.blobs import BlobStore, hash_file
+from tracker.capture.mediafile import MEDIA_SCHEMAS
 from tracker.core.errors import StoreError, TrackerError
 from tracker.core.files import NotAFileError
 from tracker.core.records import Problem
 
-_SCHEMAS = ("artifact", "image")
+_SCHEMAS = ("artifact", "image", *MEDIA_SCHEMAS)
 
 
 class _Ref:
@@ -67,7 +68,7 @@ def _collect(view: Any, blobs: BlobStore, stored: dict[str, _Ref], files: dict[s
             elif ref:
                 files.setdefault(str(ref), (sha, _Ref(d.get("size"), what)))[1].runs[view.id] = None
             else:
-                size = d.get("size") if schema == "artifact" else None
+                size = d.get("size") if schema in ("artifact", "html") else None
                 stored.setdefault(sha, _Ref(size, what)).runs[view.id] = None
 
 

@@ -25,6 +25,7 @@ import click
 
 from tracker.cli.commands import CORE_COMMANDS, load_command
 from tracker.core.errors import StoreError, TrackerError
+from tracker.core.version import __version__
 
 if TYPE_CHECKING:
     from tracker.core.config import Config
@@ -85,7 +86,7 @@ class CliContext:
 
     @property
     def given_store(self) -> str | None:
-        """The store as given (``--store``, else ``TRACKER_STORE``): a folder or a ``postgresql://`` URL."""
+        """The store as given (``--store``, else ``TRACKER_STORE``): a folder or a database or server URL."""
         return self._store_path if self._store_path is not None else os.environ.get("TRACKER_STORE")
 
     @property
@@ -104,6 +105,13 @@ class CliContext:
 
                 self._store = open_team_store(str(raw), host=self._host if self._host is not None
                                               else (lambda: self.host), timeout=self.config.team_timeout)
+                return self._store
+            if isinstance(raw, str) and raw.lower().startswith(("http://", "https://")):
+                # A tracker server: the same reading API over its HTTP API, with a read key.
+                from tracker.remote.reading import open_remote_store
+
+                self._store = open_remote_store(raw, host=self._host if self._host is not None
+                                                else (lambda: self.host), config=self.config)
                 return self._store
             from tracker.store import Store
 
@@ -233,7 +241,7 @@ def make_cli(host: Any = None) -> click.Group:
     """
 
     @click.group(cls=TrackerGroup, context_settings={"help_option_names": ["-h", "--help"]})
-    @click.version_option(package_name="tracker-core", prog_name="tracker")
+    @click.version_option(__version__, prog_name="tracker")
     @click.option("--store", "store", metavar="PATH",
                   help="Store folder (default: TRACKER_STORE, tracker.toml, ./.tracker).")
     @click.option("--config", "config", metavar="FILE", type=click.Path(dir_okay=False),

@@ -41,6 +41,11 @@ CORE_COMMANDS: dict[str, tuple[str, str, str]] = {
     "bench": ("bench", "bench_cmd",
               "Measure what logging costs on this machine, next to the floor (one dumps + one write per line)."),
     "ui": ("ui", "ui_cmd", "Serve the dashboard: runs, charts (live while runs go), comparisons, plugin panels."),
+    "server": ("server", "server_cmd",
+               "Serve a lab: the dashboard, and logging and reading over HTTP(S) for holders of an API key."),
+    "keys": ("keys", "keys_group",
+             "Make, list and revoke the API keys of `tracker server` (on its store, or over HTTPS with an admin "
+             "key)."),
     "import": ("importer", "import_group",
                "Import runs from TensorBoard logs or an MLflow mlruns folder (again: adds nothing)."),
     "query": ("query", "query_cmd",
@@ -48,7 +53,9 @@ CORE_COMMANDS: dict[str, tuple[str, str, str]] = {
     "index": ("index", "index_cmd",
               "Build every run's derived columns and the run catalog ahead of time, with a progress bar."),
     "sync": ("sync", "sync_cmd",
-             "Copy every run of the store into a PostgreSQL database (idempotent; needs psycopg)."),
+             "Copy every run of the store into a PostgreSQL database, or ship it to a tracker server (idempotent)."),
+    "login": ("login", "login_cmd",
+              "Check a key with a tracker server and keep it for that server (a file of mode 0600)."),
     "tag": ("tag", "tag_cmd", "Add or remove tags of runs; without --add or --remove, print their tags."),
     "rename": ("rename", "rename_cmd", "Rename a run (NAME: free text on one line, not empty)."),
     "note": ("note", "note_cmd",
@@ -78,6 +85,9 @@ CORE_COMMANDS: dict[str, tuple[str, str, str]] = {
     "report": ("report", "report_cmd",
                "Write one HTML file of runs: notes, runs or groups, zoomable charts, config that differs, "
                "summaries."),
+    "doctor": ("doctor", "doctor_cmd",
+               "Say what is installed and working: versions, fast paths, extras, plugins, store, team URL, "
+               "Chromium."),
     "du": ("du", "du_cmd",
            "Show the bytes each run and each project takes: JSONL, blobs, index; largest first; the total."),
 }

@@ -10,7 +10,7 @@ from tracker.cli import CliContext
 from tracker.cli.options import format_option, handle_errors
 from tracker.cli.render import cell, dumps
 from tracker.cli.terminal import style
-from tracker.read.environment import diff_runs
+from tracker.read.environment import NO_REPOSITORY, diff_runs
 
 
 @click.command("diff")
@@ -40,6 +40,18 @@ def diff_cmd(obj: CliContext, run_a: str, run_b: str, fmt: str) -> None:
     click.echo("\n".join(diff_lines(doc, obj.short)))
 
 
+def file_header(lines: list[str], i: int) -> bool:
+    """Whether line ``i`` of a unified diff is a file header: ``--- x`` followed by ``+++ y`` and a hunk, or that
+    ``+++`` line. A line ``++++ b/x`` (an added header line, in a diff of diffs) is an added line."""
+    line = lines[i]
+    after = lines[i + 1] if i + 1 < len(lines) else ""
+    if line.startswith("--- "):
+        return after.startswith("+++ ") and i + 2 < len(lines) and lines[i + 2].startswith("@@")
+    if line.startswith("+++ "):
+        return i > 0 and lines[i - 1].startswith("--- ") and after.startswith("@@")
+    return False
+
+
 def diff_lines(doc: dict[str, Any], short: Any = str) -> list[str]:
     """The diff as text: one line per section, what differs indented below it."""
     ra, rb = doc["runs"]
@@ -61,11 +73,15 @@ def diff_lines(doc: dict[str, Any], short: Any = str) -> list[str]:
         elif s["name"] == "git" and "a" in s:
             for side in ("a", "b"):
                 g = s[side]
+                if g.get("repository") is False:
+                    out.append(f"  {side}: {NO_REPOSITORY}")
+                    continue
                 out.append(f"  {side}: {(g.get('commit') or '-')[:12]} on {g.get('branch') or '(detached)'}"
                            f"{', dirty' if g.get('dirty') else ''}")
-            for ln in (s.get("diff_of_diffs") or "").splitlines():
-                color = "green" if ln.startswith("+") and not ln.startswith("+++") else \
-                    "red" if ln.startswith("-") and not ln.startswith("---") else None
+            lines = (s.get("diff_of_diffs") or "").splitlines()
+            for i, ln in enumerate(lines):
+                color = None if file_header(lines, i) else "green" if ln.startswith("+") else \
+                    "red" if ln.startswith("-") else None
                 out.append("  " + (style(ln, fg=color) if color else ln))
         elif "a" in s and max(len(str(s["a"])), len(str(s["b"]))) > 80:  # the summary line cut them short
             out.append(f"  a: {'-' if s['a'] is None else s['a']}")

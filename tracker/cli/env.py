@@ -11,7 +11,7 @@ from tracker.cli.options import fail, format_option, handle_errors
 from tracker.cli.render import dumps
 from tracker.cli.terminal import style
 from tracker.core.text import when
-from tracker.read.environment import run_environment
+from tracker.read.environment import NO_REPOSITORY, run_environment
 
 
 def _size(n: Any) -> str:
@@ -95,6 +95,8 @@ def env_lines(env: dict[str, Any]) -> list[str]:
         out.append(line("git", f"{env.get('git_branch') or '(detached)'} @ {(env.get('git_commit') or '-')[:12]} "
                                f"({state})"))
         out.append(line("remote", env.get("git_remote")))
+    else:
+        out.append(line("git", NO_REPOSITORY))
     for w in env.get("warnings") or []:
         out.append(line("warning", w))
     if env.get("writers"):

@@ -23,18 +23,22 @@ from tracker.core.errors import TrackerError
               help="Markdown shown under the title (HTML in it is shown as text).")
 @click.option("--no-environment", "no_environment", is_flag=True,
               help="Leave out each run's recorded command, working directory, host and git commit.")
+@click.option("--max-media-bytes", "max_media_bytes", metavar="BYTES", default="4MiB", show_default=True,
+              help="Audio, video, 3D and HTML carried inline up to this many bytes (4194304, 4MiB, 512KiB, 0); "
+                   "beyond, a video's first frame and a note.")
 @click.option("-o", "--output", "output", metavar="FILE.html", required=True, help="Where to write the report.")
 @click.pass_obj
 @handle_errors
 def report_cmd(obj: CliContext, runs: tuple[str, ...], group_by: str | None, sweep: str | None, project: str | None,
                metrics: tuple[str, ...], title: str | None, notes: str | None, no_environment: bool,
-               output: str) -> None:
+               max_media_bytes: str, output: str) -> None:
     """Write one HTML file of runs: notes, runs or groups, zoomable charts, config that differs, summaries.
 
     The file holds everything it shows (data, scripts, styles, the chart
     library) and makes no request: it opens from disk, offline, in any
     browser. Charts are downsampled keeping each bucket's min and max, so
-    long runs stay small. Without RUN, every run of the store (or of
+    long runs stay small; audio, video, 3D and HTML go in inline up to
+    --max-media-bytes. Without RUN, every run of the store (or of
     --project / --sweep). Nothing else of the store goes in.
 
     \b
@@ -45,7 +49,9 @@ def report_cmd(obj: CliContext, runs: tuple[str, ...], group_by: str | None, swe
     """
     from tracker.read.index import gc_paused
     from tracker.ui.report import build, check_output, read_notes, write
+    from tracker.ui.reportmedia import parse_bytes
 
+    media_bytes = parse_bytes(max_media_bytes)
     check_output(output)  # before anything is read: a folder that does not exist is one line at once
     text = read_notes(notes) if notes is not None else None
     store = obj.store
@@ -76,9 +82,23 @@ def report_cmd(obj: CliContext, runs: tuple[str, ...], group_by: str | None, swe
                                    f"{', '.join(sweeps[:20]) or 'none'})")
         if not chosen:
             raise TrackerError(f"no runs in {store.path}: nothing to report")
+        facts = _sweep_facts(obj, sweep) if sweep is not None else None
         html = build(store, chosen, by=group_by, metrics=list(metrics) or None, title=title, notes=text,
-                     environment=not no_environment, entries=entries)
+                     environment=not no_environment, entries=entries, sweep=facts,
+                     max_media_bytes=media_bytes)
     path = write(output, html)
     size = len(html.encode())
     click.echo(f"wrote {path} ({size / 1e6:.2f} MB, {len(chosen)} run{'s' if len(chosen) != 1 else ''}"
                + (f", grouped by {group_by}" if group_by else "") + ")", err=True)
+
+
+def _sweep_facts(obj: CliContext, sweep_id: str) -> dict:
+    """The sweep's metric, goal and best trial for the report (or the reason they cannot be read)."""
+    from tracker.cli.sweep import _where
+    from tracker.sweeps.web import sweep_summary
+
+    try:
+        root, storage = _where(obj, sweep_id, None)
+        return sweep_summary(root, sweep_id, storage)
+    except TrackerError as exc:  # the trials' runs are there but the study is not: the report says so
+        return {"id": sweep_id, "error": str(exc)}

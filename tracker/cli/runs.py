@@ -216,7 +216,7 @@ def _print_runs(obj: CliContext, listed: list[tuple[Any, bool]], total: int, sho
 def _list_groups(obj: CliContext, infos: list[Any], by: str, metrics: tuple[str, ...], fmt: str) -> None:
     """``tracker runs --group-by``: one row per group, n runs and each metric's mean ± std (of last values)."""
     from tracker.cli.render import cell
-    from tracker.read.aggregate import group_table
+    from tracker.read.aggregate import NO_GROUP, group_table
 
     if not infos:
         click.echo(f"no runs in {obj.store.path} match", err=True)
@@ -238,7 +238,7 @@ def _list_groups(obj: CliContext, infos: list[Any], by: str, metrics: tuple[str,
         return
     table = []
     for row in rows:
-        out = {by: "-" if row["group"] is None else cell(row["group"]), "n": row["n"]}
+        out = {by: NO_GROUP if row["group"] is None else cell(row["group"]), "n": row["n"]}
         for m, f in row["metrics"].items():
             out[m] = "-" if f["mean"] is None else f"{cell(f['mean'])} ± {cell(f['std'])}" + \
                 ("" if f["n"] == row["n"] else f" ({f['n']})")

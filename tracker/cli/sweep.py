@@ -180,7 +180,7 @@ def list_cmd(obj: CliContext, fmt: str) -> None:
     Example:
       tracker sweep list --format json
     """
-    from tracker.core.urls import is_database_url, team_url
+    from tracker.core.urls import is_database_url, team_database_url
     from tracker.sweeps.catalog import list_db_sweeps, list_sweeps
 
     given = obj.given_store
@@ -188,7 +188,7 @@ def list_cmd(obj: CliContext, fmt: str) -> None:
         sweeps = list_db_sweeps(str(given))
     else:
         sweeps = list_sweeps(obj.store_path.absolute())
-        url = team_url(obj.config)
+        url = team_database_url(obj.config)
         if url:  # the team database's sweeps too (made here or on any machine of the lab)
             try:
                 here = {s["id"] for s in sweeps}

@@ -6,6 +6,7 @@ import click
 
 from tracker.cli import CliContext
 from tracker.cli.options import fail, format_option, handle_errors
+from tracker.core.errors import TrackerError
 
 
 @click.command("sync")
@@ -26,7 +27,7 @@ from tracker.cli.options import fail, format_option, handle_errors
 @handle_errors
 def sync_cmd(obj: CliContext, url: str | None, follow: bool, interval: float, batch_size: int, status: bool,
              blobs: str | None, fmt: str) -> None:
-    """Copy every run of the store into a PostgreSQL database (idempotent; needs psycopg).
+    """Copy every run of the store into a PostgreSQL database, or ship it to a tracker server (idempotent).
 
     Events are keyed by run, writer and sequence number: syncing again, or
     from several machines sharing one store folder, never stores one twice;
@@ -41,8 +42,15 @@ def sync_cmd(obj: CliContext, url: str | None, follow: bool, interval: float, ba
     credentials come from the client's environment (AWS_*, AWS_ENDPOINT_URL,
     GOOGLE_APPLICATION_CREDENTIALS, AZURE_*).
 
+    With a tracker server's URL (https://..., docs/remote.md), each segment's
+    complete lines go from where the server is (by offset: nothing twice,
+    nothing missing) with the blobs they name, using the key of `tracker
+    login` or TRACKER_API_KEY: what a follower did not ship (a killed client,
+    a laptop that was offline).
+
     \b
     Examples:
+      tracker sync https://lab.example:8443
       tracker sync postgresql://tracker@db.lab/experiments
       tracker sync postgresql://db.lab/experiments --follow
       tracker sync --status
@@ -58,8 +66,14 @@ def sync_cmd(obj: CliContext, url: str | None, follow: bool, interval: float, ba
         if url is None:
             fail("no database URL: give one (tracker sync postgresql://...), or set [team] url in tracker.toml "
                  "or TRACKER_TEAM_URL", code=2)
+    from tracker.remote.session import is_remote_url
+
+    if is_remote_url(url):
+        _ship(obj, url, follow=follow, interval=interval, status=status, fmt=fmt)
+        return
     if not is_team_url(url):
-        fail(f"expected a database URL starting with postgresql://, given {redact_url(url)!r}", code=2)
+        fail(f"expected a database URL starting with postgresql:// or a server URL starting with https://, "
+             f"given {redact_url(url)!r}", code=2)
     if is_team_url(str(obj._store_path or "")):
         fail("tracker sync copies a store folder into the database: give the folder with --store, "
              "not a database URL", code=2)
@@ -86,6 +100,99 @@ def sync_cmd(obj: CliContext, url: str | None, follow: bool, interval: float, ba
                f"({rep.rate():.0f} events/s)" + (f"; {rep.problems} damaged lines skipped" if rep.problems else ""))
     if rep.blobs is not None:
         _report_blobs(rep.blobs)
+
+
+def _ship(obj: CliContext, url: str, *, follow: bool, interval: float, status: bool, fmt: str) -> None:
+    """``tracker sync https://...``: ship the store's runs to a server (or, ``--status``, say what is behind)."""
+    import time
+
+    from tracker.cli.terminal import progress
+    from tracker.core.urls import is_database_url
+    from tracker.remote.session import Session
+    from tracker.remote.shipper import Shipper, ship
+
+    if is_database_url(str(obj._store_path or "")) or "://" in str(obj._store_path or ""):
+        fail("tracker sync ships a store folder to the server: give the folder with --store", code=2)
+    root = obj.store_path.absolute()
+    with Session.from_config(url, obj.config) as session:
+        if status:
+            _show_remote_status(obj, root, session, fmt)
+            return
+        heartbeat = obj.config.heartbeat_timeout
+        if not follow:
+            rep = ship(root, session, heartbeat_timeout=heartbeat, blob_progress=lambda n, label: progress(n, label))
+            _report_ship(rep, session.url)
+            return
+        click.echo(f"tracker: shipping {root} to {session.url} (Ctrl-C to stop)", err=True)
+        shipper = Shipper(root, session, heartbeat_timeout=heartbeat)
+        shipper.check_key()
+        sent = 0
+        try:
+            while True:
+                for rid in shipper.run_ids():
+                    try:
+                        shipper.ship_run(rid)
+                    except TrackerError as exc:
+                        if str(exc) not in shipper.report.errors:
+                            click.echo(f"tracker: {exc}", err=True)
+                        shipper.report.problem(str(exc))
+                if shipper.report.bytes > sent:
+                    click.echo(f"+{shipper.report.bytes - sent} bytes", err=True)
+                    sent = shipper.report.bytes
+                time.sleep(interval)
+        except KeyboardInterrupt:
+            pass
+        _report_ship(shipper.report, session.url)
+
+
+def _report_ship(rep, url: str) -> None:  # noqa: ANN001 - a tracker.remote.shipper.ShipReport
+    from tracker.core.text import human_bytes
+
+    click.echo(f"shipped {rep.runs} run{'s' if rep.runs != 1 else ''} ({rep.segments} segments) to {url}: "
+               f"{human_bytes(rep.bytes)} in {rep.requests} requests; blobs: {rep.blobs} sent "
+               f"({human_bytes(rep.blob_bytes)}), {rep.blobs_present} already there")
+    if rep.errors:
+        for message in rep.errors[:5]:
+            click.echo(f"tracker: {message}", err=True)
+        fail(f"{rep.problems} problem{'s' if rep.problems != 1 else ''}: what was refused stays local")
+
+
+def _show_remote_status(obj: CliContext, root, session, fmt: str) -> None:  # noqa: ANN001
+    """``--status`` for a server: the follower's line, then every run that is behind the server."""
+    import time
+
+    import attrs
+
+    from tracker.cli.render import dumps, table_text
+    from tracker.core.text import human_bytes
+    from tracker.remote.shipper import runs_behind
+    from tracker.team.status import describe_follower, follower_state
+
+    now = time.time()
+    follower = follower_state(root)
+    try:
+        runs = runs_behind(obj.store, session)
+    except TrackerError as exc:
+        if fmt == "table":
+            click.echo(describe_follower(follower, now))
+        fail(str(exc))
+    doc = {"url": session.url, "store": str(root), "follower": follower, "time": now,
+           "runs": [attrs.asdict(r) for r in runs],
+           "behind": {"runs": sum(r.behind for r in runs), "bytes": sum(r.bytes_behind for r in runs),
+                      "lines": sum(r.lines_behind for r in runs)}}
+    if fmt == "json":
+        click.echo(dumps(doc))
+        return
+    click.echo(describe_follower(follower, now))
+    behind = [r for r in runs if r.behind]
+    if behind:
+        click.echo(table_text(["run", "status", "segments", "bytes behind", "lines behind"],
+                              [{"run": r.run_id, "status": r.status, "segments": r.segments,
+                                "bytes behind": human_bytes(r.bytes_behind), "lines behind": r.lines_behind}
+                               for r in behind]))
+    up = len(runs) - len(behind)
+    click.echo(f"{up} run{'s' if up != 1 else ''} up to date in {session.url}"
+               + (f"; {len(behind)} behind by {doc['behind']['lines']} lines" if behind else ""))
 
 
 def _report_blobs(b) -> None:  # noqa: ANN001 - a tracker.team.blobsync.BlobReport

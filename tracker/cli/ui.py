@@ -9,6 +9,7 @@ import socket
 import sys
 import threading
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit
 
 import click
@@ -117,11 +118,16 @@ def _redacted(text: str, raw: str | None) -> str:
 
 
 def serve(obj: CliContext, host: str, port: int, no_open: bool, auth: str | None, raw: str | None = None, *,
-          watch: bool = False) -> None:
-    """``tracker ui``: check the options, then serve until Ctrl-C (see :func:`ui_cmd`)."""
+          watch: bool = False, options: Any = None) -> None:
+    """``tracker ui``: check the options, then serve until Ctrl-C (see :func:`ui_cmd`).
+
+    :param options: ``tracker server``'s options (:class:`tracker.cli.server.ServerOptions`): keys and
+        writing under ``/api/v1/``, TLS, proxy headers; ``None`` for ``tracker ui``.
+    """
+    label = "tracker server" if options is not None else "tracker ui"
     if not is_loopback(host) and not auth:
         where = redact_url(raw) if raw and "://" in raw else str(obj.store_path)
-        fail(f"tracker ui --host {host} would serve the store {where} to anyone who can reach this machine: "
+        fail(f"{label} --host {host} would serve the store {where} to anyone who can reach this machine: "
              "start it with --auth token (a random token in the URL printed) or --auth users.toml "
              "(users added by `tracker ui passwd USER --file users.toml`); see docs/team.md", 2)
     try:
@@ -138,6 +144,7 @@ def serve(obj: CliContext, host: str, port: int, no_open: bool, auth: str | None
     # The team database (postgresql://...) is served like a folder; a folder that does not exist yet is empty.
     store = obj.store if is_database_url(obj.given_store) else Store(obj.store_path, host=lambda: obj.host)
     where = redact_url(store.path)
+    remote = options.remote(obj, store) if options is not None else None
     # Served on every address: the banner names this machine as a colleague reaches it (its host name and
     # addresses), and the Host check lets those names in. On 0.0.0.0 only IPv4 is served.
     names: list[str] = []
@@ -145,11 +152,13 @@ def serve(obj: CliContext, host: str, port: int, no_open: bool, auth: str | None
         from tracker.ui.hosts import machine_names
 
         names = [*machine_names(ipv6=host == "::"), "127.0.0.1"]
-    app = create_app(store, hosts=(host, *names), auth=gate)
-    if not is_loopback(host):
+    app = create_app(store, hosts=(host, *names), auth=gate, remote=remote)
+    tls = options is not None and options.tls_cert is not None
+    if not is_loopback(host) and not tls:
         click.echo(f"tracker: warning: listening on {host}: anyone who can reach this machine may try to log in; "
-                   "plain http shows the token or password to the network on the way: keep it on a trusted network, "
-                   "or behind HTTPS or an SSH tunnel", err=True)
+                   "plain http shows the token, password or API key to the network on the way: keep it on a trusted "
+                   "network, or behind HTTPS (--tls-cert, or a proxy with --proxy-headers) or an SSH tunnel",
+                   err=True)
     stop_watch = None
     if watch:
         from tracker.alerts.watch import Watcher, start_in_thread
@@ -158,7 +167,8 @@ def serve(obj: CliContext, host: str, port: int, no_open: bool, auth: str | None
             click.echo("tracker: warning: --watch: no [[alerts.rules]] in tracker.toml", err=True)
         stop_watch = start_in_thread(store, obj.host, say=lambda line: click.echo(line, err=True))
     sock = listen(host, port)
-    config = uvicorn.Config(app, host=host, port=port, log_level="warning", access_log=False)
+    config = uvicorn.Config(app, host=host, port=port, log_level="warning", access_log=False,
+                            **(options.uvicorn_options() if options is not None else {}))
     server = uvicorn.Server(config)
 
     def announce() -> None:
@@ -173,11 +183,13 @@ def serve(obj: CliContext, host: str, port: int, no_open: bool, auth: str | None
 
             def url(name: str) -> str:
                 shown = f"[{name}]" if ":" in name and not name.startswith("[") else name
-                return f"http://{shown}:{bound}/{token}"
+                return f"{'https' if tls else 'http'}://{shown}:{bound}/{token}"
 
             urls = [url(n) for n in names] or [url(host)]
             who = f", users of {gate.path}" if isinstance(gate, UsersAuth) else ""
-            click.echo(f"tracker ui: serving {where} at {urls[0]}  (Ctrl-C to stop{who})")
+            click.echo(f"{label}: serving {where} at {urls[0]}  (Ctrl-C to stop{who})")
+            if options is not None:
+                click.echo(options.banner(urls[0].split("?")[0].rstrip("/")))
             for other in urls[1:]:
                 click.echo(f"  or {other}")
             if not no_open and can_open_browser():
@@ -196,7 +208,7 @@ def serve(obj: CliContext, host: str, port: int, no_open: bool, auth: str | None
             stop_watch.set()
     if not server.started:
         fail(f"cannot listen on {host}:{port} (is the port in use? choose another with --port)")
-    click.echo("tracker ui: stopped")
+    click.echo(f"{label}: stopped")
 
 
 @ui_cmd.command("passwd")

@@ -36,10 +36,15 @@ class Config:
     :ivar plugins: the ``[plugins.<name>]`` tables.
     :ivar system_enabled: ``[system] enabled``: sample system metrics during runs (needs psutil).
     :ivar system_interval: ``[system] interval``: seconds between samples.
-    :ivar team_url: ``[team] url``: the team database every run streams to (``postgresql://...``).
+    :ivar team_url: ``[team] url``: where every run streams to: the team database (``postgresql://...``) or
+        the lab's tracker server (``https://...``; ``http://`` to a loopback address only).
     :ivar team_blobs: ``[team] blobs``: where the team's blobs live (``s3://bucket/prefix``...).
     :ivar team_timeout: ``[team] timeout``: seconds a connection attempt or a round trip to the team
-        database may take before it is given up (the link is taken as down).
+        database or server may take before it is given up (the link is taken as down).
+    :ivar team_ca_file: ``[team] ca_file``: the CA bundle (PEM) the server's certificate is checked against
+        (relative to the file's folder; ``TRACKER_CA_FILE`` wins), instead of the system's.
+    :ivar team_finish_timeout: ``[team] finish_timeout``: seconds ``finish()`` waits for the shipper to send a
+        run's last lines to the server (0: it does not wait); ``tracker sync URL`` sends what is left.
     :ivar alerts: the ``[alerts]`` table, checked: ``channels`` (by name), ``rules`` (a list),
         ``interval``, ``retries``, ``backoff``, ``finish_timeout`` (see docs/alerts.md).
     :ivar run_console: ``[run] console``: ``True`` (the ``sys.stdout``/``sys.stderr`` streams),
@@ -62,6 +67,8 @@ class Config:
     team_url: str | None = None
     team_blobs: str | None = None
     team_timeout: float = 30.0
+    team_ca_file: Path | None = None
+    team_finish_timeout: float = 30.0
     alerts: dict[str, Any] = attrs.field(factory=dict)
     run_console: bool | str = True
     console_max_bytes: int = 100 * 1024 * 1024
@@ -162,6 +169,8 @@ def _check(file: Path, raw: dict[str, Any]) -> Config:
 
 #: What ``[team] blobs`` may name: a bucket (or a folder) that the object-storage client speaks.
 BLOB_SCHEMES = ("s3://", "gs://", "az://", "abfs://", "file://")
+#: What ``[team] url`` may name: the team database, or the lab's tracker server.
+TEAM_SCHEMES = ("postgresql://", "postgres://", "https://", "http://")
 
 
 def _check_system(file: Path, system: Any, bad: Any) -> dict[str, Any]:
@@ -183,18 +192,19 @@ def _check_system(file: Path, system: Any, bad: Any) -> dict[str, Any]:
 
 
 def _check_team(file: Path, team: Any, bad: Any) -> dict[str, Any]:
-    """``[team] url`` (a ``postgresql://`` URL), ``[team] blobs`` (a bucket URL), ``[team] timeout`` (seconds)."""
+    """``[team] url`` (a ``postgresql://`` or ``https://`` URL), ``[team] blobs`` (a bucket URL), ``[team] timeout``
+    and ``finish_timeout`` (seconds), ``[team] ca_file`` (a PEM file)."""
     from tracker.core.urls import redact_url
 
     if not isinstance(team, dict):
         raise bad("team", "a table", team)
-    _only(file, "team", team, {"url", "blobs", "timeout"})
+    _only(file, "team", team, {"url", "blobs", "timeout", "ca_file", "finish_timeout"})
     kw: dict[str, Any] = {}
     if "url" in team:
         url = team["url"]
-        if not isinstance(url, str) or not url.startswith(("postgresql://", "postgres://")):
-            raise bad("[team] url", "a database URL starting with postgresql://",
-                      redact_url(url) if isinstance(url, str) else url)
+        if not isinstance(url, str) or not url.startswith(TEAM_SCHEMES) or len(url) <= len(url.split("://")[0]) + 3:
+            raise bad("[team] url", "a database URL starting with postgresql:// or a server URL starting with "
+                      "https:// (http:// to this machine only)", redact_url(url) if isinstance(url, str) else url)
         kw["team_url"] = url
     if "blobs" in team:
         blobs = team["blobs"]
@@ -208,6 +218,19 @@ def _check_team(file: Path, team: Any, bad: Any) -> dict[str, Any]:
         if type(v) not in (int, float) or not 0 < v <= 3600:
             raise bad("[team] timeout", "a number of seconds above 0 and at most 3600", v)
         kw["team_timeout"] = float(v)
+    if "finish_timeout" in team:
+        v = team["finish_timeout"]
+        if type(v) not in (int, float) or not 0 <= v <= 3600:
+            raise bad("[team] finish_timeout", "a number of seconds from 0 to 3600", v)
+        kw["team_finish_timeout"] = float(v)
+    if "ca_file" in team:
+        ca = team["ca_file"]
+        if not isinstance(ca, str) or not ca:
+            raise bad("[team] ca_file", "the path of a CA bundle (PEM)", ca)
+        path = Path(ca) if os.path.isabs(ca) else file.resolve().parent / ca
+        if not path.is_file():
+            raise bad("[team] ca_file", "an existing CA bundle (PEM)", str(path))
+        kw["team_ca_file"] = path
     return kw
 
 

@@ -88,12 +88,22 @@ def is_database_url(text: Any) -> bool:
 
 
 def team_url(config: Any) -> str | None:
-    """The team database runs stream to: ``[team] url``, else ``TRACKER_TEAM_URL``, else ``None``."""
+    """Where runs stream to: ``[team] url``, else ``TRACKER_TEAM_URL``, else ``TRACKER_URL``, else ``None``.
+
+    A ``postgresql://`` URL is the team database; an ``https://`` one is the lab's tracker server
+    (:func:`team_database_url` is the former only).
+    """
     url = getattr(config, "team_url", None)
     if url:
         return str(url)
-    return os.environ.get("TRACKER_TEAM_URL") or None
+    return os.environ.get("TRACKER_TEAM_URL") or os.environ.get("TRACKER_URL") or None
+
+
+def team_database_url(config: Any) -> str | None:
+    """The team database of :func:`team_url` (``None`` when runs stream to a tracker server or nowhere)."""
+    url = team_url(config)
+    return url if is_database_url(url) else None
 
 
 __all__ = ["DATABASE_SCHEMES", "MASK", "REDACTED", "is_database_url", "redact_url", "redact_urls", "team_url",
-           "url_password", "url_secrets"]
+           "team_database_url", "url_password", "url_secrets"]

@@ -1,4 +1,4 @@
-"""What a TensorBoard event holds, as the tracker's values: scalars, ``histogram`` records, images, hparams.
+"""What a TensorBoard event holds, as the tracker's values: scalars, ``histogram`` records, images, audio, hparams.
 
 Shared by the TensorBoard importer and by ``init(sync_tensorboard=True)``.
 Works on the ``Event`` protobuf that TensorBoard, ``torch.utils.tensorboard``
@@ -18,9 +18,10 @@ def summary_values(event: Any, plugins: dict[str, str]) -> Iterator[tuple[str, s
     """``(kind, tag, payload)`` for each value of a summary event.
 
     ``kind`` is ``"scalar"`` (a float), ``"histogram"`` (the record's fields
-    but ``name``), ``"image"`` (the encoded image bytes), ``"hparams"`` (handled
+    but ``name``), ``"image"`` (the encoded image bytes), ``"audio"`` (the encoded
+    clip's bytes: WAV as torch's and TensorFlow's writers encode it), ``"hparams"`` (handled
     by :func:`hparams`: payload ``None``) or ``"skipped"`` (payload: what it is,
-    e.g. ``"audio clips"``).
+    e.g. ``"text"``).
 
     :param plugins: tag -> plugin name, filled as the events pass (TensorBoard
         writes a tag's metadata with its first value only).
@@ -40,9 +41,11 @@ def summary_values(event: Any, plugins: dict[str, str]) -> Iterator[tuple[str, s
             yield "histogram", value.tag, histo_record(value.histo)
         elif kind == "image":
             yield "image", value.tag, bytes(value.image.encoded_image_string)
+        elif kind == "audio":
+            yield "audio", value.tag, bytes(value.audio.encoded_audio_string)
         elif plugin == "hparams":
             yield "hparams", value.tag, None
-        elif kind == "tensor" and plugin in ("scalars", "histograms", "images"):
+        elif kind == "tensor" and plugin in ("scalars", "histograms", "images", "audio"):
             yield from _tensor_value(value, plugin)
         else:
             yield "skipped", value.tag, plugin or _KINDS.get(kind or "", kind or "empty values")
@@ -61,6 +64,10 @@ def _tensor_value(value: Any, plugin: str) -> Iterator[tuple[str, str, Any]]:
         # [width, height, png bytes...]: one image per encoded item after the two sizes.
         for item in array.reshape(-1)[2:]:
             yield "image", value.tag, bytes(item)
+    elif plugin == "audio" and array.ndim == 2 and array.shape[1] == 2:
+        # One row per clip: [encoded audio, label].
+        for row in array:
+            yield "audio", value.tag, bytes(row[0])
     else:
         yield "skipped", value.tag, f"{plugin} tensors"
 

@@ -37,6 +37,9 @@ import orjson
 from tracker.core.errors import TrackerError
 from tracker.core.text import flatten
 
+#: How the runs without the grouping field or key are named: `tracker runs --group-by`, the pages, reports.
+NO_GROUP = "(none)"
+
 #: The forms ``by`` takes, as error messages list them.
 BY_FORMS = "group, job_type, project, tag, name or config.KEY"
 _FIELDS = ("group", "job_type", "project", "name")
@@ -445,6 +448,6 @@ def group_table(infos: Sequence[Any], by: str | None, metrics: Sequence[str]) ->
     return rows
 
 
-__all__ = ["BY_FORMS", "DEFAULT_MAX_POINTS", "STATS", "aggregate", "aggregate_series", "check_by", "group_runs",
-           "group_table", "group_values", "last_values", "metric_series", "parse_band", "run_series",
+__all__ = ["BY_FORMS", "DEFAULT_MAX_POINTS", "NO_GROUP", "STATS", "aggregate", "aggregate_series", "check_by",
+           "group_runs", "group_table", "group_values", "last_values", "metric_series", "parse_band", "run_series",
            "selected_infos", "view_of"]

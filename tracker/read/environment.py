@@ -13,6 +13,7 @@ over either store: blobs are read through the reading protocol's ``BlobReader``.
 from __future__ import annotations
 
 import difflib
+import re
 from typing import Any
 
 from tracker.core.errors import StoreError
@@ -35,6 +36,11 @@ def _read_blob(blobs: Any, sha: str | None, limit: int = MAX_DIFF_READ) -> tuple
     except (StoreError, OSError) as exc:
         return None, str(exc)
     return data[:limit], None
+
+
+def package_key(name: str) -> str:
+    """A distribution's name as pip compares names (PEP 503: case and runs of ``-_.`` do not matter)."""
+    return re.sub(r"[-_.]+", "-", name).lower()
 
 
 def packages_of(blobs: Any, sha: str | None) -> dict[str, str] | None:
@@ -70,7 +76,9 @@ def run_environment(view: Any, blobs: Any, *, with_diff: bool = True) -> dict[st
     packages = packages_of(blobs, pk)
     if pk and packages is None:
         problems.append(f"the package list (blob {pk}) cannot be read")
-    env["package_list"] = [{"name": n, "version": v} for n, v in (packages or {}).items()]
+    # By name, as a reader looks one up (psycopg before psycopg-binary), whatever order the blob holds.
+    env["package_list"] = [{"name": n, "version": v} for n, v in sorted((packages or {}).items(),
+                                                                        key=lambda kv: (package_key(kv[0]), kv[0]))]
     if with_diff and env.get("git_diff"):
         data, why = _read_blob(blobs, env["git_diff"])
         env["diff"] = data.decode("utf-8", "replace") if data is not None else None
@@ -173,19 +181,36 @@ def _command(info: Any, env: dict[str, Any] | None) -> str | None:
     return " ".join(str(x) for x in argv) if argv else None
 
 
+def in_repository(env: dict[str, Any] | None) -> bool:
+    """Whether an environment record says its run ran inside a git repository (whatever git then said)."""
+    return bool(env and (env.get("git_root") or env.get("git_commit")))
+
+
+#: What a run made outside any git repository is called, in ``tracker env``, ``tracker diff`` and on the pages.
+NO_REPOSITORY = "not a git repository"
+
+
 def _git_section(ea: dict[str, Any] | None, eb: dict[str, Any] | None) -> dict[str, Any]:
     out: dict[str, Any] = {"name": "git"}
-    if not ea or not eb or not (ea.get("git_commit") or eb.get("git_commit")):
-        known = bool(ea and ea.get("git_commit")) or bool(eb and eb.get("git_commit"))
-        out.update(same=not known and bool(ea) and bool(eb), summary="no git repository recorded"
-                   if ea and eb else "not recorded for " + _which(not ea, not eb))
+    if not ea or not eb:
+        out.update(same=False, summary="not recorded for " + _which(not ea, not eb))
+        return out
+    ra, rb = in_repository(ea), in_repository(eb)
+    if not ra and not rb:
+        out.update(same=True, summary=f"{NO_REPOSITORY} (either run)")
+        return out
+    if not ra or not rb:
+        other = eb if not ra else ea
+        where = f"commit {other['git_commit'][:12]}" if other.get("git_commit") else "a repository without a commit"
+        out.update(same=False, summary=f"{_which(not ra, not rb)}: {NO_REPOSITORY}; the other: {where}",
+                   a=_git_side(ea), b=_git_side(eb), diff_of_diffs="")
+        return out
+    if not (ea.get("git_commit") or eb.get("git_commit")):
+        out.update(same=True, summary="both in a repository without a commit")
         return out
     ca, cb = ea.get("git_commit"), eb.get("git_commit")
     da, db = ea.get("diff") or "", eb.get("diff") or ""
-    out.update(a={"commit": ca, "branch": ea.get("git_branch"), "dirty": ea.get("git_dirty"),
-                  "remote": ea.get("git_remote"), "files_changed": ea.get("git_files_changed", 0)},
-               b={"commit": cb, "branch": eb.get("git_branch"), "dirty": eb.get("git_dirty"),
-                  "remote": eb.get("git_remote"), "files_changed": eb.get("git_files_changed", 0)})
+    out.update(a=_git_side(ea), b=_git_side(eb))
     same_commit = ca == cb
     same_diff = da == db and ea.get("git_diff") == eb.get("git_diff")
     out["same"] = same_commit and same_diff
@@ -210,4 +235,11 @@ def _git_section(ea: dict[str, Any] | None, eb: dict[str, Any] | None) -> dict[s
     return out
 
 
-__all__ = ["ENVIRONMENT", "diff_runs", "packages_of", "run_environment"]
+def _git_side(env: dict[str, Any]) -> dict[str, Any]:
+    """One run's git facts as a diff shows them; ``repository`` is False for a run made outside any."""
+    return {"repository": in_repository(env), "commit": env.get("git_commit"), "branch": env.get("git_branch"),
+            "dirty": env.get("git_dirty"), "remote": env.get("git_remote"),
+            "files_changed": env.get("git_files_changed", 0)}
+
+
+__all__ = ["ENVIRONMENT", "NO_REPOSITORY", "diff_runs", "in_repository", "packages_of", "run_environment"]

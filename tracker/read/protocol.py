@@ -22,6 +22,14 @@ if TYPE_CHECKING:
     import numpy as np
 
 
+def info_matches(info: RunInfo, project: str | None = None, status: str | None = None, tag: str | None = None,
+                 group: str | None = None, job_type: str | None = None) -> bool:
+    """Whether a run passes the filters of :meth:`StoreReader.runs`: each one given (not ``None``) matches."""
+    return ((project is None or info.project == project) and (status is None or info.status == status)
+            and (tag is None or tag in info.tags) and (group is None or info.group == group)
+            and (job_type is None or info.job_type == job_type))
+
+
 @runtime_checkable
 class RunReader(Protocol):
     """One run, read-only."""
@@ -75,8 +83,8 @@ class StoreReader(Protocol):
         """Every run id."""
 
     def runs(self, project: str | None = None, status: str | None = None,
-             tag: str | None = None) -> list[RunInfo]:
-        """Every run's info, newest first, optionally filtered."""
+             tag: str | None = None, *, group: str | None = None, job_type: str | None = None) -> list[RunInfo]:
+        """Every run's info, newest first, optionally filtered (each filter given must match)."""
 
     def run(self, ref: str) -> RunReader:
         """The run whose id is ``ref`` or a unique prefix of it, else whose name is ``ref``."""

@@ -31,6 +31,7 @@ from tracker.read.index import (
     index_enabled,
 )
 from tracker.read.liveness import hostname
+from tracker.read.protocol import info_matches
 from tracker.read.segment import segment_sizes
 from tracker.read.view import LazyHost, RunView, merge_log_order
 
@@ -135,7 +136,8 @@ class Store(LazyHost):
         return choices([e.info for e in self.catalog()])
 
     def catalog(self, project: str | None = None, status: str | None = None,
-                tag: str | None = None, *, ids: list[str] | None = None) -> list[CatalogEntry]:
+                tag: str | None = None, *, group: str | None = None, job_type: str | None = None,
+                ids: list[str] | None = None) -> list[CatalogEntry]:
         """Every run's catalog entry (info, per-metric figures, records per schema), newest first.
 
         Read from ``<store>/index/catalog.idx`` where it still matches the
@@ -167,16 +169,7 @@ class Store(LazyHost):
                                                 artifacts=_artifact_figures(view, counts, bool(edit_paths(view.path)))))
                 except StoreError as exc:
                     self._unlisted(rid, exc)
-        out = []
-        for e in entries:
-            info = e.info
-            if project is not None and info.project != project:
-                continue
-            if status is not None and info.status != status:
-                continue
-            if tag is not None and tag not in info.tags:
-                continue
-            out.append(e)
+        out = [e for e in entries if info_matches(e.info, project, status, tag, group, job_type)]
         out.sort(key=lambda e: (e.info.created_at or 0.0, e.info.id), reverse=True)
         return out
 

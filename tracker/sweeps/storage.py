@@ -183,12 +183,12 @@ def _engine_kwargs(url: str, *, ping: bool = True) -> dict[str, Any]:
 def default_storage(root: Path | None, sweep_id: str | None, config: Any) -> str | None:
     """Where a sweep is when no ``--storage`` was given: its ``sweep.json`` in the store says; without one
     (a new sweep, or one made on another machine), the team database of ``[team] url`` if one is set."""
-    from tracker.core.urls import team_url
+    from tracker.core.urls import team_database_url
 
     if root is not None and sweep_id is not None and (sweeps_dir(root) / check_sweep_id(sweep_id) /
                                                        "sweep.json").is_file():
         return None
-    return team_url(config)
+    return team_database_url(config)
 
 
 def _journal_backend(o: Any, path: str) -> Any:

@@ -7,6 +7,7 @@ Optuna's parameter importances. Nothing here writes: the study is only read.
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any
 
@@ -61,3 +62,28 @@ def sweep_doc(root: Path | None, sweep_id: str, storage: str | None = None) -> t
         sweep = open_sweep(root, sweep_id, storage)
         return 200, {"sweep": sweep.info(), "trials": sweep.trials(), "best_so_far": sweep.best_so_far(),
                      "importances": sweep.importances()}
+
+
+def sweep_summary(root: Path | None, sweep_id: str, storage: str | None = None) -> dict[str, Any]:
+    """What a report says of a sweep: its facts and its best trial, as the sweep page shows them.
+
+    ``best`` is the finished trial with the best value of the sweep's metric (``None`` before any finished):
+    ``{"value", "trial" (its number), "run_id", "params"}``.
+
+    :raises TrackerError: an unknown sweep, a storage that cannot be read, Optuna missing.
+    """
+    from tracker.sweeps.storage import storage_errors
+    from tracker.sweeps.study import open_sweep
+
+    with storage_errors(storage):
+        sweep = open_sweep(root, sweep_id, storage)
+        info, trials = sweep.info(), sweep.trials()
+    best = None
+    if info["metric"] is not None:
+        # trials() puts the finished ones first, best first: the first with a number is the best.
+        best = next((t for t in trials if t["state"] == "finished" and isinstance(t["metric"], (int, float))
+                     and math.isfinite(t["metric"])), None)
+    return {"id": info["id"], "name": info["name"], "metric": info["metric"], "goal": info["goal"],
+            "method": info["method"], "trials": info["trials"],
+            "best": None if best is None else {"value": best["metric"], "trial": best["number"],
+                                               "run_id": best["run_id"], "params": best["params"]}}

@@ -19,6 +19,7 @@ from typing import Any
 
 import attrs
 
+from tracker.capture.mediafile import MEDIA_SCHEMAS
 from tracker.core.errors import StoreError, TrackerError
 from tracker.team.blobs import BucketBlobs, BucketError, blobs_url
 
@@ -52,7 +53,7 @@ class BlobReport:
 
 
 #: The schemas whose records name blobs (``references`` reads these).
-_NAMING_BLOBS = frozenset({"artifact", "image", "table", "environment"})
+_NAMING_BLOBS = frozenset({"artifact", "image", "table", "environment", *MEDIA_SCHEMAS})
 
 
 class BlobSync:

@@ -26,7 +26,7 @@ from tracker.core.errors import TrackerError
 LAYOUT = 4
 INSTALL_HINT = 'pip install "tracker-core[team]"'
 SCHEMES = ("postgresql://", "postgres://")
-_LOCK_KEY = 0x7472616B  # pg_advisory_xact_lock key while creating the tables ("trak")
+LAYOUT_LOCK = _LOCK_KEY = 0x7472616B  # pg_advisory_xact_lock key while creating the tables ("trak")
 #: Fields of a run's info whose strings stay strings, and the key of its stored info (``tracker_runs.info``)
 #: that lists the paths of the NaN and infinities among them (as the start event's ``config_nonfinite`` does).
 FREE_FORM = ("config", "summary")

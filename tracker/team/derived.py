@@ -185,15 +185,85 @@ def _add_columns(cur: Any, run_id: str, writer: str, count: int, part: Any) -> N
                 cur.execute("INSERT INTO tracker_metric_values (run_id, name, writer, start, vals) "
                             "VALUES (%s, %s, %s, %s, %s)", (run_id, name, writer, start, pad_old + vals))
         return
-    start = count
+    chunk, values = _new_chunk(run_id, writer, count, part)
+    cur.execute(_CHUNK_INSERT, chunk)
+    cur.executemany(_VALUES_INSERT, values)
+
+
+#: A writer's figures row (:func:`add_batch_fresh`, :func:`add_new_writers`).
+_FIGURES_INSERT = """INSERT INTO tracker_writer_figures (run_id, writer, metrics, max_time, figures, schemas)
+           VALUES (%s, %s, %s, %s, %s, %s)"""
+#: A new chunk of a writer's metric columns, and its values per metric name.
+_CHUNK_INSERT = ("INSERT INTO tracker_metric_chunks (run_id, writer, start, n, last_seq, names, step0, step_by, "
+                 "steps, times) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)")
+_VALUES_INSERT = "INSERT INTO tracker_metric_values (run_id, name, writer, start, vals) VALUES (%s, %s, %s, %s, %s)"
+
+
+def _schema_counts(recs: list[tuple]) -> dict[str, list[Any]]:
+    """Per schema of record rows: ``[count, time of the first]``."""
+    counts: dict[str, list[Any]] = {}
+    for r in recs:
+        c = counts.get(r[4])
+        if c is None:
+            counts[r[4]] = [1, float(r[6])]
+        else:
+            c[0] += 1
+            c[1] = min(c[1], float(r[6]))
+    return counts
+
+
+def _new_chunk(run_id: str, writer: str, start: int, part: Any) -> tuple[tuple, list[tuple]]:
+    """The parameters of :data:`_CHUNK_INSERT` and of :data:`_VALUES_INSERT` for a chunk starting at ``start``."""
+    n = part.n
+    new_steps = part.step.astype("<i8")
     by = _stride(new_steps)
     ranged = n == 1 or by is not None
-    cur.execute("INSERT INTO tracker_metric_chunks (run_id, writer, start, n, last_seq, names, step0, step_by, steps, "
-                "times) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
-                (run_id, writer, start, n, last_seq, list(part.cols), int(new_steps[0]) if ranged else None,
-                 by if ranged else None, None if ranged else new_steps.tobytes(), part.time.astype("<f8").tobytes()))
-    cur.executemany("INSERT INTO tracker_metric_values (run_id, name, writer, start, vals) VALUES (%s, %s, %s, %s, %s)",
-                    [(run_id, name, writer, start, col.astype("<f8").tobytes()) for name, col in part.cols.items()])
+    chunk = (run_id, writer, start, n, int(part.seq[-1]), list(part.cols), int(new_steps[0]) if ranged else None,
+             by if ranged else None, None if ranged else new_steps.tobytes(), part.time.astype("<f8").tobytes())
+    return chunk, [(run_id, name, writer, start, col.astype("<f8").tobytes()) for name, col in part.cols.items()]
+
+
+def add_new_writers(cur: Any, writers: list[tuple[str, str, list[tuple]]]) -> None:
+    """:func:`add_batch_fresh` for many writers the database has nothing of yet, in a few statements.
+
+    Each item is ``(run_id, writer, rows)``. Plain inserts (no ``ON CONFLICT``): a writer that another
+    sync has added meanwhile makes the transaction fail, and the caller copies those runs the careful
+    way (:func:`add_batch`). The caller holds each writer's advisory lock (:func:`lock_writers`).
+    """
+    from tracker.read.index.segments import metric_stats
+
+    np = _numpy()
+    figures_rows: list[tuple] = []
+    chunks: list[tuple] = []
+    values: list[tuple] = []
+    for run_id, writer, rows in writers:
+        recs = [r for r in rows if r[3] == "record"]
+        if not recs:
+            continue
+        schemas = {name: [n, first] for name, (n, first) in _schema_counts(recs).items()}
+        part = part_of(recs)
+        figures: dict[str, Any] = {}
+        top = None
+        if part is not None:
+            figures = metric_stats(part)
+            top = float(np.max(part.time))
+            chunk, vals = _new_chunk(run_id, writer, 0, part)
+            chunks.append(chunk)
+            values.extend(vals)
+        figures_rows.append((run_id, writer, part.n if part is not None else 0, top,
+                             orjson.dumps(encode_nonfinite(figures)).decode(), orjson.dumps(schemas).decode()))
+    cur.executemany("INSERT INTO tracker_changes (run_id, stamp) VALUES (%s, nextval('tracker_change_seq')) "
+                    "ON CONFLICT (run_id) DO UPDATE SET stamp = EXCLUDED.stamp",
+                    sorted({(w[0],) for w in writers}))
+    for sql, params in ((_FIGURES_INSERT, figures_rows), (_CHUNK_INSERT, chunks), (_VALUES_INSERT, values)):
+        if params:
+            cur.executemany(sql, params)
+
+
+def lock_writers(cur: Any, pairs: list[tuple[str, str]]) -> None:
+    """Take :func:`add_batch`'s advisory lock of each ``(run_id, writer)``, in one order (no deadlock between
+    two syncs taking several)."""
+    cur.executemany("SELECT pg_advisory_xact_lock(hashtext(%s), hashtext(%s))", sorted(pairs))
 
 
 def stamp(cur: Any, run_id: str) -> None:
@@ -227,14 +297,7 @@ def add_batch_fresh(cur: Any, run_id: str, writer: str, rows: list[tuple]) -> No
     np = _numpy()
     from tracker.read.index.segments import metric_stats
 
-    counts: dict[str, list[Any]] = {}
-    for r in recs:
-        c = counts.get(r[4])
-        if c is None:
-            counts[r[4]] = [1, float(r[6])]
-        else:
-            c[0] += 1
-            c[1] = min(c[1], float(r[6]))
+    counts = _schema_counts(recs)
     part = part_of(recs)
     cur.execute("SELECT metrics, max_time, figures::text, schemas::text FROM tracker_writer_figures "
                 "WHERE run_id = %s AND writer = %s", (run_id, writer))
@@ -256,10 +319,8 @@ def add_batch_fresh(cur: Any, run_id: str, writer: str, rows: list[tuple]) -> No
                         st[k] = max(prev_max, st[k])
         figures = _combine_writer(figures, stats)
     cur.execute(
-        """INSERT INTO tracker_writer_figures (run_id, writer, metrics, max_time, figures, schemas)
-           VALUES (%s, %s, %s, %s, %s, %s)
-           ON CONFLICT (run_id, writer) DO UPDATE SET metrics = EXCLUDED.metrics, max_time = EXCLUDED.max_time,
-               figures = EXCLUDED.figures, schemas = EXCLUDED.schemas""",
+        _FIGURES_INSERT + """ ON CONFLICT (run_id, writer) DO UPDATE SET metrics = EXCLUDED.metrics,
+               max_time = EXCLUDED.max_time, figures = EXCLUDED.figures, schemas = EXCLUDED.schemas""",
         (run_id, writer, count + (part.n if part is not None else 0), run_max,
          orjson.dumps(encode_nonfinite(figures)).decode(), orjson.dumps(schemas).decode()))
     if part is not None:

@@ -1,5 +1,11 @@
 """The store's follower: one detached process per store that streams every run's new lines to the team database.
 
+The destination is chosen by the URL's scheme: ``postgresql://`` copies
+events into the database (below); ``https://`` (or ``http://`` to this
+machine) hands segment bytes by offset to the lab's server through the
+shipper of :mod:`tracker.remote.shipper`, with the same lock, markers,
+passes, backoff and status file.
+
 Started by the first run of a store that has ``[team] url`` (or
 ``TRACKER_TEAM_URL``) set (see :mod:`tracker.write.stream`), shared by the
 later ones through ``<store>/team/follower.lock``, it tails the segment
@@ -22,6 +28,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import fcntl
+import functools
 import json
 import os
 import signal
@@ -51,6 +58,8 @@ BACKOFF_MAX = 5.0
 GIVE_UP = 600.0
 #: Seconds between refreshes of live writers' ``seen_at`` in the database.
 BEAT_EVERY = 5.0
+#: Seconds before a key the server refused is tried again.
+REFUSED_RETRY = 30.0
 #: The log is cut in two (``follower.log.1``) past this size.
 LOG_LIMIT = 1 << 20
 
@@ -100,6 +109,10 @@ class Follower:
         self.known: set[str] = set()
         self.runs_mtime: int | None = None
         self.bad_runs: dict[str, str] = {}
+        #: scrubbers of secrets (the key) for messages: each takes text and gives it masked.
+        self.secrets: list[Any] = []
+        #: run id -> when the follower last looked at it (the runs ``follower.json`` tells the shipped bytes of).
+        self.looked: dict[str, float] = {}
         self.state: dict[str, Any] = {"pid": os.getpid(), "store": str(self.root), "url": self.shown_url,
                                       "started_at": time.time(), "pass_at": None, "connected": False,
                                       "error": None, "retry_at": None, "events": 0, "live": []}
@@ -144,8 +157,11 @@ class Follower:
     # --- messages and state ----------------------------------------------------------------------
 
     def _clean(self, text: str) -> str:
-        for secret in filter(None, (*url_secrets(self.url), os.environ.get("PGPASSWORD"))):
+        for secret in filter(None, (*url_secrets(self.url), os.environ.get("PGPASSWORD"),
+                                    os.environ.get("TRACKER_API_KEY"))):
             text = text.replace(secret, "***")
+        for scrub in self.secrets:
+            text = scrub(text)
         return text
 
     def log(self, message: str) -> None:
@@ -199,6 +215,11 @@ class Follower:
         self.write_status(force=True)
 
     def _loop(self) -> None:
+        from tracker.remote.session import is_remote_url
+
+        if is_remote_url(self.url):
+            self._loop_remote()
+            return
         from tracker.core.config import load_config
         from tracker.read.reader import Store
         from tracker.team.database import require_psycopg
@@ -238,7 +259,8 @@ class Follower:
                 full_at = -1e18  # after each (re)connection, one pass over every run
             try:
                 full = now - full_at >= self.full_every
-                changed = self._pass(store, syncer, report, full)
+                changed = self._pass(store, functools.partial(syncer._sync_run, report=report), syncer, full,
+                                     (psycopg.Error,))
                 if full:
                     full_at = now
                 if now - beat_at >= BEAT_EVERY:
@@ -262,22 +284,160 @@ class Follower:
         if syncer is not None:
             syncer.close()
 
-    def _down(self, message: str, backoff: float, spent: float = 0.0) -> float:
+    def _loop_remote(self) -> None:
+        """:meth:`_loop` for a tracker server: each run's new complete lines shipped by offset
+        (:class:`tracker.remote.shipper.Shipper`), with backoff and jitter while the server is out of reach
+        (its ``Retry-After`` honoured), and a key the server refuses said in ``follower.json`` for the runs."""
+        from tracker.core.config import load_config
+        from tracker.read.reader import Store
+        from tracker.remote.session import KeyRefused, RemoteUnavailable, Session, backoff
+        from tracker.remote.shipper import Shipper
+
+        config = load_config()
+        store = Store(self.root, host=ConfigOnly(config))
+        shipper: Shipper | None = None
+        attempt = 0
+        full_at = -1e18
+        idle_since = time.monotonic()
+        refused_at: float | None = None  # since when the server refuses (None: it does not)
+        recheck = False  # refused: wait before asking again
+        while not self.stop.is_set():
+            now = time.monotonic()
+            if not store.runs_dir.is_dir():
+                self.log(f"{store.runs_dir} is gone: nothing left to follow")
+                break
+            if recheck:
+                # Refused: asked again after a while, or at once when a run starts (a new key may be there);
+                # with no run started for `linger` seconds, the follower ends (a run's start begins another).
+                if not self._wait_refused() and time.monotonic() - (refused_at or 0.0) >= self.linger:
+                    break
+                recheck = False
+                continue
+            if shipper is None:
+                try:
+                    # One quick second try inside the session (a keep-alive connection the server closed);
+                    # the longer waits are this loop's, so that follower.json tells them.
+                    session = Session.from_config(self.url, config, attempts=2)
+                    self.secrets = [session.scrub]
+                    shipper = Shipper(self.root, session, heartbeat_timeout=config.heartbeat_timeout, log=self.log)
+                    who = shipper.check_key()
+                except KeyRefused as exc:
+                    shipper = None
+                    self._refused(str(exc))
+                    refused_at, recheck = refused_at or time.monotonic(), True
+                    continue
+                except RemoteUnavailable as exc:  # unreachable or overloaded
+                    shipper = None
+                    wait = getattr(exc, "retry_after", None)
+                    self._down(str(exc), wait if wait is not None else backoff(attempt, BACKOFF_FIRST,
+                                                                               self.backoff_max), what="server")
+                    attempt += 1
+                    if time.monotonic() - (self.down_since or 0.0) >= self.give_up:
+                        self.log(f"giving up after {self.give_up:.0f}s; a live run starts a follower again")
+                        break
+                    continue
+                except TrackerError as exc:  # a URL refused before sending (plain http:// off this machine), a CA
+                    shipper = None            # bundle that cannot be read, an answer that is not the API's
+                    self._refused(str(exc))
+                    refused_at, recheck = refused_at or time.monotonic(), True
+                    continue
+                self.down_since = None
+                attempt = 0
+                refused_at = None
+                self.log(("connected" if self.state["error"] is None else "connected again: catching up")
+                         + f" (key {who.get('id')}, scope {who.get('scope')})")
+                self.state.update(connected=True, error=None, retry_at=None, refused=None)
+                full_at = -1e18
+            try:
+                full = now - full_at >= self.full_every
+                changed = self._pass(store, shipper.ship_run, shipper, full, (KeyRefused, RemoteUnavailable))
+                if full:
+                    full_at = now
+            except KeyRefused as exc:  # revoked or expired meanwhile
+                shipper.session.close()
+                shipper = None
+                self._refused(str(exc))
+                refused_at, recheck = refused_at or time.monotonic(), True
+                continue
+            except RemoteUnavailable as exc:
+                shipper.session.close()
+                shipper = None
+                self._down(str(exc), exc.retry_after if exc.retry_after is not None else
+                           backoff(0, BACKOFF_FIRST, self.backoff_max), what="server")
+                attempt = 1
+                continue
+            self.state.update(pass_at=time.time(), live=sorted(self.hot), events=shipper.report.bytes,
+                              refused_runs=dict(shipper.refused), shipped=self._shipped(shipper))
+            self.write_status(force=changed)
+            if self.hot or changed:
+                idle_since = now
+            elif now - idle_since >= self.linger:
+                if self._may_end():
+                    break
+                idle_since = time.monotonic()
+            self.stop.wait(self.interval)
+        if shipper is not None:
+            shipper.session.close()
+
+    def _shipped(self, shipper: Any) -> dict[str, dict[str, int]]:
+        """What the server has of the runs looked at lately (``finish()`` waits on it), the newest 200."""
+        now = time.time()
+        for rid in self.hot:
+            self.looked[rid] = now
+        for rid in shipper.server:
+            self.looked.setdefault(rid, now)
+        recent = sorted(self.looked, key=self.looked.__getitem__, reverse=True)[:200]
+        self.looked = {rid: self.looked[rid] for rid in recent}
+        return {rid: dict(shipper.server[rid]) for rid in recent if rid in shipper.server}
+
+    def _refused(self, message: str) -> None:
+        """The server refused the key (or the URL was refused before sending): said once in the log and in
+        ``follower.json``, where the logging processes read it; asked again later (a new ``tracker login``
+        may have fixed it)."""
+        message = self._clean(message)
+        if self.state.get("refused") != message:
+            self.log(f"refused: {message}")
+        self.state.update(connected=False, refused=message, error=None, retry_at=time.time() + REFUSED_RETRY)
+        self.write_status(force=True)
+
+    def _wait_refused(self) -> bool:
+        """Wait up to ``REFUSED_RETRY`` seconds; ``True`` as soon as a run starts (its marker, taken here)."""
+        hot_dir = self.dir / HOT_DIR
+        deadline = time.monotonic() + REFUSED_RETRY
+        while not self.stop.wait(min(0.5, self.interval * 2)):
+            try:
+                names = os.listdir(hot_dir)
+            except OSError:
+                names = []
+            for name in names:
+                with contextlib.suppress(OSError):
+                    os.unlink(hot_dir / name)
+            if names:
+                return True
+            if time.monotonic() >= deadline:
+                return False
+        return False
+
+    def _down(self, message: str, backoff: float, spent: float = 0.0, what: str = "database") -> float:
         """The database is out of reach: say so, wait ``backoff`` seconds (less the ``spent`` seconds the failed
         attempt took); returns the next backoff."""
         message = self._clean(message)
         if self.down_since is None:
             self.down_since = time.monotonic()
         if self.state["error"] != message:
-            self.log(f"database unreachable, retrying with backoff: {message}")
+            self.log(f"{what} unreachable, retrying with backoff: {message}")
         self.state.update(connected=False, error=message, retry_at=time.time() + backoff)
         self.write_status(force=True)
         self.stop.wait(max(0.05, backoff - spent))
         return min(backoff * 2, self.backoff_max)
 
-    def _pass(self, store: Any, syncer: Any, report: Any, full: bool) -> bool:
-        """One look: the runs started since the last one, the live runs, or (``full``) every run."""
-        psycopg = sys.modules["psycopg"]
+    def _pass(self, store: Any, sync_one: Any, syncer: Any, full: bool, fatal: tuple[type[BaseException], ...]) -> bool:
+        """One look: the runs started since the last one, the live runs, or (``full``) every run.
+
+        :param sync_one: ``sync_one(run_id) -> bool``: copies what is new of one run, says whether anything was.
+        :param syncer: the destination: its ``live`` set of ``(run_id, writer)``, its ``blob_sync`` (or ``None``).
+        :param fatal: the destination's errors that end the pass (the link is down); a run's own errors do not.
+        """
         hot_dir = self.dir / HOT_DIR
         try:
             names = os.listdir(hot_dir)
@@ -308,15 +468,15 @@ class Follower:
         def one(rid: str) -> None:
             nonlocal changed
             try:
-                if syncer._sync_run(rid, report):
+                if sync_one(rid):
                     changed = True
-                    if syncer.blob_sync is not None:
+                    if getattr(syncer, "blob_sync", None) is not None:
                         # The run's blobs follow its records into the bucket ([team] blobs), as `tracker sync`
                         # uploads them; one that cannot go now stays pending for the next pass.
                         syncer.blob_sync.sync_run(rid)
-            except psycopg.Error:
+            except fatal:
                 raise
-            except TrackerError as exc:  # the run's files (a run moved to the trash meanwhile)
+            except TrackerError as exc:  # the run's files (a run moved to the trash meanwhile), a refused run
                 if self.bad_runs.get(rid) != str(exc):
                     self.log(f"run {rid}: {exc}")
                 self.bad_runs[rid] = str(exc)

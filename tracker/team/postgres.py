@@ -46,7 +46,7 @@ from tracker.team.database import (
 )
 from tracker.team.reading import TeamReading, TeamRunReading
 from tracker.team.sync import BATCH, Syncer, SyncReport, sync
-from tracker.write.artifacts import ArtifactMethods
+from tracker.write.artifact_methods import ArtifactMethods
 
 _SPECIAL = (b'"NaN"', b'Infinity"')
 

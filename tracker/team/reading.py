@@ -24,6 +24,7 @@ from tracker.core.format import RECORD, decode_nonfinite
 from tracker.core.records import Record, RunInfo
 from tracker.core.urls import redact_url, url_password
 from tracker.read.index.catalog import CatalogEntry
+from tracker.read.protocol import info_matches
 
 #: Seconds a listing with running runs is kept while nothing in the database changed.
 LISTING_TTL = 3.0
@@ -129,15 +130,14 @@ class TeamReading:
         return out
 
     def catalog(self, project: str | None = None, status: str | None = None,
-                tag: str | None = None) -> list[Any]:
+                tag: str | None = None, *, group: str | None = None, job_type: str | None = None) -> list[Any]:
         """Every run's info and per-metric figures (what the folder store's catalog gives), newest first.
 
         The figures are read once, for every run, when the first entry's are asked for
         (a listing without metric columns reads none).
         """
         entries = self._listing() if self.has_tables() else []
-        return [e for e in entries if (project is None or e.info.project == project)
-                and (status is None or e.info.status == status) and (tag is None or tag in e.info.tags)]
+        return [e for e in entries if info_matches(e.info, project, status, tag, group, job_type)]
 
     def _listing(self) -> list[Any]:
         """Every run's entry, newest first; read again only when the database changed (or, while a run

@@ -140,9 +140,12 @@ def describe_follower(state: dict[str, Any], now: float) -> str:
         return f"follower: not running{when}"
     where = f" into {state['url']}" if state.get("url") else ""
     text = f"follower: running, pid {state.get('pid')}{where}"
-    if state.get("error"):
+    what = "server" if str(state.get("url", "")).startswith(("http://", "https://")) else "database"
+    if state.get("refused"):
+        text += f"; the server refused the key: {state['refused']}"
+    elif state.get("error"):
         retry = state.get("retry_at")
-        text += "; database unreachable, retrying" + (f" in {max(0.0, retry - now):.0f}s" if
+        text += f"; {what} unreachable, retrying" + (f" in {max(0.0, retry - now):.0f}s" if
                                                       isinstance(retry, (int, float)) else "")
         text += f": {state['error']}"
     elif isinstance(state.get("pass_at"), (int, float)):

@@ -36,6 +36,7 @@ from tracker.team.database import (
     EDITS_STATUS,
     EDITS_TABLE,
     FREE_FORM,
+    LAYOUT_LOCK,
     NONFINITE,
     check_layout,
     connect,
@@ -101,6 +102,27 @@ _RUN_UPSERT = """INSERT INTO tracker_runs (run_id, name, project, created_at, in
         job_type = EXCLUDED.job_type"""
 
 
+#: A new writer's row of ``tracker_writers`` (:meth:`Syncer._flush_new`): a plain insert, so that a writer another
+#: sync has just added fails the transaction instead of being counted twice.
+_WRITER_INSERT = """INSERT INTO tracker_writers (run_id, writer, is_writer, host, started_at, ended_at, status, finish,
+        synced_bytes, synced_seq, seen_at)
+    VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, now())"""
+
+#: New runs copied in one transaction by :meth:`Syncer._flush_new` (with at most ``batch`` events in all).
+NEW_RUNS = 500
+
+
+@attrs.define
+class _NewRun:
+    """A run the database has nothing of, read whole: its segments' event rows and its listing."""
+
+    rid: str
+    events: int = 0
+    #: per segment: path, writer, (size, mtime_ns) looked at, writer facts, event rows, bytes read
+    segments: list[tuple] = attrs.field(factory=list)
+    info: tuple | None = None
+
+
 class Syncer:
     """Copies a folder store into the database; one instance per ``tracker sync``."""
 
@@ -120,6 +142,9 @@ class Syncer:
         try:  # a role that may not write (the dashboard's read-only one) is one line, not a traceback
             check_layout(self.conn, url, create=True)
             with self.conn.cursor() as cur:
+                # The tables made on first use under check_layout's lock too: two syncs starting at once
+                # would otherwise both create one (a duplicate-type error for the second).
+                cur.execute("SELECT pg_advisory_xact_lock(%s)", (LAYOUT_LOCK,))
                 cur.execute("CREATE TEMP TABLE _tracker_in (LIKE tracker_events) ON COMMIT DELETE ROWS")
                 from tracker.team.registry import ensure_alias_table
 
@@ -151,18 +176,141 @@ class Syncer:
                             "(nothing is lost: run `tracker sync` again to resume)")
 
     def sync_once(self, report: SyncReport) -> bool:
-        """Sync every run once; returns whether anything changed."""
+        """Sync every run once; returns whether anything changed.
+
+        Runs the database has nothing of yet (a first sync, a batch of new runs) are copied many to a
+        transaction (:meth:`_flush_new`); the others one segment at a time (:meth:`_sync_run`).
+        """
         psycopg = require_psycopg()
         changed = False
+        pending: list[_NewRun] = []
+        held = 0
         try:
             for rid in self.store.run_ids():
-                if self._sync_run(rid, report):
-                    changed = True
-                if self.blob_sync is not None:
-                    self.blob_sync.sync_run(rid)
+                new = self._read_new(rid, report) if self._is_new(rid) else None
+                if new is None:
+                    if self._sync_run(rid, report):
+                        changed = True
+                    if self.blob_sync is not None:
+                        self.blob_sync.sync_run(rid)
+                    continue
+                pending.append(new)
+                held += new.events
+                if len(pending) >= NEW_RUNS or held >= self.batch:
+                    changed = self._flush_new(pending, report) or changed
+                    pending, held = [], 0
+            if pending:
+                changed = self._flush_new(pending, report) or changed
         except psycopg.Error as exc:
             raise self._fail(exc) from None
         return changed
+
+    def _is_new(self, rid: str) -> bool:
+        """Whether the database has nothing of run ``rid`` (no writer, no listing) and it has no edits yet."""
+        return (rid not in self.runs_known and rid not in self.unlisted
+                and not (Path(self.store.path) / "runs" / rid / EDITS_FOLDER).exists())
+
+    def _read_new(self, rid: str, report: SyncReport) -> _NewRun | None:
+        """Every complete line of a new run's segments as event rows, or ``None`` when the run is better
+        copied one segment at a time (more events than a batch, no segment, a line that does not parse)."""
+        run_dir = Path(self.store.path) / "runs" / rid
+        try:
+            paths = sorted(p for p in run_dir.iterdir() if p.suffix == ".jsonl" and not p.name.startswith("."))
+        except OSError:
+            return None
+        if not paths:
+            return None
+        new = _NewRun(rid)
+        for path in paths:
+            try:
+                st = path.stat()
+            except OSError:
+                return None
+            facts = _writer_facts(path, self.timeout)
+            rows: list[tuple] = []
+            pos = 0
+            for lines in LineChunks(path, 0):
+                if pos >= st.st_size:
+                    break
+                for line in lines:
+                    if pos + len(line) + 1 > st.st_size:
+                        break
+                    pos += len(line) + 1
+                    try:
+                        ev = parse_line(line)
+                    except LineError:
+                        return None  # the careful path names the line in its warning
+                    seq = ev.get("seq")
+                    if not isinstance(seq, int) or seq <= 0:
+                        continue
+                    data = ev.get("data")
+                    rows.append((rid, path.stem, seq, str(ev.get("kind")), ev.get("schema"), ev.get("step"),
+                                 float(ev.get("time") or 0.0),
+                                 orjson.dumps(data if data is not None else {}).decode()))
+            new.events += len(rows)
+            if new.events > self.batch:
+                return None
+            new.segments.append((path, path.stem, (st.st_size, st.st_mtime_ns), facts, rows, pos))
+        new.info = self._info_row(rid)
+        return new
+
+    def _flush_new(self, runs: list[_NewRun], report: SyncReport) -> bool:
+        """Copy new runs in one transaction: their events (one COPY), derived data, writers and listings.
+
+        Another sync that copies one of them at the same time makes this transaction fail (plain inserts
+        of the writers' rows); those runs are then copied one segment at a time, as any other run.
+        """
+        from tracker.team.derived import add_new_writers, lock_writers
+
+        psycopg = require_psycopg()
+        segments = [(run, seg) for run in runs for seg in run.segments]
+        try:
+            with self.conn.transaction(), self.conn.cursor() as cur:
+                lock_writers(cur, [(run.rid, seg[1]) for run, seg in segments])
+                rows = [row for _run, seg in segments for row in seg[4]]
+                if rows:
+                    with cur.copy("COPY _tracker_in (run_id, writer, seq, kind, schema, step, time, data) "
+                                  "FROM STDIN") as cp:
+                        for row in rows:
+                            cp.write_row(row)
+                    cur.execute("INSERT INTO tracker_events SELECT * FROM _tracker_in ON CONFLICT DO NOTHING")
+                    report.events_new += max(cur.rowcount, 0)
+                add_new_writers(cur, [(run.rid, seg[1], seg[4]) for run, seg in segments])
+                cur.executemany(_WRITER_INSERT, [
+                    (run.rid, writer, facts["is_writer"], facts["host"], facts["started_at"], facts["ended_at"],
+                     facts["status"], facts["finish"], pos, max((r[2] for r in seg_rows), default=0))
+                    for run, (_p, writer, _sig, facts, seg_rows, pos) in segments])
+                listings = [run.info for run in runs if run.info is not None]
+                if listings:
+                    cur.executemany(_RUN_UPSERT, listings)
+        except psycopg.errors.IntegrityError:
+            # Another sync got to one of them first: each run the careful way, from what the database has now.
+            self._reload_state()
+            changed = False
+            for run in runs:
+                changed = self._sync_run(run.rid, report) or changed
+                if self.blob_sync is not None:
+                    self.blob_sync.sync_run(run.rid)
+            return changed
+        report.events_read += len(rows)
+        for run, (path, writer, sig, facts, seg_rows, pos) in segments:
+            self.state[(run.rid, writer)] = [pos, max((r[2] for r in seg_rows), default=0), facts["status"]]
+            self.seen_sizes[str(path)] = sig
+            if facts["status"] == "running":
+                self.live.add((run.rid, writer))
+            report.segments += 1
+        for run in runs:
+            self._listed(run.rid)
+            report.runs += 1
+            if self.blob_sync is not None:
+                self.blob_sync.sync_run(run.rid)
+        return True
+
+    def _reload_state(self) -> None:
+        with self.conn.transaction(), self.conn.cursor() as cur:
+            cur.execute("SELECT run_id, writer, synced_bytes, synced_seq, status FROM tracker_writers")
+            self.state = {(r, w): [b, s, st] for r, w, b, s, st in cur.fetchall()}
+        self.runs_known |= {r for r, _ in self.state}
 
     def _looks(self, rid: str, paths: list[Path]) -> Iterator[tuple[Path, str, os.stat_result, list[Any] | None]]:
         """The segments (or edit segments) of run ``rid`` to look at again: those whose size or mtime changed

@@ -13,7 +13,7 @@ __all__ = ["create_app"]
 
 
 def create_app(store: Any = None, *, hosts: tuple[str, ...] = (), frame_ancestors: bytes = b"'none'",
-               auth: Any = None) -> Any:
+               auth: Any = None, remote: Any = None) -> Any:
     """The dashboard as a Starlette (ASGI) app over ``store``.
 
     :param store: a :class:`tracker.Store`, a store folder, a ``postgresql://`` URL (the team
@@ -23,6 +23,7 @@ def create_app(store: Any = None, *, hosts: tuple[str, ...] = (), frame_ancestor
     :param frame_ancestors: who may frame the pages (a CSP source list; default: nobody).
     :param auth: who gets in: ``None`` (no login: loopback only), ``"token"``, a users file
         (see :mod:`tracker.ui.auth`), or an ``Auth``.
+    :param remote: ``tracker server``'s writing and keys (:class:`tracker.ui.server.Remote`), or ``None``.
     :raises tracker.TrackerError: when Starlette is not installed, naming
         ``pip install "tracker-core[ui]"``.
     """
@@ -34,4 +35,4 @@ def create_app(store: Any = None, *, hosts: tuple[str, ...] = (), frame_ancestor
         raise TrackerError('the dashboard needs the ui extra: pip install "tracker-core[ui]"') from None
     from tracker.ui.app import create_app as _create_app
 
-    return _create_app(store, hosts=hosts, frame_ancestors=frame_ancestors, auth=auth)
+    return _create_app(store, hosts=hosts, frame_ancestors=frame_ancestors, auth=auth, remote=remote)

@@ -4,9 +4,11 @@ Routes only: reading goes through the public reading API (``Store``,
 ``RunView``), series through :mod:`tracker.ui.series`, live reads through
 :mod:`tracker.ui.live`, the run page's parts through :mod:`tracker.ui.parts`;
 the capabilities' endpoints (groups, reports, blobs, provenance, artifacts,
-sweeps) are in :mod:`tracker.ui.routes`, the parameters they all parse in
+sweeps) are in :mod:`tracker.ui.routes`, the Media panel's in :mod:`tracker.ui.media`, the parameters they all parse in
 :mod:`tracker.ui.params`.
-Every endpoint is read-only; the only files it creates in the store are derived data under ``<store>/index/``
+The dashboard's endpoints are read-only (``tracker server`` adds the writing ones under ``/api/v1/``,
+:mod:`tracker.ui.server`, for holders of an API key); the only files they create in the store are derived data
+under ``<store>/index/``
 (as every reader does; see docs/ui.md, "Security").
 """
 
@@ -27,7 +29,7 @@ from starlette.staticfiles import StaticFiles
 
 from tracker.core.errors import RunNotFound, StoreError, StoreUnavailable, TrackerError
 from tracker.read.index import gc_paused
-from tracker.ui import parts, routes
+from tracker.ui import media, parts, remote_read, routes
 from tracker.ui.auth import AuthMiddleware, make_auth
 from tracker.ui.hosts import HostCheck
 from tracker.ui.live import MetricsCache, TeamColumnsCache, read_since
@@ -294,7 +296,7 @@ class Api:
 
 
 def create_app(store: Any = None, *, hosts: tuple[str, ...] = (), frame_ancestors: bytes = b"'none'",
-               auth: Any = None) -> Starlette:
+               auth: Any = None, remote: Any = None) -> Starlette:
     """The dashboard as an ASGI app over ``store``.
 
     :param store: a :class:`tracker.Store`, a store folder, a ``postgresql://`` URL (the team
@@ -306,6 +308,7 @@ def create_app(store: Any = None, *, hosts: tuple[str, ...] = (), frame_ancestor
         notebook pages do it, ``tracker ui`` nobody).
     :param auth: who gets in (see :mod:`.auth`): ``None`` (anyone who reaches it: loopback only),
         ``"token"`` (a random token, ``app.state.auth.token``), a users file, or a :class:`.auth.Auth`.
+    :param remote: ``tracker server``'s :class:`.server.Remote` (keys, writing under ``/api/v1/``), or ``None``.
     """
     from tracker.core.urls import is_database_url
     from tracker.store import Store, open_store
@@ -315,6 +318,7 @@ def create_app(store: Any = None, *, hosts: tuple[str, ...] = (), frame_ancestor
     elif isinstance(store, (str, os.PathLike)):
         store = Store(store)
     api = Api(store)
+    api.frame_ancestors = frame_ancestors.decode()
 
     def endpoint(method: Any) -> Any:
         def call(request: Request) -> Response:
@@ -343,12 +347,20 @@ def create_app(store: Any = None, *, hosts: tuple[str, ...] = (), frame_ancestor
             return error(404, f"no endpoint {path[:200]}")
         return FileResponse(index, headers={"cache-control": "no-cache"})
 
+    v1: list = []
+    if remote is not None:
+        from tracker.ui.server import routes as v1_routes
+
+        v1 = v1_routes(remote)
     table = [
+        *v1,
         Route("/api/runs", endpoint(api.runs)),
         Route("/api/runs/{id}", endpoint(api.run)),
         Route("/api/runs/{id}/metrics", endpoint(api.metrics)),
         Route("/api/runs/{id}/panels", endpoint(api.panels)),
         Route("/api/runs/{id}/blobs/{sha}", endpoint(lambda request: routes.blob(api, request))),
+        Route("/api/runs/{id}/media", endpoint(lambda request: media.media(api, request))),
+        Route("/api/runs/{id}/media/{sha}", endpoint(lambda request: media.blob(api, request))),
         Route("/api/runs/{id}/console", endpoint(lambda request: routes.console(api, request))),
         Route("/api/runs/{id}/environment", endpoint(lambda request: routes.environment(api, request))),
         Route("/api/compare", endpoint(api.compare)),
@@ -359,14 +371,32 @@ def create_app(store: Any = None, *, hosts: tuple[str, ...] = (), frame_ancestor
         *(Route(p, endpoint(lambda request: routes.artifacts(api, request))) for p in
           ("/api/artifacts", "/api/artifact", "/api/lineage")),
         Route("/api/sweeps/{id}", endpoint(lambda request: routes.sweeps(api, request))),
+        *remote_read.read_routes(endpoint, api),  # /api/v1/...: what open_store("https://...") reads
+        *([Route("/api/v1/{rest:path}", lambda request: error(404, f"no endpoint {request.method} "
+                                                                   f"{request.url.path[:200]}"),
+                 methods=["GET", "HEAD", "POST", "PUT", "DELETE", "PATCH"])] if remote is not None else []),
         Mount("/static", StaticFiles(directory=STATIC, follow_symlink=False), name="static"),
         Route("/{path:path}", page),
     ]
-    app = Starlette(routes=table)
+    lifespan = None
+    if remote is not None:
+        import contextlib
+
+        @contextlib.asynccontextmanager
+        async def lifespan(app: Starlette) -> Any:
+            yield
+            remote.close()  # the server's open runs end as crashed, the spool's last pass is done
+
+    app = Starlette(routes=table, lifespan=lifespan)
     app.state.api = api
     app.state.auth = make_auth(auth)
+    app.state.remote = remote
     if app.state.auth is not None:  # inside the Host check: a foreign Host is refused before any login
         app.add_middleware(AuthMiddleware, auth=app.state.auth)
+    if remote is not None:  # API keys, before the login: a valid key opens the API whatever --auth says
+        from tracker.ui.keyauth import KeyGate
+
+        app.add_middleware(KeyGate, keys=remote.keys)
     app.add_middleware(HostCheck, hosts=hosts)
     app.add_middleware(SecurityHeaders, headers=security_headers(frame_ancestors))
     return app

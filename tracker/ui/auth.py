@@ -10,285 +10,57 @@ Either way :class:`AuthMiddleware` answers a request only with a session
 constant time, and refuses further attempts from an address after
 :data:`MAX_FAILURES` failures in a minute (429, ``Retry-After``).
 
+The users file is :mod:`tracker.ui.users`, sessions and the failure limit
+:mod:`tracker.ui.sessions` (their names are imported from here too); API keys
+(``tracker server``) are checked before this middleware by :mod:`tracker.ui.keyauth`.
 Plain ASGI, no Starlette import: the users file is read and written without the ui extra.
 Imports tracker.core only.
 """
 
 from __future__ import annotations
 
-import hashlib
 import hmac
 import html
 import logging
-import math
 import os
-import re
 import secrets
-import sys
 import threading
-import time
-from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, quote, urlencode
 
 from tracker.core.errors import TrackerError
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - exercised on Python 3.10 only
-    import tomli as tomllib
+from tracker.ui.sessions import (  # noqa: F401 - their old home: imported from here too
+    FAILURE_WINDOW,
+    MAX_FAILURES,
+    SESSION_SECONDS,
+    FailureLimit,
+    Session,
+    Sessions,
+)
+from tracker.ui.users import (  # noqa: F401 - their old home: imported from here too
+    HASH_BYTES,
+    MIN_PASSWORD,
+    SALT_BYTES,
+    SCRYPT_N,
+    SCRYPT_P,
+    SCRYPT_R,
+    USER_NAME,
+    check_user_name,
+    hash_password,
+    read_users,
+    set_password,
+    verify_password,
+    write_users,
+)
 
 log = logging.getLogger(__name__)
 
-#: scrypt's cost parameters for new hashes (OWASP's n=2**15, r=8, p=3: 32 MiB, a few tenths of a second);
-#: each hash keeps its own, so raising them later leaves older entries valid.
-SCRYPT_N, SCRYPT_R, SCRYPT_P = 2**15, 8, 3
-SALT_BYTES, HASH_BYTES = 16, 32
-#: Failed logins an address may make within :data:`FAILURE_WINDOW` seconds before it gets 429.
-MAX_FAILURES, FAILURE_WINDOW = 5, 60.0
-#: How long a session lasts after its login, in seconds.
-SESSION_SECONDS = 7 * 24 * 3600
-MIN_PASSWORD = 8
-USER_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@-]{0,63}")
-_HEX = re.compile(r"[0-9a-f]+")
 #: Static files the login page itself needs: the only paths answered without a session.
 LOGIN_FILES = ("/static/style.css", "/static/login.css")
 _MAX_FORM = 8192
 #: Password checks at once (each takes scrypt's memory): more wait their turn.
 _CHECKS = threading.BoundedSemaphore(2)
-
-
-# --- the users file -------------------------------------------------------------------------------
-
-
-def hash_password(password: str, *, n: int = SCRYPT_N, r: int = SCRYPT_R, p: int = SCRYPT_P,
-                  salt: bytes | None = None) -> dict[str, Any]:
-    """A new scrypt entry for ``password``: ``{"n", "r", "p", "salt", "hash"}`` (salt and hash in hex)."""
-    salt = secrets.token_bytes(SALT_BYTES) if salt is None else salt
-    digest = _scrypt(password, salt, n, r, p, HASH_BYTES)
-    return {"n": n, "r": r, "p": p, "salt": salt.hex(), "hash": digest.hex()}
-
-
-def _scrypt(password: str, salt: bytes, n: int, r: int, p: int, length: int) -> bytes:
-    return hashlib.scrypt(password.encode("utf-8"), salt=salt, n=n, r=r, p=p, dklen=length,
-                          maxmem=2 * 128 * r * n + 1024 * 1024)
-
-
-def verify_password(password: str, entry: dict[str, Any]) -> bool:
-    """Whether ``password`` hashes to ``entry["hash"]`` with the entry's salt and parameters (constant time)."""
-    want = bytes.fromhex(entry["hash"])
-    got = _scrypt(password, bytes.fromhex(entry["salt"]), entry["n"], entry["r"], entry["p"], len(want))
-    return hmac.compare_digest(got, want)
-
-
-def check_user_name(user: str) -> str:
-    """``user`` when it is a valid user name, else a :class:`TrackerError` saying what one is."""
-    if not USER_NAME.fullmatch(user):
-        raise TrackerError(f"user name {user[:80]!r}: expected 1 to 64 characters from A-Z a-z 0-9 . _ @ -, "
-                           "starting with a letter or digit")
-    return user
-
-
-def read_users(path: str | os.PathLike) -> dict[str, dict[str, Any]]:
-    """The users of a users file: ``{name: {"n", "r", "p", "salt", "hash"}}``.
-
-    :raises TrackerError: one line naming the file and what is wrong in it (its
-        TOML, a user name, a missing or bad key), or that it does not exist.
-    """
-    path = Path(path)
-    try:
-        with open(path, "rb") as f:
-            raw = tomllib.load(f)
-    except FileNotFoundError:
-        raise TrackerError(f"no users file {path}: create it with `tracker ui passwd USER --file {path}`") from None
-    except IsADirectoryError:
-        raise TrackerError(f"{path} is a folder, expected a users file (tracker ui passwd USER --file ...)") from None
-    except OSError as exc:
-        raise TrackerError(f"cannot read the users file {path}: {exc.strerror or exc}") from None
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise TrackerError(f"{path}: not valid TOML: {exc}") from None
-    extra = sorted(set(raw) - {"users"})
-    if extra:
-        raise TrackerError(f"{path}: unknown key {extra[0]!r}: expected only [users.NAME] tables")
-    table = raw.get("users", {})
-    if not isinstance(table, dict):
-        raise TrackerError(f"{path}: users: expected a table of [users.NAME] tables, given {type(table).__name__}")
-    users = {}
-    for name, entry in table.items():
-        where = f"{path}: users.{name}"
-        if not USER_NAME.fullmatch(name):
-            raise TrackerError(f"{where}: expected a user name of 1 to 64 characters from A-Z a-z 0-9 . _ @ -")
-        if not isinstance(entry, dict):
-            raise TrackerError(f"{where}: expected a table with n, r, p, salt and hash, given {type(entry).__name__}")
-        unknown = sorted(set(entry) - {"n", "r", "p", "salt", "hash"})
-        if unknown:
-            raise TrackerError(f"{where}.{unknown[0]}: unknown key; expected n, r, p, salt and hash")
-        for key in ("n", "r", "p"):
-            value = entry.get(key)
-            if value is None:
-                raise TrackerError(f"{where}: missing key {key!r} (scrypt's parameters n, r and p)")
-            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-                raise TrackerError(f"{where}.{key}: expected a positive integer, given {value!r}")
-        if entry["n"] < 2 or entry["n"] & (entry["n"] - 1) or entry["n"] > 2**24 or entry["r"] * entry["p"] >= 2**30:
-            raise TrackerError(f"{where}: n must be a power of two from 2 to 2**24 (and r*p < 2**30), given "
-                               f"n={entry['n']}, r={entry['r']}, p={entry['p']}")
-        for key, lo in (("salt", 8), ("hash", 16)):
-            value = entry.get(key)
-            if value is None:
-                raise TrackerError(f"{where}: missing key {key!r}")
-            if not isinstance(value, str) or not _HEX.fullmatch(value) or len(value) % 2 or len(value) < 2 * lo:
-                raise TrackerError(f"{where}.{key}: expected at least {lo} bytes as lowercase hex digits")
-        users[name] = dict(entry)
-    return users
-
-
-def write_users(path: str | os.PathLike, users: dict[str, dict[str, Any]]) -> None:
-    """Write ``users`` to ``path`` (readable by its owner only), replacing it whole: never half-written."""
-    path = Path(path)
-    lines = ["# Users of `tracker ui --auth FILE`: scrypt hashes written by `tracker ui passwd USER --file FILE`.",
-             "# n, r, p: scrypt's parameters; salt and hash: hex. Delete a [users.NAME] table to remove a user.", ""]
-    for name in sorted(users):
-        e = users[name]
-        lines += [f'[users."{name}"]', f"n = {int(e['n'])}", f"r = {int(e['r'])}", f"p = {int(e['p'])}",
-                  f'salt = "{e["salt"]}"', f'hash = "{e["hash"]}"', ""]
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write("\n".join(lines))
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-
-
-def set_password(path: str | os.PathLike, user: str, password: str) -> bool:
-    """Add ``user`` to the users file at ``path`` (made when missing) or change their password.
-
-    :returns: whether the user is new.
-    :raises TrackerError: for a bad user name, a password shorter than
-        :data:`MIN_PASSWORD` characters, or a users file that cannot be read.
-    """
-    check_user_name(user)
-    if len(password) < MIN_PASSWORD:
-        raise TrackerError(f"the password is too short: expected at least {MIN_PASSWORD} characters")
-    users = read_users(path) if Path(path).exists() else {}
-    new = user not in users
-    users[user] = hash_password(password)
-    write_users(path, users)
-    return new
-
-
-# --- sessions and failed attempts -------------------------------------------------------------------
-
-
-@dataclass
-class Session:
-    """One login: who, when it ends, and the credential it was made with (a changed password ends it)."""
-
-    user: str
-    expires: float
-    proof: str
-
-
-class Sessions:
-    """Sessions kept in memory, keyed by the SHA-256 of their cookie (a lookup leaks nothing of a cookie)."""
-
-    def __init__(self, seconds: float = SESSION_SECONDS, limit: int = 10_000,
-                 clock: Callable[[], float] = time.monotonic) -> None:
-        self.seconds = seconds
-        self.limit = limit
-        self.clock = clock
-        self._by_key: dict[str, Session] = {}
-        self._lock = threading.Lock()
-
-    @staticmethod
-    def _key(cookie: str) -> str:
-        return hashlib.sha256(cookie.encode("utf-8", "replace")).hexdigest()
-
-    def create(self, user: str, proof: str = "") -> str:
-        """A new session of ``user``; returns the cookie value (256 random bits)."""
-        cookie = secrets.token_urlsafe(32)
-        with self._lock:
-            now = self.clock()
-            if len(self._by_key) >= self.limit:
-                for key in [k for k, s in self._by_key.items() if s.expires <= now]:
-                    del self._by_key[key]
-                while len(self._by_key) >= self.limit:  # the oldest logins go first
-                    del self._by_key[min(self._by_key, key=lambda k: self._by_key[k].expires)]
-            self._by_key[self._key(cookie)] = Session(user, now + self.seconds, proof)
-        return cookie
-
-    def get(self, cookie: str | None) -> Session | None:
-        """The live session of ``cookie``, else ``None``."""
-        if not cookie:
-            return None
-        key = self._key(cookie)
-        with self._lock:
-            session = self._by_key.get(key)
-            if session is not None and session.expires <= self.clock():
-                del self._by_key[key]
-                return None
-            return session
-
-    def drop(self, cookie: str | None) -> None:
-        """End the session of ``cookie`` (its cookie is refused from now on)."""
-        if cookie:
-            with self._lock:
-                self._by_key.pop(self._key(cookie), None)
-
-    def __len__(self) -> int:
-        return len(self._by_key)
-
-
-class FailureLimit:
-    """Failed attempts per client address: after ``limit`` within ``window`` seconds, wait."""
-
-    def __init__(self, limit: int = MAX_FAILURES, window: float = FAILURE_WINDOW,
-                 clock: Callable[[], float] = time.monotonic, addresses: int = 10_000) -> None:
-        self.limit = limit
-        self.window = window
-        self.clock = clock
-        self.addresses = addresses
-        self._times: dict[str, list[float]] = {}
-        self._lock = threading.Lock()
-
-    def _recent(self, address: str, now: float) -> list[float]:
-        times = [t for t in self._times.get(address, ()) if t > now - self.window]
-        if times:
-            self._times[address] = times
-        else:
-            self._times.pop(address, None)
-        return times
-
-    def wait(self, address: str) -> int:
-        """Seconds ``address`` must wait before trying again (0: it may try now)."""
-        with self._lock:
-            now = self.clock()
-            times = self._recent(address, now)
-            if len(times) < self.limit:
-                return 0
-            return max(1, math.ceil(times[-self.limit] + self.window - now))
-
-    def failed(self, address: str) -> None:
-        """Count a failed attempt of ``address``."""
-        with self._lock:
-            now = self.clock()
-            if address not in self._times and len(self._times) >= self.addresses:
-                for a in list(self._times):
-                    self._recent(a, now)
-                if len(self._times) >= self.addresses:
-                    self._times.pop(next(iter(self._times)))
-            self._times.setdefault(address, []).append(now)
-
-    def succeeded(self, address: str) -> None:
-        """Forget the failures of ``address`` (it logged in)."""
-        with self._lock:
-            self._times.pop(address, None)
 
 
 # --- the two ways in --------------------------------------------------------------------------------
@@ -536,7 +308,8 @@ class AuthMiddleware:
 
     async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
         kind = scope["type"]
-        if kind not in ("http", "websocket"):
+        if kind not in ("http", "websocket") or scope.get("tracker.key") is not None or scope.get("tracker.public"):
+            # A request with a valid API key, or the API's description (tracker.ui.keyauth let it in).
             await self.app(scope, receive, send)
             return
         path = scope["path"]

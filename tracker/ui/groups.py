@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from tracker.core.errors import RunNotFound, TrackerError
-from tracker.read.aggregate import aggregate, group_runs, parse_band, run_series
+from tracker.read.aggregate import NO_GROUP, aggregate, group_runs, parse_band, run_series
 
 #: The most metrics one request may ask for, and the most runs a page aggregates.
 MAX_METRICS = 12
@@ -87,7 +87,7 @@ def _floats(values: np.ndarray) -> list[float | None]:
 def group_label(value: Any) -> str:
     """A group's value as the page shows it (``None``: the runs without the field or key)."""
     if value is None:
-        return "(none)"
+        return NO_GROUP
     if isinstance(value, bool):
         return "yes" if value else "no"
     return str(value)

@@ -15,9 +15,10 @@ character first.
 
 What goes in is only what the chosen runs hold (their info without the
 store's paths, their metrics downsampled with each bucket's min and max, their
-config, summaries and plugin panels) and, unless ``environment=False``, each
-run's recorded command, working directory, host and git commit (and the
-summaries of its ``environment`` and ``console`` records).
+config, summaries and plugin panels, their media inline up to a budget, see
+:mod:`.reportmedia`) and, unless ``environment=False``, each run's recorded
+command, working directory, host and git commit (and the summaries of its
+``environment`` and ``console`` records).
 """
 
 from __future__ import annotations
@@ -226,7 +227,8 @@ def _config_diff(infos: Sequence[Any]) -> tuple[dict[str, list[Any]], dict[str, 
 
 def report_data(store: Any, infos: Sequence[Any], *, by: str | None = None, metrics: Sequence[str] | None = None,
                 title: str | None = None, environment: bool = True, max_points: int = DEFAULT_POINTS,
-                entries: Sequence[Any] | None = None) -> dict[str, Any]:
+                entries: Sequence[Any] | None = None, sweep: dict[str, Any] | None = None,
+                max_media_bytes: int | None = None) -> dict[str, Any]:
     """Everything a report shows, as JSON-ready data (see :func:`build`)."""
     from tracker.read.aggregate import aggregate, group_runs, group_table, view_of
     from tracker.read.compare import key_metrics
@@ -255,7 +257,7 @@ def report_data(store: Any, infos: Sequence[Any], *, by: str | None = None, metr
         "title": title or (f"{len(infos)} runs" if len(infos) != 1 else infos[0].name or infos[0].id),
         "generated_at": time.time(), "by": by, "metrics": chosen, "max_points": max_points,
         "runs": [run_doc(i, figures.get(i.id, {}), chosen) for i in infos], "series": {}, "aggregates": {},
-        "errors": {}}
+        "errors": {}, "sweep": sweep}
     doc["config_diff"], doc["config_same"] = _config_diff(infos)
     if by is not None:
         rows = group_table(infos, by, chosen)
@@ -308,6 +310,9 @@ def report_data(store: Any, infos: Sequence[Any], *, by: str | None = None, metr
             doc["panels"].append({"id": view.id, "panels": panels})
     doc["panels_left_out"] = max(0, len(infos) - PANEL_RUNS)
     doc["environment"] = {i.id: environment_doc(i) for i in infos} if environment else None
+    from tracker.ui.reportmedia import DEFAULT_MAX_MEDIA_BYTES, media_doc
+
+    doc["media"] = media_doc(store, infos, DEFAULT_MAX_MEDIA_BYTES if max_media_bytes is None else max_media_bytes)
     return _strict_doc(doc)
 
 
@@ -323,7 +328,8 @@ def _strict_doc(doc: dict[str, Any]) -> dict[str, Any]:
 
 def build(store: Any, infos: Sequence[Any], *, by: str | None = None, metrics: Sequence[str] | None = None,
           title: str | None = None, notes: str | None = None, environment: bool = True,
-          max_points: int = DEFAULT_POINTS, entries: Sequence[Any] | None = None) -> str:
+          max_points: int = DEFAULT_POINTS, entries: Sequence[Any] | None = None,
+          sweep: dict[str, Any] | None = None, max_media_bytes: int | None = None) -> str:
     """The report of ``infos`` as one HTML text (see the module's docstring).
 
     :param by: group the runs (``group``, ``project``, ``tag``, ``config.KEY``...): a table of groups and one line
@@ -331,16 +337,21 @@ def build(store: Any, infos: Sequence[Any], *, by: str | None = None, metrics: S
     :param metrics: the metrics charted and tabled (default: the metrics most runs logged, as ``tracker runs``).
     :param notes: markdown shown under the title (escaped, then rendered).
     :param environment: include each run's recorded command, working directory, host and git commit.
+    :param sweep: the sweep the runs are the trials of (:func:`tracker.sweeps.web.sweep_summary`): the report
+        names its best value, trial and parameters.
+    :param max_media_bytes: the bytes of audio, video, 3D and HTML carried inline (default
+        :data:`tracker.ui.reportmedia.DEFAULT_MAX_MEDIA_BYTES`); beyond them a poster frame and a note.
     :raises TrackerError: no runs, too many, a metric none of them logged, a ``by`` none of them has.
     """
     from tracker.ui.markdown import render
 
     doc = report_data(store, infos, by=by, metrics=metrics, title=title, environment=environment,
-                      max_points=max_points, entries=entries)
+                      max_points=max_points, entries=entries, sweep=sweep,
+                      max_media_bytes=max_media_bytes)
     script = bundle()
     digest = base64.b64encode(hashlib.sha256(script.encode()).digest()).decode()
     csp = (f"default-src 'none'; script-src 'sha256-{digest}'; style-src 'unsafe-inline'; img-src data:; "
-           "font-src data:; base-uri 'none'; form-action 'none'")
+           "media-src data:; font-src data:; base-uri 'none'; form-action 'none'")
     styles = "\n".join((STATIC / s).read_text(encoding="utf-8") for s in STYLES)
     styles = styles.replace("</", "<\\/")
     heading = html.escape(doc["title"])

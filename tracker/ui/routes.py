@@ -101,9 +101,11 @@ def report(api: Any, request: Request) -> Response:
             raise BadRequest("no run to report: the filters keep none")
         if len(infos) > MAX_RUNS:
             raise BadRequest(f"{len(infos)} runs: a report holds at most {MAX_RUNS}; filter or select fewer")
+        tag = q.get("tag") or ""
+        sweep = _sweep_facts(api, tag[len("sweep:"):]) if tag.startswith("sweep:") else None
         try:
             text = build(api.store, infos, by=q.get("by") or None, metrics=metrics, title=title,
-                         environment=q.get("environment") != "0", entries=entries)
+                         environment=q.get("environment") != "0", entries=entries, sweep=sweep)
         except StoreError:
             raise
         except TrackerError as exc:  # a key no run has, a metric none logged: what was asked cannot be drawn
@@ -198,15 +200,31 @@ def artifacts(api: Any, request: Request) -> Response:
         return error(404, str(exc))
 
 
-def sweeps(api: Any, request: Request) -> Response:
-    """``GET /api/sweeps`` and ``GET /api/sweeps/{id}`` (see :mod:`tracker.sweeps.web`)."""
+def _sweeps_where(api: Any) -> tuple[Any, str | None]:
+    """``(store folder or None, storage)`` the app's sweeps are read from."""
     from tracker.core.urls import is_database_url
-    from tracker.sweeps.web import sweep_doc, sweeps_doc
 
     url = getattr(api.store, "url", None)
     # The team database: its sweeps are the studies stored in it (--storage postgresql://, or [team] url).
     storage = url if is_database_url(url) else None
-    root = None if storage is not None else getattr(api.store, "path", None)
+    return (None if storage is not None else getattr(api.store, "path", None)), storage
+
+
+def _sweep_facts(api: Any, sweep_id: str) -> dict[str, Any]:
+    """A report's facts of the sweep its runs are the trials of (or why they cannot be read)."""
+    from tracker.sweeps.web import sweep_summary
+
+    try:
+        return sweep_summary(*_sweeps_where(api), sweep_id) if sweep_id else {"id": sweep_id, "error": "no sweep id"}
+    except TrackerError as exc:
+        return {"id": sweep_id, "error": str(exc)}
+
+
+def sweeps(api: Any, request: Request) -> Response:
+    """``GET /api/sweeps`` and ``GET /api/sweeps/{id}`` (see :mod:`tracker.sweeps.web`)."""
+    from tracker.sweeps.web import sweep_doc, sweeps_doc
+
+    root, storage = _sweeps_where(api)
     sweep_id = request.path_params.get("id")
     status, doc = sweep_doc(root, sweep_id, storage) if sweep_id is not None else (200, sweeps_doc(root, storage))
     return json_response(parts.strict(doc), status)

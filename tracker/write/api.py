@@ -317,6 +317,11 @@ class Run(RunStateMethods, RunFileMethods, WandbRunMethods):
                                              data))
 
             detach(self._att, last_words)
+        if att.refs == 0 and _ships_to_server(self._host.config):
+            # Out of the lock: the other runs of the process log on while this one's last lines go.
+            from tracker.write.stream import wait_shipped
+
+            wait_shipped(att.store, self.id, self._host.config)
 
     def __enter__(self) -> Run:
         return self
@@ -334,6 +339,13 @@ class Run(RunStateMethods, RunFileMethods, WandbRunMethods):
 
     def __repr__(self) -> str:
         return f"<Run {self.id} name={self.name!r} project={self.project!r} {self.status}>"
+
+
+def _ships_to_server(config: Any) -> bool:
+    """Whether runs stream to a tracker server (``[team] url``, ``TRACKER_TEAM_URL`` or ``TRACKER_URL`` an
+    ``http(s)://`` URL): then ``finish()`` waits for the run's last lines to be there (``[team] finish_timeout``)."""
+    url = getattr(config, "team_url", None) or os.environ.get("TRACKER_TEAM_URL") or os.environ.get("TRACKER_URL")
+    return isinstance(url, str) and url.lower().startswith(("http://", "https://"))
 
 
 def _ended_status(exc_type: type[BaseException] | None) -> str:
@@ -451,7 +463,7 @@ def start_run(project: str | None = None, name: str | None = None, *, config: di
     run_dir = runs / run_id
     if not resume and run_dir.exists():
         raise TrackerError(f"run {run_id} already exists in {root}; pass resume=True to append to it")
-    meta = {**fields, "env": origin_facts()}  # name, project, config, tags, env: the order of the first line
+    meta = {**fields, "env": origin_facts(environment)}  # name, project, config, tags, env: the order of the first line
     paths = nonfinite_paths(config_data)
     if paths:
         # Where the config's NaN and infinities are: the line holds them as the store's strings, which

@@ -8,7 +8,7 @@ registry warm look at that run again. Logging stores the bytes and appends an ``
 segment of the run that made the version (:mod:`tracker.write.edits`), or a
 row of the team database's alias table. Nothing else is written: versions,
 aliases and lineage are derived from these by every reader
-(:mod:`tracker.read.registry`). :class:`ArtifactMethods` gives the folder
+(:mod:`tracker.read.registry`). :class:`~tracker.write.artifact_methods.ArtifactMethods` gives the folder
 store and the team store the same methods over their own registries. A name
 that a run's (or a folder's) store does not know is looked for in the stores
 that plugins offer (``tracker_artifact_sources``: the team database when
@@ -24,13 +24,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tracker.core.errors import ArtifactNotFound, SchemaError, TrackerError
-from tracker.core.rules import LATEST, VERSION_RE, check_alias
+from tracker.core.rules import LATEST, VERSION_RE
 from tracker.read.index.artifacts import note_change
-from tracker.read.registry import ALIAS_EDIT, UNSPECIFIED, split_ref
-from tracker.write.wandb.artifact import Artifact, ArtifactCollection
+from tracker.read.registry import UNSPECIFIED
+from tracker.write.wandb.artifact import Artifact
 
 if TYPE_CHECKING:
-    from tracker.read.registry import Collection, Registry, Version
+    from tracker.read.registry import Collection, Version
 
 #: Files from this size on are hashed before they are copied when their name already holds a
 #: version of that size logged after the file last changed (re-logging writes nothing).
@@ -262,121 +262,6 @@ def find_version(store: Any, host: Any, ref: str, project: str | None = None
     raise ArtifactNotFound(f"artifact {ref!r} is not in this store ({here}) nor in {'; nor in '.join(missing)}")
 
 
-# --- the store side: the same methods over a folder and the team database ---------------------------
-
-class ArtifactMethods:
-    """``artifact``, ``artifacts``, ``lineage``, ``set_alias``, ``remove_alias`` over a store's registry.
-
-    A store gives ``registry()``, ``runs()``, ``blobs`` and ``_alias_edit(run_id, data)``.
-    """
-
-    def registry(self) -> Registry:  # pragma: no cover - provided by the store
-        raise NotImplementedError
-
-    def _alias_edit(self, run_id: str, data: dict[str, Any]) -> None:  # pragma: no cover - provided by the store
-        raise NotImplementedError
-
-    def _artifact_blobs(self) -> Any:
-        return self.blobs  # type: ignore[attr-defined]
-
-    def _sources_host(self) -> Any:
-        """The host whose ``tracker_artifact_sources`` :meth:`artifact` asks for names this store does not
-        know (``None``: none; the team database asks nowhere else)."""
-        return None
-
-    def artifact(self, ref: str, type: str | None = None) -> Artifact:
-        """The version ``ref`` names: ``name`` (its latest), ``name:v3``, ``name:prod``; ``project/`` in front
-        when two projects use one name. A folder store that does not know it asks the team database
-        (``[team] url``; see :func:`find_version`).
-
-        :raises ArtifactNotFound: an unknown name, version or alias, naming the ones that exist;
-            :class:`TrackerError`: the team database could not be asked.
-        """
-        owner, c, v, spec = find_version(self, self._sources_host(), ref)
-        if type is not None and type != c.type:
-            raise TrackerError(f"artifact {c.qualified!r} is of type {c.type!r}, not {type!r}")
-        a = Artifact._read(owner, self._artifact_blobs() if owner is self else source_blobs(owner), c.project, v)
-        a.asked = spec
-        return a
-
-    def artifacts(self, type: str | None = None, project: str | None = None) -> list[ArtifactCollection]:
-        """Every named artifact (of one type, of one project): versions, aliases and their history."""
-        blobs = self._artifact_blobs()
-        return [ArtifactCollection(self, blobs, c) for c in self.registry().names(type=type, project=project)]
-
-    def artifact_collection(self, ref: str) -> ArtifactCollection:
-        """The named artifact ``ref`` (``name`` or ``project/name``): every version and alias."""
-        base, spec = split_ref(ref)
-        if spec is not None:
-            raise TrackerError(f"artifact {ref!r}: expected a name without a version here")
-        return ArtifactCollection(self, self._artifact_blobs(), self.registry().collection(base))
-
-    def lineage(self, ref: str, depth: int = 3) -> dict[str, Any]:
-        """The lineage graph of a run (its id, a prefix or its name) or of a version (``name[:version]``).
-
-        A ``ref`` that names a run is a run; otherwise a version (see :func:`tracker.read.lineage.lineage`).
-        """
-        from tracker.core.errors import RunNotFound
-        from tracker.read.lineage import lineage
-
-        if not isinstance(depth, int) or isinstance(depth, bool) or depth < 1:
-            raise TrackerError(f"lineage: depth expects a whole number of 1 or more, given {depth!r}")
-        registry = self.registry()
-        infos = registry.infos if registry.infos is not None else \
-            {i.id: i for i in self.runs()}  # type: ignore[attr-defined]
-        run_id = None
-        if ":" not in ref:
-            try:
-                run_id = self.run(ref).id  # type: ignore[attr-defined]
-            except RunNotFound:
-                run_id = None
-        if run_id is not None:
-            return lineage(registry, infos, run=run_id, depth=depth)
-        try:
-            c, v, _ = registry.find(ref)
-        except TrackerError as exc:
-            if ":" in ref:
-                raise
-            raise TrackerError(f"{ref!r} is neither a run nor an artifact: {exc}") from None
-        return lineage(registry, infos, version=(c, v), depth=depth)
-
-    def set_alias(self, ref: str, alias: str) -> Artifact:
-        """Point ``alias`` at the version ``ref`` names (moving it from the version it named); returns it.
-
-        An edit event, appended: the alias's history keeps every change.
-
-        :raises TrackerError: ``latest``, ``v<digits>`` or bad characters as the alias; an unknown version.
-        """
-        alias = check_alias(alias)
-        c, v, _ = self.registry().find(ref)
-        if c.aliases.get(alias) != v.number:
-            self._alias_edit(v.producer, _alias_data("set", c, v, alias))
-        return self.artifact(f"{c.qualified}:{v.version}")
-
-    def remove_alias(self, ref: str, alias: str) -> None:
-        """Remove ``alias`` from the name ``ref`` (``name`` or ``project/name``; ``name:v3`` when it must be
-        on v3), as an appended edit event.
-
-        :raises TrackerError: the name has no such alias (the message lists its aliases), or ``latest``.
-        """
-        alias = check_alias(alias)
-        base, spec = split_ref(ref)
-        registry = self.registry()
-        c = registry.collection(base)
-        number = c.aliases.get(alias)
-        if number is None:
-            raise TrackerError(f"artifact {c.qualified!r} has no alias {alias!r} ({c.describe()})")
-        v = c.version(number)
-        if spec is not None and c.pick(spec).number != number:
-            raise TrackerError(f"alias {alias!r} of {c.qualified!r} names {v.version}, not {spec}; nothing changed")
-        self._alias_edit(v.producer, _alias_data("remove", c, v, alias))
-
-
-def _alias_data(op: str, c: Collection, v: Version, alias: str) -> dict[str, Any]:
-    return {ALIAS_EDIT: {"op": op, "project": c.project, "name": c.name, "alias": alias, "sha256": v.sha256,
-                         "version": v.version, "user": user()}}
-
-
 def folder_alias_edit(store: Any, run_id: str, data: dict[str, Any]) -> None:
     """An alias edit in a folder store: an edit event of run ``run_id`` (the version's producer)."""
     from tracker.write.edits import fsync_wanted, store_config, write_edit
@@ -387,5 +272,5 @@ def folder_alias_edit(store: Any, run_id: str, data: dict[str, Any]) -> None:
     note_change(store.path, run_id)
 
 
-__all__ = ["PROBE_MIN", "ArtifactMethods", "artifact_sources", "find_version", "folder_alias_edit", "log_artifact",
+__all__ = ["PROBE_MIN", "artifact_sources", "find_version", "folder_alias_edit", "log_artifact",
            "reader_of", "source_blobs", "use_artifact", "user"]

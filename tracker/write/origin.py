@@ -81,8 +81,12 @@ def _head_commit(dot: Path) -> str | None:
     return None  # a branch without a commit yet
 
 
-def origin_facts() -> dict[str, Any]:
+def origin_facts(environment: bool = True) -> dict[str, Any]:
     """Where and how the run was started: host, Python, command line, folder, git commit, user.
+
+    With ``environment=False`` (``start_run(environment=False)``, ``[run] environment = false``) only
+    the host is kept, which crash detection needs: the command line may hold a secret, and the user
+    turned the environment off so that none of it is stored.
 
     A URL's password on the command line (``--db=postgresql://lab:pw@host/runs``)
     is masked (:func:`tracker.core.urls.redact_urls`) before it is stored.
@@ -90,6 +94,8 @@ def origin_facts() -> dict[str, Any]:
     bytes that are not UTF-8 (``python train.py $'caf\\xe9.csv'``); they are
     escaped, never refused.
     """
+    if not environment:
+        return storable({"host": hostname()})
     try:
         cwd: Path | None = Path.cwd()
     except OSError:  # the working folder was removed

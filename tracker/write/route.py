@@ -293,7 +293,8 @@ def attach(host: Host, root: Path, run_id: str, resume: bool, meta: dict[str, An
             interval = host.config.heartbeat_interval
             hb = _heartbeats.get(interval) or _heartbeats.setdefault(interval, Heartbeat(interval))
             hb.add(writer)
-            if getattr(host.config, "team_url", None) or os.environ.get("TRACKER_TEAM_URL"):
+            if (getattr(host.config, "team_url", None) or os.environ.get("TRACKER_TEAM_URL")
+                    or os.environ.get("TRACKER_URL")):
                 from tracker.write.stream import on_run_attached  # streaming: the follower process
 
                 on_run_attached(root, run_id, writer, host.config)

@@ -35,10 +35,6 @@ class UnsupportedError(TrackerError, AttributeError):
 UNSUPPORTED: dict[str, str] = {
     "link_artifact": "promote a version with an alias: tracker.set_alias('name:v3', 'prod') "
                      "(or `tracker artifact alias name:v3 prod`)",
-    "Video": "log the file with run.log_artifact(path)",
-    "Audio": "log the file with run.log_artifact(path)",
-    "Html": "log the file with run.log_artifact(path)",
-    "Object3D": "log the file with run.log_artifact(path)",
     "Molecule": "log the file with run.log_artifact(path)",
     "plot": "plugins draw figures in the dashboard (the tracker_panels hook)",
     "plot_table": "plugins draw figures in the dashboard (the tracker_panels hook)",

@@ -199,6 +199,11 @@ def _write_item(run: Any, item: tuple) -> None:
         from tracker.capture.media import image_record
 
         data = image_record(data["name"], data["image"], data.get("caption", ""), BlobStore(run.store))
+    elif schema == "audio":  # data: {"name", "clip" (a checked tracker.capture.audio.Clip), "caption"}
+        from tracker.capture.audio import audio_record
+        from tracker.capture.blobs import BlobStore
+
+        data = audio_record(data["name"], data["clip"], data.get("caption", ""), BlobStore(run.store))
     from tracker.write.api import check_time, resolve_step
 
     compiled = run._host.schemas.get(schema) or run._host.schema(schema)

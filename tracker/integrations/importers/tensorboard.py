@@ -4,10 +4,11 @@ The files are read with TensorBoard's own record reader
 (``RawEventFileLoader``) and its ``Event`` protobuf. Scalars (``simple_value``
 summaries, and tensors of the ``scalars`` plugin) become metrics named as the
 tags are written (``train/loss``), at the event's step and wall time;
-histograms become ``histogram`` records and images ``image`` records (at
-their step and wall time); hparams (``add_hparams``, or an hparams summary in
-the run's own files) become the config; what else an event holds (audio,
-text...) is counted and reported as not imported. A FIFO, socket or device
+histograms become ``histogram`` records, images ``image`` records and audio
+clips (the audio plugin's WAV, old-style or tensor summaries) ``audio`` records
+with their blobs (at their step and wall time); hparams (``add_hparams``, or
+an hparams summary in the run's own files) become the config; what else an
+event holds (text...) is counted and reported as not imported. A FIFO, socket or device
 named like an event file is reported and skipped, never opened. PyTorch's
 ``SummaryWriter.add_hparams`` writes its hparams into a subfolder of the
 run: such a subfolder is read as part of its parent run. The run's name is its folder's path under LOGDIR.
@@ -21,6 +22,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from tracker.core.errors import TrackerError
 from tracker.integrations._common import require
 from tracker.integrations.importers import SourceError, SourceRun, file_size, not_a_file, source_run_id
 from tracker.integrations.tbevents import decode_image, hparams, summary_values
@@ -184,6 +186,15 @@ def _items(event: Any, plugins: dict[str, str], skipped: dict[str, int], problem
                         "skipped")
                 continue
             others.append((time, step, {"name": tag, "image": image}, "image"))
+        elif kind == "audio":
+            from tracker.capture.audio import clip_from_bytes
+
+            try:
+                clip = clip_from_bytes(payload, f"audio {tag!r} at step {step}")
+            except TrackerError as exc:  # a damaged clip, or PyAV missing for a non-WAV one: named, skipped
+                problem(f"{path}: audio {tag!r} at step {step} cannot be read ({exc}); skipped")
+                continue
+            others.append((time, step, {"name": tag, "clip": clip}, "audio"))
         elif kind == "skipped":
             skipped[payload] = skipped.get(payload, 0) + 1
     if values:

@@ -32,7 +32,7 @@ from tracker.write.runstate import (
     _ReadsAsDict,
     unsupported,
 )
-from tracker.write.wandb.media import Histogram, Image, Table
+from tracker.write.wandb.media import Audio, Histogram, Html, Image, Object3D, Table, Video, box3d
 
 if TYPE_CHECKING:
     from tracker.write.api import Run
@@ -40,7 +40,9 @@ if TYPE_CHECKING:
 # ``tracker.Table(columns=..., data=...)`` (W&B's call) makes a W&B table; tracker.Table stays the column table.
 _SummaryTable.wandb_table = Table
 
-__all__ = ["UNSUPPORTED", "AlertLevel", "Api", "Histogram", "Image", "RunConfig", "RunSummary", "Settings", "Table",
+__all__ = ["UNSUPPORTED", "AlertLevel", "Api", "Audio", "Histogram", "Html", "Image", "Object3D", "RunConfig",
+           "RunSummary", "Settings",
+           "Table", "Video", "box3d",
            "UnsupportedError", "alert",
            "define_metric", "init", "log_artifact", "log_model", "login", "save", "unsupported", "unwatch",
            "use_artifact", "use_model", "watch"]
@@ -52,7 +54,7 @@ _NEW = (None, False, "never")
 _ANY = (True, "allow", "auto")
 #: W&B arguments of ``init`` that mean nothing for a local store: accepted and ignored.
 IGNORED_INIT_ARGS = frozenset({"entity", "reinit", "anonymous", "allow_val_change",
-                               "monitor_gym", "magic", "force", "fork_from", "resume_from", "tensorboard"})
+                               "magic", "force", "fork_from", "resume_from", "tensorboard"})
 #: W&B's ``Settings(console=...)`` and ``WANDB_CONSOLE`` values as ``start_run(console=)`` (``None``: tracker.toml).
 CONSOLE_SETTINGS = {"auto": None, "off": False, "wrap": "wrap", "wrap_raw": "wrap", "wrap_emu": "wrap",
                     "redirect": "fd"}
@@ -82,7 +84,7 @@ def init(project: str | None = None, name: str | None = None, config: Mapping[st
          *, group: str | None = None, job_type: str | None = None, mode: str | None = None,
          config_exclude_keys: list[str] | None = None, config_include_keys: list[str] | None = None,
          sync_tensorboard: bool | None = None, settings: Any = None, save_code: bool | None = None,
-         **wandb_args: Any) -> Run:
+         monitor_gym: bool | None = None, **wandb_args: Any) -> Run:
     """Start a run and make it the active one: :func:`tracker.start_run` with W&B's names.
 
     ``import tracker as wandb`` makes a W&B script log here. A run started
@@ -107,6 +109,8 @@ def init(project: str | None = None, name: str | None = None, config: Mapping[st
     :param mode: ``"online"``, ``"offline"``, ``None`` (the store is local anyway) or
         ``"disabled"``: a run that takes every call and stores nothing.
     :param sync_tensorboard: also log what ``torch.utils.tensorboard`` and tensorboardX writers log.
+    :param monitor_gym: log each video gymnasium's ``RecordVideo`` writes as a ``video`` record (under
+        W&B's key, ``videos``), as cleanrl's ``--capture_video`` expects.
     :param settings: ``wandb.Settings(...)``: its ``console`` (``"off"``, ``"wrap"``, ``"redirect"``,
         ``"auto"``; also ``WANDB_CONSOLE``) sets the console capture (``"redirect"`` is
         ``console="fd"``); ``save_code`` and ``code_dir`` as below. Other settings are accepted.
@@ -175,6 +179,10 @@ def init(project: str | None = None, name: str | None = None, config: Mapping[st
     elif resume == "must":
         raise TrackerError("init(resume='must') needs the id of the run to resume: init(id=..., resume='must')")
     console, code = _settings(settings, save_code)
+    if monitor_gym:
+        from tracker.integrations.wandb.gym import monitor
+
+        monitor()  # before the run starts: without gymnasium, no run is made
     while _started_by_init:
         _started_by_init.pop().finish()
     run = start_run(project, name, config=values, tags=tag_list, store=dir, run_id=id, resume=resuming,

@@ -25,8 +25,9 @@ class Api:
     """W&B's public API over the store.
 
     :param overrides: accepted for W&B scripts; ``{"store": PATH}`` picks the store.
-    :param store: the store folder or a ``postgresql://`` URL of the team database (default:
-        TRACKER_STORE, tracker.toml, ./.tracker); read through the reading protocol.
+    :param store: the store folder, a ``postgresql://`` URL of the team database or an ``https://`` URL of a
+        ``tracker server`` (default: TRACKER_STORE, tracker.toml, ./.tracker); read through the reading protocol.
+    :param api_key: the key a ``tracker server`` is read with (default: ``TRACKER_API_KEY`` or ``tracker login``).
     """
 
     def __init__(self, overrides: Mapping[str, Any] | None = None, timeout: Any = None, api_key: str | None = None,
@@ -35,7 +36,12 @@ class Api:
 
         if store is None and overrides:
             store = overrides.get("store")
-        self._store: StoreReader = open_store(store)
+        if api_key and isinstance(store, str) and store.lower().startswith(("http://", "https://")):
+            from tracker.remote.reading import open_remote_store
+
+            self._store: StoreReader = open_remote_store(store, api_key=api_key)  # a tracker server, this key
+        else:
+            self._store = open_store(store)
 
     def runs(self, path: str | None = None, filters: Mapping[str, Any] | None = None, order: str = "-created_at",
              per_page: int = 50, include_sweeps: bool = True) -> list[ApiRun]:

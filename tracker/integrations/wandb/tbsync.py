@@ -66,12 +66,24 @@ class TensorBoardSync:
                 run._log_side("histogram", {**payload, "name": name}, step, latest=False)
             elif kind == "image":
                 run.log_image(name, decode_image(payload), step)
+            elif kind == "audio":
+                self._audio(name, payload, step)
             elif kind == "hparams":
                 values = hparams(event)
                 if values:
                     run.config.update(values)
         if scalars:
             run.log(scalars, step=step)
+
+    def _audio(self, name: str, data: bytes, step: int) -> None:
+        """An ``add_audio`` clip (WAV bytes) as an ``audio`` record at its step."""
+        from tracker.capture.audio import audio_record, clip_from_bytes
+        from tracker.capture.blobs import BlobStore
+
+        run = self.run
+        clip = clip_from_bytes(data, f"audio {name!r} at step {step}")
+        record = audio_record(name, clip, "", BlobStore(run.store, fsync=run._host.config.fsync))
+        run._log_side("audio", record, step, latest=False)
 
     def _subfolder(self, logdir: str | None) -> str:
         """The writer's folder under the first one seen (``add_scalars`` writes into subfolders), or ``""``."""

@@ -72,8 +72,9 @@ export function mountList(root, params, ctx) {
       el("td", {}, el("span", { class: "tag", text: a.type })),
       el("td", { class: "num", text: a.versions }),
       el("td", {}, el("a", { href: artifactHref(a.qualified, a.latest), "data-link": true, class: "mono", text: a.latest })),
-      el("td", {}, el("span", { class: "chips" }, Object.entries(a.aliases).filter(([k]) => k !== "latest").map(([k, v]) =>
-        el("span", { class: "tag alias", title: `${k} names ${v}`, text: `${k}:${v}` })))),
+      // Every alias, `latest` included, as `tracker artifact list` prints them.
+      el("td", {}, el("span", { class: "chips" }, Object.entries(a.aliases).map(([k, v]) =>
+        el("span", { class: `tag alias${k === "latest" ? " latest" : ""}`, title: `${k} names ${v}`, text: `${k}:${v}` })))),
       el("td", { class: "num", text: fmtBytes(a.size) }),
       el("td", { text: fmtAgo(a.updated), title: fmtTime(a.updated) })));
     body.append(box(null, el("div", { class: "table-wrap" }, el("table", { class: "grid artifacts-list" }, el("thead", {}, head), el("tbody", {}, trs)))));

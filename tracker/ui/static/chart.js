@@ -382,7 +382,10 @@ export class MetricChart {
     if (!this.zoomed && this.runs.length && this.runs.every((r) => r.x.length <= 1)) { this.renderStat(); return; }
     if (this.isStat) { clear(this.plotNode); this.isStat = false; }
     const { data, series } = this.data();
-    if (this.u && this.u.series.length === series.length) {
+    // The same series (labels, colours) take new data in place; others (another grouping, other colours) a new plot,
+    // since uPlot keeps each series' stroke from when it was made.
+    const look = JSON.stringify(series.map((s) => [s.label, typeof s.stroke === "string" ? s.stroke : null, s.width ?? null]));
+    if (this.u && this.u.series.length === series.length && this.look === look) {
       this.u.setData(data, !this.zoomed);
       this.keepZoom();
       this.updateCount();
@@ -390,6 +393,7 @@ export class MetricChart {
       return;
     }
     this.destroy();
+    this.look = look;
     const t = theme();
     const xTime = this.xMode === "time";
     const width = Math.max(120, this.node.clientWidth || 400);

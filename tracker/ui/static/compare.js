@@ -1,9 +1,11 @@
 // The compare page: every metric with the runs overlaid, the config that differs, summaries side by side.
 
+import { textNodes } from "./ansi.js";
 import { MetricChart } from "./chart.js";
 import { reportButton } from "./download.js";
 import { whyTheyDiffer } from "./environment.js";
 import { GroupCharts, groupBySelect } from "./groups.js";
+import { mediaCompareBox } from "./media.js";
 import { readChartState, writeChartState } from "./state.js";
 import { api, box, breakable, clear, dot, el, errorBox, fmtCell, fmtDuration, fmtTime, fmtValue, loading, runColors, shortId, statusBadge } from "./util.js";
 
@@ -57,9 +59,9 @@ export function sectionsNode(data) {
       const head = el("tr", {}, el("th", { text: s.labels.length ? s.labels.join(" · ") : "" }), el("th", { text: "field" }),
         runs.map((r) => el("th", { class: "num" }, dot(runColor(r.id)), label(r))));
       const body = s.rows.map((row) => el("tr", {},
-        el("th", { text: Object.values(row.labels).map(fmtValue).join(" · ") }),
+        el("th", {}, Object.values(row.labels).map((v, i) => [i ? " · " : "", ...textNodes(fmtValue(v))])),
         el("td", { class: "field", text: row.field + (row.better ? (row.better === "min" ? " ↓" : " ↑") : "") }),
-        row.values.map((v, i) => el("td", { class: `num${row.best.includes(i) ? " best" : ""}`, text: cellValue(row, v) + (row.best.includes(i) ? " ★" : "") }))));
+        row.values.map((v, i) => el("td", { class: `num${row.best.includes(i) ? " best" : ""}` }, ...textNodes(cellValue(row, v)), row.best.includes(i) ? " ★" : ""))));
       return el("div", { class: "summary" }, el("h3", {}, s.title, s.summarizer ? el("span", { class: "muted", text: ` · ${s.summarizer}` }) : null),
         el("div", { class: "table-wrap" }, el("table", { class: "grid side" }, el("thead", {}, head), el("tbody", {}, body))),
         s.notes.length ? el("ul", { class: "notes" }, s.notes.map((n) => el("li", { text: n }))) : null);
@@ -72,7 +74,7 @@ export function mount(root, params, nav) {
   const status = el("div", {}, loading("Loading comparison…"));
   root.append(status);
   const state = { ...readChartState(), stopped: false, charts: new Map(), series: new Map(), zooms: {}, runs: [],
-    groupBy: new URLSearchParams(location.search).get("groupby") || "", groupCharts: null };
+    groupBy: new URLSearchParams(location.search).get("groupby") || "", groupCharts: null, media: null };
   const save = (push = false) => writeChartState(state, { runs: ids.join(","), ...(state.groupBy ? { groupby: state.groupBy } : {}) }, push);
   let timer = null;
 
@@ -185,9 +187,11 @@ export function mount(root, params, nav) {
     });
     const report = reportButton(() => ({ runs: ids.join(","), by: state.groupBy, metrics: [...state.charts.keys()].slice(0, 12).join(","),
       title: `compare ${data.runs.length} runs` }));
+    if (state.media) state.media.destroy();
+    state.media = mediaCompareBox(data.runs, runColor);
     status.append(el("div", { class: "run-head" }, el("h1", {}, `Comparing ${data.runs.length} runs`, report), legend),
       box("Metrics", el("div", { class: "toolbar" }, xSel, el("label", { class: "slider" }, smoothOn, "smoothing ", slider, sliderVal), groupSel), chartStatus, groupBox, grid, statGrid),
-      configDiff(data), whyTheyDiffer(data.runs, runColor), sectionsNode(data));
+      state.media.node, configDiff(data), whyTheyDiffer(data.runs, runColor), sectionsNode(data));
     xSel.addEventListener("change", () => { state.x = xSel.value; state.zoom = {}; save(true); loadSeries(data, grid, statGrid, chartStatus); });
     const setSmoothing = (v, push) => {
       state.smoothing = v;
@@ -214,5 +218,5 @@ export function mount(root, params, nav) {
   if (ids.length < 2) {
     clear(status).append(errorBox("choose at least two runs to compare"), el("p", {}, el("a", { href: "/", text: "Runs" })));
   } else load();
-  return { destroy() { state.stopped = true; clearTimeout(timer); dropZooms(); for (const c of state.charts.values()) c.chart.destroy(); if (state.groupCharts) state.groupCharts.destroy(); } };
+  return { destroy() { state.stopped = true; clearTimeout(timer); dropZooms(); for (const c of state.charts.values()) c.chart.destroy(); if (state.groupCharts) state.groupCharts.destroy(); if (state.media) state.media.destroy(); } };
 }

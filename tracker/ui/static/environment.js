@@ -3,14 +3,28 @@
 
 import { api, box, clear, dot, el, errorBox, fmtBytes, fmtTime, fmtValue, loading, shortId } from "./util.js";
 
+/** What a run made outside any git repository is called (as `tracker env` and `tracker diff` say). */
+const NO_REPOSITORY = "not a git repository";
+
+/**
+ * Whether line `i` is a file header of a unified diff: `--- a/x` followed by `+++ b/x` and a hunk (`@@`), or that
+ * `+++ ` line. Anything else starting with `+++`/`---` is an added or removed line (`++++ b/x` in a diff of diffs).
+ */
+function fileHeader(lines, i) {
+  const line = lines[i];
+  if (line.startsWith("--- ")) return (lines[i + 1] || "").startsWith("+++ ") && (lines[i + 2] || "").startsWith("@@");
+  if (line.startsWith("+++ ")) return (lines[i - 1] || "").startsWith("--- ") && (lines[i + 1] || "").startsWith("@@");
+  return false;
+}
+
 /** A unified diff as lines coloured by kind (added, removed, hunk, file header). */
 export function diffNode(text, { maxLines = 20000 } = {}) {
   const pre = el("pre", { class: "diff-text" });
   const lines = String(text || "").split("\n");
   if (lines.length && lines[lines.length - 1] === "") lines.pop();
-  for (const line of lines.slice(0, maxLines)) {
+  for (const [i, line] of lines.slice(0, maxLines).entries()) {
     let cls = "";
-    if (line.startsWith("+++") || line.startsWith("---") || line.startsWith("diff --git") || line.startsWith("index ")) cls = "diff-file";
+    if (fileHeader(lines, i) || line.startsWith("diff --git") || line.startsWith("index ")) cls = "diff-file";
     else if (line.startsWith("@@")) cls = "diff-hunk";
     else if (line.startsWith("+")) cls = "diff-add";
     else if (line.startsWith("-")) cls = "diff-del";
@@ -55,6 +69,7 @@ export function environmentSection(ctx) {
       kv("python", `${env.python} (${env.implementation || "Python"}) ${env.executable || ""}`, "mono"), kv("recorded", fmtTime(env.time))];
     body.append(el("table", { class: "kv env-kv" }, el("tbody", {}, rows.filter(Boolean))));
     if (env.git_commit || env.git_root) body.append(gitBlock(env, url));
+    else body.append(el("p", { class: "env-git", dataset: { part: "git" } }, el("strong", { text: "git " }), el("span", { class: "muted", text: NO_REPOSITORY })));
     for (const w of env.warnings || []) body.append(el("p", { class: "warning-line", text: `warning: ${w}` }));
     for (const p of env.problems || []) body.append(errorBox(p));
     body.append(packagesBlock(env.package_list || []));
@@ -74,7 +89,7 @@ function gitBlock(env, url) {
   const state = env.git_dirty
     ? `dirty: ${env.git_files_changed} file${env.git_files_changed === 1 ? "" : "s"}, +${env.git_insertions ?? "?"} -${env.git_deletions ?? "?"}`
     : "clean";
-  const line = el("p", { class: "env-git" }, el("strong", { text: "git " }),
+  const line = el("p", { class: "env-git", dataset: { part: "git" } }, el("strong", { text: "git " }),
     el("span", { class: "mono", text: `${env.git_branch || "(detached)"} @ ${(env.git_commit || "no commit").slice(0, 9)}` }), ` (${state})`,
     env.git_remote ? el("span", { class: "muted mono", text: ` · ${env.git_remote}` }) : null);
   const out = el("div", { class: "env-git-block" }, line);
@@ -89,9 +104,10 @@ function gitBlock(env, url) {
       holder.append(loading("Loading the diff…"));
       try {
         const res = await api(url, { diff: 1 });
-        clear(holder).append(
-          env.git_diff_truncated ? el("p", { class: "muted", text: `The diff was cut at [run] max_diff_bytes (it had ${fmtBytes(env.git_diff_bytes)}).` }) : null,
-          diffNode(res.environment && res.environment.diff));
+        // Only nodes: Element.append() writes a null as the text "null".
+        clear(holder);
+        if (env.git_diff_truncated) holder.append(el("p", { class: "muted", text: `The diff was cut at [run] max_diff_bytes (it had ${fmtBytes(env.git_diff_bytes)}).` }));
+        holder.append(diffNode(res.environment && res.environment.diff));
       } catch (err) { clear(holder).append(errorBox(`cannot load the diff: ${err.message}`)); }
     });
     line.append(" ", button);
@@ -132,7 +148,8 @@ function sectionBody(s, names) {
     return sideTable([s.name === "config" ? "key" : "package", names[0], names[1]], rows);
   }
   if (s.name === "git" && s.a) {
-    const row = (g) => `${(g.commit || "-").slice(0, 9)} on ${g.branch || "(detached)"}${g.dirty ? `, dirty (${g.files_changed} files)` : ""}`;
+    const row = (g) => (g.repository === false ? NO_REPOSITORY
+      : `${(g.commit || "-").slice(0, 9)} on ${g.branch || "(detached)"}${g.dirty ? `, dirty (${g.files_changed} files)` : ""}`);
     return el("div", {}, sideTable(["", names[0], names[1]], [el("tr", {}, el("th", { text: "commit" }), el("td", { class: "mono", text: row(s.a) }), el("td", { class: "mono", text: row(s.b) }))]),
       s.diff_of_diffs ? el("details", { open: true }, el("summary", { text: "the difference of their uncommitted diffs" }), diffNode(s.diff_of_diffs)) : null);
   }

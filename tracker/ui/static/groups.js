@@ -245,7 +245,8 @@ export class GroupCharts {
       c.card.dataset.groups = String(groups.length);
       c.chart.setRuns(groups.map((g) => {
         const label = groupLabel(g.key);
-        return { id: `group:${label}`, label: `${label} (n=${g.n})`, color: colors[label], x: g.x, y: g.y,
+        // n once: the readout says how many runs have a value at the step under the cursor (the legend: the group's).
+        return { id: `group:${label}`, label, color: colors[label], x: g.x, y: g.y,
           y_min: g.y_min, y_max: g.y_max, band: { lo: g.lo, hi: g.hi }, count: g.count, std: g.std, stat: doc.stat };
       }));
     }

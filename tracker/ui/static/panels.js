@@ -1,5 +1,6 @@
 // Plugin panels: figure specs from GET /api/runs/{id}/panels drawn as charts and tables.
 
+import { textNodes } from "./ansi.js";
 import { barFigure, heatmapFigure, lineFigure } from "./figures.js";
 import { alignDecimals, el, errorBox, fmtRowCell, paletteColor, rowUnit } from "./util.js";
 
@@ -17,7 +18,8 @@ export function tableNode(columns, rows, notes = []) {
     return numericCol[j] ? alignDecimals(col) : col;
   });
   const head = el("tr", {}, columns.map((c, j) => el("th", { class: numericCol[j] ? "num" : "", text: c })));
-  const body = rows.map((r, i) => el("tr", {}, columns.map((c, j) => el("td", { class: isNumber(r[c]) || numericCol[j] ? "num" : "", text: texts[j][i] }))));
+  // Text a run printed (the console summary's last line) keeps its colours, as in the Logs panel.
+  const body = rows.map((r, i) => el("tr", {}, columns.map((c, j) => el("td", { class: isNumber(r[c]) || numericCol[j] ? "num" : "" }, ...textNodes(texts[j][i])))));
   const wrap = el("div", { class: "table-wrap" }, el("table", { class: "grid" }, el("thead", {}, head), el("tbody", {}, body)));
   return el("div", {}, wrap, notes.length ? el("ul", { class: "notes" }, notes.map((n) => el("li", { text: n }))) : null);
 }

@@ -5,6 +5,7 @@
 import { MetricChart } from "./chart.js";
 import { configDiff, sectionsNode, useColors } from "./compare.js";
 import { GroupCharts, groupColors, groupLabel, meanStdText } from "./groups.js";
+import { mediaReportBox } from "./media.js";
 import { panelsNode } from "./panels.js";
 import { alignDecimals, box, breakable, clear, dot, el, errorBox, fmtDuration, fmtNum, fmtTime, fmtValue, runColors, shortId, statusBadge } from "./util.js";
 
@@ -38,6 +39,15 @@ function runsTable(data, colors) {
     return row;
   });
   return table(head, rows, "report-runs");
+}
+
+/** Why each failed (or crashed) run ended: its error's type and message, on the page and in print. */
+function errorsBox(data, colors) {
+  const failed = data.runs.filter((r) => r.error && (r.error.type || r.error.message));
+  if (!failed.length) return null;
+  return box(failed.length === 1 ? "Error" : `Errors (${failed.length} runs)`, el("ul", { class: "report-errors" }, failed.map((r) =>
+    el("li", { dataset: { id: r.id } }, el("span", { class: "run-name" }, dot(colors[r.id]), label(r)), " ", statusBadge(r.status), " ",
+      el("span", { class: "error-text mono" }, el("strong", { text: r.error.type || "error" }), r.error.message ? `: ${r.error.message}` : "")))));
 }
 
 function groupsTable(data, colors) {
@@ -83,6 +93,23 @@ function environmentTable(data) {
   return table(head, rows, "report-env");
 }
 
+/** The sweep the runs are the trials of: its best value, the trial and run that reached it, and its parameters. */
+function sweepBox(data, colors) {
+  const s = data.sweep;
+  const head = el("p", { class: "muted" }, `sweep `, el("span", { class: "mono", text: s.id }), s.name ? ` ${s.name}` : "",
+    s.method ? ` · ${s.method}` : "", s.trials !== undefined ? ` · ${s.trials} trial${s.trials === 1 ? "" : "s"}` : "");
+  if (s.error) return box("Sweep", head, el("p", { class: "error-line", dataset: { part: "sweep-best" }, text: `cannot read the sweep: ${s.error}` }));
+  if (!s.metric) return box("Sweep", head, el("p", { class: "muted", dataset: { part: "sweep-best" }, text: "This sweep has no metric: no best trial." }));
+  if (!s.best) return box("Sweep", head, el("p", { class: "muted", dataset: { part: "sweep-best" }, text: `No finished trial yet: no best ${s.metric}.` }));
+  const b = s.best;
+  const run = data.runs.find((r) => r.id === b.run_id);
+  const params = Object.entries(b.params || {}).map(([k, v]) => `${k}=${fmtValue(v)}`).join(", ");
+  return box("Sweep", head, el("p", { class: "sweep-best", dataset: { part: "sweep-best" } },
+    el("strong", { text: `best ${s.metric} ${fmtNum(b.value)}` }), ` (${s.goal || "minimize"}) · trial #${b.trial}`,
+    b.run_id ? el("span", {}, " · run ", dot(colors[b.run_id] || "#888"), run && run.name ? `${run.name} ` : "", el("span", { class: "mono", text: shortId(b.run_id) })) : "",
+    params ? ` · ${params}` : ""));
+}
+
 function panelsSection(data) {
   const runs = Object.fromEntries(data.runs.map((r) => [r.id, r]));
   const parts = data.panels.map((p, i) => {
@@ -109,10 +136,12 @@ function main() {
   meta.push(`written ${fmtTime(data.generated_at)}`);
   document.getElementById("report-meta").textContent = meta.join(" · ");
   const later = [];
+  if (data.sweep) root.append(sweepBox(data, colors));
   if (data.by) {
     const labels = data.groups.map((g) => groupLabel(g.key));
     const gcolors = groupColors(labels);
     root.append(box("Groups", groupsTable(data, gcolors)));
+    root.append(errorsBox(data, colors) || "");
     const node = el("section", { class: "box group-box" });
     root.append(node);
     later.push(() => new GroupCharts(node, { title: "Metrics: mean ± std per group", height: 240 }).draw({ groups: data.groups.map((g) => ({ key: g.key, n: g.n })),
@@ -120,9 +149,14 @@ function main() {
     root.append(el("details", { class: "box report-runs-box" }, el("summary", { text: `The ${data.runs.length} runs` }), runsTable(data, colors)));
   } else {
     root.append(box("Runs", runsTable(data, colors)));
+    root.append(errorsBox(data, colors) || "");
     const charts = runCharts(data, colors);
     root.append(box("Metrics", el("p", { class: "muted", text: "Each run's line is its values downsampled; the faint band is each bucket's min and max. Drag to zoom, double-click to reset." }), charts.node));
     later.push(charts.draw);
+  }
+  if (data.media) {
+    const media = mediaReportBox(data.media, data.runs, (id) => colors[id]);
+    if (media) { root.append(media.node); later.push(media.start); }
   }
   if (data.runs.length > 1) root.append(configDiff({ runs: data.runs, config_diff: data.config_diff, config_same: data.config_same }));
   if (data.sections.length) root.append(sectionsNode({ runs: data.runs, sections: data.sections }));

@@ -7,6 +7,7 @@ import { artifactsSection, imagesSection, systemSection } from "./capture.js";
 import { environmentSection } from "./environment.js";
 import { lastLinesNode, logsSection } from "./logs.js";
 import { lineageBox } from "./lineage.js";
+import { mediaSection } from "./media.js";
 import { tablesSection, textsSection } from "./logged.js";
 import { panelNode, tableNode } from "./panels.js";
 import { readChartState, writeChartState } from "./state.js";
@@ -40,6 +41,7 @@ export const SECTIONS = [
   { id: "artifacts", title: "Artifacts", render: artifactsSection, part: "artifacts", when: (ctx) => has(ctx, "artifact") },
   { id: "lineage", title: "Lineage", render: (ctx) => (has(ctx, "artifact", "artifact_use") ? lineageBox(ctx.id, ctx.navigate) : null) },
   { id: "images", title: "Images", render: imagesSection, part: "images", when: (ctx) => has(ctx, "image") },
+  { id: "media", title: "Media", render: (ctx) => (has(ctx, "audio", "video", "object3d", "html") ? mediaSection(ctx) : null) },
   { id: "texts", title: "Text values", render: textsSection, part: "texts", when: (ctx) => has(ctx, "text") },
   { id: "tables", title: "Tables", render: tablesSection, part: "tables", when: (ctx) => has(ctx, "table") },
   { id: "panels", title: "Panels", render: panelsSection, part: "panels" },
@@ -482,5 +484,5 @@ export function mount(root, params, nav) {
   }
 
   load();
-  return { destroy() { ctx.stopped = true; clearTimeout(timer); dropZooms(ctx); if (ctx.logsStop) ctx.logsStop(); for (const c of ctx.charts.values()) c.chart.destroy(); document.title = "tracker"; } };
+  return { destroy() { ctx.stopped = true; clearTimeout(timer); dropZooms(ctx); if (ctx.logsStop) ctx.logsStop(); if (ctx.mediaGrid) ctx.mediaGrid.destroy(); for (const c of ctx.charts.values()) c.chart.destroy(); document.title = "tracker"; } };
 }

@@ -363,8 +363,9 @@ export function mount(root, params, ctx) {
   function cell(c, r) {
     const v = c.get(r);
     if (c.key === "name") {
-      // A selected run shows the colour the compare page will give it (moved only when close to another's).
-      const color = state.sel.includes(r.id) && selColors ? selColors[r.id] || runColor(r.id) : runColor(r.id);
+      // The colours of the runs listed, as every page gives them to the runs it shows (util.js runColors);
+      // a selected run shows the colour the compare page will give it.
+      const color = (state.sel.includes(r.id) && selColors ? selColors[r.id] : listColors[r.id]) || runColor(r.id);
       return el("td", { class: "name" }, dot(color), el("a", { href: `/runs/${encodeURIComponent(r.id)}`, text: r.name || shortId(r.id) }),
         r.alerts ? alertBadge(r) : null);
     }
@@ -396,6 +397,7 @@ export function mount(root, params, ctx) {
   function renderRows() {
     const cols = columns();
     selColors = state.sel.length > 1 ? runColors(state.sel) : null;
+    if (listedFor !== rows) { listedFor = rows; listColors = runColors(rows.map((r) => r.id)); }
     const top = scroller.scrollTop;
     const height = scroller.clientHeight || 600;
     const first = Math.max(0, Math.floor(top / ROW_H) - 10);
@@ -524,6 +526,8 @@ export function mount(root, params, ctx) {
   }
 
   let selColors = null;
+  let listColors = {};
+  let listedFor = null;
   let chartsAt = Date.now();
   let last = null;  // the last answer: {key, etag, data}
 

@@ -6,7 +6,7 @@ import { reportButton } from "./download.js";
 import { barFigure, lineFigure } from "./figures.js";
 import { paramsDefaults, paramsView } from "./params.js";
 import { setQuery } from "./state.js";
-import { api, box, clear, dot, el, errorBox, fmtAgo, fmtNum, fmtValue, loading, paletteColor, runColor, shortId, statusBadge } from "./util.js";
+import { api, box, clear, dot, el, errorBox, fmtAgo, fmtNum, fmtValue, loading, paletteColor, runColors, shortId, statusBadge } from "./util.js";
 
 const REFRESH_MS = 5000;
 
@@ -131,9 +131,10 @@ export function mount(root, params, ctx) {
     const keys = [...new Set(doc.trials.flatMap((t) => Object.keys(t.params || {})))];
     const head = el("tr", {}, el("th", { text: "#", class: "num" }), el("th", { text: "run" }), el("th", { text: "state" }),
       el("th", { text: doc.sweep.metric || "metric", class: "num" }), keys.map((k) => el("th", { text: k })));
+    const colors = runColors(doc.trials.map((t) => t.run_id).filter(Boolean));
     const rows = doc.trials.map((t) => el("tr", { dataset: { trial: String(t.number) } },
       el("td", { class: "num", text: String(t.number) }),
-      el("td", {}, t.run_id ? el("a", { href: `/runs/${encodeURIComponent(t.run_id)}`, "data-link": true }, dot(runColor(t.run_id)), " ", el("span", { class: "mono", text: shortId(t.run_id) })) : ""),
+      el("td", {}, t.run_id ? el("a", { href: `/runs/${encodeURIComponent(t.run_id)}`, "data-link": true }, dot(colors[t.run_id]), " ", el("span", { class: "mono", text: shortId(t.run_id) })) : ""),
       el("td", { title: t.reason || "" }, statusBadge(t.state), t.exit_code ? ` exit ${t.exit_code}` : ""),
       el("td", { class: "num", text: t.metric === null || t.metric === undefined ? "" : fmtNum(t.metric) }),
       keys.map((k) => el("td", { text: k in (t.params || {}) ? fmtValue(t.params[k]) : "" }))));

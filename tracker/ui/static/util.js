@@ -284,52 +284,104 @@ function oklchToHex(L, C, H) {
   return `#${rgb.map((x) => Math.round(Math.min(1, Math.max(0, x)) * 255).toString(16).padStart(2, "0")).join("")}`;
 }
 
+const THEME = { light: [0.6, 0.17], dark: [0.76, 0.15] };
+
+function theme() { return matchMedia("(prefers-color-scheme: dark)").matches ? "dark" : "light"; }
+
 function hueColor(hue) {
-  const dark = matchMedia("(prefers-color-scheme: dark)").matches;
-  return dark ? oklchToHex(0.76, 0.15, hue) : oklchToHex(0.6, 0.17, hue);
+  const [L, C] = THEME[theme()];
+  return oklchToHex(L, C, hue);
 }
 
-/** One colour per run, from its full id (never the prefix a URL holds): the same on every page. */
+function hexToOklab(hex) {
+  const [r, g, b] = [1, 3, 5].map((i) => parseInt(hex.slice(i, i + 2), 16) / 255)
+    .map((v) => (v <= 0.04045 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4));
+  const l = Math.cbrt(0.4122214708 * r + 0.5363325363 * g + 0.0514459929 * b);
+  const m = Math.cbrt(0.2119034982 * r + 0.6806995451 * g + 0.1073969566 * b);
+  const s = Math.cbrt(0.0883024619 * r + 0.2817188376 * g + 0.6299787005 * b);
+  return [0.2104542553 * l + 0.793617785 * m - 0.0040720468 * s, 1.9779984951 * l - 2.428592205 * m + 0.4505937099 * s,
+    0.0259040371 * l + 0.7827717662 * m - 0.808675766 * s];
+}
+
+/** How far apart two colours look: their distance in OKLab (about 0.02 is just noticeable). */
+export function colorDistance(hexA, hexB) {
+  const a = hexToOklab(hexA), b = hexToOklab(hexB);
+  return Math.hypot(a[0] - b[0], a[1] - b[1], a[2] - b[2]);
+}
+
+// Hues are spread where they look apart, not where their degrees are: the sRGB gamut takes chroma from the
+// teals and cyans, so 30° there differ less than 30° among the reds. `look` maps a hue to the share of the
+// colour circle's perceived length before it (0..360), `hueAt` back.
+const LOOKS = {};
+function looks() {
+  const key = theme();
+  if (!LOOKS[key]) {
+    const labs = [];
+    for (let h = 0; h <= 360; h++) labs.push(hexToOklab(hueColor(h)));
+    const cum = [0];
+    for (let h = 1; h <= 360; h++) cum.push(cum[h - 1] + Math.hypot(...labs[h].map((x, k) => x - labs[h - 1][k])));
+    LOOKS[key] = cum.map((c) => (c / cum[360]) * 360);
+  }
+  return LOOKS[key];
+}
+function look(hue) {
+  const t = looks(), h = ((hue % 360) + 360) % 360, i = Math.floor(h);
+  return t[i] + (t[Math.min(360, i + 1)] - t[i]) * (h - i);
+}
+function hueAt(u) {
+  const t = looks(), v = ((u % 360) + 360) % 360;
+  let lo = 0, hi = 360;
+  while (hi - lo > 1) { const mid = (lo + hi) >> 1; if (t[mid] <= v) lo = mid; else hi = mid; }
+  return lo + (t[hi] > t[lo] ? (v - t[lo]) / (t[hi] - t[lo]) : 0);
+}
+
+/** One colour per run, from its full id (never the prefix a URL holds): a page showing one run alone. */
 export function runColor(id) { return hueColor(hashHue(id)); }
 
+/** Beyond this many runs shown together, colours no longer tell runs apart: each keeps its own (runColor). */
+export const SPREAD_UP_TO = 24;
+
 /**
- * Colours of runs shown together: each run's own hue (the one runColor gives it on every page), and only
- * where two are closer than the page can tell apart is the later one moved along the circle, as little as
- * needed, so most runs keep the colour they have on the runs page. Deterministic for the same set of ids.
- * Returns {id: colour}.
+ * The colours of runs shown together: every page asks this for the runs it shows (the runs page for the runs
+ * it lists, the compare page, reports, a sweep's trials), so a set of runs has the same colours on each.
+ * Each run starts from its own hue (the one runColor gives it), and only where two would look alike is the
+ * later one moved along the circle, as little as needed, judged by how far apart the colours look (OKLab),
+ * not by degrees. Deterministic for the same set of ids. Returns {id: colour}.
  */
 export function runColors(ids) {
   const uniq = [...new Set(ids.map(String))];
   const n = uniq.length;
-  const items = uniq.map((id) => ({ id, h: hashHue(id) })).sort((a, b) => a.h - b.h || (a.id < b.id ? -1 : 1));
+  if (n > SPREAD_UP_TO) return Object.fromEntries(uniq.map((id) => [id, runColor(id)]));
+  const items = uniq.map((id) => ({ id, h: hashHue(id) })).map((it) => ({ ...it, u: look(it.h), moved: false }))
+    .sort((a, b) => a.u - b.u || (a.id < b.id ? -1 : 1));
   if (n > 1) {
-    // Hues at least this far apart are told apart (85% of an even spread, at most 60°).
+    // Colours at least this far apart (in shares of the circle's look) are told apart: 85% of an even spread, at most 60.
     const want = Math.min(60, (360 / n) * 0.85);
-    const gap = (i) => ((((items[(i + 1) % n].h - items[i].h) % 360) + 360) % 360);
+    const gap = (i) => ((((items[(i + 1) % n].u - items[i].u) % 360) + 360) % 360);
     if (items.some((_, i) => gap(i) < want)) {
-      // Start after the widest gap (nothing is pushed across it), then push each hue forward just enough.
+      // Start after the widest gap (nothing is pushed across it), then push each one forward just enough.
       let widest = 0;
       items.forEach((_, i) => { if (gap(i) > gap(widest)) widest = i; });
       const order = items.map((_, k) => items[(widest + 1 + k) % n]);
-      const base = order[0].h;
+      const base = order[0].u;
       let prev = -Infinity;
       const pos = order.map((it) => {
-        let p = (((it.h - base) % 360) + 360) % 360;
+        let p = (((it.u - base) % 360) + 360) % 360;
         if (p < prev + want) p = prev + want;
         prev = p;
         return p;
       });
       if (pos[n - 1] + want > 360) {
-        // No room left at the end: spread every run evenly, each near its own hue on average.
+        // No room left at the end: spread every run evenly, each near its own colour on average.
         const stepDeg = 360 / n;
         let sx = 0, sy = 0;
-        items.forEach((it, i) => { const d = ((it.h - i * stepDeg) * Math.PI) / 180; sx += Math.cos(d); sy += Math.sin(d); });
+        items.forEach((it, i) => { const d = ((it.u - i * stepDeg) * Math.PI) / 180; sx += Math.cos(d); sy += Math.sin(d); });
         const offset = (Math.atan2(sy, sx) * 180) / Math.PI;
-        items.forEach((it, i) => { it.h = (((offset + i * stepDeg) % 360) + 360) % 360; });
-      } else order.forEach((it, k) => { it.h = (base + pos[k]) % 360; });
+        items.forEach((it, i) => { it.u = (((offset + i * stepDeg) % 360) + 360) % 360; it.moved = true; });
+      } else order.forEach((it, k) => { const u = (base + pos[k]) % 360; it.moved = Math.abs(u - it.u) > 1e-9; it.u = u; });
     }
   }
-  return Object.fromEntries(items.map((it) => [it.id, hueColor(it.h)]));
+  return Object.fromEntries(items.map((it) => [it.id, hueColor(it.moved ? hueAt(it.u) : it.h)]));
 }
 
 // Series of a panel without a colour of their own: Tableau 10, made to be told apart (the old palette had
