@@ -125,17 +125,28 @@ def sort_exprs(key: SortKey, params: dict[str, Any]) -> tuple[str, str, dict[int
         return (f"COALESCE({_num(v)}, 0.0)",
                 f"(CASE WHEN json_typeof({v}) = 'string' THEN {v}#>>'{{}}' ELSE '' END) COLLATE \"C\"",
                 _ranks(_json_rank(v, False)), False)
-    # A metric's figure, combined across the run's writers as the folder store combines its segments'.
+    # A metric's figure, combined across the run's writers as the folder store combines its segments': read by
+    # the join of :func:`metric_join` (one pass over the writers' figures), as ``m.val``.
     params["metric"] = key.name
-    f = "f.figures->%(metric)s"
+    if key.stat in ("min", "max"):
+        return "COALESCE(m.val, 0.0)", "''", {NUMBER: "m.val IS NOT NULL", MISSING: "m.val IS NULL"}, False
+    return "COALESCE(m.num, 0.0)", "''", _ranks(_json_rank("m.val", True)), False
+
+
+def metric_join(key: SortKey) -> str:
+    """The join that gives each run its figure of a metric sort (``m.val``; ``m.num`` for ``last``), or ``""``."""
+    if key.kind != "metric":
+        return ""
+    f = "figures->%(metric)s"
     if key.stat in ("min", "max"):
         agg = "min" if key.stat == "min" else "max"
-        val = (f"(SELECT {agg}({_num(f + '->' + repr(key.stat))}) FROM tracker_writer_figures f "
-               "WHERE f.run_id = r.run_id)")
-        return f"COALESCE({val}, 0.0)", "''", {NUMBER: f"{val} IS NOT NULL", MISSING: f"{val} IS NULL"}, False
-    last = (f"(SELECT {f}->'last' FROM tracker_writer_figures f WHERE f.run_id = r.run_id AND {f} IS NOT NULL "
-            f"ORDER BY ({f}->>'last_key')::float8 DESC, f.writer COLLATE \"C\" DESC LIMIT 1)")
-    return f"COALESCE({_num(last)}, 0.0)", "''", _ranks(_json_rank(last, True)), False
+        return (f" LEFT JOIN (SELECT run_id, {agg}({_num(f + '->' + repr(key.stat))}) AS val FROM "
+                f"tracker_writer_figures WHERE {f} IS NOT NULL GROUP BY run_id) m ON m.run_id = r.run_id")
+    # The last value: the writer whose last came last in log order (ties: the later segment, as over a folder).
+    last = f"{f}->'last'"
+    return (f" LEFT JOIN (SELECT DISTINCT ON (run_id) run_id, {last} AS val, {_num(last)} AS num "
+            f"FROM tracker_writer_figures WHERE {f} IS NOT NULL "
+            f"ORDER BY run_id, ({f}->>'last_key')::float8 DESC, writer COLLATE \"C\" DESC) m ON m.run_id = r.run_id")
 
 
 def filter_sql(flt: RunFilter, params: dict[str, Any]) -> tuple[list[str], bool]:
@@ -210,7 +221,8 @@ def page_ids(store: Any, flt: RunFilter, key: SortKey, limit: int | None, cursor
                 p["at_v"] = at[1] if r == NUMBER else at[2]
             p["at_id"] = at[3]
         ordering = (f"{value} {order}, " if value is not None else "") + f'r.run_id COLLATE "C" {order}'
-        sql = (f"{head}SELECT r.run_id, {num_e}, {text_e} FROM tracker_runs r{join} WHERE {' AND '.join(conds)} "
+        sql = (f"{head}SELECT r.run_id, {num_e}, {text_e} FROM tracker_runs r{join}{metric_join(key)} "
+               f"WHERE {' AND '.join(conds)} "
                f"ORDER BY {ordering}")
         if want is not None:
             sql += f" LIMIT {int(want - len(rows) + skip)}"
@@ -272,4 +284,4 @@ def choices_sql(store: Any) -> dict[str, Any]:
             "metric_better": {n: better(n) for n in metric_names}, "largest_project": largest}
 
 
-__all__ = ["INDEXES_4", "choices_sql", "filter_sql", "migrate_to_4", "page_ids", "sort_exprs"]
+__all__ = ["INDEXES_4", "choices_sql", "filter_sql", "metric_join", "migrate_to_4", "page_ids", "sort_exprs"]

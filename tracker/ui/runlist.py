@@ -32,7 +32,7 @@ FIRST_CHUNK = 200
 #: A store of more runs than this answers its first page of newest runs before reading its whole catalog.
 BIG = 5_000
 #: Sorted orders kept per catalog version (filters x sorts a page asked for).
-ORDERS_KEPT = 16
+ORDERS_KEPT = 6
 
 
 class RunList:
