@@ -159,3 +159,12 @@ def test_a_page_never_repeats_or_skips_a_run_while_runs_are_synced_in(pg_url, tm
     finally:
         adder.close()
         team.conn.close()
+
+
+def test_every_sort_walks_the_same_pages_over_both(stores) -> None:
+    folder, team = stores[2]
+    for sort in SORTS:
+        ids_f, total_f = walk(folder, 4, sort=sort)
+        ids_t, total_t = walk(team, 4, sort=sort)
+        assert ids_f == ids_t, sort
+        assert total_f == total_t == 30

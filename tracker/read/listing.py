@@ -121,7 +121,8 @@ def value_of(entry: Any, key: SortKey) -> Any:
         return getattr(info, key.name)
     if key.kind == "config":
         return _config_value(info.config or {}, key.name)
-    figures = entry.metrics.get(key.name)
+    peek = getattr(entry, "peek_metrics", None)  # a catalog entry: its figures parsed, not kept
+    figures = (peek() if peek is not None else entry.metrics).get(key.name)
     return None if figures is None else figures.get(key.stat)
 
 

@@ -91,7 +91,12 @@ def ensure_edit_table(cur: Any, table: str) -> None:
     """Create edit-event table ``table`` when it is not there (:func:`edit_table_ddl`): ``tracker sync``'s role may."""
     cur.execute(f"SELECT to_regclass('{table}') IS NOT NULL")
     if not cur.fetchone()[0]:
-        cur.execute(edit_table_ddl(table))
+        # Two machines syncing into a new database at once: one creates it (a second CREATE TABLE IF NOT
+        # EXISTS racing the first fails on PostgreSQL's catalog), under the lock the tables are made under.
+        cur.execute("SELECT pg_advisory_xact_lock(%s)", (_LOCK_KEY,))
+        cur.execute(f"SELECT to_regclass('{table}') IS NOT NULL")
+        if not cur.fetchone()[0]:
+            cur.execute(edit_table_ddl(table))
 
 
 #: The runs' edit events (tags, name, notes, config, summary changed after the fact), keyed as events are; made by

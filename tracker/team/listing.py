@@ -125,17 +125,28 @@ def sort_exprs(key: SortKey, params: dict[str, Any]) -> tuple[str, str, dict[int
         return (f"COALESCE({_num(v)}, 0.0)",
                 f"(CASE WHEN json_typeof({v}) = 'string' THEN {v}#>>'{{}}' ELSE '' END) COLLATE \"C\"",
                 _ranks(_json_rank(v, False)), False)
-    # A metric's figure, combined across the run's writers as the folder store combines its segments'.
+    # A metric's figure, combined across the run's writers as the folder store combines its segments': read by
+    # the join of :func:`metric_join` (one pass over the writers' figures), as ``m.val``.
     params["metric"] = key.name
-    f = "f.figures->%(metric)s"
+    if key.stat in ("min", "max"):
+        return "COALESCE(m.val, 0.0)", "''", {NUMBER: "m.val IS NOT NULL", MISSING: "m.val IS NULL"}, False
+    return "COALESCE(m.num, 0.0)", "''", _ranks(_json_rank("m.val", True)), False
+
+
+def metric_join(key: SortKey) -> str:
+    """The join that gives each run its figure of a metric sort (``m.val``; ``m.num`` for ``last``), or ``""``."""
+    if key.kind != "metric":
+        return ""
+    f = "figures->%(metric)s"
     if key.stat in ("min", "max"):
         agg = "min" if key.stat == "min" else "max"
-        val = (f"(SELECT {agg}({_num(f + '->' + repr(key.stat))}) FROM tracker_writer_figures f "
-               "WHERE f.run_id = r.run_id)")
-        return f"COALESCE({val}, 0.0)", "''", {NUMBER: f"{val} IS NOT NULL", MISSING: f"{val} IS NULL"}, False
-    last = (f"(SELECT {f}->'last' FROM tracker_writer_figures f WHERE f.run_id = r.run_id AND {f} IS NOT NULL "
-            f"ORDER BY ({f}->>'last_key')::float8 DESC, f.writer COLLATE \"C\" DESC LIMIT 1)")
-    return f"COALESCE({_num(last)}, 0.0)", "''", _ranks(_json_rank(last, True)), False
+        return (f" LEFT JOIN (SELECT run_id, {agg}({_num(f + '->' + repr(key.stat))}) AS val FROM "
+                f"tracker_writer_figures WHERE {f} IS NOT NULL GROUP BY run_id) m ON m.run_id = r.run_id")
+    # The last value: the writer whose last came last in log order (ties: the later segment, as over a folder).
+    last = f"{f}->'last'"
+    return (f" LEFT JOIN (SELECT DISTINCT ON (run_id) run_id, {last} AS val, {_num(last)} AS num "
+            f"FROM tracker_writer_figures WHERE {f} IS NOT NULL "
+            f"ORDER BY run_id, ({f}->>'last_key')::float8 DESC, writer COLLATE \"C\" DESC) m ON m.run_id = r.run_id")
 
 
 def filter_sql(flt: RunFilter, params: dict[str, Any]) -> tuple[list[str], bool]:
@@ -210,7 +221,8 @@ def page_ids(store: Any, flt: RunFilter, key: SortKey, limit: int | None, cursor
                 p["at_v"] = at[1] if r == NUMBER else at[2]
             p["at_id"] = at[3]
         ordering = (f"{value} {order}, " if value is not None else "") + f'r.run_id COLLATE "C" {order}'
-        sql = (f"{head}SELECT r.run_id, {num_e}, {text_e} FROM tracker_runs r{join} WHERE {' AND '.join(conds)} "
+        sql = (f"{head}SELECT r.run_id, {num_e}, {text_e} FROM tracker_runs r{join}{metric_join(key)} "
+               f"WHERE {' AND '.join(conds)} "
                f"ORDER BY {ordering}")
         if want is not None:
             sql += f" LIMIT {int(want - len(rows) + skip)}"
@@ -227,40 +239,49 @@ def page_ids(store: Any, flt: RunFilter, key: SortKey, limit: int | None, cursor
     return [row[1] for row in page], int(total), nxt
 
 
+#: The runs newest first (as the folder store lists them), numbered: what "first seen" means below.
+_NEWEST = ("r AS (SELECT run_id, project, info, row_number() OVER (ORDER BY COALESCE(created_at, 0) DESC, "
+           'run_id COLLATE "C" DESC) AS rn FROM tracker_runs)')
+
+
 def choices_sql(store: Any) -> dict[str, Any]:
-    """What the list's filters and columns offer, from SQL over the runs' rows and the writers' figures."""
+    """What the list's filters and columns offer (:func:`tracker.read.listing.choices`, the same answer), from
+    SQL over the runs' rows: the JSON of each info keeps its keys' order, so "first seen" is the folder's."""
     from tracker.read.compare import better
 
-    def column(sql: str) -> list[Any]:
-        return [row[0] for row in store._fetch(sql)]
+    def column(sql: str, params: Any = ()) -> list[Any]:
+        return [row[0] for row in store._fetch(sql, params)]
 
-    projects = store._fetch("SELECT project, count(*) FROM tracker_runs WHERE project IS NOT NULL GROUP BY project")
+    projects = store._fetch(f"WITH {_NEWEST} SELECT project, count(*), min(rn) FROM r WHERE project IS NOT NULL "
+                            "AND project <> '' GROUP BY project")
     tags = column("SELECT DISTINCT t FROM tracker_runs r, json_array_elements_text(CASE WHEN "
                   "json_typeof(r.info->'tags') = 'array' THEN r.info->'tags' ELSE '[]'::json END) t")
-    groups = column("SELECT DISTINCT run_group FROM tracker_runs WHERE run_group IS NOT NULL")
-    job_types = column("SELECT DISTINCT job_type FROM tracker_runs WHERE job_type IS NOT NULL")
-    # Config keys, nested ones dotted, in order of first appearance among the newest runs first.
-    keys = column("""WITH RECURSIVE c(path, v, at) AS (
-        SELECT k, v, -r.created_at FROM tracker_runs r, json_each(CASE WHEN json_typeof(r.info->'config') = 'object'
-            THEN r.info->'config' ELSE '{}'::json END) AS e(k, v)
-        UNION ALL
-        SELECT c.path || '.' || e.k, e.v, c.at FROM c, json_each(c.v) AS e(k, v) WHERE json_typeof(c.v) = 'object')
-      SELECT path FROM c WHERE json_typeof(v) <> 'object' GROUP BY path ORDER BY min(at), path""")
-    counts = store._fetch("""SELECT k, count(DISTINCT r.run_id), max(r.created_at) FROM tracker_runs r,
-        json_object_keys(CASE WHEN json_typeof(r.info->'last_metrics') = 'object' THEN r.info->'last_metrics'
-        ELSE '{}'::json END) k GROUP BY k""")
-    names = {c[0] for c in counts}
-    # The default metric column: the one most runs logged (ties: the one the newest run logged).
-    common = sorted(counts, key=lambda c: (-c[1], -(c[2] or 0.0), c[0]))
+    groups = column("SELECT DISTINCT run_group FROM tracker_runs WHERE run_group IS NOT NULL AND run_group <> ''")
+    job_types = column("SELECT DISTINCT job_type FROM tracker_runs WHERE job_type IS NOT NULL AND job_type <> ''")
+    # Config keys, nested ones dotted (an empty object is a key of its own), in order of first appearance.
+    keys = column(f"""WITH RECURSIVE {_NEWEST},
+        c(path, v, ord) AS (
+            SELECT e.k, e.v, ARRAY[r.rn, e.o] FROM r, json_each(CASE WHEN json_typeof(r.info->'config') = 'object'
+                THEN r.info->'config' ELSE '{{}}'::json END) WITH ORDINALITY AS e(k, v, o)
+            UNION ALL
+            SELECT c.path || '.' || e.k, e.v, c.ord || e.o FROM c, json_each(c.v) WITH ORDINALITY AS e(k, v, o)
+            WHERE json_typeof(c.v) = 'object')
+        SELECT path FROM c WHERE json_typeof(v) <> 'object' OR NOT EXISTS (SELECT 1 FROM json_each(c.v))
+        GROUP BY path ORDER BY min(ord)""")
+    counts = store._fetch(f"""WITH {_NEWEST} SELECT e.k, count(*), min(ARRAY[r.rn, e.o]) FROM r,
+        json_each(CASE WHEN json_typeof(r.info->'last_metrics') = 'object' THEN r.info->'last_metrics'
+        ELSE '{{}}'::json END) WITH ORDINALITY AS e(k, v, o) GROUP BY e.k""")
+    # The default metric column: the one most runs logged, ties to the first seen (as `tracker runs`).
+    common = sorted(counts, key=lambda c: (-c[1], c[2]))
     statuses = sorted({row[0] for row in store._fetch(f"WITH {_WRITERS} SELECT DISTINCT COALESCE(ws.status, "
                                                      "'crashed') FROM tracker_runs r LEFT JOIN ws ON "
                                                      "ws.run_id = r.run_id", {"timeout": store._timeout()})})
-    largest = max(projects, key=lambda p: p[1])[0] if projects else None
-    metric_names = sorted(names)
-    return {"projects": sorted(p for p, _ in projects), "tags": sorted(tags), "statuses": statuses,
+    largest = min(projects, key=lambda p: (-p[1], p[2]))[0] if projects else None
+    metric_names = sorted(c[0] for c in counts)
+    return {"projects": sorted(p for p, _, _ in projects), "tags": sorted(tags), "statuses": statuses,
             "groups": sorted(groups), "job_types": sorted(job_types), "config_keys": keys,
             "metric_names": metric_names, "default_metric": common[0][0] if common else None,
             "metric_better": {n: better(n) for n in metric_names}, "largest_project": largest}
 
 
-__all__ = ["INDEXES_4", "choices_sql", "filter_sql", "migrate_to_4", "page_ids", "sort_exprs"]
+__all__ = ["INDEXES_4", "choices_sql", "filter_sql", "metric_join", "migrate_to_4", "page_ids", "sort_exprs"]

@@ -32,7 +32,7 @@ FIRST_CHUNK = 200
 #: A store of more runs than this answers its first page of newest runs before reading its whole catalog.
 BIG = 5_000
 #: Sorted orders kept per catalog version (filters x sorts a page asked for).
-ORDERS_KEPT = 16
+ORDERS_KEPT = 6
 
 
 class RunList:
@@ -243,6 +243,16 @@ class TeamChoices:
         return doc
 
 
+class _Listed:
+    """A run's info as the listing functions take it (figures read apart, when asked for)."""
+
+    __slots__ = ("info",)
+    metrics: dict[str, Any] = {}  # noqa: RUF012 - shared and never written: a sort on a metric finds none
+
+    def __init__(self, info: Any) -> None:
+        self.info = info
+
+
 def query_of(request: Any) -> tuple[RunFilter, SortKey, int | None, str | None, int | None]:
     """The filters, sort, limit, cursor and offset of a ``GET /api/runs`` request.
 
@@ -306,6 +316,19 @@ def runs_doc(api: Any, request: Any) -> dict[str, Any]:
         alerts = {e.info.id: e.schemas.get("alert", 0) for e in rows}
         figures = {e.info.id: e.metrics for e in rows} if stats or request.query_params.get("default") == "1" \
             else {}
+    elif not hasattr(store, "run_choices"):
+        # A reader of the protocol without pages of its own (e.g. a store over HTTP): paged here, over its infos.
+        every = [_Listed(i) for i in store.runs()]
+        kept = [e for e in every if flt.keeps(e.info)]
+        try:
+            rows, matched, nxt = page_entries(kept, key, limit, cursor, offset)
+        except ListingError as exc:
+            raise BadRequest(str(exc)) from None
+        infos, total = [e.info for e in rows], len(every)
+        doc = dict(choices([e.info for e in every]))
+        plain, alerts = set(), {}
+        want = stats or request.query_params.get("default") == "1"
+        figures = store.figures([i.id for i in infos]) if want and infos and hasattr(store, "figures") else {}
     else:
         try:
             page = store.runs(project=flt.project, status=flt.status, tag=list(flt.tags), q=flt.q, group=flt.group,

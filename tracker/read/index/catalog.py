@@ -113,6 +113,14 @@ class CatalogEntry:
             self._metrics = figures
         return self._metrics
 
+    def peek_metrics(self) -> dict[str, dict[str, Any]]:
+        """The per-metric figures, parsed without being kept (a sort over 100,000 runs reads each once)."""
+        if self._metrics is not None or not self._raw:
+            return self.metrics
+        raw = self._raw
+        figures = orjson.loads(raw)
+        return decode_nonfinite(figures) if NONFINITE_MARKS[0] in raw or NONFINITE_MARKS[1] in raw else figures
+
     @property
     def finite(self) -> bool:
         if self._finite is None:
