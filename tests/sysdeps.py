@@ -3,14 +3,14 @@
 Dashboard tests drive a real headless Chromium through its driver (Debian's
 ``chromium`` and ``chromium-driver``); team store tests start a real
 PostgreSQL server (Debian's ``postgresql``); the JavaScript client's tests run
-on Node 18 or newer (``nodejs``). Without them those tests skip,
+on Node 18 or newer (``nodejs``); the HTTP API's examples and floors run ``curl``. Without them those tests skip,
 with a reason that names the package and how to install it, and the run ends
 with one line listing what was skipped for which package (see
 ``pytest_terminal_summary`` in tests/conftest.py).
 
 Two environment variables:
 
-- ``TRACKER_TESTS_WITHOUT=chromium,chromium-driver,postgresql,nodejs``: act as if
+- ``TRACKER_TESTS_WITHOUT=chromium,chromium-driver,postgresql,nodejs,curl``: act as if
   those packages were missing (what a fresh machine sees), whatever is installed.
 - ``TRACKER_REQUIRE_SYSTEM_PACKAGES=1``: a missing package fails the test
   instead of skipping it (``.ci/run`` sets it, so CI never silently stops
@@ -31,6 +31,7 @@ import pytest
 CHROMIUM_PACKAGES = ("chromium", "chromium-driver")
 POSTGRES_PACKAGES = ("postgresql",)
 NODE_PACKAGES = ("nodejs",)
+CURL_PACKAGES = ("curl",)
 #: Every skip for a missing system package starts with this; the summary line finds them by it.
 REASON_PREFIX = "missing system package"
 _REASON = re.compile(REASON_PREFIX + r"s? ([a-z0-9 .+-]+?):")
@@ -148,3 +149,12 @@ def require_node() -> str:
             pass
     missing(NODE_PACKAGES, "Node 18 or newer, for the JavaScript client's tests")
     return ""  # not reached: missing() skips or fails
+
+
+def require_curl() -> str:
+    """The ``curl`` executable (the HTTP API's documented examples and the remote benchmark's floor), or skip
+    naming the package."""
+    curl = None if "curl" in hidden() else shutil.which("curl")
+    if curl is None:
+        missing(CURL_PACKAGES, "the curl examples of docs/http-api.md and the floor of bench_remote.py")
+    return curl  # type: ignore[return-value]

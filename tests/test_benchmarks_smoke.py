@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 from .childenv import child_environ
+from .sysdeps import require_curl
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -49,13 +50,11 @@ def test_tracker_bench_command_prints_cost_next_to_floor(tmp_path: Path) -> None
 
 
 def test_bench_remote_quick_prints_each_measurement_beside_its_floor(tmp_path: Path) -> None:
-    import shutil
 
     import pytest
 
     pytest.importorskip("uvicorn", reason="the ui extra (uvicorn) is not installed")
-    if shutil.which("curl") is None:
-        pytest.skip("curl is not installed (the floor of bench_remote.py)")
+    require_curl()
     env = child_environ()
     env["TRACKER_BENCH_CACHE"] = str(tmp_path / "cache")
     proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "bench_remote.py"), "--quick", "--repeat", "1"],

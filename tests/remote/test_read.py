@@ -26,6 +26,7 @@ import tracker
 from tracker.cli import make_cli
 from tracker.core.errors import RunNotFound, StoreError
 
+from ..sysdeps import require_curl
 from .readsupport import make_store, same
 
 
@@ -344,10 +345,7 @@ def test_the_dashboard_over_a_server_url_points_at_the_servers_own(served) -> No
 
 
 def test_the_curl_reading_example_of_the_docs_runs_as_written(served, tmp_path) -> None:
-    import shutil
-
-    if shutil.which("curl") is None:
-        pytest.skip("curl is not installed")
+    require_curl()
     store, server, ids, key = served
     text = (Path(__file__).resolve().parents[2] / "docs" / "http-api.md").read_text(encoding="utf-8")
     section = text[text.index("### Reading (`read`)"):text.index("### Logging with JSON")]

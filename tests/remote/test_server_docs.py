@@ -4,14 +4,12 @@
 from __future__ import annotations
 
 import re
-import shutil
 import subprocess
 from pathlib import Path
 
-import pytest
-
 import tracker
 
+from ..sysdeps import require_curl
 from .conftest import ServerProcess
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "http-api.md"
@@ -27,8 +25,7 @@ def curl_block() -> str:
 
 
 def test_the_curl_example_logs_a_run_as_written(server: ServerProcess, tmp_path: Path) -> None:
-    if shutil.which("curl") is None:
-        pytest.skip("curl is not installed")
+    require_curl()
     key = server.make_key("curl", "write")
     script = tmp_path / "example.sh"
     script.write_text(curl_block())
