@@ -125,3 +125,29 @@ def test_runs_page_filters_by_sweep(driver, server, sweep_store) -> None:
     rows = wait(driver, lambda d: css(d, "table.sweeps tbody tr"), what="the sweeps list")
     assert {r.get_attribute("data-sweep") for r in rows} == {sweep_id, other}
     assert console_errors(driver) == []
+
+
+def test_the_sweep_pages_report_names_the_best_trial_as_the_page_does(driver, server, sweep_store, tmp_path) -> None:
+    import json
+    import re
+    import urllib.request
+    from urllib.parse import quote
+
+    _, sweep_id, _ = sweep_store
+    with urllib.request.urlopen(f"{server.url}/api/sweeps/{sweep_id}") as resp:
+        best = json.loads(resp.read())["trials"][0]  # best first, as the page lists them
+    driver.get(f"{server.url}/sweeps/{sweep_id}")
+    wait(driver, lambda d: css(d, ".sweep-page[data-ready]"), what="the sweep page")
+    shown_best = re.search(r"· best (\S+)", css(driver, ".sweep-head p.muted")[0].text).group(1)
+    # The page's Report button asks for the runs tagged sweep:ID, with the sweep's metric.
+    with urllib.request.urlopen(f"{server.url}/api/report?tag={quote(f'sweep:{sweep_id}')}&metrics=loss") as resp:
+        path = tmp_path / "sweep.html"
+        path.write_bytes(resp.read())
+    driver.get(path.as_uri())
+    wait(driver, lambda d: d.execute_script("return document.body.dataset.ready") == "1", what="the report drawn")
+    line = css(driver, "[data-part=sweep-best]")[0].text
+    assert line.startswith(f"best loss {shown_best} (minimize) · trial #{best['number']} · run "), line
+    assert best["run_id"][:8] in line
+    layers = best["params"]["layers"]
+    assert f"layers={layers}" in line and "lr=" in line, line
+    assert console_errors(driver) == []

@@ -214,8 +214,11 @@ def _sweep_facts(api: Any, sweep_id: str) -> dict[str, Any]:
     """A report's facts of the sweep its runs are the trials of (or why they cannot be read)."""
     from tracker.sweeps.web import sweep_summary
 
+    if not sweep_id:
+        return {"id": sweep_id, "error": "no sweep id"}
+    root, storage = _sweeps_where(api)
     try:
-        return sweep_summary(*_sweeps_where(api), sweep_id) if sweep_id else {"id": sweep_id, "error": "no sweep id"}
+        return sweep_summary(root, sweep_id, storage)
     except TrackerError as exc:
         return {"id": sweep_id, "error": str(exc)}
 

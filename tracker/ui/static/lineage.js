@@ -2,7 +2,7 @@
 // run that made a version to it and from a version to the runs that used it; left to right in the order
 // things happened; every box a link (a run opens its page, a version its page). Data: GET /api/lineage.
 
-import { api, box, clear, el, errorBox, loading, runColors, shortId } from "./util.js";
+import { api, box, clear, el, errorBox, loading, runColor, shortId } from "./util.js";
 
 const SVG = "http://www.w3.org/2000/svg";
 const RUN_W = 160, RUN_H = 46, VER_W = 160, VER_H = 34, COL_GAP = 40, ROW_GAP = 14, PAD = 8;
@@ -99,7 +99,6 @@ export function lineageView(graph, navigate) {
     path.append(s("title", {}, `${e.kind}`));
     svg.append(path);
   }
-  const colors = runColors(lay.nodes.filter((n) => n.kind === "run").map((n) => n.run));
   for (const n of lay.nodes) {
     const href = nodeHref(n);
     const link = s("a", { href, class: `lineage-node node-${n.kind}${n.id === graph.root ? " root" : ""}`, "data-node": n.id, tabindex: 0 });
@@ -107,7 +106,8 @@ export function lineageView(graph, navigate) {
     link.addEventListener("click", (ev) => { if (ev.button === 0 && !ev.metaKey && !ev.ctrlKey && !ev.shiftKey) go(ev); });
     link.addEventListener("keydown", (ev) => { if (ev.key === "Enter") go(ev); });
     if (n.kind === "run") {
-      const color = colors[n.run];
+      // Each run in its own colour, as on its run page (the boxes carry names; no set to spread them over).
+      const color = runColor(n.run);
       const rect = s("rect", { x: n.x, y: n.y, width: n.w, height: n.h, rx: 9, class: "lineage-run" });
       rect.style.stroke = color;
       const bar = s("rect", { x: n.x, y: n.y, width: 6, height: n.h, rx: 3, class: "lineage-run-bar" });
