@@ -58,6 +58,9 @@ BACKOFF_MAX = 5.0
 GIVE_UP = 600.0
 #: Seconds between refreshes of live writers' ``seen_at`` in the database.
 BEAT_EVERY = 5.0
+#: ``<store>/team/shipped.json``: the segments a server had whole when the last follower shipping to it looked
+#: (a new follower asks the server only about the runs that changed since).
+SHIPPED_FILE = "shipped.json"
 #: Seconds before a key the server refused is tried again.
 REFUSED_RETRY = 30.0
 #: The log is cut in two (``follower.log.1``) past this size.
@@ -319,7 +322,8 @@ class Follower:
                     # the longer waits are this loop's, so that follower.json tells them.
                     session = Session.from_config(self.url, config, attempts=2)
                     self.secrets = [session.scrub]
-                    shipper = Shipper(self.root, session, heartbeat_timeout=config.heartbeat_timeout, log=self.log)
+                    shipper = Shipper(self.root, session, heartbeat_timeout=config.heartbeat_timeout, log=self.log,
+                                      cache=self.dir / SHIPPED_FILE)
                     who = shipper.check_key()
                 except KeyRefused as exc:
                     shipper = None
@@ -368,6 +372,8 @@ class Follower:
                 continue
             self.state.update(pass_at=time.time(), live=sorted(self.hot), events=shipper.report.bytes,
                               refused_runs=dict(shipper.refused), shipped=self._shipped(shipper))
+            if changed:
+                shipper.save()
             self.write_status(force=changed)
             if self.hot or changed:
                 idle_since = now
@@ -377,15 +383,15 @@ class Follower:
                 idle_since = time.monotonic()
             self.stop.wait(self.interval)
         if shipper is not None:
+            shipper.save(every=0)
             shipper.session.close()
 
     def _shipped(self, shipper: Any) -> dict[str, dict[str, int]]:
         """What the server has of the runs looked at lately (``finish()`` waits on it), the newest 200."""
         now = time.time()
-        for rid in self.hot:
+        for rid in self.hot | shipper.changed:
             self.looked[rid] = now
-        for rid in shipper.server:
-            self.looked.setdefault(rid, now)
+        shipper.changed.clear()
         recent = sorted(self.looked, key=self.looked.__getitem__, reverse=True)[:200]
         self.looked = {rid: self.looked[rid] for rid in recent}
         return {rid: dict(shipper.server[rid]) for rid in recent if rid in shipper.server}
