@@ -128,3 +128,42 @@ def test_blobs_go_on_to_the_bucket(pg_served: tuple[ServerProcess, str, Path], b
     with server.client(key) as c:
         head = c.head(f"/api/v1/blobs/sha256/{sha}")
     assert head.status_code == 200 and int(head.headers["content-length"]) == 50_000
+
+
+def test_a_database_away_does_not_stop_shipping(pg_server: Any, server_factory: Any,  # noqa: F811
+                                                tmp_path_factory: pytest.TempPathFactory, tmp_path: Path) -> None:
+    """The database behind the server drops its link: keys it knew still open the server, shipped lines land
+    in the spool, and reach the database once it is back."""
+    import psycopg
+
+    from ..team.faults import Proxy
+
+    name = f"remoteaway{next(_dbs)}_{os.getpid()}"
+    with psycopg.connect(pg_server.url(), autocommit=True) as conn:
+        conn.execute(f"CREATE DATABASE {name}")
+    proxy = Proxy(pg_server.port)
+    url = proxy.url(pg_server, name)
+    spool = tmp_path_factory.mktemp("spool-away")
+    # The server's deadline on each round trip to the database: 2 s, from the tracker.toml of its folder.
+    env = {"TRACKER_CONFIG": str(tmp_path / "tracker.toml")}
+    (tmp_path / "tracker.toml").write_text("[team]\ntimeout = 2\n")
+    try:
+        server = server_factory("--spool", str(spool), store=url, env=env)
+        key = server.make_key("away", "write")
+        rid, seg = local_run(tmp_path, n=10)
+        data = seg.read_bytes()
+        cut = data.index(b"\n", len(data) // 2) + 1
+        with server.client(key) as c:
+            assert post(c, rid, seg.name, 0, data[:cut]).json() == {"offset": cut}
+            proxy.freeze()
+            assert post(c, rid, seg.name, cut, data[cut:]).json() == {"offset": len(data)}
+            other, other_seg = local_run(tmp_path, n=2)
+            r = post(c, other, other_seg.name, 0, other_seg.read_bytes())  # who may make a run: the database says
+            assert r.status_code == 503 and r.headers["retry-after"]
+        assert (spool / "runs" / rid / seg.name).read_bytes() == data
+        proxy.thaw()
+        team = tracker.open_store(pg_server.url(name))
+        info = wait_for(lambda: (i := team.run(rid).info).records == 10 and i.status == "finished" and i, 60)
+        assert info.project == "vision"
+    finally:
+        proxy.close()

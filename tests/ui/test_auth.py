@@ -56,7 +56,9 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str
     with tracker.start_run(project="files", name="with a file", store=path) as run:
         run.log({"loss": 1.0}, step=0)
         run.log_artifact(weights, kind="model")
+        run.log({"page": tracker.Html("<p>a media file</p>")}, step=0)  # for the media route
         ids["files"] = run.id
+    ids["media"] = str(tracker.open_store(path).run(ids["files"]).table("html")["sha256"][0])
     # A sweep, for the sweep page's route (Optuna is in the test extra).
     ids["sweep"] = tracker.sweep({"method": "random", "metric": {"name": "loss"},
                                   "parameters": {"lr": {"min": 0.001, "max": 0.1}}}, project="files", store=path)
@@ -75,15 +77,18 @@ def sweep_urls(app, ids: dict[str, str], sha: str) -> list[tuple[str, str]]:
     from starlette.routing import Mount, Route
 
     run_id = ids["files"]
-    fill = {"id": run_id, "sha": sha, "path": f"runs/{run_id}"}
+    # The reading endpoints of /api/v1/ (a run, its records, a segment's bytes) take the same run.
+    segment = sorted((Path(app.state.api.store.path) / "runs" / run_id).glob("*.jsonl"))[0].name
+    fill = {"id": run_id, "sha": sha, "path": f"runs/{run_id}", "run_id": run_id, "segment": segment}
     queries = {"/api/compare": f"?runs={ids['alpha']},{ids['beta']}", "/api/runs/{id}/metrics": "?names=loss",
                "/api/aggregate": f"?metrics=loss&runs={ids['alpha']},{ids['beta']}",
                "/api/report": f"?runs={ids['alpha']},{ids['beta']}", "/api/diff": f"?runs={ids['alpha']},{ids['beta']}",
-               "/api/artifact": "?ref=weights.bin", "/api/lineage": f"?ref={run_id}"}
+               "/api/artifact": "?ref=weights.bin", "/api/lineage": f"?ref={run_id}", "/api/v1/run": f"?ref={run_id}"}
     out = []
     for route in app.routes:
-        # A route of sweeps takes a sweep's id where the others take a run's.
+        # A route of sweeps takes a sweep's id where the others take a run's; the media route a media file's hash.
         fill["id"] = ids["sweep"] if "sweeps" in getattr(route, "path", "") else run_id
+        fill["sha"] = ids["media"] if "/media/" in getattr(route, "path", "") else sha
         if isinstance(route, Mount):
             assert route.path == "/static", f"a new mount {route.path}: teach this sweep its files"
             folder = Path(route.app.directory)

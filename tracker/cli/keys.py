@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import ipaddress
 import json
 import os
 import time
 from typing import Any
-from urllib.parse import quote, urlsplit
+from urllib.parse import quote
 
 import click
 
@@ -35,50 +34,23 @@ def _where(obj: CliContext) -> str:
 
 
 class Admin:
-    """The keys endpoints of a server (``/api/v1/keys``), with the admin key of ``TRACKER_API_KEY``."""
+    """The keys endpoints of a server (``/api/v1/keys``) through a :class:`tracker.remote.session.Session`: the
+    key of ``TRACKER_API_KEY`` or of ``tracker login`` (an admin key), TLS verified (``TRACKER_CA_FILE`` /
+    ``[team] ca_file``), plain ``http://`` to loopback only."""
 
-    def __init__(self, url: str) -> None:
-        parts = urlsplit(url)
-        host = parts.hostname or ""
-        if parts.scheme.lower() == "http" and not _loopback(host):
-            raise TrackerError(f"refusing to send an API key over plain http to {host}: use https://")
-        self.base = url.rstrip("/")
-        self.key = os.environ.get("TRACKER_API_KEY", "").strip()
-        if not self.key:
-            raise TrackerError(f"managing keys over {self.base} needs an admin key: set TRACKER_API_KEY")
+    def __init__(self, url: str, config: Any = None) -> None:
+        from tracker.remote.session import Session
+
+        self.session = Session.from_config(url, config)
+        if not self.session.has_key:
+            raise TrackerError(f"managing keys over {self.session.url} needs an admin key: run `tracker login "
+                               f"{self.session.url}` with one, or set TRACKER_API_KEY")
 
     def call(self, method: str, path: str, body: Any = None) -> Any:
-        import ssl
-        import urllib.error
-        import urllib.request
+        from tracker.remote.session import API
 
-        data = None if body is None else json.dumps(body).encode()
-        request = urllib.request.Request(self.base + path, data=data, method=method, headers={
-            "Authorization": f"Bearer {self.key}", "Accept": "application/json",
-            **({"Content-Type": "application/json"} if data is not None else {})})
-        ca = os.environ.get("TRACKER_CA_FILE")
-        context = ssl.create_default_context(cafile=ca) if ca else None
-        try:
-            with urllib.request.urlopen(request, timeout=30, context=context) as response:  # noqa: S310 - http(s) only
-                return json.loads(response.read() or b"null")
-        except urllib.error.HTTPError as exc:
-            try:
-                message = json.loads(exc.read()).get("error") or exc.reason
-            except (ValueError, AttributeError):
-                message = exc.reason
-            raise TrackerError(f"{self.base}: {exc.code}: {message}") from None
-        except (urllib.error.URLError, OSError) as exc:
-            reason = getattr(exc, "reason", exc)
-            raise TrackerError(f"cannot reach {self.base}: {reason}") from None
-
-
-def _loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
+        with self.session as session:
+            return session.json(method, API + path, body)
 
 
 def _local(where: str) -> Any:
@@ -97,7 +69,7 @@ def keys_group() -> None:
 
     A key is shown once, when it is made; the store keeps only its hash.
     `--store` names the server's store (a folder or postgresql://...), or the
-    server itself (https://...; TRACKER_API_KEY holds an admin key).
+    server itself (https://...; an admin key from `tracker login` or TRACKER_API_KEY).
 
     \b
     Examples:
@@ -133,7 +105,7 @@ def create_cmd(obj: CliContext, name: str, scope: str, projects: tuple[str, ...]
     when = parse_expires(expires)
     where = _where(obj)
     if _is_http(where):
-        doc = Admin(where).call("POST", "/api/v1/keys", {"name": name, "scope": scope, "projects": plist,
+        doc = Admin(where, obj.config).call("POST", "/keys", {"name": name, "scope": scope, "projects": plist,
                                                           "expires": expires})
     else:
         keys = _local(where)
@@ -161,7 +133,7 @@ def list_cmd(obj: CliContext, fmt: str) -> None:
     """List the keys: id, name, scope, projects, status, created, expires, last used, creator (never a secret)."""
     where = _where(obj)
     if _is_http(where):
-        docs = Admin(where).call("GET", "/api/v1/keys")["keys"]
+        docs = Admin(where, obj.config).call("GET", "/keys")["keys"]
     else:
         keys = _local(where)
         try:
@@ -199,7 +171,7 @@ def revoke_cmd(obj: CliContext, key_id: str) -> None:
     if key_id.startswith("trk_"):
         key_id = key_id[4:].partition("_")[0]  # a whole key pasted: its id only, never echoed
     if _is_http(where):
-        doc = Admin(where).call("DELETE", f"/api/v1/keys/{quote(key_id, safe='')}")
+        doc = Admin(where, obj.config).call("DELETE", f"/keys/{quote(key_id, safe='')}")
     else:
         keys = _local(where)
         try:

@@ -108,8 +108,8 @@ def server_cmd(ctx: click.Context, host: str, port: int, auth: str | None, tls_c
     runs shipped by followers on other machines (`[team] url = "https://..."`),
     JSON logging for curl and other languages, reading for `--store https://`,
     and keys (`tracker keys create|list|revoke`). Keys go in
-    `Authorization: Bearer`; a key opens the dashboard's API whatever --auth
-    says. Over a database store (--store postgresql://...) shipped runs land
+    `Authorization: Bearer`; a key of every project opens the dashboard's API
+    whatever --auth says. Over a database store (--store postgresql://...) shipped runs land
     in a spool folder and are synced into the database (and blobs into
     [team] blobs). See docs/http-api.md.
 

@@ -57,6 +57,10 @@ KEY_RE = re.compile(r"trk_([0-9a-f]{12})_([0-9a-f]{64})\Z")
 ID_RE = re.compile(r"[0-9a-f]{12}\Z")
 #: Seconds between two records of a key's last use.
 TOUCH_EVERY = 60.0
+#: Seconds a key the team database found valid still opens the server while the database is away.
+OUTAGE_GRACE = 600.0
+#: Seconds the database is not asked again after it failed to answer (each try would wait for the deadline).
+AWAY_PAUSE = 5.0
 _DURATION = re.compile(r"(\d+)\s*([smhdwy])\Z")
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400, "y": 365 * 86400}
 MAX_NAME = 200
@@ -469,7 +473,9 @@ OWNERS_DDL = """CREATE TABLE IF NOT EXISTS tracker_run_owners (
 class DatabaseKeys(KeyStore):
     """The keys of the team database (``postgresql://``): tables ``tracker_keys`` and ``tracker_run_owners``.
 
-    One connection, used under a lock; a lost connection is opened again on the next call.
+    One connection, used under a lock; a lost connection is opened again on the next call. While the
+    database is away, a key it found valid within :data:`OUTAGE_GRACE` seconds is still taken (the
+    server's spool goes on taking shipped runs); a run's creator, once known, is not asked again.
     """
 
     def __init__(self, url: str, *, timeout: float | None = None) -> None:
@@ -479,6 +485,9 @@ class DatabaseKeys(KeyStore):
         self.url = url
         self.timeout = timeout
         self.where = mask_url(url)
+        self._seen: dict[str, tuple[KeyInfo, str, float]] = {}
+        self._away_until, self._away_why = 0.0, ""
+        self._owners: dict[str, tuple[str, str | None]] = {}
         self._conn: Any = None
         self._db_lock = threading.Lock()
         self._exec("SELECT 1")  # the tables (and a wrong URL) now, not at the first request
@@ -500,6 +509,8 @@ class DatabaseKeys(KeyStore):
 
         psycopg = require_psycopg()
         with self._db_lock:
+            if time.monotonic() < self._away_until:  # it failed a moment ago: answer at once, not after a deadline
+                raise StoreUnavailable(f"the key store in {self.where} cannot be reached: {self._away_why}")
             for attempt in (0, 1):
                 try:
                     if self._conn is None or self._conn.closed or self._conn.broken:
@@ -515,13 +526,18 @@ class DatabaseKeys(KeyStore):
                         pass
                     self._conn = None
                     if attempt:
+                        self._away(error_line(self.url, exc))
                         raise StoreUnavailable(f"the key store in {self.where} cannot be reached: "
-                                               f"{error_line(self.url, exc)}") from None
+                                               f"{self._away_why}") from None
                 except TrackerError as exc:
                     self._conn = None
                     if attempt:
+                        self._away(str(exc))
                         raise StoreUnavailable(str(exc)) from None
         return []
+
+    def _away(self, why: str) -> None:
+        self._away_until, self._away_why = time.monotonic() + AWAY_PAUSE, why
 
     def close(self) -> None:
         with self._db_lock:
@@ -549,8 +565,21 @@ class DatabaseKeys(KeyStore):
                     info.expires))
 
     def _get(self, kid: str) -> tuple[KeyInfo, str] | None:
-        rows = self._exec(f"SELECT {self._COLUMNS} FROM tracker_keys WHERE id = %s", (kid,))
-        return self._row(rows[0]) if rows else None
+        try:
+            rows = self._exec(f"SELECT {self._COLUMNS} FROM tracker_keys WHERE id = %s", (kid,))
+        except StoreUnavailable:
+            # The database is away: a key it said was valid a moment ago still opens the server (whose
+            # spool takes shipped runs meanwhile), for OUTAGE_GRACE seconds after that answer.
+            known = self._seen.get(kid)
+            if known is not None and time.monotonic() - known[2] < OUTAGE_GRACE:
+                return known[0], known[1]
+            raise
+        if not rows:
+            self._seen.pop(kid, None)
+            return None
+        info, digest = self._row(rows[0])
+        self._seen[kid] = (info, digest, time.monotonic())
+        return info, digest
 
     def keys(self) -> list[KeyInfo]:
         return [self._row(r)[0] for r in self._exec(f"SELECT {self._COLUMNS} FROM tracker_keys ORDER BY created_at")]
@@ -563,8 +592,14 @@ class DatabaseKeys(KeyStore):
         self._exec("UPDATE tracker_keys SET last_used = %s WHERE id = %s", (when, kid))
 
     def owner(self, run_id: str) -> tuple[str, str | None] | None:
+        have = self._owners.get(run_id)  # a run's creator never changes: asked once
+        if have is not None:
+            return have
         rows = self._exec("SELECT key_id, project FROM tracker_run_owners WHERE run_id = %s", (run_id,))
-        return (rows[0][0], rows[0][1]) if rows else None
+        if not rows:
+            return None
+        self._owners[run_id] = (rows[0][0], rows[0][1])
+        return self._owners[run_id]
 
     def _claim(self, run_id: str, kid: str, project: str | None) -> None:
         self._exec("INSERT INTO tracker_run_owners (run_id, key_id, project, created_at) VALUES (%s, %s, %s, %s) "
