@@ -52,13 +52,14 @@ LOGGER = """
 
 #: A short run with an artifact, printing its id.
 SHORT = """
-    import sys, tracker
-    open("weights.bin", "wb").write(bytes(range(256)) * 64)
+    import os, sys, tracker
+    with open(f"weights-{os.getpid()}.bin", "wb") as f:
+        f.write(bytes(range(256)) * 64)
     with tracker.start_run(project=sys.argv[1], name="short", system_metrics=False) as run:
         print(run.id, flush=True)
         for i in range(100):
             run.log({"loss": 1.0 / (i + 1)})
-        run.log_artifact("weights.bin", name="weights")
+        run.log_artifact(f"weights-{os.getpid()}.bin", name="weights")
 """
 
 
@@ -84,8 +85,7 @@ def stderr_lines(text: str) -> list[str]:
     return [line for line in text.splitlines() if line.strip()]
 
 
-def test_every_record_arrives_once_through_a_server_restart(server_factory: Any, clients: Any) -> None:
-    server = server_factory()
+def test_every_record_arrives_once_through_a_server_restart(server: ServerProcess, clients: Any) -> None:
     key = new_key(server, "trainer", "write", ["vision"])
     client = clients(server, key)
     child = client.python(LOGGER, "50000")
@@ -196,11 +196,10 @@ def test_a_read_key_is_refused_on_write(server: ServerProcess, clients: Any) -> 
 def test_a_key_limited_to_one_project(server: ServerProcess, clients: Any) -> None:
     key = new_key(server, "vision-only", "write", ["vision"])
     client = clients(server, key)
-    ok = client.python(SHORT, "vision")
+    ok, other = client.python(SHORT, "vision"), client.python(SHORT, "audio")  # at once, into one store
     out, err = ok.communicate(timeout=60)
     assert ok.returncode == 0 and stderr_lines(err) == [], err
     wait(lambda: same_on_server(client.store, server.store, out.strip()), 30, "the vision run on the server")
-    other = client.python(SHORT, "audio")
     out, err = other.communicate(timeout=60)
     rid = out.strip()
     assert other.returncode == 0, err

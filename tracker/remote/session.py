@@ -16,8 +16,10 @@ Every connection attempt and every read has a deadline (``[team] timeout``,
 PUT, and the shipper's offset POSTs) is sent again after a lost connection,
 a timeout, a 429 or a 503, after an exponential backoff with jitter, or
 after the server's ``Retry-After`` when it gives one; a request that may not
-is never sent twice. The key never appears in an error, a log line or a
-``repr``: messages name the server and the key's public id.
+is never sent twice. ``HTTPS_PROXY`` (and ``NO_PROXY``) are honoured as curl
+does: an ``http://`` proxy's CONNECT tunnel, TLS end to end through it. The
+key never appears in an error, a log line or a ``repr``: messages name the
+server and the key's public id.
 """
 
 from __future__ import annotations
@@ -157,6 +159,37 @@ def tls_context(ca_file: str | os.PathLike[str] | None = None) -> ssl.SSLContext
         raise TrackerError(f"{path}: not a CA bundle in PEM form ({exc})") from None
 
 
+def https_proxy(host: str) -> tuple[str, int, dict[str, str]] | None:
+    """The proxy to reach ``host`` through over HTTPS: ``HTTPS_PROXY`` (``https_proxy``) unless ``NO_PROXY``
+    names the host or the host is this machine; ``(proxy host, port, CONNECT headers)`` or ``None``.
+
+    Only ``http://`` proxies are spoken (a CONNECT tunnel, as curl does by default); their
+    ``user:password@`` goes in ``Proxy-Authorization`` and is never shown.
+
+    :raises TrackerError: a proxy URL of another scheme or without a host.
+    """
+    import urllib.request
+
+    proxy = urllib.request.getproxies().get("https")
+    if not proxy or is_loopback(host) or urllib.request.proxy_bypass(host):
+        return None
+    parts = urlsplit(proxy if "://" in proxy else f"http://{proxy}")
+    if parts.scheme.lower() != "http" or not parts.hostname:
+        raise TrackerError(f"HTTPS_PROXY: expected an http:// proxy (host and port), given {shown(proxy)!r}")
+    try:
+        port = parts.port or 1080
+    except ValueError:
+        raise TrackerError(f"HTTPS_PROXY: not a valid port in {shown(proxy)!r}") from None
+    headers = {}
+    if parts.username:
+        import base64
+        from urllib.parse import unquote
+
+        pair = f"{unquote(parts.username)}:{unquote(parts.password or '')}".encode()
+        headers["Proxy-Authorization"] = "Basic " + base64.b64encode(pair).decode()
+    return parts.hostname, port, headers
+
+
 def retry_after(value: str | None) -> float | None:
     """Seconds of a ``Retry-After`` header (a number or an HTTP date); ``None`` when absent or unreadable."""
     if not value:
@@ -231,6 +264,7 @@ class Session:
         self.timeout = float(timeout)
         self.attempts = max(1, int(attempts))
         self.sleep = sleep or time.sleep
+        self.proxy = https_proxy(self.host) if self.scheme == "https" else None
         self._conn: http.client.HTTPConnection | None = None
         self._lock = threading.RLock()
 
@@ -258,7 +292,8 @@ class Session:
         return key_id(self.__key)
 
     def __repr__(self) -> str:
-        return f"<Session {self.url} key={self.key_id or 'none'}>"
+        via = f" via proxy {self.proxy[0]}:{self.proxy[1]}" if self.proxy is not None else ""
+        return f"<Session {self.url}{via} key={self.key_id or 'none'}>"
 
     def scrub(self, text: str) -> str:
         """``text`` with the key (should it be quoted anywhere, e.g. by a server's error) replaced by ``***``."""
@@ -273,7 +308,13 @@ class Session:
 
     def _connection(self) -> http.client.HTTPConnection:
         if self._conn is None:
-            if self.ssl is not None:
+            if self.ssl is not None and self.proxy is not None:
+                # Through the proxy's CONNECT tunnel: TLS is still end to end, verified for self.host.
+                host, port, headers = self.proxy
+                self._conn = http.client.HTTPSConnection(host, port, timeout=self.timeout, context=self.ssl,
+                                                         blocksize=BLOCK)
+                self._conn.set_tunnel(self.host, self.port, headers=headers)
+            elif self.ssl is not None:
                 self._conn = http.client.HTTPSConnection(self.host, self.port, timeout=self.timeout,
                                                          context=self.ssl, blocksize=BLOCK)
             else:
@@ -529,5 +570,5 @@ def quote_segment(name: str, safe: str = "") -> str:
 
 
 __all__ = ["API", "ATTEMPTS", "KeyRefused", "RemoteError", "RemoteUnavailable", "Response", "Session", "backoff",
-           "check_transport", "is_loopback", "is_remote_url", "quote_segment", "retry_after", "shown",
+           "check_transport", "https_proxy", "is_loopback", "is_remote_url", "quote_segment", "retry_after", "shown",
            "tls_context"]
