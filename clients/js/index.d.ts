@@ -35,7 +35,7 @@ export interface InitOptions extends ClientOptions {
   tags?: string[];
   group?: string;
   jobType?: string;
-  /** The run's id (default: the server makes one). */
+  /** The run's id (default: 12 random hex digits, made here so that a retried start finds its own run). */
   id?: string;
   /** Records per request; a full batch is sent at once (default 100). */
   batchSize?: number;
@@ -49,6 +49,8 @@ export interface InitOptions extends ClientOptions {
 export function checkUrl(url: string): string;
 /** Milliseconds a Retry-After header asks for (seconds or an HTTP date), or undefined. */
 export function retryAfterMs(value: string | null | undefined, now?: number): number | undefined;
+/** A fresh random run id: 12 lowercase hex digits. */
+export function newRunId(): string;
 /** The backoff before the next attempt (exponential with jitter), in milliseconds. */
 export function backoffMs(attempt: number): number;
 
@@ -60,7 +62,9 @@ export class Client {
   /** The key's public id (trk_<id>), never its secret. */
   readonly keyId: string;
   constructor(options?: ClientOptions);
-  request(method: string, path: string, doc?: unknown): Promise<any>;
+  /** `alreadyDone`: on a retry after a lost answer, a status meaning the first attempt got through. */
+  request(method: string, path: string, doc?: unknown,
+    options?: { alreadyDone?: (status: number) => Record<string, unknown> | undefined }): Promise<any>;
 }
 
 /** One run on the server. */

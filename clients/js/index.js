@@ -68,6 +68,11 @@ export function backoffMs(attempt) {
 
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
+/** A fresh random run id: 12 lowercase hex digits (as tracker's own). */
+export function newRunId() {
+  return Array.from(globalThis.crypto.getRandomValues(new Uint8Array(6)), (b) => b.toString(16).padStart(2, "0")).join("");
+}
+
 /** Requests to one server with one key, retried as the header of this module says. */
 export class Client {
   /**
@@ -94,8 +99,12 @@ export class Client {
     return this._key.split("_").slice(0, 2).join("_");
   }
 
-  /** POST (or another method) `doc` as JSON to `path` under /api/v1; the answer's JSON. */
-  async request(method, path, doc) {
+  /**
+   * POST (or another method) `doc` as JSON to `path` under /api/v1; the answer's JSON.
+   * @param {{alreadyDone?: (status: number) => object|undefined}} [options] on a retry, a status that means the
+   *   first attempt got through (its answer was lost): the answer to give instead of the error
+   */
+  async request(method, path, doc, { alreadyDone } = {}) {
     const target = `${this.url}${API}${path}`;
     let lastError;
     for (let attempt = 0; attempt < this.maxAttempts; attempt++) {
@@ -115,6 +124,8 @@ export class Client {
           body = {};
         }
         if (resp.ok) return body;
+        const done = attempt > 0 && lastError?.status === undefined ? alreadyDone?.(resp.status) : undefined;
+        if (done !== undefined) return done;
         const said = typeof body.error === "string" ? body.error : resp.statusText;
         const error = new TrackerError(this._scrub(`tracker: ${method} ${this.url}${API}${path}: ${resp.status} ${said}`),
           resp.status, body);
@@ -221,11 +232,14 @@ export class Run {
 export async function init({ url, apiKey, project, name, config, tags, group, jobType, id, batchSize, flushInterval,
   onError, maxAttempts, timeoutMs, fetch: fetchImpl } = {}) {
   const client = new Client({ url, apiKey, maxAttempts, timeoutMs, fetch: fetchImpl });
-  const doc = { project, name, config: config ?? {}, tags: tags ?? [] };
+  // The run's id is made here (12 hex digits, as tracker makes them), so that a start sent again after a lost
+  // answer finds its own run (409: it exists) instead of starting a second one.
+  const runId = id ?? newRunId();
+  const doc = { project, name, config: config ?? {}, tags: tags ?? [], id: runId };
   if (group !== undefined) doc.group = group;
   if (jobType !== undefined) doc.job_type = jobType;
-  if (id !== undefined) doc.id = id;
-  const answer = await client.request("POST", "/runs", doc);
+  const answer = await client.request("POST", "/runs", doc,
+    { alreadyDone: (status) => (status === 409 && id === undefined ? { id: runId } : undefined) });
   if (typeof answer.id !== "string") throw new TrackerError(`tracker: the server did not say the new run's id`);
   return new Run(client, answer.id, { batchSize, flushInterval, onError });
 }

@@ -23,7 +23,7 @@ def test_the_clients_own_tests_pass_against_the_server(server: Any) -> None:
     assert res.returncode == 0, res.stdout[-4000:] + res.stderr[-2000:]
     # Every test ran (those against the server too: none skipped).
     assert "# fail 0" in res.stdout and "# skipped 0" in res.stdout, res.stdout[-2000:]
-    assert "# pass 12" in res.stdout, res.stdout[-2000:]
+    assert "# pass 13" in res.stdout, res.stdout[-2000:]
     assert key not in res.stdout + res.stderr
 
 

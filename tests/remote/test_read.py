@@ -54,23 +54,34 @@ def stores(served) -> tuple[Any, Any, dict[str, str]]:
 
 
 def test_runs_info_and_paging(stores) -> None:
+    from tracker.read.protocol import BlobReader, RunReader, StoreReader
+
     folder, remote, ids = stores
     assert type(remote).__name__ == "RemoteStore"
+    assert isinstance(remote, StoreReader) and isinstance(remote.run("alpha"), RunReader)
+    assert isinstance(remote.blobs, BlobReader)
     assert same(remote.runs(), folder.runs())
     assert [i.name for i in remote.runs()] == ["gamma", "beta", "alpha"]
     assert same(remote.runs(project="vision"), folder.runs(project="vision"))
     assert same(remote.runs(tag="base"), folder.runs(tag="base"))
     assert remote.run_ids() == folder.run_ids()
-    # Paged: one run a page, each cursor leading to the next, the same runs in the same order.
+    # Paged as the store pages: one run a page, each cursor leading to the next, the same runs in the same order.
     seen, cursor = [], None
     while True:
-        page, cursor = remote.runs_page(limit=1, cursor=cursor)
-        assert len(page) == 1
-        seen.append(page[0].info.id)
+        page = remote.runs(limit=1, cursor=cursor)
+        assert len(page) == 1 and page.total == 3
+        seen.append(page[0].id)
+        cursor = page.next
         if cursor is None:
             break
     assert seen == [i.id for i in folder.runs()]
-    assert [e.info.id for e in remote.runs_page(group="g1")[0]] == [ids["beta"], ids["alpha"]]
+    for kw in ({"group": "g1"}, {"sort": "name"}, {"sort": "-metric.loss.min", "limit": 2}, {"q": "gam"},
+               {"sort": "config.lr", "offset": 1, "limit": 1}, {"tag": ["base"], "project": "vision"}):
+        got, want = remote.runs(**kw), folder.runs(**kw)
+        assert same(list(got), list(want)), kw
+        assert (got.total, got.next is None) == (want.total, want.next is None), kw
+    with pytest.raises(tracker.TrackerError, match="400 sort"):
+        remote.runs(sort="nope", limit=3)
     # The catalog's per-metric figures (what `tracker runs -m` and data frames show).
     assert {e.info.id: e.metrics for e in remote.catalog()} == {e.info.id: e.metrics for e in folder.catalog()}
 
@@ -216,7 +227,13 @@ def test_raw_segment_bytes_with_range(served) -> None:
     resp = conn.getresponse()
     assert resp.status == 206
     assert resp.read() == seg.read_bytes()[10:100]
-    for name in ("..%2F..%2Fkeys.toml", "..", "keys.toml", "meta.json"):  # names only, never paths
+    # An edit segment (the run was tagged after the fact): under edits/, as GET .../segments lists it.
+    tracker.open_store(store).tag(ids["gamma"], add=["later"])
+    edit = sorted((store / "runs" / ids["gamma"] / "edits").glob("edits-*.jsonl"))[0]
+    conn.request("GET", f"/api/v1/runs/{ids['gamma']}/segments/edits/{edit.name}", headers=auth)
+    resp = conn.getresponse()
+    assert resp.status == 200 and resp.read() == edit.read_bytes()
+    for name in ("..%2F..%2Fkeys.toml", "..", "keys.toml", "meta.json", "edits/x.jsonl"):  # names, never paths
         conn.request("GET", f"/api/v1/runs/{ids['alpha']}/segments/{name}", headers=auth)
         resp = conn.getresponse()
         assert resp.status == 404 and b'"error"' in resp.read()
@@ -292,3 +309,52 @@ def test_records_after_a_cursor_follow_a_run(stores) -> None:
     got, cursor = view.records_after({half.writer: half.seq}, "metrics")
     assert same(got, recs[6:]) and cursor == {half.writer: recs[-1].seq}
     assert view.records_after(cursor, "metrics") == ([], cursor)
+
+
+def test_plain_http_to_another_host_is_refused_before_sending(served, monkeypatch) -> None:
+    res = CliRunner().invoke(make_cli(tracker.Host(tracker.get_plugin_manager(), tracker.Config())),
+                             ["--store", "http://tracker.example:8080", "runs"])
+    assert res.exit_code == 1
+    assert res.stderr.strip() == ("tracker: refusing to send a key over plain http:// to tracker.example: use "
+                                  "https://tracker.example:8080 (http:// is allowed to loopback addresses only)")
+    assert served[3] not in res.output
+
+
+@pytest.mark.parametrize("args", [("tag", "{alpha}", "--add", "x"), ("rm", "{alpha}", "--yes"), ("du",),
+                                  ("verify",), ("note", "{alpha}", "hi")], ids=lambda a: a[0])
+def test_commands_on_the_stores_files_say_so_over_http(served, args) -> None:
+    store, server, ids, _ = served
+    before = tracker.open_store(store).run(ids["alpha"]).info
+    res = CliRunner().invoke(make_cli(tracker.Host(tracker.get_plugin_manager(), tracker.Config())),
+                             ["--store", server.url, *(a.format(**ids) for a in args)])
+    assert res.exit_code == 1 and res.stdout == ""
+    assert res.stderr.strip().splitlines() == [
+        f"tracker: `tracker {args[0]}` works on the store's own files, which a server does not lend over HTTP "
+        f"({server.url}): run it where the store is, with `tracker --store FOLDER {args[0]} ...`"]
+    assert tracker.open_store(store).run(ids["alpha"]).info == before
+
+
+def test_the_dashboard_over_a_server_url_points_at_the_servers_own(served) -> None:
+    res = CliRunner().invoke(make_cli(tracker.Host(tracker.get_plugin_manager(), tracker.Config())),
+                             ["--store", "https://lab.example:8443", "ui"])
+    assert res.exit_code == 2
+    assert res.stderr.strip().splitlines() == [
+        "tracker: https://lab.example:8443 is a tracker server, which serves its own dashboard: open "
+        "https://lab.example:8443/ in a browser (the dashboard here serves a store folder or the team database)"]
+
+
+def test_the_curl_reading_example_of_the_docs_runs_as_written(served, tmp_path) -> None:
+    import shutil
+
+    if shutil.which("curl") is None:
+        pytest.skip("curl is not installed")
+    store, server, ids, key = served
+    text = (Path(__file__).resolve().parents[2] / "docs" / "http-api.md").read_text(encoding="utf-8")
+    section = text[text.index("### Reading (`read`)"):text.index("### Logging with JSON")]
+    block = re.search(r"^```sh\n(.*?)^```", section, flags=re.S | re.M).group(1)
+    res = subprocess.run(["bash", "-euo", "pipefail", "-c", block], capture_output=True, text=True, timeout=60,
+                         env=server.env(key), cwd=tmp_path)
+    assert res.returncode == 0, res.stderr
+    doc = orjson.loads(res.stdout)
+    assert [r["info"]["name"] for r in doc["runs"]] == [i.name for i in tracker.open_store(store).runs(limit=10)]
+    assert doc["total"] == len(tracker.open_store(store).runs())

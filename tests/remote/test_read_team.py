@@ -72,8 +72,10 @@ def test_the_same_answers_as_the_team_store(stores) -> None:
     db, remote, ids = stores
     assert same(remote.runs(), db.runs())
     assert [i.name for i in remote.runs()] == ["gamma", "beta", "alpha"]
-    page, cursor = remote.runs_page(limit=2)
-    assert [e.info.id for e in page] == [ids["gamma"], ids["beta"]] and cursor is not None
+    page = remote.runs(limit=2)
+    assert [i.id for i in page] == [ids["gamma"], ids["beta"]] and page.next is not None and page.total == 3
+    assert same(list(remote.runs(limit=2, cursor=page.next)), list(db.runs(limit=2, cursor=page.next)))
+    assert same(list(remote.runs(sort="-metric.loss.last")), list(db.runs(sort="-metric.loss.last")))
     assert {e.info.id: e.metrics for e in remote.catalog()} == {e.info.id: e.metrics for e in db.catalog()}
     for name in ("alpha", "beta", "gamma"):
         r, t = remote.run(name), db.run(name)

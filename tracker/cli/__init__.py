@@ -32,6 +32,10 @@ if TYPE_CHECKING:
     from tracker.read.protocol import StoreReader
 
 
+#: Commands that change a store or read its files: over ``--store https://...`` they say so in one line.
+FOLDER_COMMANDS = frozenset({"rm", "restore", "du", "verify", "index", "tag", "rename", "note"})
+
+
 class CliContext:
     """The click context object of every ``tracker`` command (``@click.pass_obj``).
 
@@ -109,6 +113,15 @@ class CliContext:
             if isinstance(raw, str) and raw.lower().startswith(("http://", "https://")):
                 # A tracker server: the same reading API over its HTTP API, with a read key.
                 from tracker.remote.reading import open_remote_store
+
+                ctx = click.get_current_context(silent=True)
+                name = ctx.info_name if ctx is not None else None
+                if name in FOLDER_COMMANDS:
+                    from tracker.remote.session import shown
+
+                    raise TrackerError(f"`tracker {name}` works on the store's own files, which a server does not "
+                                       f"lend over HTTP ({shown(raw)}): run it where the store is, with "
+                                       f"`tracker --store FOLDER {name} ...`")
 
                 self._store = open_remote_store(raw, host=self._host if self._host is not None
                                                 else (lambda: self.host), config=self.config)

@@ -140,6 +140,12 @@ def serve(obj: CliContext, host: str, port: int, no_open: bool, auth: str | None
     from tracker.ui.app import create_app
     from tracker.ui.auth import TokenAuth, UsersAuth, make_auth
 
+    given = obj.given_store
+    if isinstance(given, str) and given.lower().startswith(("http://", "https://")):
+        from tracker.remote.session import shown
+
+        fail(f"{shown(given)} is a tracker server, which serves its own dashboard: open {shown(given)}/ in a "
+             f"browser (the dashboard here serves a store folder or the team database)", 2)
     gate = make_auth(None if auth is None else "token" if auth == "token" else Path(auth))
     # The team database (postgresql://...) is served like a folder; a folder that does not exist yet is empty.
     store = obj.store if is_database_url(obj.given_store) else Store(obj.store_path, host=lambda: obj.host)

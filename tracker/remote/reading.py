@@ -32,10 +32,7 @@ match; a mismatch is a :class:`StoreError` naming the blob and the server.
 
 from __future__ import annotations
 
-import contextlib
-import hashlib
 import os
-import secrets
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -54,7 +51,6 @@ from tracker.write.artifact_methods import ArtifactMethods
 API = "/api/v1"
 #: Runs asked for per page of the listing.
 PAGE = 1000
-_SHA_HEX = frozenset("0123456789abcdef")
 
 
 def _quote(text: str) -> str:
@@ -108,41 +104,58 @@ class RemoteStore(LazyHost, ArtifactMethods):
 
     # --- runs -------------------------------------------------------------------------------------
 
-    def runs_page(self, project: str | None = None, status: str | None = None, tag: str | None = None, *,
-                  group: str | None = None, limit: int = PAGE, cursor: str | None = None,
-                  figures: bool = False) -> tuple[list[CatalogEntry], str | None]:
-        """One page of the listing, newest first: the entries and the cursor of the next page (``None``: last)."""
-        doc = self._json("/runs", {"project": project, "status": status, "tag": tag, "group": group,
-                                   "limit": limit, "cursor": cursor, "figures": 1 if figures else None})
-        out = []
+    def runs_page(self, project: str | None = None, status: str | None = None, tag: str | list[str] | None = None, *,
+                  q: str | None = None, group: str | None = None, job_type: str | None = None,
+                  sort: str | None = None, limit: int = PAGE, cursor: str | None = None, offset: int | None = None,
+                  figures: bool = False) -> Any:
+        """One page of the listing as the server's store pages it: a :class:`~tracker.read.listing.RunPage` of
+        infos (with ``total``, ``next`` and ``entries``, the runs' catalog entries)."""
+        from tracker.read.listing import RunPage
+
+        tags = [tag] if isinstance(tag, str) else list(tag or [])
+        doc = self._json("/runs", {"project": project, "status": status, "tag": tags or None, "q": q, "group": group,
+                                   "job_type": job_type, "sort": sort, "limit": limit, "cursor": cursor,
+                                   "offset": offset, "figures": 1 if figures else None})
+        entries = []
         for row in doc.get("runs") or ():
             info = decode_info(row.get("info"), row.get("nonfinite"))
             metrics = decode_figures(row["metrics"]) if "metrics" in row else None
-            out.append(RemoteEntry(info, metrics, dict(row.get("schemas") or {})))
+            entries.append(RemoteEntry(info, metrics, dict(row.get("schemas") or {})))
         nxt = doc.get("next")
-        return out, nxt if isinstance(nxt, str) and nxt else None
+        total = doc.get("total")
+        return RunPage([e.info for e in entries], total if isinstance(total, int) else len(entries),
+                       nxt if isinstance(nxt, str) and nxt else None, entries)
 
-    def catalog(self, project: str | None = None, status: str | None = None,
-                tag: str | None = None, *, group: str | None = None) -> list[CatalogEntry]:
-        """Every run's entry (info, per-metric figures, records per schema), newest first, every page read."""
+    def _pages(self, figures: bool, **filters: Any) -> Any:
+        from tracker.read.listing import RunPage
+
         entries: list[CatalogEntry] = []
         cursor = None
         while True:
-            page, cursor = self.runs_page(project, status, tag, group=group, cursor=cursor, figures=True)
-            entries.extend(page)
+            page = self.runs_page(**filters, cursor=cursor, figures=figures)
+            entries.extend(page.entries)
+            cursor = page.next
             if cursor is None:
-                return entries
+                return RunPage([e.info for e in entries], len(entries), None, entries)
 
-    def runs(self, project: str | None = None, status: str | None = None,
-             tag: str | None = None) -> list[RunInfo]:
-        """Every run's info, newest first, optionally filtered (paged underneath)."""
-        infos: list[RunInfo] = []
-        cursor = None
-        while True:
-            page, cursor = self.runs_page(project, status, tag, cursor=cursor)
-            infos.extend(e.info for e in page)
-            if cursor is None:
-                return infos
+    def catalog(self, project: str | None = None, status: str | None = None,
+                tag: str | None = None) -> list[CatalogEntry]:
+        """Every run's entry (info, per-metric figures, records per schema), newest first, every page read."""
+        return list(self._pages(True, project=project, status=status, tag=tag).entries)
+
+    def runs(self, project: str | None = None, status: str | None = None, tag: str | list[str] | None = None, *,
+             q: str | None = None, group: str | None = None, job_type: str | None = None, sort: str | None = None,
+             limit: int | None = None, cursor: str | None = None, offset: int | None = None) -> list[RunInfo]:
+        """Runs' infos, newest first (or in ``sort``'s order), filtered; a page of them with ``limit``
+        (as :meth:`tracker.Store.runs`: a :class:`~tracker.read.listing.RunPage` with ``total`` and ``next``).
+
+        Without ``limit``, every page is read.
+        """
+        filters = {"project": project, "status": status, "tag": tag, "q": q, "group": group, "job_type": job_type,
+                   "sort": sort}
+        if limit is not None or cursor is not None or offset is not None:
+            return self.runs_page(**filters, limit=PAGE if limit is None else limit, cursor=cursor, offset=offset)
+        return self._pages(False, **filters)
 
     def run_ids(self) -> list[str]:
         """Every run id on the server."""
@@ -237,9 +250,12 @@ class RemoteStore(LazyHost, ArtifactMethods):
                            "alias` on the server's store")
 
     @property
-    def blobs(self) -> RemoteBlobs:
-        """The server's blobs, fetched into the local cache, size and SHA-256 checked."""
+    def blobs(self) -> Any:
+        """The server's blobs (:class:`tracker.remote.blobs.RemoteBlobs`), fetched into the local cache, size and
+        SHA-256 checked."""
         if getattr(self, "_blobs", None) is None:
+            from tracker.remote.blobs import RemoteBlobs
+
             self._blobs = RemoteBlobs(self)
         return self._blobs
 
@@ -406,126 +422,6 @@ class RemoteRunView(RecordsRunMixin):
         return copy_artifact(self, name, dest)
 
 
-class RemoteBlobs:
-    """The server's blobs by SHA-256 (the reading protocol's ``BlobReader``), fetched into a local cache.
-
-    :param store: the store whose session asks.
-    :param cache: where fetched blobs are kept (default: the team blobs' cache, ``TRACKER_BLOB_CACHE``).
-    """
-
-    def __init__(self, store: RemoteStore, cache: Path | None = None) -> None:
-        from tracker.team.blobs import cache_folder
-
-        self.store = store
-        self.cache = cache_folder() if cache is None else Path(cache)
-
-    def __repr__(self) -> str:
-        return f"RemoteBlobs({self.store.path!r})"
-
-    @staticmethod
-    def _check(sha: str) -> str:
-        if not isinstance(sha, str) or len(sha) != 64 or not set(sha) <= _SHA_HEX:
-            raise StoreError(f"blob {str(sha)[:80]!r}: expected a SHA-256 as 64 lowercase hex digits")
-        return sha
-
-    def where(self, sha: str) -> str:
-        """The blob's address on the server, as messages show it."""
-        return f"{self.store.path}{API}/blobs/sha256/{sha}"
-
-    def path(self, sha: str) -> Path:
-        """Where the blob of ``sha`` is kept once fetched."""
-        return self.cache / "sha256" / sha[:2] / sha[2:]
-
-    def exists(self, sha256: str) -> bool:
-        """Whether the server holds the blob (one HEAD)."""
-        resp = self.store.session.request("HEAD", f"{API}/blobs/sha256/{self._check(sha256)}", ok=(404,))
-        return resp.status < 300
-
-    def fetch(self, sha: str, size: int | None = None) -> Path:
-        """A local file holding the blob: from the cache, else streamed from the server and checked.
-
-        Written under a temporary name while its size and SHA-256 are computed, and renamed into the
-        cache only when both match.
-
-        :raises StoreError: naming the blob when the server has none, or sent bytes that do not match.
-        """
-        from tracker.remote.session import RemoteError
-
-        final = self.path(self._check(sha))
-        try:
-            if size is None or final.stat().st_size == size:
-                os.utime(final)
-                return final
-            os.unlink(final)
-        except FileNotFoundError:
-            pass
-        except OSError as exc:
-            raise StoreError(f"cannot use the blob cache {final}: {exc.strerror}") from None
-        tmp_dir = self.cache / "tmp"
-        try:
-            tmp_dir.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise StoreError(f"cannot write the blob cache {tmp_dir}: {exc.strerror}") from None
-        tmp = tmp_dir / f"{secrets.token_hex(8)}.part"
-        h = hashlib.sha256()
-        n = 0
-        try:
-            try:
-                with self.store.session.stream("GET", f"{API}/blobs/sha256/{sha}", ok=(404,)) as resp:
-                    if resp.status == 404:
-                        raise StoreError(f"blob {sha} is missing from {self.store.path}")
-                    with open(tmp, "wb") as f:
-                        while True:
-                            block = resp.read(1 << 20)
-                            if not block:
-                                break
-                            h.update(block)
-                            f.write(block)
-                            n += len(block)
-            except RemoteError as exc:
-                raise StoreError(f"blob {sha}: {exc}") from None
-            except OSError as exc:
-                raise StoreError(f"blob {sha}: reading {self.where(sha)} was cut off after {n} bytes ({exc})") \
-                    from None
-            digest = h.hexdigest()
-            if digest != sha or (size is not None and n != size):
-                want = f"{size} bytes hashing to its name" if size is not None else "bytes hashing to its name"
-                raise StoreError(f"blob {sha} from {self.where(sha)} is damaged: its {n} bytes hash to {digest} "
-                                 f"(expected {want}); not kept")
-            final.parent.mkdir(parents=True, exist_ok=True)
-            os.chmod(tmp, 0o444)
-            os.replace(tmp, final)
-        finally:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
-        return final
-
-    def open(self, sha256: str) -> IO[bytes]:
-        """A binary file over the blob's bytes, fetched into the cache and hashed again as they are read.
-
-        :raises StoreError: the blob is missing or damaged (naming it).
-        """
-        from tracker.capture.blobs import CheckedReader
-
-        path = self.fetch(sha256)
-        try:
-            f = open(path, "rb")  # noqa: SIM115 - handed to the caller inside the reader
-        except OSError as exc:
-            raise StoreError(f"cannot read the cached blob {path}: {exc.strerror}") from None
-        return CheckedReader(f, sha256, f"blob {self.where(sha256)} (cached at {path})")
-
-    def read_manifest(self, sha: str) -> Any:
-        """The folder manifest stored in blob ``sha`` (its bytes checked).
-
-        :raises StoreError: the blob is missing, damaged or not a manifest.
-        """
-        from tracker.capture.blobs import Manifest
-
-        with self.open(sha) as f:
-            data = f.read()
-        return Manifest.decode(data, sha, f"blob {self.where(sha)}")
-
-
 def open_remote_store(url: str, host: Any = None, *, config: Any = None, session: Any = None,
                       api_key: str | None = None) -> RemoteStore:
     """Open the ``tracker server`` at ``url`` for reading (the reading API of :func:`tracker.open_store`).
@@ -536,4 +432,4 @@ def open_remote_store(url: str, host: Any = None, *, config: Any = None, session
     return RemoteStore(url, host=host, session=session, config=config, api_key=api_key)
 
 
-__all__ = ["RemoteBlobs", "RemoteEntry", "RemoteRunView", "RemoteStore", "open_remote_store"]
+__all__ = ["RemoteEntry", "RemoteRunView", "RemoteStore", "open_remote_store"]

@@ -23,7 +23,6 @@ a cut connection is never taken for the end of a run.
 
 from __future__ import annotations
 
-import base64
 from typing import Any
 
 import orjson
@@ -100,26 +99,4 @@ def parse_record(doc: dict[str, Any]) -> Record:
     return Record(doc.get("step"), doc.get("time"), doc.get("schema"), data, doc.get("w") or "", doc.get("seq") or 0)
 
 
-def encode_cursor(created_at: float | None, run_id: str) -> str:
-    """The opaque cursor of a listing's next page: the last row's place in the order."""
-    raw = orjson.dumps([created_at, run_id])
-    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
-
-
-def decode_cursor(text: str) -> tuple[float, str]:
-    """``(created_at, run id)`` of a cursor.
-
-    :raises ValueError: a cursor this server did not give.
-    """
-    try:
-        raw = base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
-        created, run_id = orjson.loads(raw)
-    except Exception:  # noqa: BLE001 - any damage: one message
-        raise ValueError(f"cursor: {text[:40]!r} is not a cursor this server gave") from None
-    if not isinstance(run_id, str) or not (created is None or isinstance(created, (int, float))):
-        raise ValueError(f"cursor: {text[:40]!r} is not a cursor this server gave")
-    return (created or 0.0), run_id
-
-
-__all__ = ["JSONL", "decode_cursor", "decode_figures", "decode_info", "encode_cursor", "encode_info", "entry_json",
-           "parse_record", "record_line"]
+__all__ = ["JSONL", "decode_figures", "decode_info", "encode_info", "entry_json", "parse_record", "record_line"]

@@ -160,14 +160,16 @@ _FORBIDDEN = _error("the key may not read this run's project")
 #: The reading endpoints (``open_store("https://...")``; :mod:`tracker.ui.remote_read`).
 READ_PATHS: dict[str, Any] = {
     "/api/v1/runs": {"get": _op("Runs, newest first, a page at a time", {
-        "200": _json("a page; next is the cursor of the page after (null: the last)", {
-            "type": "object", "properties": {"runs": {"type": "array", "items": _ENTRY},
-                                             "next": {"type": ["string", "null"]}}}),
-        "400": _error("a bad parameter (a cursor this server did not give, a limit out of 1..10000)")},
+        "200": _json("a page; next is the cursor of the page after (null: the last); total the runs the filters keep",
+                     {"type": "object", "properties": {"runs": {"type": "array", "items": _ENTRY},
+                                                       "next": {"type": ["string", "null"]},
+                                                       "total": {"type": "integer"}}}),
+        "400": _error("a bad parameter (a sort, cursor, limit or offset that cannot be used)")},
         parameters=[{"name": n, "in": "query", "required": False, "schema": {"type": "string"}}
-                    for n in ("project", "status", "tag", "group", "cursor")]
+                    for n in ("project", "status", "tag", "q", "group", "job_type", "sort", "cursor")]
         + [{"name": "limit", "in": "query", "required": False,
             "schema": {"type": "integer", "minimum": 1, "maximum": 10000, "default": 1000}},
+           {"name": "offset", "in": "query", "required": False, "schema": {"type": "integer", "minimum": 0}},
            {"name": "figures", "in": "query", "required": False, "schema": {"enum": ["1"]},
             "description": "1: each run's per-metric figures too"}])},
     "/api/v1/run": {"get": _op("One run by id, unique prefix or name", {
@@ -194,6 +196,11 @@ READ_PATHS: dict[str, Any] = {
         parameters=[_RUN_ID, {"name": "segment", "in": "path", "required": True,
                               "schema": {"type": "string", "pattern": r"^[A-Za-z0-9][A-Za-z0-9._-]*\.jsonl$"}},
                     _RANGE])},
+    "/api/v1/runs/{run_id}/segments/edits/{segment}": {"get": _op("An edit segment's bytes (tags, notes, aliases "
+                                                                   "changed after the fact)", {
+        "200": _BYTES, "206": _BYTES, "403": _FORBIDDEN, "404": _error("no such run or edit segment")},
+        parameters=[_RUN_ID, {"name": "segment", "in": "path", "required": True,
+                              "schema": {"type": "string", "pattern": r"^edits-[A-Za-z0-9._-]*\.jsonl$"}}, _RANGE])},
     "/api/v1/blobs/sha256/{sha}": {"get": _op("A blob's bytes, streamed (the client checks their SHA-256)", {
         "200": _BYTES, "206": _BYTES, "400": _error("not a SHA-256"), "404": _error("no such blob")},
         parameters=[_SHA, _RANGE])},

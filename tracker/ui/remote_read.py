@@ -4,9 +4,10 @@ Each answers from the reading protocol of the store the server serves, so a
 folder and the team database (PostgreSQL and its bucket) answer alike
 (:mod:`tracker.remote.wire` is their JSON):
 
-- ``GET /api/v1/runs?project=&status=&tag=&group=&limit=&cursor=&figures=1``: runs' entries, newest
-  first, a page at a time (``next`` is the cursor of the page after, ``null`` on the last);
-  ``figures=1`` adds each run's per-metric figures (what ``tracker runs`` shows of metrics).
+- ``GET /api/v1/runs?project=&status=&tag=&q=&group=&job_type=&sort=&limit=&cursor=&offset=&figures=1``:
+  one page of runs' entries, as the store's ``runs(..., sort=, limit=, cursor=)`` gives it (newest first
+  by default; ``next`` is the cursor of the page after, ``null`` on the last; ``total`` the runs the
+  filters keep); ``figures=1`` adds each run's per-metric figures (what ``tracker runs`` shows of metrics).
 - ``GET /api/v1/runs/{run_id}`` (an id or a unique prefix) and ``GET /api/v1/run?ref=`` (also a name):
   one run's entry, its schemas in order and its per-metric figures.
 - ``GET /api/v1/runs/{run_id}/records?schema=&after=``: every record (of one schema) in log order, JSON
@@ -14,8 +15,9 @@ folder and the team database (PostgreSQL and its bucket) answer alike
   writer logged after that sequence number (``tracker tail -f``, ``logs -f``).
 - ``GET /api/v1/runs/{run_id}/metrics``: the run's ``metrics`` records as columns (a JSON line naming them,
   then their values as little-endian bytes): what ``metrics()``, charts and summaries read.
-- ``GET /api/v1/runs/{run_id}/segments/{segment}``: a segment's raw bytes (``Range`` honoured), over a
-  folder store (the team database keeps records, not files: 404 saying so, read ``records``).
+- ``GET /api/v1/runs/{run_id}/segments/{segment}`` (and ``.../segments/edits/{segment}``, an edit
+  segment): a segment's raw bytes (``Range`` honoured), over a folder store (the team database keeps
+  records, not files: 404 saying so, read ``records``).
 - ``GET /api/v1/blobs/sha256/{hex}``: a blob's bytes, streamed (``Range`` honoured); the client hashes them.
 - ``GET /api/v1/registry``: the artifact registry (versions, aliases, producers and consumers) as derived data.
 
@@ -38,8 +40,8 @@ from starlette.requests import Request
 from starlette.responses import FileResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from tracker.core.errors import TrackerError
-from tracker.remote.wire import JSONL, decode_cursor, encode_cursor, entry_json, record_line
+from tracker.core.errors import StoreUnavailable, TrackerError
+from tracker.remote.wire import JSONL, entry_json, record_line
 from tracker.ui.params import BadRequest, error, int_param, json_response, status_param
 
 #: Runs per page: the default and the most one page holds.
@@ -77,41 +79,48 @@ def _check_project(info: Any, view: Any) -> Any:
 
 
 def runs(api: Any, request: Request) -> Response:
-    """``GET /api/v1/runs``: one page of runs' entries, newest first."""
+    """``GET /api/v1/runs``: one page of runs' entries, as the store's ``runs(..., sort=, limit=, cursor=)`` gives."""
+    from tracker.read.listing import ListingError, RunFilter, RunPage, page_entries, parse_sort
+
     key = _key(request)
     q = request.query_params
     limit = int_param(request, "limit", PAGE, 1, MAX_PAGE)
-    status = status_param(request)
-    project, tag, group = q.get("project") or None, q.get("tag") or None, q.get("group") or None
-    after = None
-    if q.get("cursor"):
-        try:
-            after = decode_cursor(q["cursor"])
-        except ValueError as exc:
-            raise BadRequest(str(exc)) from None
-    figures = q.get("figures") == "1"
+    offset = q.get("offset")
+    try:
+        off = int(offset) if offset not in (None, "") else None
+    except ValueError:
+        raise BadRequest(f"offset: expected a whole number, given {offset[:40]!r}") from None
+    filters = {"project": q.get("project") or None, "status": status_param(request),
+               "tag": [t for t in q.getlist("tag") if t] or None, "q": q.get("q") or None,
+               "group": q.get("group") or None, "job_type": q.get("job_type") or None}
+    sort, cursor = q.get("sort") or None, q.get("cursor") or None
     store = api.store
-    catalog = getattr(store, "catalog", None)
-    entries = catalog(project, status, tag) if catalog is not None else None
-    rows: list[tuple[Any, Any]] = [(e.info, e) for e in entries] if entries is not None else \
-        [(i, None) for i in store.runs(project=project, status=status, tag=tag)]
-    if group is not None:
-        rows = [r for r in rows if r[0].group == group]
-    if key is not None and key.projects:
-        rows = [r for r in rows if r[0].project in key.projects]
-    if after is not None:
-        rows = [r for r in rows if ((r[0].created_at or 0.0), r[0].id) < after]
-    page, more = rows[:limit], len(rows) > limit
-    out = []
-    for info, entry in page:
-        schemas = dict(entry.schemas) if entry is not None else None
-        metrics = None
-        if figures:
-            metrics = entry.metrics if entry is not None else store.run(info.id).metric_stats()
-        out.append(entry_json(info, schemas, metrics))
-    last = page[-1][0] if page else None
-    nxt = encode_cursor(last.created_at, last.id) if more and last is not None else None
-    return json_response({"runs": out, "next": nxt})
+    try:
+        if key is not None and key.projects:
+            # A key limited to projects: the page is made of their runs only (the store's own order and cursors).
+            flt = RunFilter.of(**filters)
+            one = flt.tags[0] if len(flt.tags) == 1 else None
+            kept = [e for e in store.catalog(flt.project, flt.status, one)
+                    if flt.keeps(e.info) and e.info.project in key.projects]
+            rows, total, nxt = page_entries(kept, parse_sort(sort), limit, cursor, off)
+            page = RunPage([e.info for e in rows], total, nxt, rows)
+        else:
+            page = store.runs(**filters, sort=sort, limit=limit, cursor=cursor, offset=off)
+    except ListingError as exc:
+        raise BadRequest(str(exc)) from None
+    entries = getattr(page, "entries", None)
+    figures: dict[str, Any] | None = None
+    if q.get("figures") == "1":
+        if entries is not None:
+            figures = {e.info.id: e.metrics for e in entries}
+        elif hasattr(store, "figures"):  # the team database: every figure of the page in one query
+            figures = store.figures([i.id for i in page])
+        else:
+            figures = {i.id: store.run(i.id).metric_stats() for i in page}
+    schemas = {e.info.id: dict(e.schemas) for e in entries} if entries is not None else {}
+    out = [entry_json(info, schemas.get(info.id, {}), None if figures is None else figures.get(info.id, {}))
+           for info in page]
+    return json_response({"runs": out, "next": getattr(page, "next", None), "total": getattr(page, "total", len(out))})
 
 
 def _ref(api: Any, ref: str) -> Any:
@@ -207,7 +216,13 @@ def segment(api: Any, request: Request) -> Response:
         return error(404, "this server's store is a database: it keeps records, not segment files "
                           f"(read GET /api/v1/runs/{view.id}/records)")
     # Served only under a name the run's folder lists: the name never becomes a path on its own.
-    for p in segment_paths(run_dir):
+    if request.url.path.endswith(f"/segments/edits/{name}"):  # an edit segment (tags, notes, aliases later)
+        from tracker.read.edits import edit_paths
+
+        listed = edit_paths(run_dir)
+    else:
+        listed = segment_paths(run_dir)
+    for p in listed:
         if p.name == name:
             return FileResponse(p, media_type="application/octet-stream",
                                 headers={"cache-control": "no-store"})
@@ -258,6 +273,10 @@ def read_routes(endpoint: Any, api: Any) -> list[Route]:
                 return fn(api, request)
             except Forbidden as exc:
                 return error(403, str(exc))
+            except StoreUnavailable as exc:  # the database is away: a client tries again after Retry-After
+                response = error(503, str(exc))
+                response.headers["retry-after"] = "5"
+                return response
 
         return endpoint(guarded)
 
@@ -268,6 +287,7 @@ def read_routes(endpoint: Any, api: Any) -> list[Route]:
         Route("/api/v1/runs/{run_id}/records", bind(records), methods=["GET"]),
         Route("/api/v1/runs/{run_id}/metrics", bind(metrics), methods=["GET"]),
         Route("/api/v1/runs/{run_id}/segments/{segment}", bind(segment), methods=["GET"]),
+        Route("/api/v1/runs/{run_id}/segments/edits/{segment}", bind(segment), methods=["GET"]),
         Route("/api/v1/blobs/sha256/{sha}", bind(blob), methods=["GET"]),
         Route("/api/v1/registry", bind(registry), methods=["GET"]),
     ]

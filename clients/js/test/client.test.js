@@ -45,17 +45,33 @@ function reset() {
 test("batches by count, in order, and finish() flushes the rest", async () => {
   reset();
   const run = await init({ url: base, apiKey: KEY, project: "p", name: "n", config: { lr: 0.1 }, batchSize: 3, flushInterval: 0 });
-  assert.equal(run.id, "run1");
+  assert.equal(run.id, "run1"); // the server's answer names the run
   for (let i = 0; i < 7; i++) run.log({ loss: i }, { step: i });
   await run.finish({ status: "finished" });
   const logs = requests.filter((r) => r.url.endsWith("/log"));
   assert.deepEqual(logs.map((r) => r.body.batch.length), [3, 3, 1]);
   assert.deepEqual(logs.flatMap((r) => r.body.batch.map((b) => b.step)), [0, 1, 2, 3, 4, 5, 6]);
-  assert.deepEqual(requests[0].body, { project: "p", name: "n", config: { lr: 0.1 }, tags: [] });
+  const { id, ...rest } = requests[0].body;
+  assert.match(id, /^[0-9a-f]{12}$/);
+  assert.deepEqual(rest, { project: "p", name: "n", config: { lr: 0.1 }, tags: [] });
   assert.equal(requests.at(-1).url, "/api/v1/runs/run1/finish");
   assert.deepEqual(requests.at(-1).body, { status: "finished" });
   assert.ok(requests.every((r) => r.auth === `Bearer ${KEY}`));
   assert.equal(run.logged, 7);
+});
+
+test("a start whose answer was lost finds its own run when sent again (409), not a second one", async () => {
+  reset();
+  answers = ["drop", [409, {}, { error: "run exists" }]];
+  const run = await init({ url: base, apiKey: KEY, project: "p", flushInterval: 0 });
+  const starts = requests.filter((r) => r.url === "/api/v1/runs");
+  assert.equal(starts.length, 2);
+  assert.equal(starts[0].body.id, starts[1].body.id);
+  assert.equal(run.id, starts[0].body.id);
+  // A run id the caller chose that exists already is an error, not a success.
+  reset();
+  answers = [[409, {}, { error: "run mine already exists in this store" }]];
+  await assert.rejects(init({ url: base, apiKey: KEY, id: "mine" }), (err) => err.status === 409);
 });
 
 test("flushes by time", async () => {
