@@ -92,7 +92,7 @@ def test_tls_files_that_do_not_fit_are_one_line(tmp_path: Path, pki: dict[str, P
 
 
 def test_proxy_headers_and_keys_beside_a_token(server_factory: Any) -> None:
-    proxied = server_factory("--proxy-headers", "--auth", "token")
+    proxied = server_factory("--proxy-headers", "--auth", "token", "--allow-host", "Lab.Example.org")
     bad = f"trk_{'c' * 12}_{'d' * 64}"
     good = proxied.make_key("behind a proxy", "read")
     with proxied.client(bad, headers={"X-Forwarded-For": "203.0.113.7", "X-Forwarded-Proto": "https"}) as c:
@@ -110,6 +110,9 @@ def test_proxy_headers_and_keys_beside_a_token(server_factory: Any) -> None:
         assert c.get("/api/v1/whoami").status_code == 401
     with proxied.client(good) as c:
         assert c.get("/api/runs").status_code == 200
+        # The proxy passes on its site's name: that one is let in, any other is refused (DNS rebinding).
+        assert c.get("/api/runs", headers={"Host": "lab.example.org"}).status_code == 200
+        assert c.get("/api/runs", headers={"Host": "evil.example"}).status_code == 403
     text = proxied.text()
     assert "?token=" in text and good not in text and "trk_" not in text
 
@@ -118,3 +121,6 @@ def test_off_loopback_it_needs_auth(tmp_path: Path) -> None:
     out = subprocess.run(tracker_cmd(tmp_path / "store", "server", "--host", "0.0.0.0", "--port", "0"),
                          capture_output=True, text=True, timeout=60)
     assert out.returncode == 2 and "start it with --auth token" in out.stderr and "tracker server --host" in out.stderr
+    out = subprocess.run(tracker_cmd(tmp_path / "store", "server", "--allow-host", "https://lab:443/"),
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 2 and "--allow-host: expected a host name" in out.stderr

@@ -16,7 +16,9 @@ from tracker.core.errors import TrackerError
 class ServerOptions:
     """What ``tracker server`` adds to ``tracker ui``'s serving (:func:`tracker.cli.ui.serve`)."""
 
-    def __init__(self, tls_cert: str | None, tls_key: str | None, proxy_headers: bool, spool: str | None) -> None:
+    def __init__(self, tls_cert: str | None, tls_key: str | None, proxy_headers: bool, spool: str | None,
+                 allow_hosts: tuple[str, ...] = ()) -> None:
+        self.allow_hosts = allow_hosts
         self.tls_cert = tls_cert
         self.tls_key = tls_key
         self.proxy_headers = proxy_headers
@@ -94,6 +96,9 @@ class ServerOptions:
 @click.option("--proxy-headers", is_flag=True,
               help="Behind a proxy (Caddy, nginx): trust its X-Forwarded-For/-Proto from 127.0.0.1 "
                    "(or FORWARDED_ALLOW_IPS).")
+@click.option("--allow-host", "allow_hosts", multiple=True, metavar="NAME",
+              help="A name clients reach this server by (a proxy's site, the certificate's name): the Host check "
+                   "lets it in. Repeat for more.")
 @click.option("--spool", type=click.Path(file_okay=False), default=None,
               help="With --store postgresql://: the folder where shipped runs land before they are synced into the "
                    "database (default: under ~/.local/state/tracker/spool/).")
@@ -101,7 +106,8 @@ class ServerOptions:
 @click.pass_context
 @handle_errors
 def server_cmd(ctx: click.Context, host: str, port: int, auth: str | None, tls_cert: str | None,
-               tls_key: str | None, proxy_headers: bool, spool: str | None, watch: bool) -> None:
+               tls_key: str | None, proxy_headers: bool, allow_hosts: tuple[str, ...], spool: str | None,
+               watch: bool) -> None:
     """Serve a lab: the dashboard, and logging and reading over HTTP(S) for holders of an API key.
 
     The dashboard of `tracker ui` (which stays), plus the API under /api/v1/:
@@ -117,11 +123,15 @@ def server_cmd(ctx: click.Context, host: str, port: int, auth: str | None, tls_c
     Examples:
       tracker server
       tracker --store /srv/tracker server --host 0.0.0.0 --auth token --tls-cert cert.pem --tls-key key.pem
-      tracker --store postgresql://tracker@db/lab server --proxy-headers
+      tracker --store postgresql://tracker@db/lab server --proxy-headers --allow-host lab.example.org
     """
     from tracker.cli.ui import _raw_store, _redacted, serve
+    from tracker.ui.hosts import host_name
 
-    options = ServerOptions(tls_cert, tls_key, proxy_headers, spool)
+    for name in allow_hosts:
+        if not host_name(name) or host_name(name) != name.strip().lower().rstrip("."):
+            fail(f"--allow-host: expected a host name or address without scheme, port or path, given {name!r}", 2)
+    options = ServerOptions(tls_cert, tls_key, proxy_headers, spool, tuple(host_name(n) for n in allow_hosts))
     options.check()
     raw = _raw_store(ctx)
     try:

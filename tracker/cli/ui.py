@@ -158,7 +158,8 @@ def serve(obj: CliContext, host: str, port: int, no_open: bool, auth: str | None
         from tracker.ui.hosts import machine_names
 
         names = [*machine_names(ipv6=host == "::"), "127.0.0.1"]
-    app = create_app(store, hosts=(host, *names), auth=gate, remote=remote)
+    allowed = options.allow_hosts if options is not None else ()
+    app = create_app(store, hosts=(host, *names, *allowed), auth=gate, remote=remote)
     tls = options is not None and options.tls_cert is not None
     if not is_loopback(host) and not tls:
         click.echo(f"tracker: warning: listening on {host}: anyone who can reach this machine may try to log in; "
