@@ -331,3 +331,25 @@ def test_a_new_follower_asks_the_server_only_about_runs_that_changed(server: Ser
     assert client.tracker("tag", rid, "--add", "later").returncode == 0
     with pytest.raises(RemoteUnavailable):
         shipper.ship_run(rid)
+
+
+def test_finish_waits_at_most_finish_timeout_then_names_tracker_sync(server: ServerProcess, clients: Any) -> None:
+    from .conftest import free_port
+
+    key = new_key(server, "offline", "write")
+    down = f"http://127.0.0.1:{free_port()}"  # nothing listens there: a laptop offline
+    client = clients(server, key, url=down, finish_timeout=1.5)
+    child = client.python(SHORT, "vision")
+    t0 = time.monotonic()
+    out, err = child.communicate(timeout=60)
+    assert child.returncode == 0, err
+    rid = out.strip()
+    lines = stderr_lines(err)
+    assert len(lines) == 2, err
+    assert "out of reach" in lines[0] and "connection refused" in lines[0]
+    assert f"run {rid}" in lines[1] and "waited 1.5s" in lines[1] and f"`tracker sync {down}` ships the rest" in lines[1]
+    assert time.monotonic() - t0 < 30
+    # Back online (here: the lab's server), `tracker sync URL` ships it all.
+    res = client.tracker("sync", server.url)
+    assert res.returncode == 0, res.stderr
+    assert same_on_server(client.store, server.store, rid)
