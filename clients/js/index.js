@@ -14,6 +14,8 @@
 /** The API's root on the server. */
 export const API = "/api/v1";
 const RETRIED = new Set([429, 502, 503, 504]);
+// Node's codes of a certificate it does not trust (the undici fetch's cause.code).
+const CERT_ERROR = /CERT|SELF_SIGNED|UNABLE_TO_VERIFY|UNABLE_TO_GET_ISSUER|ERR_TLS/;
 const FIRST_BACKOFF_MS = 250;
 const MAX_BACKOFF_MS = 10_000;
 const MAX_RETRY_AFTER_MS = 120_000;
@@ -135,6 +137,10 @@ export class Client {
       } catch (exc) {
         if (exc instanceof TrackerError) throw exc;
         const why = exc?.cause?.code ?? exc?.name ?? "error";
+        if (CERT_ERROR.test(String(why))) { // never retried: the certificate will not change
+          throw new TrackerError(this._scrub(`tracker: ${method} ${this.url}${API}${path}: the server's certificate `
+            + `is not trusted (${why}); give the lab's CA with NODE_EXTRA_CA_CERTS=ca.pem`));
+        }
         lastError = new TrackerError(this._scrub(`tracker: ${method} ${this.url}${API}${path}: ${why}`));
       }
       if (attempt + 1 < this.maxAttempts) await sleep(wait ?? backoffMs(attempt));

@@ -161,6 +161,8 @@ CLI_CASES = [
     ("runs",),
     ("runs", "--format", "json"),
     ("runs", "--project", "vision", "-m", "loss", "--format", "csv"),
+    ("runs", "--limit", "2"),
+    ("runs", "-n", "1", "--project", "vision", "--format", "json"),
     ("show", "{alpha}"),
     ("show", "beta", "--format", "json"),
     ("logs", "{alpha}"),

@@ -304,3 +304,50 @@ def test_resumed_runs_edits_console_and_environment_travel_too(server: ServerPro
     # The environment's package list went as a blob before the lines naming it.
     env = [r for r in theirs.records("environment")]
     assert env and all(tracker.open_store(server.store).blobs.exists(r.data["packages"]) for r in env)
+
+
+def test_a_new_follower_asks_the_server_only_about_runs_that_changed(server: ServerProcess, clients: Any) -> None:
+    from tracker.remote.session import RemoteUnavailable, Session
+    from tracker.remote.shipper import Shipper
+
+    key = new_key(server, "cache", "write")
+    client = clients(server, key)
+    child = client.python(SHORT, "vision")
+    out, err = child.communicate(timeout=60)
+    rid = out.strip()
+    assert child.returncode == 0, err
+    wait(lambda: same_on_server(client.store, server.store, rid), 30, "the run on the server")
+    client.stop_follower()  # it writes what the server has whole
+    cache = client.store / "team" / "shipped.json"
+    doc = json.loads(cache.read_text())
+    assert doc["url"] == server.url and set(doc["runs"][rid]) == set(local_lines(client.store, rid))
+    assert key not in cache.read_text()
+    # The same cache for a server that does not answer: an unchanged run costs no request at all...
+    dead = Session("http://127.0.0.1:9", key=key, attempts=1)
+    cache.write_text(json.dumps({**doc, "url": dead.url}))
+    shipper = Shipper(client.store, dead, cache=cache)
+    assert shipper.ship_run(rid) is False
+    # ...and a run that changed since is asked about.
+    assert client.tracker("tag", rid, "--add", "later").returncode == 0
+    with pytest.raises(RemoteUnavailable):
+        shipper.ship_run(rid)
+
+
+def test_finish_waits_at_most_finish_timeout_then_names_tracker_sync(server: ServerProcess, clients: Any) -> None:
+    key = new_key(server, "offline", "write")
+    down = "http://127.0.0.1:9"  # the discard port, where nothing listens: a laptop offline
+    client = clients(server, key, url=down, finish_timeout=2)
+    child = client.python(SHORT, "vision")
+    out, err = child.communicate(timeout=60)
+    assert child.returncode == 0, err
+    rid = out.strip()
+    lines = stderr_lines(err)
+    # The last line says what finish() did; before it, at most the one warning that the server is out of reach
+    # (a follower slow to start on a loaded machine may not have tried yet).
+    assert f"run {rid}" in lines[-1] and "waited 2s" in lines[-1], err
+    assert f"`tracker sync {down}` ships the rest" in lines[-1]
+    assert len(lines) <= 2 and all("out of reach" in x and "connection refused" in x for x in lines[:-1]), err
+    # Back online (here: the lab's server), `tracker sync URL` ships it all.
+    res = client.tracker("sync", server.url)
+    assert res.returncode == 0, res.stderr
+    assert same_on_server(client.store, server.store, rid)

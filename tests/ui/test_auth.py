@@ -78,7 +78,11 @@ def sweep_urls(app, ids: dict[str, str], sha: str) -> list[tuple[str, str]]:
 
     run_id = ids["files"]
     # The reading endpoints of /api/v1/ (a run, its records, a segment's bytes) take the same run.
-    segment = sorted((Path(app.state.api.store.path) / "runs" / run_id).glob("*.jsonl"))[0].name
+    run_dir = Path(app.state.api.store.path) / "runs" / run_id
+    segment = sorted(run_dir.glob("*.jsonl"))[0].name
+    if not list((run_dir / "edits").glob("edits-*.jsonl")):  # an edit segment, for .../segments/edits/{segment}
+        tracker.open_store(app.state.api.store.path).tag(run_id, add=["swept"])
+    edit = sorted((run_dir / "edits").glob("edits-*.jsonl"))[0].name
     fill = {"id": run_id, "sha": sha, "path": f"runs/{run_id}", "run_id": run_id, "segment": segment}
     queries = {"/api/compare": f"?runs={ids['alpha']},{ids['beta']}", "/api/runs/{id}/metrics": "?names=loss",
                "/api/aggregate": f"?metrics=loss&runs={ids['alpha']},{ids['beta']}",
@@ -89,6 +93,7 @@ def sweep_urls(app, ids: dict[str, str], sha: str) -> list[tuple[str, str]]:
         # A route of sweeps takes a sweep's id where the others take a run's; the media route a media file's hash.
         fill["id"] = ids["sweep"] if "sweeps" in getattr(route, "path", "") else run_id
         fill["sha"] = ids["media"] if "/media/" in getattr(route, "path", "") else sha
+        fill["segment"] = edit if "/segments/edits/" in getattr(route, "path", "") else segment
         if isinstance(route, Mount):
             assert route.path == "/static", f"a new mount {route.path}: teach this sweep its files"
             folder = Path(route.app.directory)

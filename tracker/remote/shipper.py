@@ -112,7 +112,7 @@ class Shipper:
 
     def __init__(self, root: str | os.PathLike[str], session: Session, *, batch: int = BATCH,
                  heartbeat_timeout: float = 120.0, log: Callable[[str], Any] | None = None,
-                 blob_progress: Callable[[int, str], Any] | None = None) -> None:
+                 blob_progress: Callable[[int, str], Any] | None = None, cache: Path | None = None) -> None:
         from tracker.capture.blobs import BlobStore
 
         self.root = Path(root)
@@ -143,6 +143,12 @@ class Shipper:
         #: sha256s the server is known to hold.
         self.known: set[str] = set()
         self.whoami: dict[str, Any] | None = None
+        #: runs that had something new since the follower last asked (it publishes their offsets).
+        self.changed: set[str] = set()
+        self.cache = cache
+        self.cached_at = 0.0
+        if cache is not None:
+            self._load(cache)
 
     # --- the key ---------------------------------------------------------------------------------
 
@@ -168,6 +174,48 @@ class Shipper:
         return who
 
     # --- runs ------------------------------------------------------------------------------------
+
+    # --- what was shipped, kept between followers ------------------------------------------------
+
+    def _load(self, path: Path) -> None:
+        """Take the segments ``path`` says the server had whole (this server's, unchanged since) as shipped:
+        a new follower then asks the server only about runs that changed, not about every run of the store."""
+        import json
+
+        try:
+            doc = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return
+        if not isinstance(doc, dict) or doc.get("url") != self.session.url or not isinstance(doc.get("runs"), dict):
+            return
+        for rid, segs in doc["runs"].items():
+            if not isinstance(segs, dict) or not RUN_ID_RE.match(str(rid)):
+                continue
+            for name, sig in segs.items():
+                ok = isinstance(sig, list) and len(sig) == 2 and all(isinstance(x, int) for x in sig)
+                if ok and ".." not in name:
+                    self.seen[self.root / "runs" / rid / name] = (sig[0], sig[1])
+                    self.server.setdefault(rid, {})[name] = sig[0]
+
+    def save(self, every: float = 5.0) -> None:
+        """Write what the server has whole (at most every ``every`` seconds; 0: now), atomically."""
+        import json
+
+        if self.cache is None or time.monotonic() - self.cached_at < every:
+            return
+        self.cached_at = time.monotonic()
+        runs: dict[str, dict[str, list[int]]] = {}
+        for path, (size, mtime) in self.seen.items():
+            rid = path.relative_to(self.root / "runs").parts[0]
+            name = path.relative_to(self.root / "runs" / rid).as_posix()
+            if self.server.get(rid, {}).get(name) == size and (rid, name) not in self.live:
+                runs.setdefault(rid, {})[name] = [size, mtime]
+        tmp = self.cache.with_name(f".{self.cache.name}.{os.getpid()}")
+        try:
+            tmp.write_text(json.dumps({"url": self.session.url, "runs": runs}), encoding="utf-8")
+            os.replace(tmp, self.cache)
+        except OSError:
+            pass
 
     def run_ids(self) -> list[str]:
         """The store's run ids, sorted."""
@@ -236,6 +284,7 @@ class Shipper:
             self._liveness(rid, name, path)
         if changed:
             self.report.runs += 1
+            self.changed.add(rid)
         return changed
 
     def _liveness(self, rid: str, name: str, path: Path) -> None:

@@ -43,6 +43,7 @@ from typing import Any
 from tracker.core.errors import TrackerError
 from tracker.core.format import RUN_ID_RE
 from tracker.core.urls import redact_url, url_secrets
+from tracker.team.shipping import ConfigOnly, ShippingLoop
 from tracker.write.stream import HOT_DIR, LOCK_FILE, LOG_FILE, STATUS_FILE, team_dir
 
 #: Seconds between looks at the live runs (``TRACKER_FOLLOWER_INTERVAL``).
@@ -58,8 +59,6 @@ BACKOFF_MAX = 5.0
 GIVE_UP = 600.0
 #: Seconds between refreshes of live writers' ``seen_at`` in the database.
 BEAT_EVERY = 5.0
-#: Seconds before a key the server refused is tried again.
-REFUSED_RETRY = 30.0
 #: The log is cut in two (``follower.log.1``) past this size.
 LOG_LIMIT = 1 << 20
 
@@ -72,7 +71,7 @@ def _env_seconds(name: str, default: float) -> float:
     return value if value > 0 else default
 
 
-class Follower:
+class Follower(ShippingLoop):
     """Streams a store's runs into the database at ``url`` while any of them is live.
 
     :param root: the store folder.
@@ -284,140 +283,6 @@ class Follower:
         if syncer is not None:
             syncer.close()
 
-    def _loop_remote(self) -> None:
-        """:meth:`_loop` for a tracker server: each run's new complete lines shipped by offset
-        (:class:`tracker.remote.shipper.Shipper`), with backoff and jitter while the server is out of reach
-        (its ``Retry-After`` honoured), and a key the server refuses said in ``follower.json`` for the runs."""
-        from tracker.core.config import load_config
-        from tracker.read.reader import Store
-        from tracker.remote.session import KeyRefused, RemoteUnavailable, Session, backoff
-        from tracker.remote.shipper import Shipper
-
-        config = load_config()
-        store = Store(self.root, host=ConfigOnly(config))
-        shipper: Shipper | None = None
-        attempt = 0
-        full_at = -1e18
-        idle_since = time.monotonic()
-        refused_at: float | None = None  # since when the server refuses (None: it does not)
-        recheck = False  # refused: wait before asking again
-        while not self.stop.is_set():
-            now = time.monotonic()
-            if not store.runs_dir.is_dir():
-                self.log(f"{store.runs_dir} is gone: nothing left to follow")
-                break
-            if recheck:
-                # Refused: asked again after a while, or at once when a run starts (a new key may be there);
-                # with no run started for `linger` seconds, the follower ends (a run's start begins another).
-                if not self._wait_refused() and time.monotonic() - (refused_at or 0.0) >= self.linger:
-                    break
-                recheck = False
-                continue
-            if shipper is None:
-                try:
-                    # One quick second try inside the session (a keep-alive connection the server closed);
-                    # the longer waits are this loop's, so that follower.json tells them.
-                    session = Session.from_config(self.url, config, attempts=2)
-                    self.secrets = [session.scrub]
-                    shipper = Shipper(self.root, session, heartbeat_timeout=config.heartbeat_timeout, log=self.log)
-                    who = shipper.check_key()
-                except KeyRefused as exc:
-                    shipper = None
-                    self._refused(str(exc))
-                    refused_at, recheck = refused_at or time.monotonic(), True
-                    continue
-                except RemoteUnavailable as exc:  # unreachable or overloaded
-                    shipper = None
-                    wait = getattr(exc, "retry_after", None)
-                    self._down(str(exc), wait if wait is not None else backoff(attempt, BACKOFF_FIRST,
-                                                                               self.backoff_max), what="server")
-                    attempt += 1
-                    if time.monotonic() - (self.down_since or 0.0) >= self.give_up:
-                        self.log(f"giving up after {self.give_up:.0f}s; a live run starts a follower again")
-                        break
-                    continue
-                except TrackerError as exc:  # a URL refused before sending (plain http:// off this machine), a CA
-                    shipper = None            # bundle that cannot be read, an answer that is not the API's
-                    self._refused(str(exc))
-                    refused_at, recheck = refused_at or time.monotonic(), True
-                    continue
-                self.down_since = None
-                attempt = 0
-                refused_at = None
-                self.log(("connected" if self.state["error"] is None else "connected again: catching up")
-                         + f" (key {who.get('id')}, scope {who.get('scope')})")
-                self.state.update(connected=True, error=None, retry_at=None, refused=None)
-                full_at = -1e18
-            try:
-                full = now - full_at >= self.full_every
-                changed = self._pass(store, shipper.ship_run, shipper, full, (KeyRefused, RemoteUnavailable))
-                if full:
-                    full_at = now
-            except KeyRefused as exc:  # revoked or expired meanwhile
-                shipper.session.close()
-                shipper = None
-                self._refused(str(exc))
-                refused_at, recheck = refused_at or time.monotonic(), True
-                continue
-            except RemoteUnavailable as exc:
-                shipper.session.close()
-                shipper = None
-                self._down(str(exc), exc.retry_after if exc.retry_after is not None else
-                           backoff(0, BACKOFF_FIRST, self.backoff_max), what="server")
-                attempt = 1
-                continue
-            self.state.update(pass_at=time.time(), live=sorted(self.hot), events=shipper.report.bytes,
-                              refused_runs=dict(shipper.refused), shipped=self._shipped(shipper))
-            self.write_status(force=changed)
-            if self.hot or changed:
-                idle_since = now
-            elif now - idle_since >= self.linger:
-                if self._may_end():
-                    break
-                idle_since = time.monotonic()
-            self.stop.wait(self.interval)
-        if shipper is not None:
-            shipper.session.close()
-
-    def _shipped(self, shipper: Any) -> dict[str, dict[str, int]]:
-        """What the server has of the runs looked at lately (``finish()`` waits on it), the newest 200."""
-        now = time.time()
-        for rid in self.hot:
-            self.looked[rid] = now
-        for rid in shipper.server:
-            self.looked.setdefault(rid, now)
-        recent = sorted(self.looked, key=self.looked.__getitem__, reverse=True)[:200]
-        self.looked = {rid: self.looked[rid] for rid in recent}
-        return {rid: dict(shipper.server[rid]) for rid in recent if rid in shipper.server}
-
-    def _refused(self, message: str) -> None:
-        """The server refused the key (or the URL was refused before sending): said once in the log and in
-        ``follower.json``, where the logging processes read it; asked again later (a new ``tracker login``
-        may have fixed it)."""
-        message = self._clean(message)
-        if self.state.get("refused") != message:
-            self.log(f"refused: {message}")
-        self.state.update(connected=False, refused=message, error=None, retry_at=time.time() + REFUSED_RETRY)
-        self.write_status(force=True)
-
-    def _wait_refused(self) -> bool:
-        """Wait up to ``REFUSED_RETRY`` seconds; ``True`` as soon as a run starts (its marker, taken here)."""
-        hot_dir = self.dir / HOT_DIR
-        deadline = time.monotonic() + REFUSED_RETRY
-        while not self.stop.wait(min(0.5, self.interval * 2)):
-            try:
-                names = os.listdir(hot_dir)
-            except OSError:
-                names = []
-            for name in names:
-                with contextlib.suppress(OSError):
-                    os.unlink(hot_dir / name)
-            if names:
-                return True
-            if time.monotonic() >= deadline:
-                return False
-        return False
-
     def _down(self, message: str, backoff: float, spent: float = 0.0, what: str = "database") -> float:
         """The database is out of reach: say so, wait ``backoff`` seconds (less the ``spent`` seconds the failed
         attempt took); returns the next backoff."""
@@ -513,13 +378,6 @@ class Follower:
         self.state.pop("stopped_at", None)
         self.write_status(force=True)
         return False
-
-
-class ConfigOnly:
-    """The host a follower reads with: the configuration, and no plugin (it never decodes a record)."""
-
-    def __init__(self, config: Any) -> None:
-        self.config = config
 
 
 def syncer_fail(url: str, exc: BaseException) -> TrackerError:

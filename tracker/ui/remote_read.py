@@ -42,6 +42,7 @@ from starlette.routing import Route
 
 from tracker.core.errors import StoreUnavailable, TrackerError
 from tracker.remote.wire import JSONL, entry_json, record_line
+from tracker.ui.keyauth import SCOPE_KEY  # where the key middleware puts the checked key's info
 from tracker.ui.params import BadRequest, error, int_param, json_response, status_param
 
 #: Runs per page: the default and the most one page holds.
@@ -53,10 +54,6 @@ _CHUNK = 2000
 
 class Forbidden(TrackerError):
     """The request's key may not read this (HTTP 403)."""
-
-
-#: The scope entry where the server's key middleware puts the checked key's info.
-SCOPE_KEY = "tracker.key"
 
 
 def _key(request: Request) -> Any:
