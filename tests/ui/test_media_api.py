@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+import tracker
+
 from .media_support import AUDIO_RATE, AUDIO_SECONDS, VIDEO_FRAMES, media_store
 
 
@@ -155,3 +157,19 @@ def test_the_index_follows_a_run_that_grows(tmp_path: Path) -> None:
             run.log({"page": tracker.Html("<p>x</p>")}, step=8)
             doc = c.get(f"/api/runs/{run.id}/media").json()
             assert doc["steps"] == [0, 7, 8] and [n["name"] for n in doc["names"]] == ["voice", "page"]
+
+
+def test_media_in_table_cells_are_served_as_media(client, media) -> None:
+    store, ids = media
+    view = tracker.open_store(store).run(ids["a"])
+    [table] = [r.data for r in view.records("table")]
+    clip, page, note = table["data"][0]
+    assert (clip["_type"], page["_type"], note) == ("audio-file", "html-file", "a note")
+    r = client.get(f"/api/runs/{ids['a']}/media/{clip['sha256']}")
+    assert r.status_code == 200 and r.headers["content-type"] == "audio/wav"
+    assert hashlib.sha256(r.content).hexdigest() == clip["sha256"]
+    r = client.get(f"/api/runs/{ids['a']}/media/{page['sha256']}")
+    assert r.status_code == 200 and r.headers["content-security-policy"].startswith("sandbox allow-scripts;")
+    # A cell of another run's table is not this run's.
+    other = [r.data for r in tracker.open_store(store).run(ids["b"]).records("table")][0]["data"][0][0]["sha256"]
+    assert client.get(f"/api/runs/{ids['a']}/media/{other}").status_code == 404

@@ -122,6 +122,7 @@ def test_run_page_players_3d_and_a_sandboxed_page(driver, server, media) -> None
     # Orbit by dragging: the view changes.
     from selenium.webdriver.common.action_chains import ActionChains
 
+    driver.execute_script("arguments[0].scrollIntoView({block: 'center'})", canvas)
     before = driver.execute_script("return arguments[0].toDataURL()", canvas)
     ActionChains(driver).move_to_element(canvas).click_and_hold().move_by_offset(80, 20).release().perform()
     wait(driver, lambda d: d.execute_script("return arguments[0].toDataURL()", canvas) != before, what="orbit")
@@ -138,6 +139,17 @@ def test_run_page_players_3d_and_a_sandboxed_page(driver, server, media) -> None
     assert "cookie: SecurityError" in out and "storage: SecurityError" in out
     assert driver.execute_script("return document.body.dataset.pwned") is None
     assert driver.title != "pwned"
+    # A logged table's media cells: a player of the cell's clip (loading nothing until played), the page as
+    # a link that opens it sandboxed.
+    table = driver.find_element(By.CSS_SELECTOR, "[data-table=clips]")
+    driver.execute_script("arguments[0].scrollIntoView({block: 'center'})", table)
+    cell_audio = table.find_element(By.CSS_SELECTOR, "audio.cell-audio")
+    assert "/media/" in cell_audio.get_attribute("src") and cell_audio.get_attribute("preload") == "none"
+    driver.execute_script("arguments[0].play().catch(() => {})", cell_audio)
+    assert wait(driver, lambda d: d.execute_script("return arguments[0].duration", cell_audio), what="cell clip") == \
+        pytest.approx(AUDIO_SECONDS, abs=0.05)
+    link = table.find_element(By.LINK_TEXT, "page ↗")
+    assert "/media/" in link.get_attribute("href") and link.get_attribute("target") == "_blank"
     assert not severe(driver)
 
 
@@ -151,7 +163,8 @@ def test_the_slider_moves_every_name_to_its_nearest_step(driver, server, media) 
     wait(driver, lambda d: all(c["step"] == "4" for n, c in cells(d).items() if n != "page"), what="step 4")
     # Arrow keys on the slider (what a user does), then its buttons.
     rng = driver.find_element(By.CSS_SELECTOR, ".media-range")
-    driver.execute_script("arguments[0].scrollIntoView({block: 'center'})", rng)
+    voice = driver.find_element(By.CSS_SELECTOR, ".media-row[data-name=voice]")
+    driver.execute_script("arguments[0].scrollIntoView({block: 'center'})", voice)  # the slider sticks above it
     driver.execute_script("arguments[0].value = 1; arguments[0].dispatchEvent(new Event('input'))", rng)
     wait(driver, lambda d: cells(d)["voice"]["step"] == "1", what="step 1 on screen")
     show_all(driver)  # the rows below follow as they come into view
@@ -162,7 +175,7 @@ def test_the_slider_moves_every_name_to_its_nearest_step(driver, server, media) 
     assert (got["page"]["step"], got["page"]["exact"], got["lidar"]["step"]) == ("1", "1", "4")
     assert driver.find_element(By.CSS_SELECTOR, ".media-step").text.replace("\u2009", "") == "1 / 4"
     assert "mstep=1" in driver.current_url  # a copied URL opens the same step
-    driver.execute_script("arguments[0].scrollIntoView({block: 'center'})", rng)
+    driver.execute_script("arguments[0].scrollIntoView({block: 'center'})", voice)
     driver.find_element(By.CSS_SELECTOR, ".media-next").click()
     wait(driver, lambda d: cells(d)["rollout"]["step"] == "2" and cells(d)["voice"]["step"] == "2", what="step 2")
     # The audio player now holds step 2's clip: its caption says so.

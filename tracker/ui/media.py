@@ -107,7 +107,8 @@ class Entry:
 
 
 class Media:
-    """A run's media records by name (``entries``) and each blob's record (``blobs``: sha256 -> kind, format, name)."""
+    """A run's media records by name (``entries``) and each blob's record (``blobs``: sha256 -> kind, format, name),
+    the media in its tables' cells among the blobs."""
 
     def __init__(self, view: Any) -> None:
         self.entries: dict[str, Entry] = {}
@@ -133,6 +134,16 @@ class Media:
                                                 "size": d.get("size")})
         for entry in self.entries.values():
             entry.steps = sorted(entry.by_step)
+        if "table" in present:  # media inside logged tables' cells (W&B's audio-file, video-file, ...)
+            from tracker.capture.cells import MEDIA_FILES, table_blobs
+
+            kinds = {t: k for k, t in MEDIA_FILES.items()}
+            for table, row, column, cell in table_blobs(view):
+                kind = kinds.get(cell.get("_type"))
+                if kind is not None:
+                    self.blobs.setdefault(cell["sha256"], {
+                        "kind": kind, "format": cell.get("format") or ("html" if kind == "html" else None),
+                        "name": f"{table}-{row}-{column}", "size": cell.get("size")})
 
     def index(self) -> dict[str, Any]:
         """``{"names": [{name, kind, count, steps}], "steps": [every step with media, sorted]}``."""
