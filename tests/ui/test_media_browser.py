@@ -340,3 +340,23 @@ def test_a_running_runs_panel_follows_new_steps(driver, tmp_path) -> None:
             assert "second" in driver.find_element(By.CSS_SELECTOR, ".media-row[data-name=voice]").text
             assert driver.find_element(By.CSS_SELECTOR, ".media-step").text.replace("\u2009", "") == "10 / 10"
             driver.get("about:blank")
+
+
+def test_a_damaged_file_says_why_it_does_not_play(driver, server, media) -> None:
+    import os
+
+    from selenium.webdriver.common.by import By
+
+    store, ids = media
+    view = tracker.open_store(store).run(ids["b"])
+    sha = next(r.data["sha256"] for r in view.records("audio") if r.step == 0)
+    path = Path(store) / "blobs" / "sha256" / sha[:2] / sha[2:]
+    os.chmod(path, 0o644)
+    data = bytearray(path.read_bytes())
+    data[60] ^= 0xFF
+    path.write_bytes(bytes(data))
+    driver.get(f"{server.url}/runs/{ids['b']}?mstep=0#media")
+    problem = wait(driver, lambda d: d.find_element(
+        By.CSS_SELECTOR, ".media-row[data-name=voice] .media-audio p.error"), what="the error under the player")
+    wait(driver, lambda d: problem.is_displayed() and "damaged" in problem.text, what="the server's reason shown")
+    assert sha in problem.text
