@@ -226,7 +226,7 @@ def test_compare_page_lays_two_runs_media_side_by_side(driver, server, media) ->
     driver.get(f"{server.url}/compare?runs={ids['a']},{ids['b']}&mstep=2")
     wait(driver, lambda d: d.find_element(By.CSS_SELECTOR, ".media-panel[data-state=ready] .media-compare"),
          what="the compare page's media")
-    heads = driver.find_elements(By.CSS_SELECTOR, ".media-col-head")
+    heads = driver.find_elements(By.CSS_SELECTOR, ".media-head .media-col-head")
     assert [h.get_attribute("data-run") for h in heads] == [ids["a"], ids["b"]]
     show_all(driver)
     row = driver.find_element(By.CSS_SELECTOR, ".media-row[data-name=voice]")

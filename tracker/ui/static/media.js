@@ -72,14 +72,15 @@ export function stepSlider(steps, initial, onStep) {
  * and kept (the 3D viewer keeps its WebGL context, the players their elements) while the kind stays.
  */
 export class MediaCell {
-  constructor(kind, srcOf) {
+  constructor(kind, srcOf, runLabel = null) {
     this.kind = kind;
     this.srcOf = srcOf;
     this.viewer = null;
     this.shown = null;
     this.stepNode = el("span", { class: "media-at muted" });
     this.body = el("div", { class: "media-body" });
-    this.node = el("div", { class: "media-cell", dataset: { kind, state: "empty" } }, this.stepNode, this.body);
+    // On the compare page each cell names its run too (a phone stacks the columns, and drops their heads).
+    this.node = el("div", { class: "media-cell", dataset: { kind, state: "empty" } }, runLabel, this.stepNode, this.body);
   }
 
   /** Show `item` ({kind, step, exact, count, records}) for the slider's `step`; nothing when absent. */
@@ -147,7 +148,8 @@ class MediaGrid {
     this.node.style.setProperty("--media-cols", String(runs.length));
     if (multi && columnHead) this.node.append(el("div", { class: "media-row media-head" }, el("div", { class: "media-name" }), runs.map(columnHead)));
     for (const n of names) {
-      const cells = runs.map((run) => new MediaCell(n.kind, (rec) => srcOf(run, rec)));
+      const cells = runs.map((run) => new MediaCell(n.kind, (rec) => srcOf(run, rec),
+        multi && columnHead ? el("div", { class: "media-cell-run" }, columnHead(run)) : null));
       const row = el("div", { class: "media-row", dataset: { name: n.name, kind: n.kind } },
         el("div", { class: "media-name" }, el("h3", { title: n.name }, breakable(n.name)),
           el("span", { class: "muted", text: `${KIND_LABEL[n.kind] || n.kind} · ${fmtNum(n.count)} logged` })),
