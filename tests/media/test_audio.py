@@ -187,3 +187,20 @@ def test_wav_round_trip_of_floats(samples: np.ndarray) -> None:
     _, _, back = _read_wav(wav_bytes(pcm16(samples), 8000))
     # each sample within half a step of 1/32767 of its value
     assert np.abs(back.astype(np.float64) / 32767 - samples.reshape(back.shape)).max() <= 0.5 / 32767 + 1e-9
+
+
+def test_pyav_is_imported_only_when_used(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    from ..childenv import child_environ
+
+    code = ("import sys, numpy as np, tracker\n"
+            "tracker.Audio(np.zeros(10), sample_rate=10); tracker.Object3D(np.zeros((2, 3))); tracker.Html('<p>')\n"
+            "tracker.Video(np.zeros((1, 3, 2, 2), np.uint8))\n"
+            "assert 'av' not in sys.modules, 'av imported'\n"
+            "tracker.Video(np.zeros((1, 3, 2, 2), np.uint8), format='mp4')\n"
+            "assert 'av' in sys.modules\n")
+    proc = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=child_environ(), capture_output=True,
+                          text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
