@@ -193,7 +193,11 @@ class MediaGrid {
     const step = this.step;
     const names = [...this.visible].filter((n) => this.wanted.get(n) !== step);
     if (!names.length) return;
-    for (const n of names) this.wanted.set(n, step);
+    for (const n of names) {
+      this.wanted.set(n, step);
+      // A cell that shows nothing yet says that it is coming; one that shows a step keeps it until the next.
+      for (const c of this.rows.get(n).cells) if (c.node.dataset.state === "empty" && !c.shown) c.stepNode.textContent = "loading…";
+    }
     const seq = ++this.seq;
     this.node.dataset.state = "loading";
     await Promise.all(this.runs.map(async (run, col) => {
