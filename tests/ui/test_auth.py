@@ -56,7 +56,9 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str
     with tracker.start_run(project="files", name="with a file", store=path) as run:
         run.log({"loss": 1.0}, step=0)
         run.log_artifact(weights, kind="model")
+        run.log({"page": tracker.Html("<p>a logged page</p>")}, step=1)  # a file the media route serves
         ids["files"] = run.id
+    ids["page_sha"] = next(r.data["sha256"] for r in tracker.open_store(path).run(ids["files"]).records("html"))
     # A sweep, for the sweep page's route (Optuna is in the test extra).
     ids["sweep"] = tracker.sweep({"method": "random", "metric": {"name": "loss"},
                                   "parameters": {"lr": {"min": 0.001, "max": 0.1}}}, project="files", store=path)
@@ -84,6 +86,8 @@ def sweep_urls(app, ids: dict[str, str], sha: str) -> list[tuple[str, str]]:
     for route in app.routes:
         # A route of sweeps takes a sweep's id where the others take a run's.
         fill["id"] = ids["sweep"] if "sweeps" in getattr(route, "path", "") else run_id
+        # The media route serves the files of media records: the run's page, where the others take its artifact.
+        fill["sha"] = ids["page_sha"] if "/media/" in getattr(route, "path", "") else sha
         if isinstance(route, Mount):
             assert route.path == "/static", f"a new mount {route.path}: teach this sweep its files"
             folder = Path(route.app.directory)
