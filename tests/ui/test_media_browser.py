@@ -339,6 +339,18 @@ def test_a_running_runs_panel_follows_new_steps(driver, tmp_path) -> None:
             wait(driver, lambda d: cells(d)["voice"]["step"] == "10", timeout=30, what="the new step shown")
             assert "second" in driver.find_element(By.CSS_SELECTOR, ".media-row[data-name=voice]").text
             assert driver.find_element(By.CSS_SELECTOR, ".media-step").text.replace("\u2009", "") == "10 / 10"
+            # Back at step 0, more steps arrive: the slider grows and stays where the user put it, and the
+            # rows are kept (a clip being listened to is not cut off).
+            driver.execute_script("document.querySelector('.media-row[data-name=voice] audio').__kept = 1")
+            rng = driver.find_element(By.CSS_SELECTOR, ".media-range")
+            driver.execute_script("arguments[0].value = 0; arguments[0].dispatchEvent(new Event('input'))", rng)
+            wait(driver, lambda d: cells(d)["voice"]["step"] == "0", what="back at step 0")
+            run.log({"voice": tracker.Audio(clip(600), sample_rate=AUDIO_RATE, caption="third")}, step=20)
+            wait(driver, lambda d: d.find_element(By.CSS_SELECTOR, ".media-step").text.replace("\u2009", "")
+                 == "0 / 20", timeout=30, what="the slider grown, still at 0")
+            assert cells(driver)["voice"]["step"] == "0"
+            assert driver.execute_script("return document.querySelector('.media-row[data-name=voice] audio').__kept")
+            assert "3 logged" in driver.find_element(By.CSS_SELECTOR, ".media-row[data-name=voice]").text
             driver.get("about:blank")
 
 
