@@ -50,7 +50,8 @@ def cloud(n: int, seed: int) -> dict:
 
 
 def media_run(store: Path, name: str, seed: int = 0) -> str:
-    """A run with audio at steps 0-4, video at 0, 2 and 4, a point cloud at 4 and a page at 1; its id."""
+    """A run with audio at steps 0-4, video at 0, 2 and 4, a point cloud at 4, a page at 1 and, at 3, a table
+    whose cells hold a clip and a page; its id."""
     with tracker.start_run(project="media", name=name, store=store) as run:
         for step in range(5):
             data = {"loss": 1.0 / (step + 1), "voice": tracker.Audio(clip(300 + 50 * step + 20 * seed),
@@ -61,6 +62,10 @@ def media_run(store: Path, name: str, seed: int = 0) -> str:
                 data["lidar"] = tracker.Object3D(cloud(400, seed))
             if step == 1:
                 data["page"] = tracker.Html(HOSTILE_HTML)
+            if step == 3:  # media inside a logged table's cells
+                data["clips"] = tracker.Table(columns=["clip", "page", "note"], data=[
+                    [tracker.Audio(clip(700 + 10 * seed), sample_rate=AUDIO_RATE, caption="cell clip"),
+                     tracker.Html(HOSTILE_HTML), "a note"]])
             run.log(data, step=step)
         return run.id
 

@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+import tracker
+
 from .media_support import AUDIO_RATE, AUDIO_SECONDS, VIDEO_FRAMES, media_store
 
 
@@ -155,3 +157,69 @@ def test_the_index_follows_a_run_that_grows(tmp_path: Path) -> None:
             run.log({"page": tracker.Html("<p>x</p>")}, step=8)
             doc = c.get(f"/api/runs/{run.id}/media").json()
             assert doc["steps"] == [0, 7, 8] and [n["name"] for n in doc["names"]] == ["voice", "page"]
+
+
+def test_media_in_table_cells_are_served_as_media(client, media) -> None:
+    store, ids = media
+    view = tracker.open_store(store).run(ids["a"])
+    [table] = [r.data for r in view.records("table")]
+    clip, page, note = table["data"][0]
+    assert (clip["_type"], page["_type"], note) == ("audio-file", "html-file", "a note")
+    r = client.get(f"/api/runs/{ids['a']}/media/{clip['sha256']}")
+    assert r.status_code == 200 and r.headers["content-type"] == "audio/wav"
+    assert hashlib.sha256(r.content).hexdigest() == clip["sha256"]
+    r = client.get(f"/api/runs/{ids['a']}/media/{page['sha256']}")
+    assert r.status_code == 200 and r.headers["content-security-policy"].startswith("sandbox allow-scripts;")
+    # A cell of another run's table is not this run's.
+    other = [r.data for r in tracker.open_store(store).run(ids["b"]).records("table")][0]["data"][0][0]["sha256"]
+    assert client.get(f"/api/runs/{ids['a']}/media/{other}").status_code == 404
+
+
+def test_report_media_budget_order_and_notes(media, tmp_path: Path) -> None:
+    import base64
+    import json
+    import re
+
+    from click.testing import CliRunner
+
+    from tracker.cli import make_cli
+    from tracker.ui.reportmedia import media_doc, parse_bytes, priority, spread
+
+    store, ids = media
+    assert spread(list(range(100)), 8) == [0, 14, 28, 42, 57, 71, 85, 99] and spread([1, 2], 8) == [1, 2]
+    assert priority([0, 1, 2, 3, 4]) == [4, 0, 2, 1, 3]
+    assert [parse_bytes(t) for t in ("4194304", "4MiB", "4M", "512KiB", "0", "1.5k")] == [4 << 20, 4 << 20, 4 << 20,
+                                                                                           512 << 10, 0, 1536]
+    s = tracker.open_store(store)
+    infos = [s.run(ids["a"]).info]
+    whole = media_doc(s, infos)
+    names = {n["name"]: n for n in whole["runs"][0]["names"]}
+    assert [it["step"] for it in names["voice"]["items"]] == [0, 1, 2, 3, 4]
+    # Every file inline, once, as the bytes of its blob.
+    for n in names.values():
+        for it in n["items"]:
+            uri = whole["blobs"][it["sha256"]]
+            data = base64.b64decode(uri.split(",", 1)[1])
+            assert hashlib.sha256(data).hexdigest() == it["sha256"] and "left_out" not in it
+    assert whole["blobs"][names["voice"]["items"][0]["sha256"]].startswith("data:audio/wav;base64,")
+    # A budget of one clip: the last step's clip of the first name goes in, the rest are left out with sizes.
+    voice_last = names["voice"]["items"][-1]["sha256"]
+    size = (Path(store) / "blobs" / "sha256" / voice_last[:2] / voice_last[2:]).stat().st_size
+    tight = media_doc(s, infos, size)
+    assert set(tight["blobs"]) - {k for k in tight["blobs"] if k.startswith("poster:")} == {voice_last}
+    left = [it for n in tight["runs"][0]["names"] for it in n["items"] if "left_out" in it]
+    assert left and all(it["left_out"] > 0 for it in left)
+    assert "left out: beyond --max-media-bytes" in tight["left_out"]
+    assert any(it.get("poster") for n in tight["runs"][0]["names"] if n["kind"] == "video" for it in n["items"])
+    # The CLI: the option parsed, a bad value one line naming it, the file holding its media.
+    out = tmp_path / "r.html"
+    res = CliRunner().invoke(make_cli(), ["--store", str(store), "report", ids["a"], "--max-media-bytes", "lots",
+                                          "-o", str(out)])
+    assert res.exit_code != 0 and "--max-media-bytes: expected a number of bytes" in res.stderr and not out.exists()
+    res = CliRunner().invoke(make_cli(), ["--store", str(store), "report", ids["a"], "--max-media-bytes", "64KiB",
+                                          "-o", str(out)])
+    assert res.exit_code == 0, res.stderr
+    doc = json.loads(re.search(r'<script type="application/json" id="report-data">(.*?)</script>', out.read_text(),
+                               re.S).group(1))
+    assert doc["media"]["max_bytes"] == 64 << 10 and doc["media"]["blobs"]
+    assert "media-src data:" in out.read_text()

@@ -122,6 +122,7 @@ def test_run_page_players_3d_and_a_sandboxed_page(driver, server, media) -> None
     # Orbit by dragging: the view changes.
     from selenium.webdriver.common.action_chains import ActionChains
 
+    driver.execute_script("arguments[0].scrollIntoView({block: 'center'})", canvas)
     before = driver.execute_script("return arguments[0].toDataURL()", canvas)
     ActionChains(driver).move_to_element(canvas).click_and_hold().move_by_offset(80, 20).release().perform()
     wait(driver, lambda d: d.execute_script("return arguments[0].toDataURL()", canvas) != before, what="orbit")
@@ -138,6 +139,17 @@ def test_run_page_players_3d_and_a_sandboxed_page(driver, server, media) -> None
     assert "cookie: SecurityError" in out and "storage: SecurityError" in out
     assert driver.execute_script("return document.body.dataset.pwned") is None
     assert driver.title != "pwned"
+    # A logged table's media cells: a player of the cell's clip (loading nothing until played), the page as
+    # a link that opens it sandboxed.
+    table = driver.find_element(By.CSS_SELECTOR, "[data-table=clips]")
+    driver.execute_script("arguments[0].scrollIntoView({block: 'center'})", table)
+    cell_audio = table.find_element(By.CSS_SELECTOR, "audio.cell-audio")
+    assert "/media/" in cell_audio.get_attribute("src") and cell_audio.get_attribute("preload") == "none"
+    driver.execute_script("arguments[0].play().catch(() => {})", cell_audio)
+    assert wait(driver, lambda d: d.execute_script("return arguments[0].duration", cell_audio), what="cell clip") == \
+        pytest.approx(AUDIO_SECONDS, abs=0.05)
+    link = table.find_element(By.LINK_TEXT, "page ↗")
+    assert "/media/" in link.get_attribute("href") and link.get_attribute("target") == "_blank"
     assert not severe(driver)
 
 
@@ -151,7 +163,8 @@ def test_the_slider_moves_every_name_to_its_nearest_step(driver, server, media) 
     wait(driver, lambda d: all(c["step"] == "4" for n, c in cells(d).items() if n != "page"), what="step 4")
     # Arrow keys on the slider (what a user does), then its buttons.
     rng = driver.find_element(By.CSS_SELECTOR, ".media-range")
-    driver.execute_script("arguments[0].scrollIntoView({block: 'center'})", rng)
+    voice = driver.find_element(By.CSS_SELECTOR, ".media-row[data-name=voice]")
+    driver.execute_script("arguments[0].scrollIntoView({block: 'center'})", voice)  # the slider sticks above it
     driver.execute_script("arguments[0].value = 1; arguments[0].dispatchEvent(new Event('input'))", rng)
     wait(driver, lambda d: cells(d)["voice"]["step"] == "1", what="step 1 on screen")
     show_all(driver)  # the rows below follow as they come into view
@@ -162,7 +175,7 @@ def test_the_slider_moves_every_name_to_its_nearest_step(driver, server, media) 
     assert (got["page"]["step"], got["page"]["exact"], got["lidar"]["step"]) == ("1", "1", "4")
     assert driver.find_element(By.CSS_SELECTOR, ".media-step").text.replace("\u2009", "") == "1 / 4"
     assert "mstep=1" in driver.current_url  # a copied URL opens the same step
-    driver.execute_script("arguments[0].scrollIntoView({block: 'center'})", rng)
+    driver.execute_script("arguments[0].scrollIntoView({block: 'center'})", voice)
     driver.find_element(By.CSS_SELECTOR, ".media-next").click()
     wait(driver, lambda d: cells(d)["rollout"]["step"] == "2" and cells(d)["voice"]["step"] == "2", what="step 2")
     # The audio player now holds step 2's clip: its caption says so.
@@ -213,7 +226,7 @@ def test_compare_page_lays_two_runs_media_side_by_side(driver, server, media) ->
     driver.get(f"{server.url}/compare?runs={ids['a']},{ids['b']}&mstep=2")
     wait(driver, lambda d: d.find_element(By.CSS_SELECTOR, ".media-panel[data-state=ready] .media-compare"),
          what="the compare page's media")
-    heads = driver.find_elements(By.CSS_SELECTOR, ".media-col-head")
+    heads = driver.find_elements(By.CSS_SELECTOR, ".media-head .media-col-head")
     assert [h.get_attribute("data-run") for h in heads] == [ids["a"], ids["b"]]
     show_all(driver)
     row = driver.find_element(By.CSS_SELECTOR, ".media-row[data-name=voice]")
@@ -326,4 +339,36 @@ def test_a_running_runs_panel_follows_new_steps(driver, tmp_path) -> None:
             wait(driver, lambda d: cells(d)["voice"]["step"] == "10", timeout=30, what="the new step shown")
             assert "second" in driver.find_element(By.CSS_SELECTOR, ".media-row[data-name=voice]").text
             assert driver.find_element(By.CSS_SELECTOR, ".media-step").text.replace("\u2009", "") == "10 / 10"
+            # Back at step 0, more steps arrive: the slider grows and stays where the user put it, and the
+            # rows are kept (a clip being listened to is not cut off).
+            driver.execute_script("document.querySelector('.media-row[data-name=voice] audio').__kept = 1")
+            rng = driver.find_element(By.CSS_SELECTOR, ".media-range")
+            driver.execute_script("arguments[0].value = 0; arguments[0].dispatchEvent(new Event('input'))", rng)
+            wait(driver, lambda d: cells(d)["voice"]["step"] == "0", what="back at step 0")
+            run.log({"voice": tracker.Audio(clip(600), sample_rate=AUDIO_RATE, caption="third")}, step=20)
+            wait(driver, lambda d: d.find_element(By.CSS_SELECTOR, ".media-step").text.replace("\u2009", "")
+                 == "0 / 20", timeout=30, what="the slider grown, still at 0")
+            assert cells(driver)["voice"]["step"] == "0"
+            assert driver.execute_script("return document.querySelector('.media-row[data-name=voice] audio').__kept")
+            assert "3 logged" in driver.find_element(By.CSS_SELECTOR, ".media-row[data-name=voice]").text
             driver.get("about:blank")
+
+
+def test_a_damaged_file_says_why_it_does_not_play(driver, server, media) -> None:
+    import os
+
+    from selenium.webdriver.common.by import By
+
+    store, ids = media
+    view = tracker.open_store(store).run(ids["b"])
+    sha = next(r.data["sha256"] for r in view.records("audio") if r.step == 0)
+    path = Path(store) / "blobs" / "sha256" / sha[:2] / sha[2:]
+    os.chmod(path, 0o644)
+    data = bytearray(path.read_bytes())
+    data[60] ^= 0xFF
+    path.write_bytes(bytes(data))
+    driver.get(f"{server.url}/runs/{ids['b']}?mstep=0#media")
+    problem = wait(driver, lambda d: d.find_element(
+        By.CSS_SELECTOR, ".media-row[data-name=voice] .media-audio p.error"), what="the error under the player")
+    wait(driver, lambda d: problem.is_displayed() and "damaged" in problem.text, what="the server's reason shown")
+    assert sha in problem.text

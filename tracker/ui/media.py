@@ -107,7 +107,8 @@ class Entry:
 
 
 class Media:
-    """A run's media records by name (``entries``) and each blob's record (``blobs``: sha256 -> kind, format, name)."""
+    """A run's media records by name (``entries``) and each blob's record (``blobs``: sha256 -> kind, format, name),
+    the media in its tables' cells among the blobs."""
 
     def __init__(self, view: Any) -> None:
         self.entries: dict[str, Entry] = {}
@@ -133,6 +134,25 @@ class Media:
                                                 "size": d.get("size")})
         for entry in self.entries.values():
             entry.steps = sorted(entry.by_step)
+        self._tables = "table" in present  # read only when a file is asked for that no record names
+
+    def blob(self, view: Any, sha: str) -> dict[str, Any] | None:
+        """What the run says of media file ``sha`` (kind, format, name, size), from its records or, failing
+        them, from its logged tables' cells (W&B's audio-file, video-file, ...); ``None`` when it names none."""
+        found = self.blobs.get(sha)
+        if found is not None or not self._tables:
+            return found
+        from tracker.capture.cells import MEDIA_FILES, table_blobs
+
+        self._tables = False
+        kinds = {t: k for k, t in MEDIA_FILES.items()}
+        for table, row, column, cell in table_blobs(view):
+            kind = kinds.get(cell.get("_type"))
+            if kind is not None:
+                self.blobs.setdefault(cell["sha256"], {
+                    "kind": kind, "format": cell.get("format") or ("html" if kind == "html" else None),
+                    "name": f"{table}-{row}-{column}", "size": cell.get("size")})
+        return self.blobs.get(sha)
 
     def index(self) -> dict[str, Any]:
         """``{"names": [{name, kind, count, steps}], "steps": [every step with media, sorted]}``."""
@@ -269,7 +289,7 @@ def blob(api: Any, request: Request) -> Response:
         raise BadRequest(f"not a sha256 (64 lowercase hex digits): {sha[:80]!r}")
     view = api.view(request.path_params["id"])
     cache = _cache(api)
-    meta = cache.media(view).blobs.get(sha)
+    meta = cache.media(view).blob(view, sha)
     if meta is None:
         return error(404, f"run {view.id} names no media file {sha}")
     from tracker.capture.blobs import blobs_of

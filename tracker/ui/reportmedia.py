@@ -65,10 +65,18 @@ def priority(steps: Sequence[int]) -> list[int]:
     if not steps:
         return []
     out = [steps[-1]] + ([steps[0]] if len(steps) > 1 else [])
-    rest = list(steps[1:-1])
-    while rest:  # halve the remaining stretch each time, so a tight budget still spreads over the run
-        mid = len(rest) // 2
-        out.append(rest.pop(mid))
+    # Breadth first: the middle of the whole stretch, then the middles of its two halves, and so on, so
+    # that a tight budget still spreads over the run.
+    from collections import deque
+
+    spans = deque([(1, len(steps) - 2)])
+    while spans:
+        lo, hi = spans.popleft()
+        if lo > hi:
+            continue
+        mid = (lo + hi) // 2
+        out.append(steps[mid])
+        spans.extend(((lo, mid - 1), (mid + 1, hi)))
     return out
 
 

@@ -1,8 +1,11 @@
 // The run page's sections for W&B-style values: the strings logged with run.log (text values, by key, at
-// their steps) and the logged tables (wandb.Table), whose image cells are drawn as thumbnails. Their data
-// are the parts "texts" and "tables" of GET /api/runs/{id} (tracker/ui/logged.py); an image's bytes come
-// from GET /api/runs/{id}/blobs/{sha256}, which serves only blobs the run names, hash checked.
+// their steps) and the logged tables (wandb.Table), whose image cells are drawn as thumbnails and whose
+// media cells as players. Their data are the parts "texts" and "tables" of GET /api/runs/{id}
+// (tracker/ui/logged.py); an image's bytes come from GET /api/runs/{id}/blobs/{sha256}, a media file's from
+// GET /api/runs/{id}/media/{sha256}, which serve only blobs the run names, hash checked.
 
+import { mediaUrl } from "./media.js";
+import { object3dViewer } from "./media/object3d.js";
 import { box, el, errorBox, fmtNum, fmtValue } from "./util.js";
 
 const THUMB = 64;
@@ -56,8 +59,40 @@ function cellNode(ctx, cell) {
       width: Math.max(1, Math.round((cell.width || THUMB) * scale)), height: Math.max(1, Math.round((cell.height || THUMB) * scale)) });
     return el("a", { href: src, target: "_blank", rel: "noopener" }, img);
   }
+  const media = cell && typeof cell === "object" && !Array.isArray(cell) && typeof cell.sha256 === "string" ? mediaCell(ctx, cell) : null;
+  if (media) return media;
   if (cell !== null && typeof cell === "object") return el("span", { class: "mono", text: JSON.stringify(cell) });
   return typeof cell === "number" ? fmtNum(cell) : fmtValue(cell);
+}
+
+/**
+ * A table cell holding audio, video, a 3D scene or a page (W&B's audio-file, video-file, object3D-file,
+ * html-file), from GET /api/runs/{id}/media/{sha256}: a player that loads nothing until played, a page
+ * opened sandboxed in its own tab, a 3D view made when asked for.
+ */
+function mediaCell(ctx, cell) {
+  const src = mediaUrl(ctx.id, cell.sha256);
+  const title = cell.caption || "";
+  switch (cell._type) {
+    case "audio-file":
+      return el("audio", { class: "cell-audio", controls: true, preload: "none", src, title });
+    case "video-file":
+      if (cell.format === "gif") return el("img", { class: "thumb", src, alt: title || "video", title });
+      return el("video", { class: "cell-video", controls: true, preload: "metadata", playsInline: true, src, title, width: THUMB * 2 });
+    case "html-file":
+      return el("a", { href: src, target: "_blank", rel: "noopener", title: "opens sandboxed: its scripts cannot reach this page", text: "page ↗" });
+    case "object3D-file": {
+      const button = el("button", { type: "button", text: `3D · ${fmtNum(cell.points)} points` });
+      const holder = el("div", { class: "cell-3d" }, button);
+      button.addEventListener("click", () => {
+        holder.replaceChildren();
+        object3dViewer(holder).show({ ...cell, name: title }, src);
+      });
+      return holder;
+    }
+    default:
+      return null;
+  }
 }
 
 /** Logged tables: per name, the rows of the chosen version (the last by default), images as thumbnails. */

@@ -34,23 +34,27 @@ export function nearestIndex(sorted, v) {
  * once with final=false on every move and, after a pause of STEP_DEBOUNCE_MS, with final=true.
  */
 export function stepSlider(steps, initial, onStep) {
-  const last = steps.length - 1;
+  let last = steps.length - 1;
   let i = Math.max(0, Math.min(last, nearestIndex(steps, initial)));
   const range = el("input", { type: "range", min: 0, max: Math.max(0, last), step: 1, value: i, "aria-label": "media step",
-    class: "media-range", disabled: last <= 0 });
+    class: "media-range" });
   const prev = el("button", { type: "button", class: "icon media-prev", title: "previous step", "aria-label": "previous step", text: "◀" });
   const next = el("button", { type: "button", class: "icon media-next", title: "next step", "aria-label": "next step", text: "▶" });
   const label = el("span", { class: "media-step mono" });
   let timer = null;
   const node = el("div", { class: "media-slider" }, el("span", { class: "muted", text: "step" }), prev, range, next, label);
-  if (last <= 0) prev.hidden = range.hidden = next.hidden = true;  // one step: nothing to slide
-  const set = (j, final = false) => {
-    i = Math.max(0, Math.min(last, j));
+  const paint = () => {
+    prev.hidden = range.hidden = next.hidden = last <= 0;  // one step: nothing to slide
+    range.max = Math.max(0, last);
     range.value = i;
     prev.disabled = i <= 0;
     next.disabled = i >= last;
     label.textContent = last > 0 ? `${fmtNum(steps[i])} / ${fmtNum(steps[last])}` : fmtNum(steps[i]);
     node.dataset.step = String(steps[i]);
+  };
+  const set = (j, final = false) => {
+    i = Math.max(0, Math.min(last, j));
+    paint();
     onStep(steps[i], false);
     clearTimeout(timer);
     if (final) onStep(steps[i], true);
@@ -64,6 +68,15 @@ export function stepSlider(steps, initial, onStep) {
     if (ev.key === "ArrowLeft") { ev.preventDefault(); set(i - 1, true); } else if (ev.key === "ArrowRight") { ev.preventDefault(); set(i + 1, true); }
   });
   return { node, set: (step, final = true) => set(nearestIndex(steps, step), final), get step() { return steps[i]; },
+    get atLast() { return i === last; },
+    /** New steps (a running run logged more): the slider keeps its step, or follows to the new last one. */
+    extend(more, follow) {
+      const at = steps[i];
+      steps = more;
+      last = steps.length - 1;
+      if (follow) set(last, true);
+      else { i = Math.max(0, nearestIndex(steps, at)); paint(); }
+    },
     start() { set(i, true); }, destroy() { clearTimeout(timer); } };
 }
 
@@ -72,14 +85,15 @@ export function stepSlider(steps, initial, onStep) {
  * and kept (the 3D viewer keeps its WebGL context, the players their elements) while the kind stays.
  */
 export class MediaCell {
-  constructor(kind, srcOf) {
+  constructor(kind, srcOf, runLabel = null) {
     this.kind = kind;
     this.srcOf = srcOf;
     this.viewer = null;
     this.shown = null;
     this.stepNode = el("span", { class: "media-at muted" });
     this.body = el("div", { class: "media-body" });
-    this.node = el("div", { class: "media-cell", dataset: { kind, state: "empty" } }, this.stepNode, this.body);
+    // On the compare page each cell names its run too (a phone stacks the columns, and drops their heads).
+    this.node = el("div", { class: "media-cell", dataset: { kind, state: "empty" } }, runLabel, this.stepNode, this.body);
   }
 
   /** Show `item` ({kind, step, exact, count, records}) for the slider's `step`; nothing when absent. */
@@ -147,7 +161,8 @@ class MediaGrid {
     this.node.style.setProperty("--media-cols", String(runs.length));
     if (multi && columnHead) this.node.append(el("div", { class: "media-row media-head" }, el("div", { class: "media-name" }), runs.map(columnHead)));
     for (const n of names) {
-      const cells = runs.map((run) => new MediaCell(n.kind, (rec) => srcOf(run, rec)));
+      const cells = runs.map((run) => new MediaCell(n.kind, (rec) => srcOf(run, rec),
+        multi && columnHead ? el("div", { class: "media-cell-run" }, columnHead(run)) : null));
       const row = el("div", { class: "media-row", dataset: { name: n.name, kind: n.kind } },
         el("div", { class: "media-name" }, el("h3", { title: n.name }, breakable(n.name)),
           el("span", { class: "muted", text: `${KIND_LABEL[n.kind] || n.kind} · ${fmtNum(n.count)} logged` })),
@@ -177,6 +192,12 @@ class MediaGrid {
    * Show the slider's step. The rows on screen now are measured here rather than waiting for the observer's
    * first report, which a busy page (charts being drawn) delivers only after its long tasks.
    */
+  /** The run logged more steps of the same names: the slider grows (following when it stood at the last). */
+  extend(steps) {
+    const follow = this.slider.atLast;
+    this.slider.extend(steps, follow);
+  }
+
   start() {
     const h = window.innerHeight || document.documentElement.clientHeight;
     for (const [name, r] of this.rows) {
@@ -191,7 +212,11 @@ class MediaGrid {
     const step = this.step;
     const names = [...this.visible].filter((n) => this.wanted.get(n) !== step);
     if (!names.length) return;
-    for (const n of names) this.wanted.set(n, step);
+    for (const n of names) {
+      this.wanted.set(n, step);
+      // A cell that shows nothing yet says that it is coming; one that shows a step keeps it until the next.
+      for (const c of this.rows.get(n).cells) if (c.node.dataset.state === "empty" && !c.shown) c.stepNode.textContent = "loading…";
+    }
     const seq = ++this.seq;
     this.node.dataset.state = "loading";
     await Promise.all(this.runs.map(async (run, col) => {
@@ -263,18 +288,21 @@ export function mediaSection(ctx) {
     if (!index.names.length) { body.dataset.state = "empty"; body.append(el("p", { class: "muted", text: "No media logged yet." })); return; }
     const last = index.steps[index.steps.length - 1];
     const wanted = first ? readStep() : (following ? last : keep);
-    const at = index.at;  // the records at the last step came with the index: no request for them
     const grid = new MediaGrid({
       runs: [{ id: ctx.id }], names: index.names, steps: index.steps, initialStep: wanted ?? last,
-      fetchAt: (run, step, names) => (at && at.step === step ? Promise.resolve(at.media)
+      // The records at the last step came with the index (grid.atIndex, renewed as the run grows): no request.
+      fetchAt: (run, step, names) => (grid.atIndex && grid.atIndex.step === step ? Promise.resolve(grid.atIndex.media)
         : api(`/api/runs/${encodeURIComponent(run.id)}/media`, { step, names: names.join(",") }).then((r) => r.media)),
       srcOf: (run, rec) => mediaUrl(run.id, rec.sha256),
       onStep: (step, final) => { if (final) writeStep(step); },
     });
+    grid.atIndex = index.at;
     ctx.mediaGrid = grid;
     body.dataset.state = "ready";
-    body.append(el("div", { class: "toolbar media-toolbar" }, grid.slider.node,
-      el("span", { class: "muted", text: `${fmtNum(index.names.length)} name${index.names.length === 1 ? "" : "s"} · ${fmtNum(index.steps.length)} step${index.steps.length === 1 ? "" : "s"} with media` })), grid.node);
+    const summary = (ix) => `${fmtNum(ix.names.length)} name${ix.names.length === 1 ? "" : "s"} · ${fmtNum(ix.steps.length)} step${ix.steps.length === 1 ? "" : "s"} with media`;
+    grid.summary = el("span", { class: "muted", text: summary(index) });
+    grid.summarize = (ix) => { grid.summary.textContent = summary(ix); };
+    body.append(el("div", { class: "toolbar media-toolbar" }, grid.slider.node, grid.summary), grid.node);
     // A link to the panel (#media) opens the page scrolled to it, so its rows load first.
     if (first && location.hash === "#media") node.scrollIntoView({ block: "start" });
     grid.start();
@@ -288,7 +316,23 @@ export function mediaSection(ctx) {
       if (ctx.stopped) return;
       api(`/api/runs/${encodeURIComponent(ctx.id)}/media`).then((index) => {
         if (ctx.stopped) return;
-        if (!shown || changed(index, shown)) draw(index, false);
+        if (!shown || !changed(index, shown)) return;
+        const sameNames = index.names.length === shown.names.length && index.names.every((n, i) => n.name === shown.names[i].name);
+        if (sameNames && ctx.mediaGrid) {
+          // Only more steps: the rows (and a clip playing in one) stay; the slider grows.
+          ctx.mediaGrid.atIndex = index.at;
+          ctx.mediaGrid.extend(index.steps);
+          ctx.mediaGrid.summarize(index);
+          for (const [i, n] of index.names.entries()) {
+            const row = ctx.mediaGrid.rows.get(n.name);
+            const count = row && row.node.querySelector(".media-name .muted");
+            if (count) count.textContent = `${KIND_LABEL[n.kind] || n.kind} · ${fmtNum(n.count)} logged`;
+            shown.names[i] = n;
+          }
+          shown = { ...index, names: shown.names };
+          return;
+        }
+        draw(index, false);
       }).catch(() => { /* the next poll tries again */ }).finally(live);
     }, document.hidden ? LIVE_MS * 4 : LIVE_MS);
   };

@@ -2,7 +2,7 @@
 // Audio decodes (decodeAudioData), each column the min and max of its samples; a click on it seeks.
 
 import { clear, cssVar, el, fmtDuration } from "../util.js";
-import { bytesOf, leftOutNote, metaLine } from "./common.js";
+import { bytesOf, failure, leftOutNote, metaLine } from "./common.js";
 
 const WAVE_HEIGHT = 56;
 
@@ -44,7 +44,9 @@ export function audioViewer(container) {
   const audio = el("audio", { controls: true, preload: "metadata", class: "media-audio-el" });
   const canvas = el("canvas", { class: "waveform", height: WAVE_HEIGHT, title: "click to play from there", "aria-label": "waveform" });
   const meta = el("div");
-  const wrap = el("div", { class: "media-audio" }, el("div", { class: "media-audio-line" }, audio), canvas, meta);
+  const problem = el("p", { class: "error", role: "alert", hidden: true });
+  const wrap = el("div", { class: "media-audio" }, el("div", { class: "media-audio-line" }, audio), canvas, problem, meta);
+  const fail = (text) => { wrap.dataset.state = "error"; problem.textContent = text; problem.hidden = false; };
   container.append(wrap);
   let wave = null;  // {buffer} of the shown clip
   let seq = 0;
@@ -73,7 +75,7 @@ export function audioViewer(container) {
   audio.addEventListener("loadedmetadata", () => { wrap.dataset.duration = String(audio.duration); tick(); });
   audio.addEventListener("timeupdate", tick);
   audio.addEventListener("seeked", tick);
-  audio.addEventListener("error", () => { wrap.dataset.state = "error"; });
+  audio.addEventListener("error", () => { if (audio.getAttribute("src")) failure(audio.src, "clip").then(fail); });
   canvas.addEventListener("click", (ev) => {
     if (!(audio.duration > 0)) return;
     const r = canvas.getBoundingClientRect();
@@ -101,6 +103,7 @@ export function audioViewer(container) {
       wave = null;
       wrap.dataset.waveform = "error";
       canvas.title = `no waveform: ${err.message || err}`;
+      if (problem.hidden) fail(`cannot draw the waveform: ${err.message || err}`);
       draw();
     }
   }
@@ -109,6 +112,8 @@ export function audioViewer(container) {
     show(rec, src) {
       wave = null;
       delete wrap.dataset.duration;
+      delete wrap.dataset.state;
+      problem.hidden = true;
       const facts = [rateText(rec.sample_rate), channelsText(rec.channels), Number.isFinite(rec.duration_s) ? fmtDuration(rec.duration_s) : "", rec.format || ""];
       clear(meta).append(metaLine(facts, rec.caption));
       if (!src) {

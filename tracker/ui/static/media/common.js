@@ -24,6 +24,24 @@ export async function bytesOf(src, { signal } = {}) {
   return resp.arrayBuffer();
 }
 
+/**
+ * Why a player could not load `src`: the server's own message when it answered with an error (a damaged
+ * or missing file, a bucket out of reach), else that the browser cannot play the file.
+ */
+export async function failure(src, what) {
+  if (src && !src.startsWith("data:")) {
+    try {
+      const resp = await fetch(src, { headers: { range: "bytes=0-0" } });
+      if (!resp.ok) {
+        let msg = `HTTP ${resp.status}`;
+        try { const body = await resp.json(); if (body && body.error) msg = body.error; } catch { /* not JSON */ }
+        return `cannot load the ${what}: ${msg}`;
+      }
+    } catch (err) { return `cannot load the ${what}: ${err.message}`; }
+  }
+  return `this browser cannot play the ${what}`;
+}
+
 /** The facts line under a viewer: the parts given, joined; the caption (as text) last, in quotes. */
 export function metaLine(parts, caption) {
   const line = el("div", { class: "media-meta muted" }, parts.filter(Boolean).join(" · "));

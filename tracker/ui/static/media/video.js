@@ -2,7 +2,7 @@
 // the whole file), or the image of a gif; a report shows the poster frame of a video it left out.
 
 import { clear, el, fmtDuration } from "../util.js";
-import { leftOutNote, metaLine } from "./common.js";
+import { failure, leftOutNote, metaLine } from "./common.js";
 
 export function videoViewer(container) {
   const wrap = el("div", { class: "media-video" });
@@ -11,9 +11,11 @@ export function videoViewer(container) {
   let node = null;
 
   function drop() {
-    if (node && node.tagName === "VIDEO") { node.pause(); node.removeAttribute("src"); node.load(); }
-    if (node) node.remove();
-    node = null;
+    const old = node;
+    node = null;  // first: the old element's error (its src removed below) is no longer this viewer's
+    if (old && old.tagName === "VIDEO") { old.pause(); old.removeAttribute("src"); old.load(); }
+    if (old) old.remove();
+    for (const p of wrap.querySelectorAll("p.error")) p.remove();
   }
 
   return {
@@ -38,13 +40,21 @@ export function videoViewer(container) {
         node = el("img", { class: "media-gif", alt: rec.name || "gif", src });
         if (rec.width) node.style.width = `${Math.max(rec.width, Math.min(256, rec.width * 4))}px`;
         node.addEventListener("load", () => { wrap.dataset.state = "ready"; });
-        node.addEventListener("error", () => { wrap.dataset.state = "error"; });
+        node.addEventListener("error", () => failure(src, "video").then((text) => {
+          wrap.dataset.state = "error";
+          wrap.append(el("p", { class: "error", role: "alert", text }));
+        }));
       } else {
         node = el("video", { controls: true, preload: "metadata", playsInline: true, class: "media-video-el" });
         // A small video (a 64x64 rollout) is drawn larger, its pixels kept sharp, so its controls fit.
         if (rec.width && rec.height) node.style.width = `${Math.max(rec.width, Math.min(256, rec.width * 4))}px`;
         node.addEventListener("loadedmetadata", () => { wrap.dataset.duration = String(node.duration); wrap.dataset.state = "ready"; });
-        node.addEventListener("error", () => { wrap.dataset.state = "error"; wrap.append(el("p", { class: "error", text: "this browser cannot play the file" })); });
+        const shown = node;
+        node.addEventListener("error", () => failure(src, "video").then((text) => {
+          if (node !== shown) return;
+          wrap.dataset.state = "error";
+          wrap.append(el("p", { class: "error", role: "alert", text }));
+        }));
         node.src = src;
       }
       wrap.append(node);
