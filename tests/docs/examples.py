@@ -6,8 +6,9 @@ the commands; the others are output). HTML comments on the lines just above a bl
 
 - ``<!-- example: skip REASON -->``: not run; the reason is required and listed by the tests.
 - ``<!-- example: needs=NAME[,NAME] -->``: run only where NAME is there: ``postgresql`` (the suite's server; every
-  ``postgresql://`` URL in the block becomes a fresh database of it), ``server`` (not run by this collector: the
-  server's own tests run what it shows), or an importable module (``torch``, ``optuna``, ``lightning``...).
+  ``postgresql://`` URL in the block becomes a fresh database of it), ``server`` (a ``tracker server`` of the suite
+  on 127.0.0.1: ``TRACKER_URL`` and an admin ``TRACKER_API_KEY`` in the environment), or an importable module
+  (``torch``, ``optuna``, ``lightning``...).
 - ``<!-- example: continue -->``: the block continues the previous block of its language on the page (one
   script, one namespace and folder).
 
@@ -204,10 +205,10 @@ def child_env(store: Path) -> dict[str, str]:
 
 
 def run_page(scripts: list[Script], work: Path, replace: dict[str, str] | None = None,
-             timeout: float = 180) -> dict[str, str | None]:
+             timeout: float = 180, extra_env: dict[str, str] | None = None) -> dict[str, str | None]:
     """Run one page's scripts; map each script's id to None (it ran) or what went wrong."""
     store = work / "store"
-    env = child_env(store)
+    env = {**child_env(store), **(extra_env or {})}
 
     def code_of(script: Script) -> str:
         code = script.code
