@@ -65,7 +65,8 @@ def test_examples_of_page_run(page: str, tmp_path: Path, request: pytest.Fixture
     extra: dict[str, str] = {}
     if any("server" in b.needs for s in scripts for b in s.blocks):
         srv = request.getfixturevalue("server")
-        extra = {"TRACKER_URL": srv.url, "TRACKER_API_KEY": srv.make_key("docs-" + re.sub(r"[^a-z0-9]+", "-", page), "admin")}
+        key = srv.make_key("docs-" + re.sub(r"[^a-z0-9]+", "-", page), "admin")
+        extra = {"TRACKER_URL": srv.url, "TRACKER_API_KEY": key}
     results = run_page(scripts, tmp_path, replace, extra_env=extra)
     failed = {k: v for k, v in results.items() if v is not None}
     assert not failed, "\n\n".join(f"=== example {k} failed:\n{v}" for k, v in failed.items())
