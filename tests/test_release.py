@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -42,7 +43,12 @@ def dist(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """The sdist and the wheel, built from this tree by `python -m build`."""
     pytest.importorskip("build", reason="the test extra: pip install build")
     out = tmp_path_factory.mktemp("dist")
-    _run([sys.executable, "-m", "build", "--outdir", str(out), str(REPO)], cwd=out)
+    # Built from a copy: building writes tracker_core.egg-info (and build/) beside the sources, never into this tree.
+    src = tmp_path_factory.mktemp("src") / "tracker-core"
+    shutil.copytree(REPO, src, ignore=shutil.ignore_patterns(
+        ".git", ".venv", "build", "dist", "site", "*.egg-info", "__pycache__", ".tracker", ".pytest_cache",
+        ".ruff_cache", ".hypothesis", ".cache", "*.so", "node_modules"))
+    _run([sys.executable, "-m", "build", "--outdir", str(out), str(src)], cwd=out)
     (sdist,) = out.glob("tracker_core-*.tar.gz")
     (wheel,) = out.glob("tracker_core-*.whl")
     return {"sdist": sdist, "wheel": wheel}

@@ -7,6 +7,7 @@ subcommands), so the reference cannot drift from the commands.
 
 from __future__ import annotations
 
+import html
 import re
 from typing import Any
 
@@ -45,7 +46,8 @@ def _options(cmd: Any, ctx: Any) -> str:
         names, help_text = record
         if names in ("--help", "-h, --help"):  # every command has it; the page says so once
             continue
-        rows.append(f"| `{_cell(names)}` | {_cell(help_text)} |")
+        code = html.escape(names).replace("|", "&#124;")  # a code span would show the table's escape
+        rows.append(f"| <code>{code}</code> | {_cell(help_text)} |")
     if not rows:
         return ""
     return "| option | what it does |\n| --- | --- |\n" + "\n".join(rows)

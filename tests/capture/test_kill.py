@@ -21,7 +21,7 @@ from tracker.capture.blobs import CHUNK, THREAD_MIN, blob_path, hash_file
 
 CHILD = r"""
 import os, sys, tracker
-from tracker.capture import blobs
+from tracker.capture import blobs, hashing
 
 store, run_id, path, cut, how = sys.argv[1:6]
 cut = int(cut)
@@ -42,7 +42,7 @@ def counted(n):
     return n
 
 
-real_range, real_write, real_settle = os.copy_file_range, blobs._write_all, blobs.BlobStore._settle
+real_range, real_write, real_settle = os.copy_file_range, hashing._write_all, blobs.BlobStore._settle
 
 
 def copy_file_range(*args, **kwargs):
@@ -63,7 +63,7 @@ def settle(self, *args):
     return final
 
 
-os.copy_file_range, blobs._write_all, blobs.BlobStore._settle = copy_file_range, write_all, settle
+os.copy_file_range, hashing._write_all, blobs.BlobStore._settle = copy_file_range, write_all, settle
 run = tracker.start_run(store=store, run_id=run_id, resume=True, system_metrics=False)
 a = run.log_artifact(path, name="big")
 print("ACK", a.sha256, flush=True)

@@ -59,6 +59,11 @@ def test_an_unreachable_team_database_is_a_line_with_its_password_masked(tmp_sto
     assert proc.returncode == 0 and "Traceback" not in proc.stderr + proc.stdout
     assert "s3cret" not in proc.stdout + proc.stderr
     assert "postgresql://ana:***@127.0.0.1:9/lab (TRACKER_TEAM_URL): does not answer" in proc.stdout
+    for url, kind in (("postgresql://ana:s3cret@127.0.0.1:9/lab", "database"),
+                      ("https://ana:s3cret@127.0.0.1:9", "server")):
+        proc = run_tracker("--store", url, "doctor", "--format", "json")
+        assert proc.returncode == 0, proc.stderr
+        assert json.loads(proc.stdout)["store"] == {"kind": kind, "location": url.replace("s3cret", "***")}
 
 
 class _Whoami(http.server.BaseHTTPRequestHandler):

@@ -6,15 +6,16 @@ the commands; the others are output). HTML comments on the lines just above a bl
 
 - ``<!-- example: skip REASON -->``: not run; the reason is required and listed by the tests.
 - ``<!-- example: needs=NAME[,NAME] -->``: run only where NAME is there: ``postgresql`` (the suite's server; every
-  ``postgresql://`` URL in the block becomes a fresh database of it), ``server`` (not run by this collector: the
-  server's own tests run what it shows), or an importable module (``torch``, ``optuna``, ``lightning``...).
+  ``postgresql://`` URL in the block becomes a fresh database of it), ``server`` (a ``tracker server`` of the suite
+  on 127.0.0.1: ``TRACKER_URL`` and an admin ``TRACKER_API_KEY`` in the environment), or an importable module
+  (``torch``, ``optuna``, ``lightning``...).
 - ``<!-- example: continue -->``: the block continues the previous block of its language on the page (one
   script, one namespace and folder).
 
 Each page gets one store (``TRACKER_STORE``) holding two finished runs of project ``cifar`` whose ids start with
 ``3f2a`` and ``81c0``, the ids the pages use; each block (or chain of continued blocks) runs in a fresh folder.
-The page's Python blocks run in one child process of the venv's interpreter, each in its own namespace; shell
-blocks with ``bash -euo pipefail``, the venv's ``tracker`` first on PATH.
+The page's blocks run in document order from one child process of the venv's interpreter: Python blocks each in
+its own namespace, shell blocks with ``bash -euo pipefail``, the venv's ``tracker`` first on PATH.
 """
 
 from __future__ import annotations
@@ -120,7 +121,7 @@ def console_commands(code: str) -> str:
 
 # The child that runs a page's Python blocks: seeds the page's store, then execs each script in its own folder.
 _RUNNER = r'''
-import json, os, sys, traceback
+import json, os, subprocess, sys, traceback
 scripts = json.load(open(sys.argv[1]))
 results = {}
 import tracker
@@ -134,6 +135,12 @@ for i, (run_id, loss) in enumerate((("3f2a9c1e0b7d", 0.4), ("81c0d4e2a6f3", 0.6)
 for script in scripts:
     os.makedirs(script["cwd"], exist_ok=True)
     os.chdir(script["cwd"])
+    if script["shell"]:
+        sh = subprocess.run(["bash", "-euo", "pipefail", "-c", script["code"]], capture_output=True, text=True,
+                            timeout=script["timeout"], stdin=subprocess.DEVNULL)
+        results[script["id"]] = None if sh.returncode == 0 else (
+            f"exit {sh.returncode}\n--- stdout ---\n{sh.stdout[-3000:]}\n--- stderr ---\n{sh.stderr[-3000:]}")
+        continue
     try:
         code = compile(script["code"], script["id"], "exec")
         exec(code, {"__name__": "__main__"})
@@ -198,10 +205,10 @@ def child_env(store: Path) -> dict[str, str]:
 
 
 def run_page(scripts: list[Script], work: Path, replace: dict[str, str] | None = None,
-             timeout: float = 180) -> dict[str, str | None]:
+             timeout: float = 180, extra_env: dict[str, str] | None = None) -> dict[str, str | None]:
     """Run one page's scripts; map each script's id to None (it ran) or what went wrong."""
     store = work / "store"
-    env = child_env(store)
+    env = {**child_env(store), **(extra_env or {})}
 
     def code_of(script: Script) -> str:
         code = script.code
@@ -209,24 +216,15 @@ def run_page(scripts: list[Script], work: Path, replace: dict[str, str] | None =
             code = code.replace(old, new)
         return code
 
-    py = [{"id": s.id, "cwd": str(work / f"block-{n}"), "code": code_of(s)}
-          for n, s in enumerate(scripts) if s.blocks[0].lang == "python"]
-    (work / "scripts.json").write_text(json.dumps(py), encoding="utf-8")
-    results: dict[str, str | None] = {}
+    todo = [{"id": s.id, "cwd": str(work / f"block-{n}"), "code": code_of(s), "shell": s.blocks[0].lang != "python",
+             "timeout": timeout} for n, s in enumerate(scripts)]
+    (work / "scripts.json").write_text(json.dumps(todo), encoding="utf-8")
     proc = subprocess.run([sys.executable, "-c", _RUNNER, str(work / "scripts.json"), str(work / "results.json")],
-                          cwd=work, env=env, capture_output=True, text=True, timeout=timeout)
+                          cwd=work, env=env, capture_output=True, text=True, timeout=timeout * 2)
     if proc.returncode != 0 or not (work / "results.json").exists():
-        failure = f"the page's Python process failed ({proc.returncode}):\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
-        return {s["id"]: failure for s in py} or {"seed": failure}
+        failure = f"the page's process failed ({proc.returncode}):\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
+        return {s["id"]: failure for s in todo} or {"seed": failure}
+    results: dict[str, str | None] = {}
     for key, err in json.loads((work / "results.json").read_text(encoding="utf-8")).items():
         results[key] = None if err is None else f"{err}\n--- output ---\n{proc.stdout[-2000:]}{proc.stderr[-2000:]}"
-    for n, script in enumerate(scripts):
-        if script.blocks[0].lang == "python":
-            continue
-        cwd = work / f"block-{n}"
-        cwd.mkdir(exist_ok=True)
-        sh = subprocess.run(["bash", "-euo", "pipefail", "-c", code_of(script)], cwd=cwd, env=env,
-                            capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL)
-        results[script.id] = None if sh.returncode == 0 else (
-            f"exit {sh.returncode}\n--- stdout ---\n{sh.stdout[-3000:]}\n--- stderr ---\n{sh.stderr[-3000:]}")
     return results

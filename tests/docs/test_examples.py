@@ -4,11 +4,13 @@ are documented in docs/contributing.md)."""
 from __future__ import annotations
 
 import importlib.util
+import re
 from pathlib import Path
 
 import pytest
 
 from ..query.conftest import pg_server  # noqa: F401 - the session's PostgreSQL server, for needs=postgresql
+from ..remote.conftest import server, server_factory  # noqa: F401 - a tracker server of the module, for needs=server
 from .examples import REPO, Block, blocks_of, pages, run_page, scripts_of
 
 #: needs= names that are not modules: what provides them.
@@ -35,8 +37,8 @@ def test_markers_parse_and_every_skip_has_a_reason() -> None:
 
 def _unmet(block: Block) -> str | None:
     for name in block.needs:
-        if name == "server":
-            return "needs=server: run by the server's own tests"
+        if name == "server" and importlib.util.find_spec("httpx") is None:
+            return "needs=server: the server's client tests need httpx"
         if name not in SERVICES and importlib.util.find_spec(name) is None:
             return f"needs={name}: not installed"
     return None
@@ -60,13 +62,16 @@ def test_examples_of_page_run(page: str, tmp_path: Path, request: pytest.Fixture
                 if "postgresql" in b.needs:
                     for found in sorted(set(_urls(b.code)), key=len, reverse=True):
                         replace[found] = url
-    results = run_page(scripts, tmp_path, replace)
+    extra: dict[str, str] = {}
+    if any("server" in b.needs for s in scripts for b in s.blocks):
+        srv = request.getfixturevalue("server")
+        key = srv.make_key("docs-" + re.sub(r"[^a-z0-9]+", "-", page), "admin")
+        extra = {"TRACKER_URL": srv.url, "TRACKER_API_KEY": key}
+    results = run_page(scripts, tmp_path, replace, extra_env=extra)
     failed = {k: v for k, v in results.items() if v is not None}
     assert not failed, "\n\n".join(f"=== example {k} failed:\n{v}" for k, v in failed.items())
     assert set(results) >= {s.id for s in scripts}
 
 
 def _urls(code: str) -> list[str]:
-    import re
-
     return re.findall(r"postgresql://[^\s\"')]+", code)

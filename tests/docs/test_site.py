@@ -69,6 +69,23 @@ def test_the_cli_reference_is_written_from_the_commands(site: Path) -> None:
     assert "--older-than" in html and "--group-by" in html
 
 
+def test_the_front_page_is_the_readme(site: Path) -> None:
+    html = (site / "index.html").read_text(encoding="utf-8")
+    assert "<!-- readme -->" not in html
+    assert 'src="img/groups-runs-page.png"' in html and "A first run" in html and "Where to go next" in html
+    assert 'href="start/"' in html or 'href="start/#install"' in html
+
+
+def test_readme_links_point_at_files_of_the_repository() -> None:
+    import re
+
+    text = (REPO / "README.md").read_text(encoding="utf-8")
+    targets = [t.split("#", 1)[0] for t in re.findall(r"\]\(([^)\s]+)\)", text) if "://" not in t]
+    assert targets, "README.md has no links"
+    missing = [t for t in targets if t and not (REPO / t).exists()]
+    assert not missing, f"README.md links to files that do not exist: {missing}"
+
+
 def test_the_changelog_page_is_changelog_md(site: Path) -> None:
     first = next(line for line in (REPO / "CHANGELOG.md").read_text(encoding="utf-8").splitlines()
                  if line.startswith("## "))

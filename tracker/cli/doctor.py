@@ -119,6 +119,8 @@ def store_facts(obj: CliContext) -> dict[str, Any]:
     given = obj.given_store
     if given is not None and is_database_url(given):
         return {"kind": "database", "location": redact_url(str(given))}
+    if given is not None and str(given).startswith(("http://", "https://")):
+        return {"kind": "server", "location": redact_url(str(given))}
     path = obj.store_path
     facts: dict[str, Any] = {"kind": "folder", "location": str(path), "exists": path.is_dir()}
     if path.is_dir():
@@ -251,8 +253,8 @@ def text(facts: dict[str, Any]) -> str:
                      f"{p.get('version') or ''}{err}".rstrip())
     s = facts["store"]
     lines += ["", "store"]
-    if s["kind"] == "database":
-        lines.append(f"  {s['location']} (team database)")
+    if s["kind"] in ("database", "server"):
+        lines.append(f"  {s['location']} ({'team database' if s['kind'] == 'database' else 'server'})")
     elif s["exists"]:
         lines.append(f"  {s['location']}: {s['runs']} runs, {_bytes(s['bytes'])} in {s['files']} files")
     else:
