@@ -192,6 +192,24 @@ def test_the_same_bytes_sent_at_once_are_written_once(server: ServerProcess, wri
     assert server.cli("verify", rid).returncode == 0
 
 
+def test_a_torn_append_is_healed_after_a_restart(server: ServerProcess, writer: str, tmp_path: Path) -> None:
+    rid, seg = local_run(tmp_path, n=10)
+    data = seg.read_bytes()
+    cut = data.index(b"\n", len(data) // 2) + 1
+    served = Path(server.store) / "runs" / rid / seg.name
+    with server.client(writer) as c:
+        assert post(c, rid, seg.name, 0, data[:cut]).json() == {"offset": cut}
+    server.stop()
+    with open(served, "ab") as f:  # a server killed in the middle of an append: half a line, never acknowledged
+        f.write(data[cut:cut + 30])
+    server.start()
+    with server.client(writer) as c:
+        assert c.get(f"/api/v1/runs/{rid}/segments").json()["segments"][seg.name] == cut + 30
+        assert post(c, rid, seg.name, cut, data[cut:]).json() == {"offset": len(data)}
+    assert served.read_bytes() == data
+    assert server.cli("verify", rid).returncode == 0
+
+
 def test_a_resumed_writer_and_edits_after_the_fact(server: ServerProcess, writer: str, tmp_path: Path) -> None:
     local = tmp_path / "resumed"
     first = tracker.start_run("vision", "twice", store=local, system_metrics=False, console=False, environment=False)

@@ -1,5 +1,5 @@
-"""``tracker server --tls-cert/--tls-key`` with a CA the test makes (trustme), ``--proxy-headers``, and keys
-beside ``--auth token``."""
+"""``tracker server --tls-cert/--tls-key`` with a CA the test makes (trustme), ``--proxy-headers`` and
+``--allow-host``, keys beside ``--auth token``, ``--max-writes``."""
 
 from __future__ import annotations
 
@@ -124,3 +124,36 @@ def test_off_loopback_it_needs_auth(tmp_path: Path) -> None:
     out = subprocess.run(tracker_cmd(tmp_path / "store", "server", "--allow-host", "https://lab:443/"),
                          capture_output=True, text=True, timeout=60)
     assert out.returncode == 2 and "--allow-host: expected a host name" in out.stderr
+
+
+def test_writes_over_the_cap_are_told_to_come_back(server_factory: Any) -> None:
+    """--max-writes 1: a slow upload under way, a second writing request is answered 503 with Retry-After."""
+    import hashlib
+    import threading
+    import time
+
+    busy = server_factory("--max-writes", "1")
+    key = busy.make_key("slow", "write")
+    data = b"x" * 300_000
+    sha = hashlib.sha256(data).hexdigest()
+    started = threading.Event()
+
+    def slowly() -> Any:
+        yield data[:1000]
+        started.set()
+        time.sleep(2.0)
+        yield data[1000:]
+
+    answers: list[int] = []
+    with busy.client(key) as slow, busy.client(key) as other:
+        t = threading.Thread(target=lambda: answers.append(slow.put(f"/api/v1/blobs/sha256/{sha}",
+                                                                    content=slowly()).status_code))
+        t.start()
+        assert started.wait(10)
+        time.sleep(0.3)
+        r = other.post("/api/v1/runs/r1/segments/w-1-abcdef.jsonl?offset=0", content=b"")
+        assert r.status_code == 503 and r.headers["retry-after"] == "1" and "busy" in r.json()["error"]
+        assert other.get("/api/v1/whoami").status_code == 200  # reading is not held back
+        t.join(30)
+        assert answers == [201]
+        assert other.head(f"/api/v1/blobs/sha256/{sha}").status_code == 200

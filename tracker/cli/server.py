@@ -17,8 +17,9 @@ class ServerOptions:
     """What ``tracker server`` adds to ``tracker ui``'s serving (:func:`tracker.cli.ui.serve`)."""
 
     def __init__(self, tls_cert: str | None, tls_key: str | None, proxy_headers: bool, spool: str | None,
-                 allow_hosts: tuple[str, ...] = ()) -> None:
+                 allow_hosts: tuple[str, ...] = (), max_writes: int = 64) -> None:
         self.allow_hosts = allow_hosts
+        self.max_writes = max_writes
         self.tls_cert = tls_cert
         self.tls_key = tls_key
         self.proxy_headers = proxy_headers
@@ -61,10 +62,10 @@ class ServerOptions:
             sync = SpoolSync(spool, given, Store(spool, host=lambda: obj.host),
                              say=lambda line: click.echo(line, err=True)).start()
             return Remote(open_keys(given), spool, spool=sync, blobs=getattr(store, "blobs", None),
-                          fsync=obj.config.fsync)
+                          fsync=obj.config.fsync, max_writes=self.max_writes)
         if self.spool:
             fail("--spool is for a database store (--store postgresql://...): a folder store is written directly", 2)
-        return Remote(open_keys(store.path), store.path, fsync=obj.config.fsync)
+        return Remote(open_keys(store.path), store.path, fsync=obj.config.fsync, max_writes=self.max_writes)
 
     def uvicorn_options(self) -> dict[str, Any]:
         """uvicorn's TLS and proxy options."""
@@ -99,6 +100,9 @@ class ServerOptions:
 @click.option("--allow-host", "allow_hosts", multiple=True, metavar="NAME",
               help="A name clients reach this server by (a proxy's site, the certificate's name): the Host check "
                    "lets it in. Repeat for more.")
+@click.option("--max-writes", type=click.IntRange(min=1), default=64, show_default=True, metavar="N",
+              help="Writing requests (segments, blobs, JSON logging) under way at once; more are answered 503 "
+                   "with Retry-After, and their clients come back.")
 @click.option("--spool", type=click.Path(file_okay=False), default=None,
               help="With --store postgresql://: the folder where shipped runs land before they are synced into the "
                    "database (default: under ~/.local/state/tracker/spool/).")
@@ -106,8 +110,8 @@ class ServerOptions:
 @click.pass_context
 @handle_errors
 def server_cmd(ctx: click.Context, host: str, port: int, auth: str | None, tls_cert: str | None,
-               tls_key: str | None, proxy_headers: bool, allow_hosts: tuple[str, ...], spool: str | None,
-               watch: bool) -> None:
+               tls_key: str | None, proxy_headers: bool, allow_hosts: tuple[str, ...], max_writes: int,
+               spool: str | None, watch: bool) -> None:
     """Serve a lab: the dashboard, and logging and reading over HTTP(S) for holders of an API key.
 
     The dashboard of `tracker ui` (which stays), plus the API under /api/v1/:
@@ -131,7 +135,8 @@ def server_cmd(ctx: click.Context, host: str, port: int, auth: str | None, tls_c
     for name in allow_hosts:
         if not host_name(name) or host_name(name) != name.strip().lower().rstrip("."):
             fail(f"--allow-host: expected a host name or address without scheme, port or path, given {name!r}", 2)
-    options = ServerOptions(tls_cert, tls_key, proxy_headers, spool, tuple(host_name(n) for n in allow_hosts))
+    options = ServerOptions(tls_cert, tls_key, proxy_headers, spool, tuple(host_name(n) for n in allow_hosts),
+                            max_writes)
     options.check()
     raw = _raw_store(ctx)
     try:

@@ -14,7 +14,9 @@ renamed), and a new segment under a hidden name until its first line is in,
 as :mod:`tracker.write.route` does.
 
 Bytes the server has already are acknowledged, not written twice (and must
-be the same bytes); an offset past what it has is a :class:`Gap` carrying
+be the same bytes); a torn last line (a server killed in the middle of an
+append, whose bytes were never acknowledged) is cut off at the segment's
+first request after a restart; an offset past what it has is a :class:`Gap` carrying
 its offset, from which the client resumes. One lock per segment keeps
 concurrent requests of one segment in order. Segment names are file names
 (``<writer>.jsonl``, or ``edits/edits-<...>.jsonl`` for an edit segment), never
@@ -191,6 +193,8 @@ class Ingest:
                 have = 0
             except OSError as exc:
                 raise StoreError(f"cannot read {path}: {exc.strerror}") from None
+            if have and (run_id, name) not in self._tails:
+                have = self._heal(path, have)
             if offset > have:
                 raise Gap(name, have, offset)
             if not body:
@@ -234,6 +238,29 @@ class Ingest:
         if self.on_append is not None:
             self.on_append(run_id)
         return end
+
+    @staticmethod
+    def _heal(path: Path, have: int) -> int:
+        """A segment's size, once a torn last line is cut off: what a server killed in the middle of an append
+        left (those bytes were never acknowledged; the client sends them again from the offset it was given)."""
+        try:
+            with open(path, "r+b") as f:
+                f.seek(have - 1)
+                if f.read(1) == b"\n":
+                    return have
+                pos = have
+                while pos > 0:
+                    start = max(0, pos - (1 << 16))
+                    f.seek(start)
+                    cut = f.read(pos - start).rfind(b"\n")
+                    if cut >= 0:
+                        pos = start + cut + 1
+                        break
+                    pos = start
+                f.truncate(pos)
+                return pos
+        except OSError as exc:
+            raise StoreError(f"cannot read {path}: {exc.strerror}") from None
 
     def _same(self, path: Path, offset: int, data: bytes, name: str) -> None:
         """Refuse a request whose bytes before the server's end differ from the server's."""

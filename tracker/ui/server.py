@@ -12,7 +12,9 @@ docs/http-api.md; the OpenAPI document: :mod:`tracker.ui.openapi`.
 
 from __future__ import annotations
 
+import contextlib
 import logging
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +38,14 @@ MAX_BLOB = 64 << 30
 _BLOB_FLUSH = 4 << 20
 
 
+#: Writing requests (segments, blobs, JSON logging) under way at once before more are answered 503.
+MAX_WRITES = 64
+
+
+class Busy(TrackerError):
+    """Too many writing requests under way (HTTP 503 with Retry-After: the client comes back)."""
+
+
 class Forbidden(TrackerError):
     """A key that may not do this (HTTP 403)."""
 
@@ -51,10 +61,12 @@ class Remote:
     :param root: the folder written to: the served folder, or the spool of a database store.
     :param spool: the :class:`tracker.remote.spool.SpoolSync` of a database store, or ``None``.
     :param blobs: where blobs are looked up besides ``root`` (the database store's bucket), or ``None``.
+    :param max_writes: writing requests under way at once (each may hold a body of up to 64 MiB in memory);
+        more are answered 503 with ``Retry-After``.
     """
 
     def __init__(self, keys: Any, root: str | Path, *, spool: Any = None, blobs: Any = None, host: Any = None,
-                 fsync: bool = False) -> None:
+                 fsync: bool = False, max_writes: int = MAX_WRITES) -> None:
         from tracker.remote.ingest import Ingest
         from tracker.remote.writers import Writers
 
@@ -64,6 +76,20 @@ class Remote:
         self.blobs = blobs
         self.ingest = Ingest(self.root, host, fsync=fsync, on_append=spool.wake if spool is not None else None)
         self.writers = Writers(self.root)
+        self.max_writes = max(1, int(max_writes))
+        #: Writing requests under way (changed on the event loop only).
+        self.writing = 0
+
+    @contextlib.contextmanager
+    def slot(self) -> Iterator[None]:
+        """One writing request under way, or :class:`Busy` when :attr:`max_writes` are."""
+        if self.writing >= self.max_writes:
+            raise Busy(f"the server is busy: {self.writing} writing requests under way; try again shortly")
+        self.writing += 1
+        try:
+            yield
+        finally:
+            self.writing -= 1
 
     def close(self) -> None:
         """End the server's open runs, stop the spool's sync, let go of the key store."""
@@ -187,6 +213,10 @@ def handle(method: Any) -> Any:
             return error(413, str(exc))
         except (RunNotFound, UnknownKey) as exc:
             return error(404, str(exc))
+        except Busy as exc:
+            response = error(503, str(exc))
+            response.headers["retry-after"] = "1"
+            return response
         except StoreUnavailable as exc:
             response = error(503, str(exc))
             response.headers["retry-after"] = "5"
@@ -222,21 +252,22 @@ def routes(remote: Remote) -> list[Route]:
 
     async def append(request: Request) -> Response:
         info = remote.key(request, "write")
-        run_id, name = request.path_params["run_id"], request.path_params["segment"]
-        from tracker.core.format import check_run_id
-        from tracker.remote.ingest import Refused, check_segment_name
+        with remote.slot():
+            run_id, name = request.path_params["run_id"], request.path_params["segment"]
+            from tracker.core.format import check_run_id
+            from tracker.remote.ingest import Refused, check_segment_name
 
-        try:
-            check_run_id(run_id)
-        except TrackerError as exc:
-            raise Refused(str(exc)) from None
-        check_segment_name(name)
-        offset = _offset(request)
-        body = await read_body(request, MAX_SEGMENT_BODY)
-        new = await run_in_threadpool(remote.may_write, info, run_id)
-        end = await run_in_threadpool(remote.ingest.append, run_id, name, offset, body,
-                                      remote.admit(info, run_id) if new else None)
-        return json_response({"offset": end})
+            try:
+                check_run_id(run_id)
+            except TrackerError as exc:
+                raise Refused(str(exc)) from None
+            check_segment_name(name)
+            offset = _offset(request)
+            body = await read_body(request, MAX_SEGMENT_BODY)
+            new = await run_in_threadpool(remote.may_write, info, run_id)
+            end = await run_in_threadpool(remote.ingest.append, run_id, name, offset, body,
+                                          remote.admit(info, run_id) if new else None)
+            return json_response({"offset": end})
 
     async def blob_head(request: Request) -> Response:
         remote.key(request)
@@ -251,30 +282,31 @@ def routes(remote: Remote) -> list[Route]:
 
     async def blob_put(request: Request) -> Response:
         remote.key(request, "write")
-        sha = request.path_params["sha"]
-        declared = request.headers.get("content-length")
-        if declared is not None and declared.isdigit() and int(declared) > MAX_BLOB:
-            raise TooLarge(f"the blob has {int(declared)} bytes, more than the {MAX_BLOB} the server takes")
-        upload = await run_in_threadpool(remote.ingest.blob_writer, sha)
-        had = await run_in_threadpool(blob_size, remote, sha) is not None
-        pending: list[bytes] = []
-        waiting = 0
-        try:
-            async for chunk in request.stream():
-                if upload.size + waiting + len(chunk) > MAX_BLOB:
-                    raise TooLarge(f"the blob is larger than the {MAX_BLOB} bytes the server takes")
-                pending.append(chunk)
-                waiting += len(chunk)
-                if waiting >= _BLOB_FLUSH:
+        with remote.slot():
+            sha = request.path_params["sha"]
+            declared = request.headers.get("content-length")
+            if declared is not None and declared.isdigit() and int(declared) > MAX_BLOB:
+                raise TooLarge(f"the blob has {int(declared)} bytes, more than the {MAX_BLOB} the server takes")
+            upload = await run_in_threadpool(remote.ingest.blob_writer, sha)
+            had = await run_in_threadpool(blob_size, remote, sha) is not None
+            pending: list[bytes] = []
+            waiting = 0
+            try:
+                async for chunk in request.stream():
+                    if upload.size + waiting + len(chunk) > MAX_BLOB:
+                        raise TooLarge(f"the blob is larger than the {MAX_BLOB} bytes the server takes")
+                    pending.append(chunk)
+                    waiting += len(chunk)
+                    if waiting >= _BLOB_FLUSH:
+                        await run_in_threadpool(upload.write, b"".join(pending))
+                        pending, waiting = [], 0
+                if pending:
                     await run_in_threadpool(upload.write, b"".join(pending))
-                    pending, waiting = [], 0
-            if pending:
-                await run_in_threadpool(upload.write, b"".join(pending))
-            new = await run_in_threadpool(upload.finish)
-        except BaseException:
-            upload.abort()
-            raise
-        return json_response({"sha256": sha, "size": upload.size}, 201 if new and not had else 200)
+                new = await run_in_threadpool(upload.finish)
+            except BaseException:
+                upload.abort()
+                raise
+            return json_response({"sha256": sha, "size": upload.size}, 201 if new and not had else 200)
 
     async def create_run(request: Request) -> Response:
         info = remote.key(request, "write")
@@ -283,15 +315,16 @@ def routes(remote: Remote) -> list[Route]:
 
     async def log_records(request: Request) -> Response:
         info = remote.key(request, "write")
-        run_id = request.path_params["run_id"]
-        body = await read_json(request)
-        items = await run_in_threadpool(remote.writers.items, body)
-        if await run_in_threadpool(remote.may_write, info, run_id):
-            raise RunNotFound(f"no run {run_id} in this store (POST /api/v1/runs starts one)")
-        n = await run_in_threadpool(remote.writers.log, run_id, items)
-        if remote.spool is not None:
-            remote.spool.wake(run_id)
-        return json_response({"logged": n})
+        with remote.slot():
+            run_id = request.path_params["run_id"]
+            body = await read_json(request)
+            items = await run_in_threadpool(remote.writers.items, body)
+            if await run_in_threadpool(remote.may_write, info, run_id):
+                raise RunNotFound(f"no run {run_id} in this store (POST /api/v1/runs starts one)")
+            n = await run_in_threadpool(remote.writers.log, run_id, items)
+            if remote.spool is not None:
+                remote.spool.wake(run_id)
+            return json_response({"logged": n})
 
     async def finish(request: Request) -> Response:
         info = remote.key(request, "write")
