@@ -331,3 +331,23 @@ def test_a_new_follower_asks_the_server_only_about_runs_that_changed(server: Ser
     assert client.tracker("tag", rid, "--add", "later").returncode == 0
     with pytest.raises(RemoteUnavailable):
         shipper.ship_run(rid)
+
+
+def test_finish_waits_at_most_finish_timeout_then_names_tracker_sync(server: ServerProcess, clients: Any) -> None:
+    key = new_key(server, "offline", "write")
+    down = "http://127.0.0.1:9"  # the discard port, where nothing listens: a laptop offline
+    client = clients(server, key, url=down, finish_timeout=2)
+    child = client.python(SHORT, "vision")
+    out, err = child.communicate(timeout=60)
+    assert child.returncode == 0, err
+    rid = out.strip()
+    lines = stderr_lines(err)
+    # The last line says what finish() did; before it, at most the one warning that the server is out of reach
+    # (a follower slow to start on a loaded machine may not have tried yet).
+    assert f"run {rid}" in lines[-1] and "waited 2s" in lines[-1], err
+    assert f"`tracker sync {down}` ships the rest" in lines[-1]
+    assert len(lines) <= 2 and all("out of reach" in x and "connection refused" in x for x in lines[:-1]), err
+    # Back online (here: the lab's server), `tracker sync URL` ships it all.
+    res = client.tracker("sync", server.url)
+    assert res.returncode == 0, res.stderr
+    assert same_on_server(client.store, server.store, rid)
