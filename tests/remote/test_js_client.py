@@ -67,7 +67,7 @@ def test_over_https_with_the_labs_ca_node_logs_and_python_reads(server_factory: 
     refused = subprocess.run([node, "examples/log.mjs"], cwd=JS, capture_output=True, text=True, timeout=120, env=env)
     assert refused.returncode != 0 and "certificate is not trusted" in refused.stderr
     assert "NODE_EXTRA_CA_CERTS" in refused.stderr and key not in refused.stderr
-    assert time.monotonic() - started < 20  # not retried
+    assert time.monotonic() - started < 10  # not retried (retries would wait 12.8 s at least)
     res = subprocess.run([node, "examples/log.mjs"], cwd=JS, capture_output=True, text=True, timeout=120,
                          env={**env, "NODE_EXTRA_CA_CERTS": str(ca_pem)})
     assert res.returncode == 0, res.stderr

@@ -358,3 +358,13 @@ def test_the_curl_reading_example_of_the_docs_runs_as_written(served, tmp_path) 
     doc = orjson.loads(res.stdout)
     assert [r["info"]["name"] for r in doc["runs"]] == [i.name for i in tracker.open_store(store).runs(limit=10)]
     assert doc["total"] == len(tracker.open_store(store).runs())
+
+
+def test_sweeps_over_a_server_url_say_where_they_are(served) -> None:
+    store, server, ids, _ = served
+    res = CliRunner().invoke(make_cli(tracker.Host(tracker.get_plugin_manager(), tracker.Config())),
+                             ["--store", server.url, "sweep", "list"])
+    assert res.exit_code == 1 and res.stdout == ""
+    assert res.stderr.strip().splitlines() == [
+        f"tracker: tracker sweep list reads and runs sweeps in a store folder or the team database, not over HTTP "
+        f"({server.url}): the server's dashboard shows its sweeps (its Sweeps page)"]

@@ -13,10 +13,22 @@ from tracker.core.errors import TrackerError
 from tracker.core.text import when
 
 
+def _not_a_server(obj: CliContext, command: str) -> None:
+    """:raises TrackerError: ``--store https://...``: sweeps live beside the store (or in the team database), not
+    behind a server's HTTP API."""
+    given = obj.given_store
+    if isinstance(given, str) and given.lower().startswith(("http://", "https://")):
+        from tracker.remote.session import shown
+
+        raise TrackerError(f"tracker {command} reads and runs sweeps in a store folder or the team database, not "
+                           f"over HTTP ({shown(given)}): the server's dashboard shows its sweeps (its Sweeps page)")
+
+
 def _folder(obj: CliContext, command: str) -> Any:
     """The store folder a command that runs trials uses (never the team database: trials log to a folder)."""
     from tracker.core.urls import is_database_url, redact_url
 
+    _not_a_server(obj, command)
     if is_database_url(obj.given_store):
         raise TrackerError(f"tracker {command} runs trials into a store folder, given the database "
                            f"{redact_url(obj.given_store)}: give a folder with --store, and the database with "
@@ -36,6 +48,7 @@ def _where(obj: CliContext, sweep_id: str, storage: str | None) -> tuple[Any, st
     or the store folder with its ``sweep.json`` (else the team database of [team] url)."""
     from tracker.core.urls import is_database_url
 
+    _not_a_server(obj, "sweep")
     given = obj.given_store
     if is_database_url(given):
         return None, storage or str(given)
@@ -183,6 +196,7 @@ def list_cmd(obj: CliContext, fmt: str) -> None:
     from tracker.core.urls import is_database_url, team_database_url
     from tracker.sweeps.catalog import list_db_sweeps, list_sweeps
 
+    _not_a_server(obj, "sweep list")
     given = obj.given_store
     if is_database_url(given):
         sweeps = list_db_sweeps(str(given))

@@ -12,14 +12,15 @@ Design: the client reads *the protocol*, not the server's files. The server
 answers each question from the reading protocol of the store it serves, so
 one client reads a server over a folder and a server over PostgreSQL and a
 bucket alike (the team database keeps records, not segment files, so a
-client that mirrored segments by offset would not work there). What is
-computed from records (tables, metric columns, summaries with this
-machine's summarizers, console lines, environments, diffs) is computed here
-by the same code that computes it over the team database
-(:class:`~tracker.read.protocol.RecordsRunMixin`), and what the server
-derives once for all runs (the paged runs listing with per-metric figures,
-the artifact registry) is asked of it, and so are a run's metric columns (one
-binary answer, bit for bit, so charts and summaries cost what they cost over
+client that mirrored segments by offset, to read them with the folder
+reader, would not work there). What is computed from records (tables of
+the other schemas, summaries with this machine's summarizers, console
+lines, environments, diffs) is computed here by the same code that computes
+it over the team database (:class:`~tracker.read.protocol.RecordsRunMixin`);
+what the server's store derives (the runs listing, paged, sorted and
+filtered as the store does it, with per-metric figures; the artifact
+registry) is asked of it, and so are a run's metric columns (one binary
+answer, bit for bit, so charts and summaries cost about what they cost over
 a folder). SQL runs here, in DuckDB, over the listing and the runs' records
 (fetched when a query needs them). A run's records arrive as one
 streamed JSON Lines answer, spooled to a temporary file so that the

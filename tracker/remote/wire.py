@@ -81,11 +81,15 @@ def record_line(rec: Record) -> bytes:
     """One record as a line of the records stream."""
     doc: dict[str, Any] = {"step": rec.step, "time": rec.time, "schema": rec.schema, "w": rec.writer,
                            "seq": rec.seq, "data": rec.data}
-    nf = nonfinite_paths(rec.data)  # orjson would write them as null
+    line = orjson.dumps(doc, option=orjson.OPT_NON_STR_KEYS)
+    if b"null" not in line:  # orjson writes NaN and infinities as null: none here
+        return line + b"\n"
+    nf = nonfinite_paths(rec.data)
     if nf:
         doc["data"] = encode_nonfinite(rec.data)
         doc["nonfinite"] = nf
-    return orjson.dumps(doc, option=orjson.OPT_NON_STR_KEYS) + b"\n"
+        line = orjson.dumps(doc, option=orjson.OPT_NON_STR_KEYS)
+    return line + b"\n"
 
 
 def parse_record(doc: dict[str, Any]) -> Record:

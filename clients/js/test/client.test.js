@@ -79,7 +79,10 @@ test("flushes by time", async () => {
   const run = await init({ url: base, apiKey: KEY, batchSize: 1000, flushInterval: 50 });
   run.log({ a: 1 });
   run.log({ a: 2 });
-  await new Promise((resolve) => setTimeout(resolve, 300));
+  // No flush() called: the timer sends them (waited for up to 10 s on a busy machine).
+  for (let i = 0; i < 200 && !requests.some((r) => r.url.endsWith("/log")); i++) {
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
   const logs = requests.filter((r) => r.url.endsWith("/log"));
   assert.equal(logs.length, 1);
   assert.deepEqual(logs[0].body.batch, [{ step: 0, metrics: { a: 1 } }, { step: 1, metrics: { a: 2 } }]);
