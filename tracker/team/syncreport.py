@@ -39,7 +39,11 @@ class SyncReport:
 
 def _writer_facts(path: Path, timeout: float) -> dict[str, Any]:
     """What the writers table says of a segment: writer or not, host, times, status, finish data."""
-    seg = read_segment(path)
+    return writer_facts_of(read_segment(path), timeout)
+
+
+def writer_facts_of(seg: Any, timeout: float) -> dict[str, Any]:
+    """:func:`_writer_facts` of a segment already read (a :class:`tracker.read.segment.Segment`)."""
     header = seg.header
     is_writer = header is not None and not is_observer(seg)  # an alert watcher's segment: records only
     fin = seg.finish
