@@ -55,6 +55,22 @@ print(json.dumps({"metrics": spent, "np_load": floor_spent}))
 """
 
 # The bare parse: every line of the segment through orjson.loads, the metrics into arrays.
+# The same read with its imports: from a process that has imported numpy (as the floor has) to the columns in
+# hand, every module the read imports included (compiled modules cached, as a user's Python keeps them).
+CHILD_METRICS_COLD = """
+import json, sys, time
+import numpy as np
+store, run_id, npy, which = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4]
+names = ("loss", "acc", "lr", "grad_norm")
+t = time.process_time()
+if which == "tracker":
+    import tracker
+    cols = tracker.open_store(store).run(run_id).metrics()
+else:
+    cols = {k: np.load(f"{npy}/{k}.npy") for k in names}
+print(json.dumps({"spent": time.process_time() - t, "n": len(cols["loss"])}))
+"""
+
 CHILD_BARE_PARSE = """
 import json, sys, time
 from array import array
@@ -167,6 +183,12 @@ def reading(tmp: Path, n: int, rounds: int) -> None:
         pairs.append((got["metrics"], got["np_load"]))
     emit("index", f"view.metrics() in a fresh process, read before, {n:,} x 4 floats", unit="ms", clock="cpu",
          floor_name="np.load of the same four columns", target=10.0, **median_ratio(pairs))
+    # With the imports a read needs (DESIGN: "imports included"), each side in a fresh process of its own.
+    pairs = [(child(CHILD_METRICS_COLD, str(store), "long", str(npy), "tracker")["spent"],
+              child(CHILD_METRICS_COLD, str(store), "long", str(npy), "numpy")["spent"]) for _ in range(rounds)]
+    emit("index", f"open_store(p).run(id).metrics() in a fresh process, imports included, {n:,} x 4 floats",
+         unit="ms", clock="cpu", floor_name="np.load of the same four columns in a fresh process (numpy imported "
+         "by both)", target=10.0, **median_ratio(pairs))
     # The first read ever: derived data built, against today's JSON parsing path and the bare parse.
     pairs, bare = [], []
     for _ in range(rounds):
@@ -180,6 +202,26 @@ def reading(tmp: Path, n: int, rounds: int) -> None:
          clock="cpu", floor_name="view.metrics() parsing the JSONL (TRACKER_INDEX=off)", **median_ratio(pairs))
     emit("index", f"view.metrics(), first read ever, against the bare parse, {n:,} x 4 floats", unit="ms",
          clock="cpu", floor_name="orjson.loads of every line into arrays", target=1.3, **median_ratio(bare))
+
+
+def first_read_small(tmp: Path, rounds: int, n: int = 20_000) -> None:
+    """The first read ever of a small run (DESIGN: at most 1.5x a bare parse), in fresh processes."""
+    import numpy as np
+
+    store = tmp / "small"
+    make_run(store, n, "small")
+    npy = tmp / "npy-small"
+    npy.mkdir()
+    cols = tracker.open_store(store).run("small").metrics()
+    for k in ("loss", "acc", "lr", "grad_norm"):
+        np.save(npy / f"{k}.npy", cols[k])
+    bare = []
+    for _ in range(rounds):
+        shutil.rmtree(store / "index", ignore_errors=True)
+        first = child(CHILD_METRICS, str(store), "small", str(npy))["metrics"]
+        bare.append((first, child(CHILD_BARE_PARSE, str(store / "runs" / "small"))["parse"]))
+    emit("index", f"view.metrics(), first read ever, against the bare parse, {n:,} x 4 floats", unit="ms",
+         clock="cpu", floor_name="orjson.loads of every line into arrays", target=1.5, **median_ratio(bare))
 
 
 def long_against_short(tmp: Path, n: int, rounds: int) -> None:
@@ -281,6 +323,8 @@ def body(args) -> None:  # noqa: ANN001 - argparse namespace
     rounds = 2 if args.quick else min(args.repeat, 5)
     with scratch() as tmp:
         reading(tmp, n, rounds)
+        if n != 20_000:
+            first_read_small(tmp, rounds)
         long_against_short(tmp, n, rounds)
         listing(tmp, runs, rounds)
         logging(tmp, rounds)
