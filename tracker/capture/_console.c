@@ -180,32 +180,70 @@ typedef struct {
     size_t midn[2], tailn[2];
 } Parts;
 
-/* Appends the line of one record (text: UTF-8, already valid) to out. */
+/* A record being put together: several lines of one stream, joined by \n inside its JSON string (at most
+ * MAX_TEXT_BYTES bytes of text in all). open is 0 when none is. */
+typedef struct {
+    int open, stream;
+    size_t body;   /* where the record's line continues after pre (its CRC covers from there) */
+    size_t text;   /* its text so far, in bytes of UTF-8 (the \n between lines counted) */
+} Rec;
+
+/* Closes the open record: its tail, its CRC-32, the end of the store line. */
 static int
-emit(Buf *out, Parts *parts, const unsigned char *text, size_t n, int stream, int partial)
+rec_close(Buf *out, Parts *parts, Rec *r, int partial)
 {
-    if (reserve(out, parts->pren + 21 + parts->midn[stream] + 6 * n + parts->tailn[partial] + 20) < 0)
+    if (!r->open)
+        return 0;
+    if (reserve(out, parts->tailn[partial] + 20) < 0)
         return -1;
     char *o = out->p + out->len;
-    memcpy(o, parts->pre, parts->pren);
-    o += parts->pren;
-    char *after_pre = o;
-    parts->seq++;
-    seq_next(&parts->text);
-    memcpy(o, parts->text.d, parts->text.n);
-    o += parts->text.n;
-    memcpy(o, parts->mid[stream], parts->midn[stream]);
-    o += parts->midn[stream];
-    o += escape(o, text, n);
     memcpy(o, parts->tail[partial], parts->tailn[partial]);
     o += parts->tailn[partial];
-    uint32_t crc = crc32_of((const unsigned char *)after_pre, (size_t)(o - after_pre), parts->crc_pre);
+    uint32_t crc = crc32_of((const unsigned char *)out->p + r->body, (size_t)(o - (out->p + r->body)),
+                            parts->crc_pre);
     memcpy(o, ",\"crc\":\"", 8);
     o += 8;
     for (int shift = 28; shift >= 0; shift -= 4)
         *o++ = hexdigits[(crc >> shift) & 15];
     memcpy(o, "\"}\n", 3);
     o += 3;
+    out->len = (size_t)(o - out->p);
+    r->open = 0;
+    return 0;
+}
+
+/* Adds one line (text: UTF-8, already valid, at most MAX_TEXT_BYTES) of `stream` to the open record, or
+ * closes it and opens the next one (another stream, or no room left); *opened counts the records opened. */
+static int
+rec_add(Buf *out, Parts *parts, Rec *r, const unsigned char *text, size_t n, int stream, long long *opened)
+{
+    if (r->open && (r->stream != stream || r->text + 1 + n > MAX_TEXT_BYTES)) {
+        if (rec_close(out, parts, r, 0) < 0)
+            return -1;
+    }
+    if (reserve(out, parts->pren + 21 + parts->midn[stream] + 2 + 6 * n) < 0)
+        return -1;
+    char *o = out->p + out->len;
+    if (!r->open) {
+        memcpy(o, parts->pre, parts->pren);
+        o += parts->pren;
+        r->body = (size_t)(o - out->p);
+        parts->seq++;
+        seq_next(&parts->text);
+        memcpy(o, parts->text.d, parts->text.n);
+        o += parts->text.n;
+        memcpy(o, parts->mid[stream], parts->midn[stream]);
+        o += parts->midn[stream];
+        r->open = 1;
+        r->stream = stream;
+        r->text = n;
+        (*opened)++;
+    } else {
+        o[0] = '\\'; o[1] = 'n';
+        o += 2;
+        r->text += 1 + n;
+    }
+    o += escape(o, text, n);
     out->len = (size_t)(o - out->p);
     return 0;
 }
@@ -271,6 +309,8 @@ lines(PyObject *Py_UNUSED(self), PyObject *args)
         goto done;
     }
     const unsigned char *k = (const unsigned char *)kinds.buf;
+    Rec r = {0, 0, 0, 0};
+    long long opened = 0;
     for (Py_ssize_t i = 0; i < n; i++) {
         PyObject *s = PyList_GET_ITEM(texts, i);
         Py_ssize_t len;
@@ -280,10 +320,16 @@ lines(PyObject *Py_UNUSED(self), PyObject *args)
                 PyErr_SetString(PyExc_TypeError, "lines: texts must be str");
             goto done;
         }
-        if (emit(&out, &parts, (const unsigned char *)u, (size_t)len, k[i] & 1, (k[i] >> 1) & 1) < 0) {
+        /* a partial line is the last of its record (the next record of its stream is its later state) */
+        if (rec_add(&out, &parts, &r, (const unsigned char *)u, (size_t)len, k[i] & 1, &opened) < 0 ||
+            ((k[i] >> 1) & 1 && rec_close(&out, &parts, &r, 1) < 0)) {
             PyErr_NoMemory();
             goto done;
         }
+    }
+    if (rec_close(&out, &parts, &r, 0) < 0) {
+        PyErr_NoMemory();
+        goto done;
     }
     result = PyBytes_FromStringAndSize(out.p ? out.p : "", (Py_ssize_t)out.len);
 done:
@@ -358,6 +404,7 @@ feed(PyObject *Py_UNUSED(self), PyObject *args)
     }
     long long records = 0, text_bytes = 0, ended = 0;
     int full = 0, oom = 0;
+    Rec r = {0, 0, 0, 0};
     size_t off = 0;
     Py_BEGIN_ALLOW_THREADS
     for (Py_ssize_t i = 0; i < n && !oom; i++) {
@@ -394,11 +441,10 @@ feed(PyObject *Py_UNUSED(self), PyObject *args)
                     if (text_bytes + (long long)k > limit) {
                         full = 1;
                     } else {
-                        if (emit(&out, &parts, (const unsigned char *)cur.p + at, k, 0, 0) < 0) {
+                        if (rec_add(&out, &parts, &r, (const unsigned char *)cur.p + at, k, 0, &records) < 0) {
                             oom = 1;
                             break;
                         }
-                        records++;
                         text_bytes += (long long)k;
                     }
                 }
@@ -425,16 +471,17 @@ feed(PyObject *Py_UNUSED(self), PyObject *args)
             if (text_bytes + (long long)k > limit) {
                 full = 1;
             } else {
-                if (emit(&out, &parts, (const unsigned char *)cur.p + off, k, 0, 0) < 0) {
+                if (rec_add(&out, &parts, &r, (const unsigned char *)cur.p + off, k, 0, &records) < 0) {
                     oom = 1;
                     break;
                 }
-                records++;
                 text_bytes += (long long)k;
             }
         }
         off += k;
     }
+    if (!oom && rec_close(&out, &parts, &r, 0) < 0)
+        oom = 1;
     Py_END_ALLOW_THREADS
     if (oom) {
         PyErr_NoMemory();
