@@ -9,8 +9,10 @@
  *
  * lines() and feed() put console lines between the constant parts of a `console` record's line (made by
  * the recorder from the writer's record template), escape the text as orjson escapes JSON strings (the
- * encoder of every other line), number the lines after the writer's last sequence number and append each
- * line's CRC-32 (zlib's), so that one write(2) puts a whole batch into the segment. feed() also cuts the
+ * encoder of every other line), number the records after the writer's last sequence number and append each
+ * record's CRC-32 (zlib's), so that one write(2) puts a whole batch into the segment. Consecutive lines of
+ * one stream share a record, joined by \n inside its JSON string, up to MAX_TEXT_BYTES of text in all
+ * (lines.py's lines_py makes the same bytes); a partial line is the last of its record. feed() also cuts the
  * written texts into lines itself (the common case: stdout only, text UTF-8 can hold), collapsing \r
  * rewrites and splitting lines over 64 KiB exactly as console.py's _Line and checked() do, without making
  * a str per line; it declines (returns None, having changed nothing) for anything else.
@@ -344,9 +346,9 @@ done:
  * items: what was written to stdout (str each). pending, cr: the unfinished line and whether a \r asks
  * the next text to replace it (console.py's _Line.text and .cr). Returns None (nothing changed) when an
  * item is not a str or holds text UTF-8 cannot (lone surrogates); else (blob, records, text_bytes,
- * pending, cr, lines_ended, full): the records of the lines the items complete, as _Line.feed and
- * checked() would make them, and the new unfinished line. limit: text bytes the run may still take; the
- * first line past it is not written and full is true. */
+ * pending, cr, lines_ended, full): the records (the lines share them) of the lines the items complete,
+ * as _Line.feed, checked() and lines() would make them, and the new unfinished line. limit: text bytes
+ * the run may still take; the first line past it is not written and full is true. */
 
 static PyObject *
 feed(PyObject *Py_UNUSED(self), PyObject *args)
@@ -618,7 +620,8 @@ static PyTypeObject TeeType = {
 
 static PyMethodDef methods[] = {
     {"lines", lines, METH_VARARGS,
-     "lines(pre, crc_of_pre, last_seq, texts, mids, tails, kinds) -> bytes: one store line per text "
+     "lines(pre, crc_of_pre, last_seq, texts, mids, tails, kinds) -> bytes: store lines of the texts, consecutive "
+     "texts of a stream joined by \\n in one record up to 64 KiB, a partial text last in its record "
      "(kinds: one byte per text, bit 0 stderr, bit 1 partial)."},
     {"feed", feed, METH_VARARGS,
      "feed(items, pending, cr, pre, crc_of_pre, last_seq, mids, tails, limit) -> (blob, records, text_bytes, "

@@ -4,7 +4,8 @@
 on each line it completes, collapses ``\\r`` rewrites (a progress bar keeps its
 last state) and splits a line past 64 KiB. :func:`checked` makes a batch's
 text storable (U+FFFD for lone surrogates). :func:`write_batch` appends a
-batch to a run's segment with one ``write(2)``: the lines are put between the
+batch to a run's segment with one ``write(2)``: consecutive lines of a stream
+share a record (joined by ``\\n``, at most 64 KiB of text), put between the
 constant parts of the writer's record template, escaped, numbered and
 checksummed by ``_console.lines`` (C, ``tracker/capture/_console.c``) or
 :func:`lines_py` (the same bytes in Python). ``_console.feed`` does the cutting
