@@ -341,6 +341,26 @@ done:
     return result;
 }
 
+/* feed()'s buffers, kept from one call to the next so that their pages stay mapped (a fresh megabyte a
+ * call costs page faults and zeroed pages as much as the work itself); taken and given back with the
+ * interpreter held, so a second caller meanwhile (a forked child's writing thread) gets buffers of its own.
+ * Past SCRATCH_KEEP (a batch of very long lines) they are freed rather than kept. */
+static Buf scratch_out = {NULL, 0, 0}, scratch_cur = {NULL, 0, 0};
+static int scratch_busy = 0;
+#define SCRATCH_KEEP ((size_t)8 << 20)
+
+static void
+scratch_return(Buf *keep, Buf *b)
+{
+    if (b->cap > SCRATCH_KEEP) {
+        free(b->p);
+        b->p = NULL;
+        b->cap = 0;
+    }
+    b->len = 0;
+    *keep = *b;
+}
+
 /* ---- feed(items, pending, cr, pre, crc_pre, seq, mids, tails, limit) ----------------------------
  *
  * items: what was written to stdout (str each). pending, cr: the unfinished line and whether a \r asks
@@ -363,6 +383,13 @@ feed(PyObject *Py_UNUSED(self), PyObject *args)
         return NULL;
     PyObject *result = NULL;
     Buf out = {NULL, 0, 0}, cur = {NULL, 0, 0};
+    int own = !scratch_busy;
+    if (own) {
+        scratch_busy = 1;
+        out = scratch_out;
+        cur = scratch_cur;
+        out.len = cur.len = 0;
+    }
     struct { const unsigned char *p; size_t n; } *texts = NULL;
     Parts parts;
     if (parse_parts(&parts, &pre, crc_pre, seq, mids, tails) < 0)
@@ -497,8 +524,14 @@ feed(PyObject *Py_UNUSED(self), PyObject *args)
     Py_XDECREF(rest);
 done:
     free(texts);
-    free(out.p);
-    free(cur.p);
+    if (own) {
+        scratch_return(&scratch_out, &out);
+        scratch_return(&scratch_cur, &cur);
+        scratch_busy = 0;
+    } else {
+        free(out.p);
+        free(cur.p);
+    }
     PyBuffer_Release(&pre);
     return result;
 }
