@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 import tracker
+from tracker.read.console import console_lines
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "lab.py"
 
@@ -37,7 +38,7 @@ def test_the_lab_example_leaves_lineage_groups_console_and_a_report(tmp_path: Pa
     assert len(s.artifact("rings:v0").consumers) == 6
     assert len({s.artifact(f"rings-mlp:v{i}").sha256 for i in range(6)}) == 6
 
-    printed = [r.data["text"] for r in s.run(evaluation.id).records("console")]
+    printed = [ln.text for ln in console_lines(s.run(evaluation.id))]
     assert any(t.startswith(f"holdout accuracy of rings-mlp:{prod.version}") for t in printed)
     assert "hidden-16  3" in proc.stdout and "used by" in proc.stdout and "~ hidden = " in proc.stdout
     # The evaluation's media, for the Media panel: a clip, and a video when PyAV or Pillow can encode one.

@@ -54,6 +54,20 @@ def texts(view: Any, stream: str | None = None) -> list[str]:
     return [ln.text for ln in console_lines(view, stream=stream)]
 
 
+def states(view: Any) -> list[dict[str, Any]]:
+    """Every line state the run's ``console`` records hold, in order: ``stream``, ``text``, ``partial``.
+
+    A record holds one or more lines of a stream joined by ``\\n``; only its last can be partial.
+    """
+    out = []
+    for r in view.records("console"):
+        parts = r.data["text"].split("\n")
+        for i, t in enumerate(parts):
+            out.append({"stream": r.data["stream"], "text": t,
+                        "partial": bool(r.data.get("partial")) and i == len(parts) - 1})
+    return out
+
+
 @pytest.fixture
 def store(tmp_path: Path) -> Path:
     return tmp_path / "store"

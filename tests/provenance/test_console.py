@@ -15,7 +15,7 @@ import pytest
 
 import tracker
 
-from .conftest import child_env, only_run, run_py, script, texts
+from .conftest import child_env, only_run, run_py, script, states, texts
 
 
 def _read_pty(master: int, proc: subprocess.Popen, timeout: float = 60) -> bytes:
@@ -253,7 +253,7 @@ def test_progress_bars_collapse_long_lines_split_and_the_cap_stops_capture_with_
     proc = run_py(script(tmp_path, LIMITS), store)
     assert proc.returncode == 0, proc.stderr
     view = only_run(store)
-    records = [r.data for r in view.records("console")]
+    records = states(view)
     progress = [d for d in records if d["text"].startswith("progress")]
     # Rewritten with \r for 0.9 s: its last state, and at most one earlier state per 0.4 s.
     assert progress[-1]["text"] == "progress 5/5" and not progress[-1].get("partial")

@@ -14,7 +14,7 @@ import tracker
 from tracker.capture.environment import clean_remote, code_files, collect, installed_packages
 from tracker.read.environment import run_environment
 
-from .conftest import child_env, only_run, run_py, script
+from .conftest import child_env, only_run, run_py, script, texts
 
 TOKEN = "ghp_S3cretT0kenNeverStored42"
 SECRET = "env-secret-value-never-stored-7"
@@ -154,7 +154,7 @@ def test_a_missing_broken_or_slow_git_is_one_warning_line_and_the_run_goes_on(re
     rec = next(iter(view.table("environment").rows()))
     assert len(rec.warnings) == 1 and expected in rec.warnings[0] and rec.git_commit is None
     assert rec.packages_count > 0
-    console = [r.data["text"] for r in view.records("console")]
+    console = texts(view)
     assert lines[0] in console  # the warning line is in the run too
 
 

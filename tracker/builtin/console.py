@@ -1,11 +1,13 @@
-"""Built-in ``console`` schema: what a run's process printed, one record per line, and its summary.
+"""Built-in ``console`` schema: what a run's process printed, lines of one stream per record, and its summary.
 
 The records are written by the console recorder (``tracker.capture.console``)
 at the run's latest step, never advancing the automatic step. ``text`` is one
-line without its newline (ANSI escapes kept), at most 64 KiB; ``partial`` marks
-the state of a line that was still unfinished 0.5 s after it began (a progress
-bar rewritten with ``\\r``, a prompt): the next record of the same stream and
-writer is that line's later state, so readers show the last one.
+or more lines without their newlines, joined by ``\\n`` (ANSI escapes kept),
+at most 64 KiB (stores written before 0.6 hold one line per record);
+``partial`` marks the record's last line as the state of a line that was
+still unfinished 0.5 s after it began (a progress bar rewritten with ``\\r``,
+a prompt): the next record of the same stream and writer begins with that
+line's later state, so readers show the last one.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ def _short_enough(_inst: object, _attribute: attrs.Attribute, text: str) -> None
 
 @attrs.frozen(kw_only=True)
 class ConsoleLine:
-    """One line a run's process wrote to stdout or stderr (without its newline)."""
+    """Lines a run's process wrote to stdout or stderr (without their newlines, joined by ``\\n``)."""
 
     stream: str = attrs.field(validator=attrs.validators.in_(STREAMS))
     text: str = attrs.field(validator=_short_enough)
@@ -35,7 +37,7 @@ class ConsoleLine:
 
 @hookimpl
 def tracker_schemas() -> list[Schema]:
-    return [Schema("console", ConsoleLine, description="a line the run's process wrote to stdout or stderr")]
+    return [Schema("console", ConsoleLine, description="lines the run's process wrote to stdout or stderr")]
 
 
 @hookimpl
@@ -58,8 +60,16 @@ def summarize_console(table: Table) -> Summary:
         idx = [i for i, s in enumerate(streams) if s == stream]
         if not idx:
             continue
-        # A partial record is a line's earlier state when the next record of its stream follows it.
-        lines = [i for n, i in enumerate(idx) if not partial[i] or n == len(idx) - 1]
-        rows.append({"stream": stream, "lines": len(lines), "characters": sum(len(texts[i]) for i in lines),
-                     "last": _short(texts[lines[-1]]) if lines else ""})
+        count = characters = 0
+        last = ""
+        for n, i in enumerate(idx):
+            lines = texts[i].split("\n")
+            if partial[i] and n < len(idx) - 1:
+                # A partial record's last line is an earlier state of the next record's first line.
+                lines.pop()
+            count += len(lines)
+            characters += sum(map(len, lines))
+            if lines:
+                last = lines[-1]
+        rows.append({"stream": stream, "lines": count, "characters": characters, "last": _short(last)})
     return Summary("Console", rows)

@@ -9,8 +9,10 @@
  *
  * lines() and feed() put console lines between the constant parts of a `console` record's line (made by
  * the recorder from the writer's record template), escape the text as orjson escapes JSON strings (the
- * encoder of every other line), number the lines after the writer's last sequence number and append each
- * line's CRC-32 (zlib's), so that one write(2) puts a whole batch into the segment. feed() also cuts the
+ * encoder of every other line), number the records after the writer's last sequence number and append each
+ * record's CRC-32 (zlib's), so that one write(2) puts a whole batch into the segment. Consecutive lines of
+ * one stream share a record, joined by \n inside its JSON string, up to MAX_TEXT_BYTES of text in all
+ * (lines.py's lines_py makes the same bytes); a partial line is the last of its record. feed() also cuts the
  * written texts into lines itself (the common case: stdout only, text UTF-8 can hold), collapsing \r
  * rewrites and splitting lines over 64 KiB exactly as console.py's _Line and checked() do, without making
  * a str per line; it declines (returns None, having changed nothing) for anything else.
@@ -180,32 +182,70 @@ typedef struct {
     size_t midn[2], tailn[2];
 } Parts;
 
-/* Appends the line of one record (text: UTF-8, already valid) to out. */
+/* A record being put together: several lines of one stream, joined by \n inside its JSON string (at most
+ * MAX_TEXT_BYTES bytes of text in all). open is 0 when none is. */
+typedef struct {
+    int open, stream;
+    size_t body;   /* where the record's line continues after pre (its CRC covers from there) */
+    size_t text;   /* its text so far, in bytes of UTF-8 (the \n between lines counted) */
+} Rec;
+
+/* Closes the open record: its tail, its CRC-32, the end of the store line. */
 static int
-emit(Buf *out, Parts *parts, const unsigned char *text, size_t n, int stream, int partial)
+rec_close(Buf *out, Parts *parts, Rec *r, int partial)
 {
-    if (reserve(out, parts->pren + 21 + parts->midn[stream] + 6 * n + parts->tailn[partial] + 20) < 0)
+    if (!r->open)
+        return 0;
+    if (reserve(out, parts->tailn[partial] + 20) < 0)
         return -1;
     char *o = out->p + out->len;
-    memcpy(o, parts->pre, parts->pren);
-    o += parts->pren;
-    char *after_pre = o;
-    parts->seq++;
-    seq_next(&parts->text);
-    memcpy(o, parts->text.d, parts->text.n);
-    o += parts->text.n;
-    memcpy(o, parts->mid[stream], parts->midn[stream]);
-    o += parts->midn[stream];
-    o += escape(o, text, n);
     memcpy(o, parts->tail[partial], parts->tailn[partial]);
     o += parts->tailn[partial];
-    uint32_t crc = crc32_of((const unsigned char *)after_pre, (size_t)(o - after_pre), parts->crc_pre);
+    uint32_t crc = crc32_of((const unsigned char *)out->p + r->body, (size_t)(o - (out->p + r->body)),
+                            parts->crc_pre);
     memcpy(o, ",\"crc\":\"", 8);
     o += 8;
     for (int shift = 28; shift >= 0; shift -= 4)
         *o++ = hexdigits[(crc >> shift) & 15];
     memcpy(o, "\"}\n", 3);
     o += 3;
+    out->len = (size_t)(o - out->p);
+    r->open = 0;
+    return 0;
+}
+
+/* Adds one line (text: UTF-8, already valid, at most MAX_TEXT_BYTES) of `stream` to the open record, or
+ * closes it and opens the next one (another stream, or no room left); *opened counts the records opened. */
+static int
+rec_add(Buf *out, Parts *parts, Rec *r, const unsigned char *text, size_t n, int stream, long long *opened)
+{
+    if (r->open && (r->stream != stream || r->text + 1 + n > MAX_TEXT_BYTES)) {
+        if (rec_close(out, parts, r, 0) < 0)
+            return -1;
+    }
+    if (reserve(out, parts->pren + 21 + parts->midn[stream] + 2 + 6 * n) < 0)
+        return -1;
+    char *o = out->p + out->len;
+    if (!r->open) {
+        memcpy(o, parts->pre, parts->pren);
+        o += parts->pren;
+        r->body = (size_t)(o - out->p);
+        parts->seq++;
+        seq_next(&parts->text);
+        memcpy(o, parts->text.d, parts->text.n);
+        o += parts->text.n;
+        memcpy(o, parts->mid[stream], parts->midn[stream]);
+        o += parts->midn[stream];
+        r->open = 1;
+        r->stream = stream;
+        r->text = n;
+        (*opened)++;
+    } else {
+        o[0] = '\\'; o[1] = 'n';
+        o += 2;
+        r->text += 1 + n;
+    }
+    o += escape(o, text, n);
     out->len = (size_t)(o - out->p);
     return 0;
 }
@@ -271,6 +311,8 @@ lines(PyObject *Py_UNUSED(self), PyObject *args)
         goto done;
     }
     const unsigned char *k = (const unsigned char *)kinds.buf;
+    Rec r = {0, 0, 0, 0};
+    long long opened = 0;
     for (Py_ssize_t i = 0; i < n; i++) {
         PyObject *s = PyList_GET_ITEM(texts, i);
         Py_ssize_t len;
@@ -280,10 +322,16 @@ lines(PyObject *Py_UNUSED(self), PyObject *args)
                 PyErr_SetString(PyExc_TypeError, "lines: texts must be str");
             goto done;
         }
-        if (emit(&out, &parts, (const unsigned char *)u, (size_t)len, k[i] & 1, (k[i] >> 1) & 1) < 0) {
+        /* a partial line is the last of its record (the next record of its stream is its later state) */
+        if (rec_add(&out, &parts, &r, (const unsigned char *)u, (size_t)len, k[i] & 1, &opened) < 0 ||
+            ((k[i] >> 1) & 1 && rec_close(&out, &parts, &r, 1) < 0)) {
             PyErr_NoMemory();
             goto done;
         }
+    }
+    if (rec_close(&out, &parts, &r, 0) < 0) {
+        PyErr_NoMemory();
+        goto done;
     }
     result = PyBytes_FromStringAndSize(out.p ? out.p : "", (Py_ssize_t)out.len);
 done:
@@ -293,14 +341,34 @@ done:
     return result;
 }
 
+/* feed()'s buffers, kept from one call to the next so that their pages stay mapped (a fresh megabyte a
+ * call costs page faults and zeroed pages as much as the work itself); taken and given back with the
+ * interpreter held, so a second caller meanwhile (a forked child's writing thread) gets buffers of its own.
+ * Past SCRATCH_KEEP (a batch of very long lines) they are freed rather than kept. */
+static Buf scratch_out = {NULL, 0, 0}, scratch_cur = {NULL, 0, 0};
+static int scratch_busy = 0;
+#define SCRATCH_KEEP ((size_t)8 << 20)
+
+static void
+scratch_return(Buf *keep, Buf *b)
+{
+    if (b->cap > SCRATCH_KEEP) {
+        free(b->p);
+        b->p = NULL;
+        b->cap = 0;
+    }
+    b->len = 0;
+    *keep = *b;
+}
+
 /* ---- feed(items, pending, cr, pre, crc_pre, seq, mids, tails, limit) ----------------------------
  *
  * items: what was written to stdout (str each). pending, cr: the unfinished line and whether a \r asks
  * the next text to replace it (console.py's _Line.text and .cr). Returns None (nothing changed) when an
  * item is not a str or holds text UTF-8 cannot (lone surrogates); else (blob, records, text_bytes,
- * pending, cr, lines_ended, full): the records of the lines the items complete, as _Line.feed and
- * checked() would make them, and the new unfinished line. limit: text bytes the run may still take; the
- * first line past it is not written and full is true. */
+ * pending, cr, lines_ended, full): the records (the lines share them) of the lines the items complete,
+ * as _Line.feed, checked() and lines() would make them, and the new unfinished line. limit: text bytes
+ * the run may still take; the first line past it is not written and full is true. */
 
 static PyObject *
 feed(PyObject *Py_UNUSED(self), PyObject *args)
@@ -315,6 +383,13 @@ feed(PyObject *Py_UNUSED(self), PyObject *args)
         return NULL;
     PyObject *result = NULL;
     Buf out = {NULL, 0, 0}, cur = {NULL, 0, 0};
+    int own = !scratch_busy;
+    if (own) {
+        scratch_busy = 1;
+        out = scratch_out;
+        cur = scratch_cur;
+        out.len = cur.len = 0;
+    }
     struct { const unsigned char *p; size_t n; } *texts = NULL;
     Parts parts;
     if (parse_parts(&parts, &pre, crc_pre, seq, mids, tails) < 0)
@@ -358,6 +433,7 @@ feed(PyObject *Py_UNUSED(self), PyObject *args)
     }
     long long records = 0, text_bytes = 0, ended = 0;
     int full = 0, oom = 0;
+    Rec r = {0, 0, 0, 0};
     size_t off = 0;
     Py_BEGIN_ALLOW_THREADS
     for (Py_ssize_t i = 0; i < n && !oom; i++) {
@@ -394,11 +470,10 @@ feed(PyObject *Py_UNUSED(self), PyObject *args)
                     if (text_bytes + (long long)k > limit) {
                         full = 1;
                     } else {
-                        if (emit(&out, &parts, (const unsigned char *)cur.p + at, k, 0, 0) < 0) {
+                        if (rec_add(&out, &parts, &r, (const unsigned char *)cur.p + at, k, 0, &records) < 0) {
                             oom = 1;
                             break;
                         }
-                        records++;
                         text_bytes += (long long)k;
                     }
                 }
@@ -425,16 +500,17 @@ feed(PyObject *Py_UNUSED(self), PyObject *args)
             if (text_bytes + (long long)k > limit) {
                 full = 1;
             } else {
-                if (emit(&out, &parts, (const unsigned char *)cur.p + off, k, 0, 0) < 0) {
+                if (rec_add(&out, &parts, &r, (const unsigned char *)cur.p + off, k, 0, &records) < 0) {
                     oom = 1;
                     break;
                 }
-                records++;
                 text_bytes += (long long)k;
             }
         }
         off += k;
     }
+    if (!oom && rec_close(&out, &parts, &r, 0) < 0)
+        oom = 1;
     Py_END_ALLOW_THREADS
     if (oom) {
         PyErr_NoMemory();
@@ -448,8 +524,14 @@ feed(PyObject *Py_UNUSED(self), PyObject *args)
     Py_XDECREF(rest);
 done:
     free(texts);
-    free(out.p);
-    free(cur.p);
+    if (own) {
+        scratch_return(&scratch_out, &out);
+        scratch_return(&scratch_cur, &cur);
+        scratch_busy = 0;
+    } else {
+        free(out.p);
+        free(cur.p);
+    }
     PyBuffer_Release(&pre);
     return result;
 }
@@ -571,7 +653,8 @@ static PyTypeObject TeeType = {
 
 static PyMethodDef methods[] = {
     {"lines", lines, METH_VARARGS,
-     "lines(pre, crc_of_pre, last_seq, texts, mids, tails, kinds) -> bytes: one store line per text "
+     "lines(pre, crc_of_pre, last_seq, texts, mids, tails, kinds) -> bytes: store lines of the texts, consecutive "
+     "texts of a stream joined by \\n in one record up to 64 KiB, a partial text last in its record "
      "(kinds: one byte per text, bit 0 stderr, bit 1 partial)."},
     {"feed", feed, METH_VARARGS,
      "feed(items, pending, cr, pre, crc_of_pre, last_seq, mids, tails, limit) -> (blob, records, text_bytes, "

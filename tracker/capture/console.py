@@ -17,7 +17,8 @@ is a :class:`Sink` of it, with its own byte cap). Two ways in:
 A flusher thread takes what was written every 0.1 s (at once when much is
 waiting), cuts it into lines, collapses ``\\r`` rewrites (a progress bar keeps
 its last state), splits lines over 64 KiB, and writes each run's records with
-one ``write(2)`` per batch (``_console.c``, or the same bytes in Python). The
+one ``write(2)`` per batch (the lines of a stream in one record, joined by
+``\\n``, at most 64 KiB of text each) (``_console.c``, or the same bytes in Python). The
 parts: :mod:`.lines` (text to records), :mod:`.tee` (the wrapped ``write``),
 :mod:`.descriptors` (descriptors 1 and 2); this module runs them. A line
 still unfinished 0.4 s after it began is written as a ``partial`` record, so

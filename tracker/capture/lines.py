@@ -4,7 +4,8 @@
 on each line it completes, collapses ``\\r`` rewrites (a progress bar keeps its
 last state) and splits a line past 64 KiB. :func:`checked` makes a batch's
 text storable (U+FFFD for lone surrogates). :func:`write_batch` appends a
-batch to a run's segment with one ``write(2)``: the lines are put between the
+batch to a run's segment with one ``write(2)``: consecutive lines of a stream
+share a record (joined by ``\\n``, at most 64 KiB of text), put between the
 constant parts of the writer's record template, escaped, numbered and
 checksummed by ``_console.lines`` (C, ``tracker/capture/_console.c``) or
 :func:`lines_py` (the same bytes in Python). ``_console.feed`` does the cutting
@@ -51,7 +52,11 @@ NOTE = "tracker: {}"
 
 def lines_py(pre: bytes, crc_pre: int, seq: int, texts: list[str], mids: tuple[bytes, bytes],
              tails: tuple[bytes, bytes], kinds: bytes) -> bytes:
-    """``_console.lines`` in Python: one store line per text, numbered after ``seq``, each with its CRC-32.
+    """``_console.lines`` in Python: the texts as store lines numbered after ``seq``, each with its CRC-32.
+
+    Consecutive lines of one stream share a record, joined by ``\\n``, up to :data:`MAX_TEXT_BYTES`
+    of text in all; a partial line is the last of its record. Each text is at most that long already
+    (:func:`checked`); the records made are ``result.count(b"\\n")``.
 
     :param pre: the line up to its sequence number (``{"v":1,...,"seq":``); ``crc_pre`` its CRC-32.
     :param mids: what goes between the sequence number and the text, for stdout and for stderr.
@@ -61,11 +66,31 @@ def lines_py(pre: bytes, crc_pre: int, seq: int, texts: list[str], mids: tuple[b
     out = []
     dumps = orjson.dumps
     crc32 = zlib.crc32
-    for i, text in enumerate(texts):
+
+    def close(group: list[str], stream: int, partial: int) -> None:
+        nonlocal seq
         seq += 1
-        k = kinds[i]
-        body = b"%d%b%b%b" % (seq, mids[k & 1], dumps(text)[1:-1], tails[(k >> 1) & 1])
+        body = b"%d%b%b%b" % (seq, mids[stream], dumps("\n".join(group))[1:-1], tails[partial])
         out.append(b'%b%b,"crc":"%08x"}\n' % (pre, body, crc32(body, crc_pre)))
+
+    group: list[str] = []
+    stream = size = 0
+    for i, text in enumerate(texts):
+        k = kinds[i]
+        n = len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
+        if group and (stream != k & 1 or size + 1 + n > MAX_TEXT_BYTES):
+            close(group, stream, 0)
+            group = []
+        if group:
+            size += 1 + n
+        else:
+            stream, size = k & 1, n
+        group.append(text)
+        if k & 2:
+            close(group, stream, 1)
+            group = []
+    if group:
+        close(group, stream, 0)
     return b"".join(out)
 
 
@@ -226,7 +251,8 @@ def write_batch(run: Any, batch: Batch, now: float) -> None:
         latest = w.max_step
         pre = line_start(route, 0 if latest is None else latest, now)
         blob = lines(pre, zlib.crc32(pre), seq, texts, MIDS, TAILS, bytes(batch.kinds))
-        w.commit(blob, (seq + len(texts), count + len(texts), top), None)
+        records = blob.count(b"\n")  # several lines of a stream share a record
+        w.commit(blob, (seq + records, count + records, top), None)
 
 
 MIDS = (b',"data":{"stream":"stdout","text":"', b',"data":{"stream":"stderr","text":"')

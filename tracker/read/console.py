@@ -1,11 +1,15 @@
 """A run's console read back: ``console`` records as numbered lines, a partial line replaced by its later state.
 
-The console recorder (``tracker.capture.console``) writes one record per line,
-and the state of a line still unfinished after 0.5 s as a ``partial`` record;
-the next record of the same writer and stream is that line's later state (or
-its end). :class:`ConsoleLines` turns records into lines in that sense: a
-partial record takes a line number, and the record that follows it on the
-same writer and stream takes the same number (replacing its text). Fed
+The console recorder (``tracker.capture.console``) writes the lines of one
+stream it took at a time as one record, their texts joined by ``\n`` (stores
+written before 0.6 hold one line per record: a line never holds a ``\n``, so
+both read the same), and the state of a line still unfinished after 0.5 s as
+the last line of a ``partial`` record; the next record of the same writer and
+stream begins with that line's later state (or its end). :class:`ConsoleLines`
+turns records into lines in that sense: each line of a record takes a line
+number, except that the first line of the record following a partial one on
+the same writer and stream takes the partial line's number (replacing its
+text). Fed
 incrementally (``tracker logs -f``, the dashboard's live Logs panel) it says
 which lines are new and which were rewritten.
 """
@@ -60,7 +64,7 @@ class ConsoleLines:
         self.pending: dict[tuple[str, str], ConsoleLine] = {}
 
     def feed(self, records: Iterable[Record]) -> Iterator[tuple[ConsoleLine, bool]]:
-        """``(line, new)`` per record: ``new`` is false when the record rewrote a line given before."""
+        """``(line, new)`` per line of each record: ``new`` is false when the line rewrote one given before."""
         pending = self.pending
         for rec in records:
             if rec.schema != CONSOLE:
@@ -74,16 +78,20 @@ class ConsoleLines:
                 continue
             partial = d.get("partial") is True
             key = (rec.writer, stream)
-            line = pending.pop(key, None)
-            new = line is None
-            if line is None:
-                self.count += 1
-                line = ConsoleLine(self.count, stream, text, rec.time, rec.step, rec.writer, partial)
-            else:
-                line.text, line.time, line.step, line.partial = text, rec.time, rec.step, partial
-            if partial:
-                pending[key] = line
-            yield line, new
+            texts = text.split("\n") if "\n" in text else (text,)
+            last = len(texts) - 1
+            for i, t in enumerate(texts):
+                part = partial and i == last  # only a record's last line can be unfinished
+                line = pending.pop(key, None) if i == 0 else None
+                new = line is None
+                if line is None:
+                    self.count += 1
+                    line = ConsoleLine(self.count, stream, t, rec.time, rec.step, rec.writer, part)
+                else:
+                    line.text, line.time, line.step, line.partial = t, rec.time, rec.step, part
+                if part:
+                    pending[key] = line
+                yield line, new
 
     def lines(self, records: Iterable[Record]) -> list[ConsoleLine]:
         """Every line of ``records``, each in its last state, in line-number order."""
