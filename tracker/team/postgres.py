@@ -137,7 +137,8 @@ class TeamStore(TeamReading, LazyHost, ArtifactMethods):
         """Every run id in the database."""
         if not self.has_tables():
             return []
-        return [r[0] for r in self._query("SELECT run_id FROM tracker_runs ORDER BY run_id")]
+        # Sorted here, by code point as a folder's are (the database's collation may order otherwise).
+        return sorted(r[0] for r in self._query("SELECT run_id FROM tracker_runs"))
 
     def _infos(self, run_id: str | list[str] | None = None) -> list[RunInfo]:
         if not self.has_tables():
