@@ -153,7 +153,7 @@ def _list_page(obj: CliContext, store: Any, filters: tuple[Any, ...], limit: int
     if hasattr(store, "runs_dir") and not catalog_file(store.path).exists():
         warm_with_progress(store)
     page = store.runs(project=project, status=status, tag=tags or None, group=group, job_type=job_type, limit=limit)
-    short = short_ids_of(store.run_ids(), [i.id for i in page])
+    short = short_ids_of(page.run_ids or store.run_ids(), [i.id for i in page])
     _print_runs(obj, [(i, False) for i in page], page.total, short, extra, metrics, fmt, system, False,
                 bool(project or status or tags))
 

@@ -198,6 +198,8 @@ class RunPage(list):
         self.next = next
         #: the folder store's catalog entries of the page (per-metric figures, records per schema), else ``None``
         self.entries = entries
+        #: every run id of the store (sorted) when the answer listed them anyway, else ``None``
+        self.run_ids: list[str] | None = None
 
 
 # --- filters ---------------------------------------------------------------------------------------

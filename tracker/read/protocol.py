@@ -84,7 +84,12 @@ class StoreReader(Protocol):
 
     def runs(self, project: str | None = None, status: str | None = None,
              tag: str | None = None, *, group: str | None = None, job_type: str | None = None) -> list[RunInfo]:
-        """Every run's info, newest first, optionally filtered (each filter given must match)."""
+        """Every run's info, newest first, optionally filtered (each filter given must match).
+
+        The folder store and the team store also take ``q=``, ``sort=``, ``limit=``, ``cursor=`` and
+        ``offset=`` and return a page (:mod:`tracker.read.listing`); a reader without them is paged by
+        its caller (the dashboard does).
+        """
 
     def run(self, ref: str) -> RunReader:
         """The run whose id is ``ref`` or a unique prefix of it, else whose name is ``ref``."""

@@ -115,7 +115,8 @@ class Store(LazyHost):
         from tracker.read.index.newest import Newest
         from tracker.read.listing import RunPage, page_entries
 
-        newest = Newest.open(self.path, self.run_ids())
+        ids_seen = self.run_ids()
+        newest = Newest.open(self.path, ids_seen)
         if newest is None:
             return None
         try:
@@ -126,7 +127,9 @@ class Store(LazyHost):
         entries = newest.entries(ids, self._refresh_running)
         if entries is None:
             return None
-        return RunPage([e.info for e in entries], total, nxt, entries)
+        page = RunPage([e.info for e in entries], total, nxt, entries)
+        page.run_ids = ids_seen  # every run id, as listed for this page (what `tracker runs` shortens ids among)
+        return page
 
     def run_choices(self) -> dict[str, Any]:
         """What a runs list's filters and columns offer: projects, tags, statuses, groups, job types, config keys,

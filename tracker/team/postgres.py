@@ -137,7 +137,8 @@ class TeamStore(TeamReading, LazyHost, ArtifactMethods):
         """Every run id in the database."""
         if not self.has_tables():
             return []
-        return [r[0] for r in self._query("SELECT run_id FROM tracker_runs ORDER BY run_id")]
+        # Sorted here, by code point as a folder's are (the database's collation may order otherwise).
+        return sorted(r[0] for r in self._query("SELECT run_id FROM tracker_runs"))
 
     def _infos(self, run_id: str | list[str] | None = None) -> list[RunInfo]:
         if not self.has_tables():
@@ -204,6 +205,26 @@ class TeamStore(TeamReading, LazyHost, ArtifactMethods):
         ids, total, nxt = page_ids(self, flt, key, limit, cursor, offset, self._timeout)
         by_id = {i.id: i for i in self._infos(ids)} if ids else {}
         return RunPage([by_id[i] for i in ids if i in by_id], total, nxt)
+
+    def run_order(self, project: str | None = None, status: str | None = None, tag: str | list[str] | None = None,
+                  *, q: str | None = None, group: str | None = None, job_type: str | None = None,
+                  sort: str | None = None) -> tuple[list[str], list[tuple[int, float, str, str]]]:
+        """Every run id the filters keep in ``sort``'s order, with their order keys: what a server keeps to
+        answer the pages of a sort no index serves (:func:`tracker.read.listing.page_entries`)."""
+        from tracker.read.listing import RunFilter, parse_sort
+        from tracker.team.listing import page_ids
+
+        if not self.has_tables():
+            return [], []
+        keys: list[tuple[int, float, str, str]] = []
+        ids, _, _ = page_ids(self, RunFilter.of(project, status, tag, q, group, job_type), parse_sort(sort), None,
+                             None, None, self._timeout, keys)
+        return ids, keys
+
+    def infos_of(self, run_ids: list[str]) -> list[RunInfo]:
+        """The infos of ``run_ids``, in that order (a run no longer there is left out)."""
+        by_id = {i.id: i for i in self._infos(list(run_ids))} if run_ids else {}
+        return [by_id[i] for i in run_ids if i in by_id]
 
     def run_choices(self) -> dict[str, Any]:
         """What a runs list's filters and columns offer: projects, tags, statuses, groups, job types, config keys,

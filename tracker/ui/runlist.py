@@ -228,19 +228,56 @@ class RunList:
 
 
 class TeamChoices:
-    """The team database's choices, asked again only when its change key moved."""
+    """The team database's choices and sorted orders, asked again only when its change key moved.
+
+    A database of more than :data:`BIG` runs gets its choices in the background (its own connection), so a
+    page never waits on them: the last ones are answered meanwhile (none at first: ``choices_pending``).
+    """
 
     def __init__(self) -> None:
         self._hit: tuple[Any, dict[str, Any]] | None = None
+        self._worker: threading.Thread | None = None
+        self._lock = threading.Lock()
+        self._orders: OrderedDict[tuple, tuple[list[str], list[Any]]] = OrderedDict()
 
-    def get(self, store: Any) -> dict[str, Any]:
-        key = store.change_key() if hasattr(store, "change_key") else None
+    def get(self, store: Any, key: Any) -> dict[str, Any] | None:
+        """The choices for change key ``key`` (``None``: not known yet, being read)."""
         hit = self._hit
-        if hit is not None and key is not None and hit[0] == key:
+        if hit is not None and hit[0] == key:
             return hit[1]
-        doc = store.run_choices()
-        self._hit = (key, doc)
-        return doc
+        if not hasattr(store, "url") or store.run_count() <= BIG:
+            doc = store.run_choices()
+            self._hit = (key, doc)
+            return doc
+        with self._lock:
+            if self._worker is None or not self._worker.is_alive():
+                self._worker = threading.Thread(target=self._read, args=(store, key), daemon=True,
+                                                name="tracker-team-choices")
+                self._worker.start()
+        return hit[1] if hit is not None else None
+
+    def _read(self, store: Any, key: Any) -> None:
+        other = type(store)(store.url, store._host, timeout=store.timeout)
+        try:
+            self._hit = (key, other.run_choices())
+        except Exception:  # noqa: BLE001 - the next request asks again
+            pass
+        finally:
+            other.conn.close()
+
+    def order(self, store: Any, change: Any, flt: RunFilter, key: SortKey) -> tuple[list[str], list[Any]]:
+        """The whole order of a sort no index serves, read once per change of the database."""
+        k = (change, flt, key)
+        hit = self._orders.get(k)
+        if hit is None:
+            hit = store.run_order(project=flt.project, status=flt.status, tag=list(flt.tags) or None, q=flt.q,
+                                  group=flt.group, job_type=flt.job_type, sort=key.text)
+            self._orders[k] = hit
+            while len(self._orders) > ORDERS_KEPT:
+                self._orders.popitem(last=False)
+        else:
+            self._orders.move_to_end(k)
+        return hit
 
 
 class _Listed:
@@ -330,13 +367,24 @@ def runs_doc(api: Any, request: Any) -> dict[str, Any]:
         want = stats or request.query_params.get("default") == "1"
         figures = store.figures([i.id for i in infos]) if want and infos and hasattr(store, "figures") else {}
     else:
+        from tracker.team.listing import indexed
+
+        change = store.change_key() if hasattr(store, "change_key") else None
         try:
-            page = store.runs(project=flt.project, status=flt.status, tag=list(flt.tags), q=flt.q, group=flt.group,
-                              job_type=flt.job_type, sort=key.text, limit=limit, cursor=cursor, offset=offset)
+            if limit is not None and hasattr(store, "run_order") and not indexed(key, flt):
+                # A sort no index serves: its whole order read once per change of the database, pages from it.
+                order = api.team_choices.order(store, change, flt, key)
+                ids, matched, nxt = page_entries(order[0], key, limit, cursor, offset, ordered=order)
+                infos = store.infos_of(ids)
+            else:
+                page = store.runs(project=flt.project, status=flt.status, tag=list(flt.tags), q=flt.q,
+                                  group=flt.group, job_type=flt.job_type, sort=key.text, limit=limit, cursor=cursor,
+                                  offset=offset)
+                infos, matched, nxt = list(page), page.total, page.next
         except ListingError as exc:
             raise BadRequest(str(exc)) from None
-        infos, matched, nxt = list(page), page.total, page.next
-        doc = dict(api.team_choices.get(store))
+        got = api.team_choices.get(store, change)
+        doc = dict(got) if got is not None else {**choices([]), "choices_pending": True}
         total = matched if flt == RunFilter() else \
             (store.run_count() if hasattr(store, "run_count") else len(store.run_ids()))
         plain, alerts = set(), {}
