@@ -156,26 +156,30 @@ const t0 = performance.now();
 fetch('/api/runs').then((r) => r.json()).then((d) => done([performance.now() - t0, d.runs.length]));
 """
 
-# A click (or keystroke) and the time until the rows are drawn again (the next frame after the handler).
+# A click (or keystroke) and the time until the rows are drawn again: the page asks the server for the sorted or
+# filtered page (GET /api/runs?sort=...&limit=...), then draws it (two frames after the answer arrived). Typing
+# waits 250 ms before asking (the filter's debounce), which the figure includes.
 TIMED = """
 const [what] = arguments; const done = arguments[arguments.length - 1];
+const asked = () => performance.getEntriesByType('resource').filter((e) => e.name.includes('/api/runs')).length;
+const n0 = asked();
 const t0 = performance.now();
 if (what === 'sort') document.querySelectorAll('table.runs th button.sort')[0].click();
 else { const f = document.querySelector('input[data-filter]'); f.value = what; f.dispatchEvent(new Event('input')); }
-requestAnimationFrame(() => done(performance.now() - t0));
+(function poll() {
+  if (asked() > n0) return requestAnimationFrame(() => requestAnimationFrame(() => done(performance.now() - t0)));
+  if (performance.now() - t0 > 30000) return done(null);
+  setTimeout(poll, 2);
+})();
 """
 
+# The floor of a sort or a filter: the page's own request for the first page in that order, fetched and parsed.
 FLOOR_SORT = """
 const done = arguments[arguments.length - 1];
-fetch('/api/runs').then((r) => r.json()).then((d) => {
-  const rows = d.runs.map((r, i) => [r.name || '', i, r]);
-  const t0 = performance.now();
-  rows.sort((a, b) => a[0].localeCompare(b[0], undefined, {numeric: true}) || a[1] - b[1]);
-  done(performance.now() - t0);
-});
+const t0 = performance.now();
+fetch('/api/runs?limit=100&sort=name').then((r) => r.json()).then((d) => done(performance.now() - t0));
 """
 
-LISTINGS = "return performance.getEntriesByType('resource').filter((e) => e.name.includes('/api/runs')).length;"
 
 
 def bench_page(store: Path, n_runs: int, rounds: int) -> None:
@@ -222,20 +226,19 @@ def bench_page(store: Path, n_runs: int, rounds: int) -> None:
             paint.append(drv.execute_async_script(FIRST_PAINT))
             fetch.append(drv.execute_async_script(FLOOR_FETCH)[0])
             sort_floor.append(drv.execute_async_script(FLOOR_SORT))
-            before = drv.execute_script(LISTINGS)
             sort.append(drv.execute_async_script(TIMED, "sort"))
             filt.append(drv.execute_async_script(TIMED, "run0001"))
-            assert drv.execute_script(LISTINGS) == before, "a sort or a filter fetched the runs again"
+            assert None not in sort + filt, "a sort or a filter never asked the server for its page"
     finally:
         drv.quit()
         server.should_exit = True
         thread.join(10)
     for name, xs, fl, floor_name in (
             (f"runs page, {n_runs:,} runs: first paint", paint, fetch, "fetch + JSON parse of /api/runs in the page"),
-            (f"runs page, {n_runs:,} runs: sort by a column (no request)", sort, sort_floor,
-             "Array.sort of the rows by that column in the page"),
-            (f"runs page, {n_runs:,} runs: filter as typed (no request)", filt, sort_floor,
-             "Array.sort of the rows by that column in the page")):
+            (f"runs page, {n_runs:,} runs: sort by a column (the server's sorted page, drawn)", sort, sort_floor,
+             "fetch + JSON parse of that page in the page"),
+            (f"runs page, {n_runs:,} runs: filter as typed (250 ms debounce, the server's page, drawn)", filt,
+             sort_floor, "fetch + JSON parse of a sorted page in the page")):
         ratios = [x / max(f, 0.01) for x, f in zip(xs, fl, strict=True)]
         emit("ui", name, unit="ms", clock="wall", floor_name=floor_name, value=round(median(xs), 1),
              floor=round(median(fl), 2), ratio=round(median(ratios), 2), rounds=rounds)

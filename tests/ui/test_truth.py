@@ -113,10 +113,9 @@ def test_a_runs_colour_is_the_same_under_its_full_id_and_a_prefix(driver, server
         driver.get(server.url + f"/runs/{ref}")
         dot = wait(driver, lambda d: css(d, ".run-head h1 .dot"), what="the run's dot")[0]
         colours.append(driver.execute_script(DOT_RGB, dot))
-    driver.get(server.url + "/")
-    dot = wait(driver, lambda d: css(d, f'table.runs[data-ready] tr[data-id="{full}"] .dot'), what="row dot")[0]
-    colours.append(driver.execute_script(DOT_RGB, dot))
-    assert colours[0] == colours[1] == colours[2]
+    # The same run by its full id and by a prefix. (Runs shown together may be moved apart from their ids'
+    # colours, the same way on every page that shows them together: tests/ui/test_one_look.py.)
+    assert colours[0] == colours[1]
 
 
 def test_six_runs_in_a_compare_have_six_distinct_colours(driver, sweep):
