@@ -33,8 +33,8 @@ ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(ROOT))
 
-from bench_stream import _follower, _fresh_db, _server, _stop  # noqa: E402
-from common import FOUR_FLOATS, emit, main_guard, parse_args, scratch  # noqa: E402
+from bench_stream import _follower, _fresh_db, _server  # noqa: E402
+from common import FOUR_FLOATS, emit, main_guard, parse_args, scratch, stop_process  # noqa: E402
 
 import tracker  # noqa: E402
 
@@ -252,7 +252,7 @@ def bench_log_cost(admin: str, server_port: int, tmp: Path, args) -> None:  # no
                         cpu[mode].append((time.process_time() - c0) / calls)
                     finally:
                         if follower is not None:
-                            _stop(follower)
+                            stop_process(follower)
     finally:
         if old is None:
             os.environ.pop("TRACKER_CONFIG", None)

@@ -23,7 +23,6 @@ Needs ``curl`` and the ``ui`` extra (the server). ``--quick``: small sizes.
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import shutil
 import signal
@@ -39,7 +38,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent))
 
-from common import FOUR_FLOATS, emit, main_guard, parse_args, per_call, scratch  # noqa: E402
+from common import FOUR_FLOATS, emit, main_guard, parse_args, scratch, start_follower, with_and_without  # noqa: E402
 
 import tracker  # noqa: E402
 
@@ -90,31 +89,7 @@ class Server:
 
 def _follower(store: Path, server: Server) -> subprocess.Popen:
     """The store's follower shipping to the server (not detached: the script stops it)."""
-    env = _env()
-    env.update(TRACKER_FOLLOWER_URL=server.url, TRACKER_API_KEY=server.key, TRACKER_FOLLOWER_LINGER="600")
-    proc = subprocess.Popen([sys.executable, "-m", "tracker.team.follower", "--store", str(store)], env=env,
-                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    status = store / "team" / "follower.json"
-    end = time.monotonic() + 60
-    while time.monotonic() < end:
-        try:
-            doc = json.loads(status.read_text())
-            if doc.get("pass_at") and doc["pid"] == proc.pid:
-                return proc
-        except (OSError, ValueError, KeyError):
-            pass
-        time.sleep(0.05)
-    proc.kill()
-    raise RuntimeError("the follower did not start")
-
-
-def _stop(proc: subprocess.Popen) -> None:
-    proc.send_signal(signal.SIGTERM)
-    try:
-        proc.wait(30)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
+    return start_follower(store, server.url, TRACKER_API_KEY=server.key)
 
 
 def bench_log_cost(server: Server, tmp: Path, args) -> None:  # noqa: ANN001 - argparse namespace
@@ -122,19 +97,9 @@ def bench_log_cost(server: Server, tmp: Path, args) -> None:  # noqa: ANN001 - a
     n = 20_000 if args.quick else 200_000
     store = tmp / "cost"
     values = dict(FOUR_FLOATS)
-    cpu, wall = {"with": [], "without": []}, {"with": [], "without": []}
     with tracker.start_run("bench", "log-cost", store=store, system_metrics=False) as run:
         run.log(values)
-        for _ in range(args.repeat):
-            for mode in ("without", "with"):
-                proc = _follower(store, server) if mode == "with" else None
-                try:
-                    t0 = time.perf_counter()
-                    cpu[mode].append(per_call(lambda i: run.log(values), n))
-                    wall[mode].append((time.perf_counter() - t0) / n)
-                finally:
-                    if proc is not None:
-                        _stop(proc)
+        cpu, wall = with_and_without(lambda i: run.log(values), n, args.repeat, lambda: _follower(store, server))
         rid = run.id
     shipped = sum(server.session.json("GET", f"/api/v1/runs/{rid}/segments")["segments"].values())
     for clock, got in (("cpu", cpu), ("wall", wall)):

@@ -22,9 +22,7 @@ database to use; without it the script starts a throwaway server with
 from __future__ import annotations
 
 import contextlib
-import json
 import os
-import signal
 import statistics
 import subprocess
 import sys
@@ -36,7 +34,16 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent))
 
-from common import FOUR_FLOATS, emit, main_guard, parse_args, per_call, scratch  # noqa: E402
+from common import (  # noqa: E402
+    FOUR_FLOATS,
+    emit,
+    main_guard,
+    parse_args,
+    scratch,
+    start_follower,
+    stop_process,
+    with_and_without,
+)
 
 import tracker  # noqa: E402
 
@@ -74,30 +81,7 @@ def _count(url: str, sql: str = "SELECT count(*) FROM tracker_events", params: t
 
 def _follower(store: Path, url: str) -> subprocess.Popen:
     """The store's follower, started as a run's start would start it (but not detached: the script stops it)."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("TRACKER_")}
-    env.update(TRACKER_FOLLOWER_URL=url, TRACKER_FOLLOWER_LINGER="600")
-    proc = subprocess.Popen([sys.executable, "-m", "tracker.team.follower", "--store", str(store)], env=env,
-                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    status = store / "team" / "follower.json"
-    end = time.monotonic() + 60
-    while time.monotonic() < end:
-        try:
-            if json.loads(status.read_text()).get("pass_at") and json.loads(status.read_text())["pid"] == proc.pid:
-                return proc
-        except (OSError, ValueError, KeyError):
-            pass
-        time.sleep(0.05)
-    proc.kill()
-    raise RuntimeError("the follower did not start")
-
-
-def _stop(proc: subprocess.Popen) -> None:
-    proc.send_signal(signal.SIGTERM)
-    try:
-        proc.wait(30)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
+    return start_follower(store, url)
 
 
 def bench_log_cost(admin: str, tmp: Path, args) -> None:  # noqa: ANN001 - argparse namespace
@@ -106,19 +90,9 @@ def bench_log_cost(admin: str, tmp: Path, args) -> None:  # noqa: ANN001 - argpa
     n = 20_000 if args.quick else 200_000
     store = tmp / "cost"
     values = dict(FOUR_FLOATS)
-    cpu, wall = {"with": [], "without": []}, {"with": [], "without": []}
     with tracker.start_run("bench", "log-cost", store=store, system_metrics=False) as run:
         run.log(values)
-        for _ in range(args.repeat):
-            for mode in ("without", "with"):
-                proc = _follower(store, url) if mode == "with" else None
-                try:
-                    t0 = time.perf_counter()
-                    cpu[mode].append(per_call(lambda i: run.log(values), n))
-                    wall[mode].append((time.perf_counter() - t0) / n)
-                finally:
-                    if proc is not None:
-                        _stop(proc)
+        cpu, wall = with_and_without(lambda i: run.log(values), n, args.repeat, lambda: _follower(store, url))
     streamed = _count(url)
     for clock, got in (("cpu", cpu), ("wall", wall)):
         ratios = [w / o for w, o in zip(got["with"], got["without"], strict=True)]
@@ -248,7 +222,7 @@ def bench_sixteen(admin: str, tmp: Path, args) -> None:  # noqa: ANN001 - argpar
         time.sleep(0.05)
     again_s = time.perf_counter() - t0
     for f in followers:
-        _stop(f)
+        stop_process(f)
     again = _check(url, total, tmp, stores)
     # The floor: one `tracker sync` of as many records (the sixteen stores' runs, copied into one store).
     one = tmp / "one"

@@ -18,7 +18,9 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -115,6 +117,57 @@ def scratch(prefix: str = "tracker-bench-") -> Iterator[Path]:
             yield Path(tmp)
         finally:
             os.chdir(old)
+
+
+def start_follower(store: Path, url: str, **env: str) -> subprocess.Popen:
+    """The store's follower into ``url``, started as a run's start would start it (but not detached: the script
+    stops it with :func:`stop_process`), once its ``follower.json`` says it made a pass. Its environment is this
+    one without the ``TRACKER_`` variables, plus ``env``."""
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("TRACKER_")},
+           "TRACKER_FOLLOWER_URL": url, "TRACKER_FOLLOWER_LINGER": "600", **env}
+    proc = subprocess.Popen([sys.executable, "-m", "tracker.team.follower", "--store", str(store)], env=env,
+                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    status = store / "team" / "follower.json"
+    end = time.monotonic() + 60
+    while time.monotonic() < end:
+        try:
+            doc = json.loads(status.read_text())
+            if doc.get("pass_at") and doc["pid"] == proc.pid:
+                return proc
+        except (OSError, ValueError, KeyError):
+            pass
+        time.sleep(0.05)
+    proc.kill()
+    raise RuntimeError("the follower did not start")
+
+
+def stop_process(proc: subprocess.Popen) -> None:
+    """SIGTERM, then SIGKILL after 30 s."""
+    proc.send_signal(signal.SIGTERM)
+    try:
+        proc.wait(30)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+def with_and_without(fn: Callable[[int], Any], n: int, rounds: int,
+                     start: Callable[[], subprocess.Popen]) -> tuple[dict[str, list[float]], dict[str, list[float]]]:
+    """Alternating rounds of ``n`` calls of ``fn(i)``, ``"without"`` and ``"with"`` the process ``start()`` starts
+    (stopped after each round): CPU and wall seconds per call of each round."""
+    cpu: dict[str, list[float]] = {"with": [], "without": []}
+    wall: dict[str, list[float]] = {"with": [], "without": []}
+    for _ in range(rounds):
+        for mode in ("without", "with"):
+            proc = start() if mode == "with" else None
+            try:
+                t0 = time.perf_counter()
+                cpu[mode].append(per_call(fn, n))
+                wall[mode].append((time.perf_counter() - t0) / n)
+            finally:
+                if proc is not None:
+                    stop_process(proc)
+    return cpu, wall
 
 
 def quiet_environment() -> None:

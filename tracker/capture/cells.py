@@ -15,7 +15,7 @@ dashboard serves image cells as thumbnails.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 #: The ``_type`` of an image cell.
@@ -49,8 +49,9 @@ def is_image_cell(value: Any) -> bool:
             and _SHA_RE.fullmatch(value["sha256"]) is not None)
 
 
-def table_images(view: Any) -> Iterator[tuple[str, int, str, dict[str, Any]]]:
-    """Every image cell of the run's ``table`` records: ``(table name, row, column, cell)``, in log order."""
+def _table_cells(view: Any, keep: Callable[[Any], bool]) -> Iterator[tuple[str, int, str, dict[str, Any]]]:
+    """Every cell of the run's ``table`` records that ``keep`` accepts: ``(table name, row, column, cell)``, in
+    log order."""
     if "table" not in view.schemas():
         return
     for rec in view.records("table"):
@@ -58,21 +59,18 @@ def table_images(view: Any) -> Iterator[tuple[str, int, str, dict[str, Any]]]:
         columns = d.get("columns") or []
         for i, row in enumerate(d.get("data") or []):
             for column, cell in zip(columns, row, strict=False):
-                if is_image_cell(cell):
+                if keep(cell):
                     yield d.get("name", ""), i, column, cell
+
+
+def table_images(view: Any) -> Iterator[tuple[str, int, str, dict[str, Any]]]:
+    """Every image cell of the run's ``table`` records: ``(table name, row, column, cell)``, in log order."""
+    yield from _table_cells(view, is_image_cell)
 
 
 def table_blobs(view: Any) -> Iterator[tuple[str, int, str, dict[str, Any]]]:
     """Every image and media cell of the run's ``table`` records: ``(table name, row, column, cell)``."""
-    if "table" not in view.schemas():
-        return
-    for rec in view.records("table"):
-        d = rec.data
-        columns = d.get("columns") or []
-        for i, row in enumerate(d.get("data") or []):
-            for column, cell in zip(columns, row, strict=False):
-                if is_blob_cell(cell):
-                    yield d.get("name", ""), i, column, cell
+    yield from _table_cells(view, is_blob_cell)
 
 
 def table_image_shas(view: Any) -> set[str]:

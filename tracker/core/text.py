@@ -143,22 +143,23 @@ def run_duration(info: Any) -> float | None:
     return info.duration
 
 
+def _common(a: str, b: str) -> int:
+    """How many leading characters ``a`` and ``b`` share."""
+    n = 0
+    for x, y in zip(a, b, strict=False):
+        if x != y:
+            break
+        n += 1
+    return n
+
+
 def short_ids(ids: Iterable[str], min_len: int = SHORT_ID_LEN) -> dict[str, str]:
     """The shortest prefix of each id (at least ``min_len``) that no other id shares."""
     ordered = sorted(set(ids))
-
-    def common(a: str, b: str) -> int:
-        n = 0
-        for x, y in zip(a, b, strict=False):
-            if x != y:
-                break
-            n += 1
-        return n
-
     if not ordered:
         return {}
     # What each id shares with the next one; an id needs one character past what it shares with either neighbour.
-    shared = [common(a, b) for a, b in zip(ordered, ordered[1:], strict=False)]
+    shared = [_common(a, b) for a, b in zip(ordered, ordered[1:], strict=False)]
     before = [-1, *shared]
     after = [*shared, -1]
     return {rid: rid[:max(min_len, b + 1, a + 1)] for rid, b, a in zip(ordered, before, after, strict=True)}
@@ -169,23 +170,15 @@ def short_ids_of(ids: list[str], wanted: Iterable[str], min_len: int = SHORT_ID_
     each looks at its two neighbours, so a page of 50 runs of 100,000 costs 50 look-ups."""
     from bisect import bisect_left
 
-    def common(a: str, b: str) -> int:
-        n = 0
-        for x, y in zip(a, b, strict=False):
-            if x != y:
-                break
-            n += 1
-        return n
-
     out = {}
     for rid in wanted:
         i = bisect_left(ids, rid)
         need = min_len
         if i > 0:
-            need = max(need, common(ids[i - 1], rid) + 1)
+            need = max(need, _common(ids[i - 1], rid) + 1)
         j = i + 1 if i < len(ids) and ids[i] == rid else i
         if j < len(ids):
-            need = max(need, common(ids[j], rid) + 1)
+            need = max(need, _common(ids[j], rid) + 1)
         out[rid] = rid[:need]
     return out
 

@@ -11,17 +11,17 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
-import secrets
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 from tracker.core.errors import StoreError
+from tracker.team.blobs import CachedReads, cache_folder, cache_keep, cache_temp, cached_copy
 
 API = "/api/v1"
 _SHA_HEX = frozenset("0123456789abcdef")
 
 
-class RemoteBlobs:
+class RemoteBlobs(CachedReads):
     """The server's blobs by SHA-256 (the reading protocol's ``BlobReader``), fetched into a local cache.
 
     :param store: the store whose session asks.
@@ -29,8 +29,6 @@ class RemoteBlobs:
     """
 
     def __init__(self, store: Any, cache: Path | None = None) -> None:
-        from tracker.team.blobs import cache_folder
-
         self.store = store
         self.cache = cache_folder() if cache is None else Path(cache)
 
@@ -67,21 +65,9 @@ class RemoteBlobs:
         from tracker.remote.session import RemoteError
 
         final = self.path(self._check(sha))
-        try:
-            if size is None or final.stat().st_size == size:
-                os.utime(final)
-                return final
-            os.unlink(final)
-        except FileNotFoundError:
-            pass
-        except OSError as exc:
-            raise StoreError(f"cannot use the blob cache {final}: {exc.strerror}") from None
-        tmp_dir = self.cache / "tmp"
-        try:
-            tmp_dir.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise StoreError(f"cannot write the blob cache {tmp_dir}: {exc.strerror}") from None
-        tmp = tmp_dir / f"{secrets.token_hex(8)}.part"
+        if cached_copy(final, size):
+            return final
+        tmp = cache_temp(self.cache)
         h = hashlib.sha256()
         n = 0
         try:
@@ -107,38 +93,11 @@ class RemoteBlobs:
                 want = f"{size} bytes hashing to its name" if size is not None else "bytes hashing to its name"
                 raise StoreError(f"blob {sha} from {self.where(sha)} is damaged: its {n} bytes hash to {digest} "
                                  f"(expected {want}); not kept")
-            final.parent.mkdir(parents=True, exist_ok=True)
-            os.chmod(tmp, 0o444)
-            os.replace(tmp, final)
+            cache_keep(tmp, final)
         finally:
             with contextlib.suppress(OSError):
                 os.unlink(tmp)
         return final
-
-    def open(self, sha256: str) -> IO[bytes]:
-        """A binary file over the blob's bytes, fetched into the cache and hashed again as they are read.
-
-        :raises StoreError: the blob is missing or damaged (naming it).
-        """
-        from tracker.capture.blobs import CheckedReader
-
-        path = self.fetch(sha256)
-        try:
-            f = open(path, "rb")  # noqa: SIM115 - handed to the caller inside the reader
-        except OSError as exc:
-            raise StoreError(f"cannot read the cached blob {path}: {exc.strerror}") from None
-        return CheckedReader(f, sha256, f"blob {self.where(sha256)} (cached at {path})")
-
-    def read_manifest(self, sha: str) -> Any:
-        """The folder manifest stored in blob ``sha`` (its bytes checked).
-
-        :raises StoreError: the blob is missing, damaged or not a manifest.
-        """
-        from tracker.capture.blobs import Manifest
-
-        with self.open(sha) as f:
-            data = f.read()
-        return Manifest.decode(data, sha, f"blob {self.where(sha)}")
 
 
 __all__ = ["RemoteBlobs"]

@@ -33,7 +33,6 @@ match; a mismatch is a :class:`StoreError` naming the blob and the server.
 
 from __future__ import annotations
 
-import os
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -47,7 +46,7 @@ from tracker.read.index.catalog import CatalogEntry
 from tracker.read.protocol import RecordsRunMixin
 from tracker.read.reader import LazyHost
 from tracker.remote.wire import decode_figures, decode_info, parse_record
-from tracker.write.artifact_methods import ArtifactMethods
+from tracker.write.artifact_methods import ArtifactMethods, RunArtifactMethods
 
 API = "/api/v1"
 #: Runs asked for per page of the listing.
@@ -265,7 +264,7 @@ class RemoteStore(LazyHost, ArtifactMethods):
         self.session.close()
 
 
-class RemoteRunView(RecordsRunMixin):
+class RemoteRunView(RunArtifactMethods, RecordsRunMixin):
     """One run of a ``tracker server``, read-only (the :class:`tracker.RunView` interface)."""
 
     def __init__(self, store: RemoteStore, doc: dict[str, Any]) -> None:
@@ -401,26 +400,6 @@ class RemoteRunView(RecordsRunMixin):
         from tracker.read.frames import record_frame
 
         return record_frame(self, schema, library)
-
-    def artifacts(self) -> list[Any]:
-        """Every :class:`tracker.Artifact` the run logged, in log order (bytes fetched from the server)."""
-        from tracker.capture.artifacts import artifacts
-        from tracker.write.wandb.artifact import Artifact
-
-        project, blobs = self.info.project, self.store.blobs
-        return [Artifact._read(self.store, blobs, project, rec, run=self.id) for rec in artifacts(self)]
-
-    def open_artifact(self, name: str) -> Any:
-        """A binary file over file artifact ``name``, fetched from the server (checked, cached)."""
-        from tracker.capture.artifacts import open_artifact
-
-        return open_artifact(self, name)
-
-    def copy_artifact(self, name: str, dest: str | os.PathLike[str]) -> Path:
-        """Copy artifact ``name`` (a file or a folder) from the server to ``dest``, every hash checked."""
-        from tracker.capture.artifacts import copy_artifact
-
-        return copy_artifact(self, name, dest)
 
 
 def open_remote_store(url: str, host: Any = None, *, config: Any = None, session: Any = None,

@@ -36,6 +36,7 @@ import attrs
 from tracker.core.errors import StoreError
 from tracker.core.format import RUN_ID_RE
 from tracker.remote.session import API, KeyRefused, RemoteError, RemoteUnavailable, Session, quote_segment
+from tracker.team.status import RunBehind, lines_between, run_statuses
 from tracker.write.stream import complete_end, shipped_files
 
 #: Bytes of complete lines per request (halved on a 413 from a server with a lower cap).
@@ -446,56 +447,11 @@ class Shipper:
         self.report.blob_bytes += size
 
 
-@attrs.frozen
-class RunBehind:
-    """One run's segments (its edit segments included) against the server.
-
-    :ivar bytes: the complete lines of its segments now, in bytes; :ivar synced_bytes: how much of them
-        the server has; :ivar lines_behind: complete lines the server has not.
-    """
-
-    run_id: str
-    status: str
-    segments: int
-    bytes: int
-    synced_bytes: int
-    bytes_behind: int
-    lines_behind: int
-
-    @property
-    def behind(self) -> bool:
-        """Whether anything of the run is not on the server yet."""
-        return self.bytes_behind > 0
-
-
-def _lines_between(path: Path, start: int, end: int) -> int:
-    n = 0
-    try:
-        with open(path, "rb") as f:
-            f.seek(start)
-            left = end - start
-            while left > 0:
-                chunk = f.read(min(left, 1 << 20))
-                if not chunk:
-                    break
-                n += chunk.count(b"\n")
-                left -= len(chunk)
-    except OSError:
-        return 0
-    return n
-
-
 def runs_behind(store: Any, session: Session) -> list[RunBehind]:
     """Every run of the folder store ``store`` against the server (one ``GET .../segments`` per run), most
     behind first."""
-    from tracker.core.errors import TrackerError
-
     shipper = Shipper(store.path, session)
-    statuses: dict[str, str] = {}
-    try:
-        statuses = {i.id: i.status for i in store.runs()}
-    except TrackerError:
-        pass
+    statuses = run_statuses(store)
     out = []
     for rid in shipper.run_ids():
         have = shipper.learn(rid)
@@ -508,7 +464,7 @@ def runs_behind(store: Any, session: Session) -> list[RunBehind]:
             synced += done
             if end > done:
                 behind += end - done
-                lines += _lines_between(path, done, end)
+                lines += lines_between(path, done, end)
         out.append(RunBehind(rid, statuses.get(rid, "?"), len(files), size, synced, behind, lines))
     out.sort(key=lambda r: (-r.bytes_behind, r.run_id))
     return out

@@ -215,7 +215,88 @@ def aws_options(shown: str) -> dict[str, Any]:
     return out
 
 
-class BucketBlobs:
+def cached_copy(final: Path, size: int | None = None) -> bool:
+    """Whether the cache's ``final`` can be served (of ``size`` bytes, when a record gives it); one of another
+    size is removed, to be fetched again. Cached files were checked on the way in and are read-only: a size
+    that disagrees with the record means the cache was tampered with.
+
+    :raises StoreError: the cache cannot be used.
+    """
+    try:
+        if size is None or final.stat().st_size == size:
+            os.utime(final)  # most recently used: the last to leave the cache
+            return True
+        os.unlink(final)
+    except FileNotFoundError:
+        pass
+    except OSError as exc:
+        raise StoreError(f"cannot use the blob cache {final}: {exc.strerror}") from None
+    return False
+
+
+def cache_temp(cache: Path) -> Path:
+    """A fresh temporary name in the cache's ``tmp`` folder (made if missing) to stream one blob into.
+
+    :raises StoreError: the folder cannot be made.
+    """
+    tmp_dir = cache / "tmp"
+    try:
+        tmp_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise StoreError(f"cannot write the blob cache {tmp_dir}: {exc.strerror}") from None
+    return tmp_dir / f"{secrets.token_hex(8)}.part"
+
+
+def cache_keep(tmp: Path, final: Path) -> None:
+    """The checked temporary file ``tmp`` renamed into the cache as ``final``, read-only."""
+    final.parent.mkdir(parents=True, exist_ok=True)
+    os.chmod(tmp, 0o444)
+    os.replace(tmp, final)
+
+
+class CachedReads:
+    """``open`` and ``read_manifest`` over ``fetch``: what the blob readers that fetch into the local cache share
+    (:class:`BucketBlobs`, and :class:`tracker.remote.blobs.RemoteBlobs` for a server).
+
+    :cvar noun: what messages call one blob where it is kept (``object`` in a bucket).
+    """
+
+    noun = "blob"
+
+    def where(self, sha: str) -> str:
+        raise NotImplementedError
+
+    def fetch(self, sha: str, size: int | None = None) -> Path:
+        raise NotImplementedError
+
+    def open(self, sha256: str) -> IO[bytes]:
+        """A binary file over the blob's bytes, fetched into the cache and hashed again as they are read.
+
+        :raises StoreError: the blob is missing or damaged (naming it); reading to the end raises it when the
+            cached bytes no longer match.
+        """
+        from tracker.capture.blobs import CheckedReader
+
+        path = self.fetch(sha256)
+        try:
+            f = open(path, "rb")  # noqa: SIM115 - handed to the caller inside the reader
+        except OSError as exc:
+            raise StoreError(f"cannot read the cached blob {path}: {exc.strerror}") from None
+        return CheckedReader(f, sha256, f"{self.noun} {self.where(sha256)} (cached at {path})")
+
+    def read_manifest(self, sha: str) -> Any:
+        """The folder manifest stored in blob ``sha`` (its bytes checked).
+
+        :raises StoreError: the blob is missing, damaged or not a manifest.
+        """
+        from tracker.capture.blobs import Manifest
+
+        with self.open(sha) as f:
+            data = f.read()
+        return Manifest.decode(data, sha, f"{self.noun} {self.where(sha)}")
+
+
+class BucketBlobs(CachedReads):
     """The team's blobs in a bucket (the reading protocol's ``BlobReader``), with uploads for ``tracker sync``.
 
     :param url: ``s3://bucket/prefix``, ``gs://...``, ``az://...`` or ``file:///path``.
@@ -223,6 +304,8 @@ class BucketBlobs:
     :param cache_bytes: the cache's bound (default :func:`cache_limit`).
     :param client: an obstore store to use instead of one built from ``url`` (tests wrap it to count calls).
     """
+
+    noun = "object"
 
     def __init__(self, url: str, *, cache: Path | None = None, cache_bytes: int | None = None,
                  client: Any = None) -> None:
@@ -309,24 +392,10 @@ class BucketBlobs:
         :raises StoreError: naming the object's key when it is missing, damaged or cannot be read.
         """
         final = self.path(sha)
-        try:
-            # Cached files were checked on the way in and are read-only; a size that disagrees with the
-            # record means the cache was tampered with: fetched again.
-            if size is None or final.stat().st_size == size:
-                os.utime(final)  # most recently used: the last to leave the cache
-                return final
-            os.unlink(final)
-        except FileNotFoundError:
-            pass
-        except OSError as exc:
-            raise StoreError(f"cannot use the blob cache {final}: {exc.strerror}") from None
+        if cached_copy(final, size):
+            return final
         obstore = _obstore()
-        tmp_dir = self.cache / "tmp"
-        try:
-            tmp_dir.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise StoreError(f"cannot write the blob cache {tmp_dir}: {exc.strerror}") from None
-        tmp = tmp_dir / f"{secrets.token_hex(8)}.part"
+        tmp = cache_temp(self.cache)
         h = hashlib.sha256()
         n = 0
         try:
@@ -349,9 +418,7 @@ class BucketBlobs:
                 raise StoreError(f"object {self.where(sha)} is damaged: its {n} bytes hash to {digest} "
                                  f"(expected {want} hashing to its name); not served")
             self._make_room(n)
-            final.parent.mkdir(parents=True, exist_ok=True)
-            os.chmod(tmp, 0o444)
-            os.replace(tmp, final)
+            cache_keep(tmp, final)
         finally:
             with contextlib.suppress(OSError):
                 os.unlink(tmp)
@@ -376,32 +443,6 @@ class BucketBlobs:
                 total -= size
             if total + incoming <= self.cache_bytes:
                 return
-
-    def open(self, sha256: str) -> IO[bytes]:
-        """A binary file over the blob's bytes, fetched into the cache and hashed again as they are read.
-
-        :raises StoreError: the object is missing or damaged (naming its key); reading to the end raises it
-            when the cached bytes no longer match.
-        """
-        from tracker.capture.blobs import CheckedReader
-
-        path = self.fetch(sha256)
-        try:
-            f = open(path, "rb")  # noqa: SIM115 - handed to the caller inside the reader
-        except OSError as exc:
-            raise StoreError(f"cannot read the cached blob {path}: {exc.strerror}") from None
-        return CheckedReader(f, sha256, f"object {self.where(sha256)} (cached at {path})")
-
-    def read_manifest(self, sha: str) -> Any:
-        """The folder manifest stored in blob ``sha`` (its bytes checked).
-
-        :raises StoreError: the object is missing, damaged or not a manifest.
-        """
-        from tracker.capture.blobs import Manifest
-
-        with self.open(sha) as f:
-            data = f.read()
-        return Manifest.decode(data, sha, f"object {self.where(sha)}")
 
     # --- writing ---------------------------------------------------------------------------
 
@@ -514,5 +555,6 @@ def team_blobs(config: Any, where: str) -> BucketBlobs | MissingBlobs:
     return BucketBlobs(url) if url else MissingBlobs(where)
 
 
-__all__ = ["BucketBlobs", "BucketError", "MissingBlobs", "blobs_url", "cache_folder", "cache_limit", "clear_cache",
-           "object_key", "part_size", "shown_url", "team_blobs"]
+__all__ = ["BucketBlobs", "BucketError", "CachedReads", "MissingBlobs", "blobs_url", "cache_folder", "cache_keep",
+           "cache_limit", "cache_temp", "cached_copy", "clear_cache", "object_key", "part_size", "shown_url",
+           "team_blobs"]

@@ -273,13 +273,9 @@ class Follower(ShippingLoop):
                 continue
             self.state.update(pass_at=time.time(), events=report.events_new, live=sorted(self.hot))
             self.write_status()
-            if self.hot or changed:
-                idle_since = now
-            elif now - idle_since >= self.linger:
-                if self._may_end():
-                    break
-                idle_since = time.monotonic()
-            self.stop.wait(self.interval)
+            idle_since = self._rest(changed, now, idle_since)
+            if idle_since is None:
+                break
         if syncer is not None:
             syncer.close()
 
@@ -303,17 +299,8 @@ class Follower(ShippingLoop):
         :param syncer: the destination: its ``live`` set of ``(run_id, writer)``, its ``blob_sync`` (or ``None``).
         :param fatal: the destination's errors that end the pass (the link is down); a run's own errors do not.
         """
-        hot_dir = self.dir / HOT_DIR
-        try:
-            names = os.listdir(hot_dir)
-        except OSError:
-            names = []
-        for name in names:
-            # The marker goes first: a run started again after this look leaves a new one.
-            with contextlib.suppress(OSError):
-                os.unlink(hot_dir / name)
-            if RUN_ID_RE.match(name):
-                self.hot.add(name)
+        # The markers go first: a run started again after this look leaves a new one.
+        self.hot.update(name for name in self._take_markers() if RUN_ID_RE.match(name))
         try:
             mtime = os.stat(store.runs_dir).st_mtime_ns
         except OSError:
@@ -360,6 +347,18 @@ class Follower(ShippingLoop):
         # A run stays looked at while a writer of it is live; one that ended was copied to its end.
         self.hot = {rid for rid in self.hot if rid in live} | (live & set(targets))
         return changed
+
+    def _rest(self, changed: bool, now: float, idle_since: float) -> float | None:
+        """After a pass begun at ``now``: wait ``interval`` seconds and give the time since when nothing has been
+        live or changed, or ``None`` to end (nothing for ``linger`` seconds, and :meth:`_may_end` agrees)."""
+        if self.hot or changed:
+            idle_since = now
+        elif now - idle_since >= self.linger:
+            if self._may_end():
+                return None
+            idle_since = time.monotonic()
+        self.stop.wait(self.interval)
+        return idle_since
 
     def _may_end(self) -> bool:
         """Whether to end now: the lock is let go first, so a run starting meanwhile is never left alone."""

@@ -14,7 +14,6 @@ show the URL with it masked.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -46,7 +45,7 @@ from tracker.team.database import (
 )
 from tracker.team.reading import TeamReading, TeamRunReading
 from tracker.team.sync import BATCH, Syncer, SyncReport, sync
-from tracker.write.artifact_methods import ArtifactMethods
+from tracker.write.artifact_methods import ArtifactMethods, RunArtifactMethods
 
 _SPECIAL = (b'"NaN"', b'Infinity"')
 
@@ -315,7 +314,7 @@ class TeamStore(TeamReading, LazyHost, ArtifactMethods):
             self._conn.close()
 
 
-class TeamRunView(TeamRunReading, RecordsRunMixin):
+class TeamRunView(TeamRunReading, RunArtifactMethods, RecordsRunMixin):
     """One run of the team database, read-only (the :class:`tracker.RunView` interface)."""
 
     def __init__(self, store: TeamStore, run_id: str) -> None:
@@ -372,26 +371,6 @@ class TeamRunView(TeamRunReading, RecordsRunMixin):
                         yield Record(step, t, name, data, writer, seq)
         except psycopg.Error as exc:
             raise self.store._error(exc) from None
-
-    def artifacts(self) -> list[Any]:
-        """Every :class:`tracker.Artifact` of the run, in log order (bytes in the team's bucket)."""
-        from tracker.capture.artifacts import artifacts
-        from tracker.write.wandb.artifact import Artifact
-
-        project, blobs = self.info.project, self.store.blobs
-        return [Artifact._read(self.store, blobs, project, rec, run=self.id) for rec in artifacts(self)]
-
-    def open_artifact(self, name: str) -> Any:
-        """A binary file over file artifact ``name``, fetched from the team's bucket (checked, cached)."""
-        from tracker.capture.artifacts import open_artifact
-
-        return open_artifact(self, name)
-
-    def copy_artifact(self, name: str, dest: str | os.PathLike[str]) -> Path:
-        """Copy artifact ``name`` (a file or a folder) from the team's bucket to ``dest``, every hash checked."""
-        from tracker.capture.artifacts import copy_artifact
-
-        return copy_artifact(self, name, dest)
 
 
 def open_team_store(url: str, host: Any = None, *, timeout: float | None = None) -> TeamStore:

@@ -127,13 +127,9 @@ class ShippingLoop:
             if changed:
                 shipper.save()
             self.write_status(force=changed)
-            if self.hot or changed:
-                idle_since = now
-            elif now - idle_since >= self.linger:
-                if self._may_end():
-                    break
-                idle_since = time.monotonic()
-            self.stop.wait(self.interval)
+            idle_since = self._rest(changed, now, idle_since)
+            if idle_since is None:
+                break
         if shipper is not None:
             shipper.save(every=0)
             shipper.session.close()
@@ -158,19 +154,24 @@ class ShippingLoop:
         self.state.update(connected=False, refused=message, error=None, retry_at=time.time() + REFUSED_RETRY)
         self.write_status(force=True)
 
+    def _take_markers(self) -> list[str]:
+        """The names of the run markers in ``team/hot/``, each removed as it is taken: a run started again after
+        this look leaves a new one."""
+        hot_dir = self.dir / HOT_DIR
+        try:
+            names = os.listdir(hot_dir)
+        except OSError:
+            names = []
+        for name in names:
+            with contextlib.suppress(OSError):
+                os.unlink(hot_dir / name)
+        return names
+
     def _wait_refused(self) -> bool:
         """Wait up to ``REFUSED_RETRY`` seconds; ``True`` as soon as a run starts (its marker, taken here)."""
-        hot_dir = self.dir / HOT_DIR
         deadline = time.monotonic() + REFUSED_RETRY
         while not self.stop.wait(min(0.5, self.interval * 2)):
-            try:
-                names = os.listdir(hot_dir)
-            except OSError:
-                names = []
-            for name in names:
-                with contextlib.suppress(OSError):
-                    os.unlink(hot_dir / name)
-            if names:
+            if self._take_markers():
                 return True
             if time.monotonic() >= deadline:
                 return False

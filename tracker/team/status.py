@@ -23,11 +23,12 @@ from tracker.write.stream import STATUS_FILE, follower_running, team_dir
 
 @attrs.frozen
 class RunBehind:
-    """One run's segments (its edit segments included) against the database.
+    """One run's segments (its edit segments included) against where they are copied: the database, or the
+    server (:func:`tracker.remote.shipper.runs_behind`).
 
-    :ivar bytes: the size of its segments now.
-    :ivar synced_bytes: how much of them the database holds.
-    :ivar lines_behind: complete lines not in the database yet (a torn last line is not counted).
+    :ivar bytes: the size of its segments now (of their complete lines, against a server).
+    :ivar synced_bytes: how much of them the database (or the server) holds.
+    :ivar lines_behind: complete lines not there yet (a torn last line is not counted).
     """
 
     run_id: str
@@ -40,12 +41,12 @@ class RunBehind:
 
     @property
     def behind(self) -> bool:
-        """Whether anything of the run is not in the database yet."""
+        """Whether anything of the run is not copied yet."""
         return self.bytes_behind > 0
 
 
-def _lines_between(path: Path, start: int, end: int) -> int:
-    """Complete lines in bytes ``[start, end)`` of ``path``."""
+def lines_between(path: Path, start: int, end: int) -> int:
+    """Complete lines in bytes ``[start, end)`` of ``path`` (0 where it cannot be read)."""
     n = 0
     try:
         with open(path, "rb") as f:
@@ -60,6 +61,14 @@ def _lines_between(path: Path, start: int, end: int) -> int:
     except OSError:
         return 0
     return n
+
+
+def run_statuses(store: Any) -> dict[str, str]:
+    """``{run_id: status}`` of the store's runs (empty where they cannot be listed)."""
+    try:
+        return {i.id: i.status for i in store.runs()}
+    except TrackerError:
+        return {}
 
 
 def synced_offsets(url: str) -> dict[tuple[str, str], int]:
@@ -87,11 +96,7 @@ def synced_offsets(url: str) -> dict[tuple[str, str], int]:
 def runs_behind(store: Any, url: str) -> list[RunBehind]:
     """Every run of the folder store ``store`` against the database at ``url``, most behind first."""
     offsets = synced_offsets(url)
-    statuses: dict[str, str] = {}
-    try:
-        statuses = {i.id: i.status for i in store.runs()}
-    except TrackerError:
-        pass
+    statuses = run_statuses(store)
     out = []
     for rid in store.run_ids():
         run_dir = Path(store.path) / "runs" / rid
@@ -111,7 +116,7 @@ def runs_behind(store: Any, url: str) -> list[RunBehind]:
             synced += done
             if n > done:
                 behind += n - done
-                lines += _lines_between(path, done, n)
+                lines += lines_between(path, done, n)
         out.append(RunBehind(rid, statuses.get(rid, "?"), len(paths), size, synced, behind, lines))
     out.sort(key=lambda r: (-r.bytes_behind, r.run_id))
     return out
@@ -170,4 +175,5 @@ def status_doc(store: Any, url: str, now: float | None = None) -> dict[str, Any]
                        "lines": sum(r.lines_behind for r in runs)}}
 
 
-__all__ = ["RunBehind", "describe_follower", "follower_state", "runs_behind", "status_doc", "synced_offsets"]
+__all__ = ["RunBehind", "describe_follower", "follower_state", "lines_between", "run_statuses", "runs_behind",
+           "status_doc", "synced_offsets"]

@@ -1,5 +1,6 @@
 """The artifact registry's methods on a store (``artifact``, ``artifacts``, ``lineage``, ``set_alias``,
-``remove_alias``), shared by the folder store and the team store.
+``remove_alias``), shared by the folder store and the team store; and the artifact methods of a run read from a
+team database or a server (:class:`RunArtifactMethods`).
 
 Kept apart from :mod:`tracker.write.artifacts` and light to import: opening a store to read its runs
 imports none of the registry, the W&B ``Artifact`` class or the alias writing until one of these is called.
@@ -7,6 +8,8 @@ imports none of the registry, the W&B ``Artifact`` class or the alias writing un
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tracker.core.errors import TrackerError
@@ -145,4 +148,30 @@ def _alias_data(op: str, c: Collection, v: Version, alias: str) -> dict[str, Any
                          "version": v.version, "user": user()}}
 
 
-__all__ = ["ArtifactMethods"]
+class RunArtifactMethods:
+    """``artifacts``, ``open_artifact``, ``copy_artifact`` of a run whose store gives ``blobs`` (the team
+    database's bucket, a server's blobs): those of :class:`tracker.RunView`, the bytes fetched from there."""
+
+    def artifacts(self) -> list[Any]:
+        """Every :class:`tracker.Artifact` the run logged, in log order (bytes in the store's blobs)."""
+        from tracker.capture.artifacts import artifacts
+        from tracker.write.wandb.artifact import Artifact
+
+        project, blobs = self.info.project, self.store.blobs  # type: ignore[attr-defined]
+        return [Artifact._read(self.store, blobs, project, rec, run=self.id)  # type: ignore[attr-defined]
+                for rec in artifacts(self)]
+
+    def open_artifact(self, name: str) -> Any:
+        """A binary file over file artifact ``name``, fetched from the store's blobs (checked, cached)."""
+        from tracker.capture.artifacts import open_artifact
+
+        return open_artifact(self, name)
+
+    def copy_artifact(self, name: str, dest: str | os.PathLike[str]) -> Path:
+        """Copy artifact ``name`` (a file or a folder) from the store's blobs to ``dest``, every hash checked."""
+        from tracker.capture.artifacts import copy_artifact
+
+        return copy_artifact(self, name, dest)
+
+
+__all__ = ["ArtifactMethods", "RunArtifactMethods"]
