@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import re
-import time
 from urllib.parse import parse_qs, urlparse
 
 import numpy as np
@@ -17,6 +16,7 @@ import tracker.ui.report
 from tracker.cli.numbers import number
 
 from ..ui.support import Server
+from ..ui.support import wait as wait_until
 
 
 @pytest.fixture(scope="module")
@@ -27,19 +27,8 @@ def server(ablations):
 
 
 def wait(driver, predicate, timeout=15.0, what="condition"):
-    from selenium.common.exceptions import NoSuchElementException, StaleElementReferenceException
-
-    deadline = time.time() + timeout
-    last = None
-    while time.time() < deadline:
-        try:
-            last = predicate(driver)
-        except (StaleElementReferenceException, NoSuchElementException, IndexError):
-            last = None
-        if last:
-            return last
-        time.sleep(0.1)
-    raise AssertionError(f"timed out waiting for {what} (last: {last!r})")
+    """:func:`tests.ui.support.wait`, with this module's timeout."""
+    return wait_until(driver, predicate, timeout, what)
 
 
 def severe(driver):

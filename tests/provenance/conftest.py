@@ -40,6 +40,25 @@ def run_py(path: Path, store: Path, *args: str, timeout: float = 60, cwd: Path |
                           cwd=cwd or path.parent, env=env or child_env(store), **kw)
 
 
+def killed_when_ready(tmp: Path, code: str, store: Path) -> None:
+    """Run ``code`` (it touches the file named by its first argument when it is ready) as a child logging to
+    ``store``, wait for that file, then kill the child with SIGKILL."""
+    import signal
+    import time
+
+    ready = tmp / "ready"
+    proc = subprocess.Popen([sys.executable, str(script(tmp, code)), str(ready)], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, env=child_env(store), cwd=tmp)
+    try:
+        deadline = time.monotonic() + 60
+        while not ready.exists() and time.monotonic() < deadline and proc.poll() is None:
+            time.sleep(0.02)
+        assert ready.exists(), proc.stderr.read() if proc.stderr else ""
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(10)
+
+
 def only_run(store: Path) -> Any:
     """The one run of ``store`` as a RunView."""
     runs = tracker.Store(store).runs()

@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import pty
 import select
-import signal
 import subprocess
 import sys
 import time
@@ -15,7 +14,7 @@ import pytest
 
 import tracker
 
-from .conftest import child_env, only_run, run_py, script, states, texts
+from .conftest import child_env, killed_when_ready, only_run, run_py, script, states, texts
 
 
 def _read_pty(master: int, proc: subprocess.Popen, timeout: float = 60) -> bytes:
@@ -98,17 +97,7 @@ time.sleep(60)
 
 
 def test_kill_9_a_second_after_a_print_keeps_the_line(tmp_path: Path, store: Path) -> None:
-    ready = tmp_path / "ready"
-    proc = subprocess.Popen([sys.executable, str(script(tmp_path, KILLED)), str(ready)], stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE, env=child_env(store), cwd=tmp_path)
-    try:
-        deadline = time.monotonic() + 60
-        while not ready.exists() and time.monotonic() < deadline and proc.poll() is None:
-            time.sleep(0.02)
-        assert ready.exists(), proc.stderr.read() if proc.stderr else ""
-    finally:
-        proc.send_signal(signal.SIGKILL)
-        proc.wait(10)
+    killed_when_ready(tmp_path, KILLED, store)
     view = only_run(store)
     assert view.info.status == "crashed"
     assert texts(view) == ["the line before the kill", "an unfinished line"]

@@ -4,9 +4,6 @@ stores written in batches read as the same lines everywhere (the reader, ``track
 from __future__ import annotations
 
 import json
-import signal
-import subprocess
-import sys
 import time
 import zlib
 from pathlib import Path
@@ -23,7 +20,7 @@ from tracker.cli import make_cli
 from tracker.core.records import Record
 from tracker.read.console import ConsoleLines, console_lines
 
-from .conftest import child_env, only_run, script, texts
+from .conftest import killed_when_ready, only_run, texts
 
 RED = "epoch 1 \x1b[31mred\x1b[0m"
 #: What a process printed, as line states (stream, text, partial), cut into the batches a recorder took.
@@ -131,17 +128,7 @@ time.sleep(60)
 
 def test_kill_9_after_many_prints_keeps_every_line(tmp_path: Path) -> None:
     store = tmp_path / "store"
-    ready = tmp_path / "ready"
-    proc = subprocess.Popen([sys.executable, str(script(tmp_path, MANY)), str(ready)], stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE, env=child_env(store), cwd=tmp_path)
-    try:
-        deadline = time.monotonic() + 60
-        while not ready.exists() and time.monotonic() < deadline and proc.poll() is None:
-            time.sleep(0.02)
-        assert ready.exists(), proc.stderr.read() if proc.stderr else ""
-    finally:
-        proc.send_signal(signal.SIGKILL)
-        proc.wait(10)
+    killed_when_ready(tmp_path, MANY, store)
     view = only_run(store)
     assert view.info.status == "crashed"
     assert texts(view) == [f"line {i}" for i in range(3000)]

@@ -179,3 +179,21 @@ def make_plugin_runs(store: Path) -> dict[str, str]:
                                    outlier_rate=0.0, num_samples=1000, theoretical_max_error=0.02)
         ids["quant_analysis"] = run.id
     return ids
+
+
+def wait(driver: Any, predicate: Any, timeout: float = 15.0, what: str = "condition") -> Any:
+    """Poll ``predicate(driver)`` until it is truthy (stale or missing elements count as not yet), or fail
+    naming ``what`` and the last value."""
+    from selenium.common.exceptions import NoSuchElementException, StaleElementReferenceException
+
+    deadline = time.time() + timeout
+    last = None
+    while time.time() < deadline:
+        try:
+            last = predicate(driver)
+        except (StaleElementReferenceException, NoSuchElementException, IndexError):
+            last = None
+        if last:
+            return last
+        time.sleep(0.1)
+    raise AssertionError(f"timed out waiting for {what} (last: {last!r})")

@@ -14,6 +14,7 @@ import tracker.ui
 
 from .media_support import AUDIO_SECONDS, VIDEO_FPS, VIDEO_FRAMES, media_store
 from .support import Server
+from .support import wait as wait_until
 
 
 @pytest.fixture(scope="module")
@@ -30,20 +31,9 @@ def server(media):
         yield s
 
 
-def wait(driver, predicate, timeout: float = 20.0, what: str = "condition"):
-    from selenium.common.exceptions import NoSuchElementException, StaleElementReferenceException
-
-    deadline = time.time() + timeout
-    last = None
-    while time.time() < deadline:
-        try:
-            last = predicate(driver)
-        except (StaleElementReferenceException, NoSuchElementException, IndexError):
-            last = None
-        if last:
-            return last
-        time.sleep(0.1)
-    raise AssertionError(f"timed out waiting for {what} (last: {last!r})")
+def wait(driver, predicate, timeout=20.0, what="condition"):
+    """:func:`tests.ui.support.wait`, with this module's timeout."""
+    return wait_until(driver, predicate, timeout, what)
 
 
 def severe(driver) -> list:
