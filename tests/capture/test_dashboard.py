@@ -71,7 +71,7 @@ def test_blob_endpoint_serves_only_the_runs_whole_blobs(capture_server) -> None:
     path = store / "blobs" / "sha256" / facts["weights"][:2] / facts["weights"][2:]
     os.chmod(path, 0o644)
     data = path.read_bytes()
-    path.write_bytes(b"X" + data[1:])
+    path.write_bytes(bytes([data[0] ^ 0xFF]) + data[1:])  # a changed first byte (random data may begin with any)
     try:
         with pytest.raises(urllib.error.HTTPError) as err:
             urllib.request.urlopen(f"{server.url}/api/runs/{rid}/blobs/{facts['weights']}")
