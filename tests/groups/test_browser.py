@@ -15,8 +15,7 @@ import tracker.ui
 import tracker.ui.report
 from tracker.cli.numbers import number
 
-from ..ui.support import Server
-from ..ui.support import wait as wait_until
+from ..ui.support import Server, wait
 
 
 @pytest.fixture(scope="module")
@@ -24,11 +23,6 @@ def server(ablations):
     store, _ = ablations
     with Server(tracker.ui.create_app(store)) as s:
         yield s
-
-
-def wait(driver, predicate, timeout=15.0, what="condition"):
-    """:func:`tests.ui.support.wait`, with this module's timeout."""
-    return wait_until(driver, predicate, timeout, what)
 
 
 def severe(driver):
