@@ -45,7 +45,7 @@ from tracker.team.database import (
     mask_url,
     require_psycopg,
 )
-from tracker.team.syncnew import _RUN_UPSERT, NEW_RUNS, NewRuns, _NewRun  # noqa: F401 - NEW_RUNS, _NewRun: old homes
+from tracker.team.syncnew import _RUN_UPSERT, NEW_RUNS, NewRuns, _NewRun
 from tracker.team.syncreport import SyncReport, _writer_facts  # noqa: F401 - re-exported for old import paths
 
 #: Events per transaction while syncing.
