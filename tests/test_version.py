@@ -50,10 +50,12 @@ def test_tracker_version_prints_it() -> None:
 
 
 def test_the_installed_metadata_agrees_when_installed_from_this_tree() -> None:
-    try:
-        dist = metadata.distribution("tracker-core")
-    except metadata.PackageNotFoundError:
+    # An editable install leaves tracker_core.egg-info in the tree, and the working folder comes first on sys.path:
+    # the installed metadata is the one pip wrote, with its direct_url.json.
+    found = list(metadata.distributions(name="tracker-core"))
+    if not found:
         pytest.skip("tracker-core is not installed (the source tree runs from PYTHONPATH)")
+    dist = next((d for d in found if d.read_text("direct_url.json")), found[0])
     direct = dist.read_text("direct_url.json")
     source = json.loads(direct).get("url", "") if direct else ""
     if source.removeprefix("file://").rstrip("/") != str(REPO):

@@ -72,6 +72,23 @@ class Child:
         return lines[2:]
 
 
+def start_run_seconds(work: Path, env: dict[str, str]) -> float:
+    """Seconds between a child's ``pre`` (imports done) and its ``ready`` (start_run returned), in its own store."""
+    work.mkdir()
+    c = Child(work, work / "store", "calibrate", 0, 0.0, False, env)
+    seen: dict[bytes, float] = {}
+    deadline = time.monotonic() + 90.0
+    while len(seen) < 2:
+        for line in c.out.read_bytes().split(b"\n")[:-1]:
+            word = line.split(b" ")[0].split(b"\t")[0]
+            if word in (b"pre", b"ready"):
+                seen.setdefault(word, time.monotonic())
+        assert c.proc.poll() is None and time.monotonic() < deadline, "the calibrating child never became ready"
+        time.sleep(0.0005)
+    c.kill()
+    return max(0.005, seen[b"ready"] - seen[b"pre"])
+
+
 def kill_all(children: list[Child], timeout: float = 90.0) -> None:
     pending = list(children)
     deadline = time.monotonic() + timeout
@@ -190,15 +207,19 @@ def test_sigkill_while_runs_are_created_or_joined_leaves_no_half_made_run(tmp_pa
     rng = random.Random(SEED + 3)
     store = tmp_path / "store"
     env = child_env(tmp_path)
+    # How long start_run takes here, so that the kills spread over it on a fast machine and on a slow one alike.
+    creating = start_run_seconds(tmp_path / "calibrate", env)
     children = []
     for batch in range(CREATE_KILLS // 3):
-        # Three processes start (or join) the same run at once, each killed within 30 ms of calling start_run.
+        # Three processes start (or join) the same run at once, each killed while start_run creates or joins it.
         run_id = f"join-{batch % 2}"
-        group = [Child(tmp_path, store, run_id, batch * 3 + j, rng.uniform(0.0, 0.03), False, env, word="pre")
+        group = [Child(tmp_path, store, run_id, batch * 3 + j, rng.uniform(0.0, 1.5 * creating), False, env,
+                       word="pre")
                  for j in range(3)]
         kill_all(group)
         children += group
-    made = [p.name for p in (store / "runs").iterdir() if not p.name.startswith(".")]
+    runs = store / "runs"
+    made = [p.name for p in runs.iterdir() if not p.name.startswith(".")] if runs.exists() else []
     assert set(made) <= {"join-0", "join-1"}
     for c in children:
         if c.run_id in made:

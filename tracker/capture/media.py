@@ -20,9 +20,6 @@ from tracker.core.files import NotAFileError, open_regular
 IMAGE = "image"
 HISTOGRAM = "histogram"
 MAX_BINS = 10_000
-_MODES = {2: "L", 3: "RGB", 4: "RGBA"}
-
-
 def _bad(schema: str, field: str, message: str) -> SchemaError:
     return SchemaError(schema, [(field, message)])
 
@@ -115,7 +112,7 @@ def encode_image(image: Any) -> tuple[bytes, int, int, str]:
             im = im.convert("RGBA" if "A" in im.mode else "RGB")
         return _png(im)
     a = image_array(image)
-    return _png(Image.fromarray(a, _MODES[a.ndim if a.ndim == 2 else a.shape[2]]))
+    return _png(Image.fromarray(a))  # uint8 HxW, HxWx3, HxWx4: Pillow names the mode L, RGB or RGBA
 
 
 def _png(im: Any) -> tuple[bytes, int, int, str]:
