@@ -347,8 +347,15 @@ def migrate_to_4(cur: Any) -> None:
     indexes(cur)
 
 
-MIGRATIONS = {2: migrate_to_2, 3: migrate_to_3, 4: migrate_to_4}
+def migrate_to_5(cur: Any) -> None:
+    """Layout 4 -> 5: each run's sort values, kept by triggers (:func:`tracker.team.sortvalues.migrate_to_5`)."""
+    from tracker.team.sortvalues import migrate_to_5 as sort_values
+
+    sort_values(cur)
+
+
+MIGRATIONS = {2: migrate_to_2, 3: migrate_to_3, 4: migrate_to_4, 5: migrate_to_5}
 
 __all__ = ["CHUNK", "DDL_2", "MIGRATIONS", "add_batch", "add_batch_fresh", "migrate_to_2", "migrate_to_3",
-           "migrate_to_4", "part_of",
+           "migrate_to_4", "migrate_to_5", "part_of",
            "stamp"]

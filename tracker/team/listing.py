@@ -8,13 +8,18 @@ value and the run id in one direction, so that a keyset condition
 ``(value, run_id) < (v, id)`` walks an index where there is one: the migration
 to layout 4 (:func:`migrate_to_4`) indexes ``created_at``, ``project``,
 ``run_group`` and ``name`` with the run id, in byte order (``COLLATE "C"``).
-A page costs the rows it shows, whatever the database holds, for those sorts;
-a sort on a config key or a metric's figure reads each run's value once
-(no index can hold every key) and keeps the first rows (a top-N sort).
+A sort on a config key, a metric's figure, ``records`` or ``last_step`` walks
+layout 5's ``tracker_sort_values`` (:mod:`tracker.team.sortvalues`: one row per
+run and key, kept by triggers) the same way, rank by rank, then the runs without
+a value by id. A page costs the rows it shows, whatever the database holds, for
+those sorts; a sort on ``ended_at``, ``duration`` or ``status`` reads each run's
+value (a top-N sort), and so does a config or metric sort whose values could
+not all be kept (:data:`tracker.team.sortvalues.TEXT_MAX`), from the JSON.
 
 A run's status is derived from its writers as :func:`tracker.read.segment.run_status`
-does (a running writer silent past the heartbeat timeout is crashed); only a
-filter or sort on status asks for it in SQL.
+does (a running writer silent past the heartbeat timeout is crashed): a filter
+on status seeks the run's running writers and the status its writers settled on
+(:func:`status_condition`); a sort on status derives it for every run in SQL.
 """
 
 from __future__ import annotations
@@ -32,6 +37,7 @@ from tracker.read.listing import (
     decode_cursor,
     encode_cursor,
 )
+from tracker.team.sortvalues import marker, sort_value_key
 
 #: Layout 4's indexes: the keyset walks of the runs list (text in byte order, as the folder store compares).
 INDEXES_4 = [
@@ -180,9 +186,25 @@ def filter_sql(flt: RunFilter, params: dict[str, Any]) -> tuple[list[str], bool]
                      "'array' THEN r.info->'tags' ELSE '[]'::json END) t WHERE strpos(lower(t), %(q)s) > 0)")
         where.append("(" + " OR ".join(parts) + ")")
     if flt.status is not None:
-        where.append("COALESCE(ws.status, 'crashed') = %(status)s")
+        where.append(status_condition(flt.status))
         params["status"] = flt.status
     return where, flt.status is not None
+
+
+#: Whether run ``r`` has a writer running and heard from within the heartbeat timeout.
+_LIVE = ("EXISTS (SELECT 1 FROM tracker_writers lw WHERE lw.run_id = r.run_id AND lw.status = 'running' AND "
+         "lw.is_writer AND lw.seen_at >= now() - make_interval(secs => %(timeout)s))")
+
+
+def status_condition(status: str) -> str:
+    """The condition that run ``r``'s status is ``%(status)s`` (as :data:`_WRITERS` derives it): running when a
+    writer runs and was heard from within the timeout, else the status its writers settled on (layout 5's
+    ``status`` sort value, which every run has; no writer: crashed). Seeks, not a pass over every writer."""
+    if status == "running":
+        return _LIVE
+    # One range of the sort values' index: the runs settled on this status.
+    return (f"NOT {_LIVE} AND r.run_id IN (SELECT sv.run_id FROM tracker_sort_values sv WHERE sv.key = 'status' "
+            "AND sv.rank = 1 AND sv.num = 0 AND sv.txt = %(status)s)")
 
 
 def page_ids(store: Any, flt: RunFilter, key: SortKey, limit: int | None, cursor: str | None,
@@ -195,14 +217,22 @@ def page_ids(store: Any, flt: RunFilter, key: SortKey, limit: int | None, cursor
     """
     check_page(limit, offset, cursor)
     params: dict[str, Any] = {}
-    num_e, text_e, rank_conds, w1 = sort_exprs(key, params)
     where, w2 = filter_sql(flt, params)
-    needs_writers = w1 or w2
+    if w2:
+        params["timeout"] = timeout()
+    cond = " AND ".join(where) or "TRUE"
+    skey = sort_value_key(key)
+    if skey is not None and not store._fetch(
+            "SELECT EXISTS (SELECT 1 FROM tracker_sort_values WHERE cut AND key IN (%s, %s))", (skey, marker(skey))
+    )[0][0]:
+        total = store._fetch(f"SELECT count(*) FROM tracker_runs r WHERE {cond}", params)[0][0]
+        return _walk_values(store, skey, cond, params, key, limit, cursor, offset, keys_out, int(total))
+    num_e, text_e, rank_conds, w1 = sort_exprs(key, params)
+    needs_writers = w1
     if needs_writers:
         params["timeout"] = timeout()
     head = f"WITH {_WRITERS} " if needs_writers else ""
     join = " LEFT JOIN ws ON ws.run_id = r.run_id" if needs_writers else ""
-    cond = " AND ".join(where) or "TRUE"
     total = store._fetch(f"{head}SELECT count(*) FROM tracker_runs r{join} WHERE {cond}", params)[0][0]
     at = decode_cursor(cursor, key) if cursor is not None else None
     skip = offset or 0
@@ -248,16 +278,69 @@ def page_ids(store: Any, flt: RunFilter, key: SortKey, limit: int | None, cursor
     return [row[1] for row in page], int(total), nxt
 
 
+def _walk_values(store: Any, skey: str, cond: str, params: dict[str, Any], key: SortKey, limit: int | None,
+                 cursor: str | None, offset: int | None, keys_out: list[Any] | None,
+                 total: int) -> tuple[list[str], int, str | None]:
+    """:func:`page_ids` of a sort kept in ``tracker_sort_values`` (layout 5): per rank, a walk of its index from
+    the cursor (numbers, text, other), then the runs without a row (missing), by id."""
+    at = decode_cursor(cursor, key) if cursor is not None else None
+    skip = offset or 0
+    want = None if limit is None else limit + 1
+    rows: list[tuple[Any, ...]] = []
+    op, order = ("<", "DESC") if key.desc else (">", "ASC")
+    for r in range(at[0] if at is not None else NUMBER, MISSING + 1):
+        if want is not None and len(rows) >= want:
+            break
+        p = {**params, "skey": skey}
+        if r == MISSING:
+            conds = [cond, "NOT EXISTS (SELECT 1 FROM tracker_sort_values s WHERE s.run_id = r.run_id AND "
+                           "s.key = %(skey)s)"]
+            if at is not None and r == at[0]:
+                conds.append(f'r.run_id COLLATE "C" {op} %(at_id)s')
+            sql = (f"SELECT r.run_id, 0.0::float8, '' FROM tracker_runs r WHERE {' AND '.join(conds)} "
+                   f'ORDER BY r.run_id COLLATE "C" {order}')
+        else:
+            conds = [f"s.key = %(skey)s AND s.rank = {r}", cond]
+            if at is not None and r == at[0]:
+                conds.append(f'(s.num, s.txt, s.run_id COLLATE "C") {op} (%(at_n)s, %(at_t)s, %(at_id)s)')
+            sql = (f"SELECT s.run_id, s.num, s.txt FROM tracker_sort_values s JOIN tracker_runs r ON "
+                   f"r.run_id = s.run_id WHERE {' AND '.join(conds)} "
+                   f'ORDER BY s.num {order}, s.txt {order}, s.run_id COLLATE "C" {order}')
+        if at is not None and r == at[0]:
+            p.update(at_n=at[1], at_t=at[2], at_id=at[3])
+        if want is not None:
+            sql += f" LIMIT {int(want - len(rows) + skip)}"
+        got = store._fetch(sql, p)
+        if skip:
+            used = min(skip, len(got))
+            got, skip = got[used:], skip - used
+        rows.extend((r, *row) for row in got)
+    page = rows if want is None else rows[:limit]
+    nxt = None
+    if want is not None and len(rows) > limit and page:
+        nxt = encode_cursor(key, _order_key(page[-1]))
+    if keys_out is not None:
+        keys_out.extend(_order_key(row) for row in page)
+    return [row[1] for row in page], total, nxt
+
+
 def _order_key(row: tuple[Any, ...]) -> tuple[int, float, str, str]:
     """A row ``(rank, run id, number, text)`` as an order key (:func:`tracker.read.listing.order_key`)."""
     return (row[0], float(row[2]) if row[0] == NUMBER else 0.0, row[3] if row[0] == TEXT else "", row[1])
 
 
+#: The run fields whose sort walks an index of ``tracker_runs`` (layouts 4 and 5).
+_WALKED = ("created_at", "name", "id", "project", "group", "job_type")
+
+
 def indexed(key: SortKey, flt: RunFilter) -> bool:
-    """Whether a page of this sort and filter walks an index (layout 4), costing its rows, not the runs."""
-    plain = flt.status is None and not flt.tags and not flt.q and flt.job_type is None and \
-        (flt.project is None or flt.group is None)
-    return plain and key.kind == "field" and key.name in ("created_at", "name", "id")
+    """Whether a page of this sort and filter walks an index, costing about its rows, not the runs: a sort on a
+    run's column (layout 4) or on a value of ``tracker_sort_values`` (a config key, a metric's figure,
+    records, last step: layout 5), filtered by project, group, job type or status (checked per row walked,
+    status by seeks); a filter on tags or text is read whole once instead."""
+    if flt.tags or flt.q:
+        return False
+    return sort_value_key(key) is not None or (key.kind == "field" and key.name in _WALKED)
 
 
 #: The runs newest first (as the folder store lists them), numbered: what "first seen" means below.
@@ -306,4 +389,4 @@ def choices_sql(store: Any) -> dict[str, Any]:
 
 
 __all__ = ["INDEXES_4", "choices_sql", "filter_sql", "indexed", "metric_join", "migrate_to_4", "page_ids",
-           "sort_exprs"]
+           "sort_exprs", "status_condition"]

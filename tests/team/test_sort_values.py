@@ -1,0 +1,224 @@
+"""Layout 5's sort values: migrated from layout 4 with runs in it, kept by PostgreSQL through every later write,
+read by a first page as an index walk; and the status filter agrees with the status every reader derives."""
+
+from __future__ import annotations
+
+import warnings
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+
+import tracker
+from tracker.core.format import RECORD, RUN_FINISHED, RUN_STARTED, encode_line, event
+
+from ..query.support import run_tracker
+from ..runsgen import write_store
+from .test_paging import SORTS, walk
+
+STATUSES = [None, "finished", "failed", "crashed", "running"]
+
+
+def synced(path: Path, url: str) -> None:
+    from tracker.team.postgres import sync
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        sync(tracker.open_store(path), url)
+
+
+def same_pages(folder: Any, team: Any, sorts: list[str] = SORTS, **query: Any) -> None:
+    for sort in sorts:
+        assert walk(folder, 4, sort=sort, **query) == walk(team, 4, sort=sort, **query), (sort, query)
+
+
+def to_layout_4(url: str) -> None:
+    """The database as layout 4 left it: no sort values, their functions, triggers and indexes."""
+    with psycopg.connect(url, autocommit=True) as conn:
+        for table, trigger in (("tracker_runs", "tracker_runs_sort"), ("tracker_writers", "tracker_writers_sort"),
+                               ("tracker_writer_figures", "tracker_figures_sort")):
+            conn.execute(f"DROP TRIGGER {trigger} ON {table}")
+        conn.execute("DROP TABLE tracker_sort_values")
+        for fn in ("tracker_runs_sort_trigger()", "tracker_figures_sort_trigger()", "tracker_writers_sort_trigger()",
+                   "tracker_info_sort_rows(json)", "tracker_metric_sort_rows(text)", "tracker_status_sort_rows(text)",
+                   "tracker_sort_rank(jsonb, boolean)", "tracker_sort_num(jsonb)"):
+            conn.execute(f"DROP FUNCTION {fn}")
+        for index in ("tracker_runs_project_c", "tracker_runs_group_c", "tracker_runs_job_type_c",
+                      "tracker_writers_running_seen"):
+            conn.execute(f"DROP INDEX {index}")
+        conn.execute("DELETE FROM tracker_layout WHERE layout > 4")
+
+
+def test_a_layout_4_database_with_runs_is_migrated_and_its_pages_are_the_folders(tmp_path: Path,
+                                                                                  pg_url: str) -> None:
+    from tracker.team.postgres import TeamStore
+
+    path = write_store(tmp_path, seed=5, n=24)
+    synced(path, pg_url)
+    to_layout_4(pg_url)
+    with pytest.raises(tracker.TrackerError, match="layout 4, older than layout 5"):
+        TeamStore(pg_url)
+    res = run_tracker("--store", str(path), "sync", pg_url)  # migrates (nothing new to copy)
+    assert res.returncode == 0, res.stderr
+    with psycopg.connect(pg_url) as conn:
+        keys = dict(conn.execute("SELECT key, count(*) FROM tracker_sort_values GROUP BY key").fetchall())
+    assert keys["status"] == keys["records"] == 24 and keys["metric.loss.min"] > 0 and keys["config.lr"] > 0
+    folder, team = tracker.open_store(path), TeamStore(pg_url)
+    try:
+        same_pages(folder, team)
+        for status in STATUSES[1:3]:
+            same_pages(folder, team, ["-metric.loss.min", "config.lr"], status=status, project="p")
+    finally:
+        team.conn.close()
+
+
+def _segment(path: Path, writer: str, t0: float, losses: list[float], config: dict[str, Any] | None = None,
+             status: str = "finished", lines_so_far: int | None = None) -> None:
+    """A writer's segment as a writer writes it (a resumed one has no config of its own); ``lines_so_far``: only
+    its first lines, as a sync sees a writer that is still writing."""
+    start = {"host": "h", "pid": 1, "writer": writer, "name": "resumed", "project": "p", "config": config or {},
+             "tags": [], "resumed": config is None}
+    lines = [encode_line(event(RUN_STARTED, None, None, t0, writer, 1, start))]
+    for i, loss in enumerate(losses):
+        lines.append(encode_line(event(RECORD, "metrics", i, t0 + 1 + i, writer, i + 2, {"loss": loss, "acc": -loss})))
+    lines.append(encode_line(event(RUN_FINISHED, None, None, t0 + 50, writer, len(losses) + 2,
+                                   {"status": status, "error": None, "records": len(losses),
+                                    "max_step": len(losses) - 1, "last": {"loss": losses[-1], "acc": -losses[-1]}})))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(b"".join(lines[:lines_so_far]))
+
+
+def test_sort_values_follow_new_writers_resumes_and_edits(tmp_path: Path, pg_url: str) -> None:
+    from tracker.team.postgres import TeamStore
+
+    path = write_store(tmp_path, seed=8, n=15)
+    _segment(path / "runs" / "resumed" / "w1-000001.jsonl", "w1", 1.7e9 + 5, [0.7, 0.6], {"lr": 0.5})
+    synced(path, pg_url)
+    folder, team = tracker.open_store(path), TeamStore(pg_url)
+    sorts = ["-metric.loss.min", "metric.loss.max", "metric.loss.last", "-metric.acc.last", "config.lr",
+             "-config.opt.name", "records", "-last_step"]
+    try:
+        same_pages(folder, team, sorts)
+        # A resume: a second writer with the lowest loss of all and a later last; then a failed third.
+        _segment(path / "runs" / "resumed" / "w2-000002.jsonl", "w2", 1.7e9 + 100, [0.01, 0.3, 0.2])
+        synced(path, pg_url)
+        assert [i.id for i in team.runs(sort="metric.loss.min", limit=1)] == ["resumed"]
+        same_pages(folder, team, sorts)
+        # A third writer synced while it writes (its figures grow in place), then failed.
+        third = (path / "runs" / "resumed" / "w3-000003.jsonl", "w3", 1.7e9 + 200, [50.0, 3.0, -1.0])
+        _segment(*third, status="failed", lines_so_far=2)
+        synced(path, pg_url)
+        assert [i.id for i in team.runs(sort="-metric.loss.last", limit=1)] == ["resumed"]  # its last: 50
+        same_pages(folder, team, sorts)
+        _segment(*third, status="failed")
+        synced(path, pg_url)
+        assert [i.id for i in team.runs(sort="metric.loss.last", limit=1)] == ["resumed"]  # its last: -1
+        same_pages(folder, team, sorts)
+        same_pages(folder, team, ["created_at"], status="failed")
+        # Edited configs: a new top value, a key removed, a nested key added.
+        store = tracker.open_store(path)
+        some = [i.id for i in store.runs()][:3]
+        store.update_config(some[0], {"lr": 1e9})
+        store.update_config(some[1], {"opt": {"name": "zzz"}})
+        store.update_config("resumed", {"lr": "text now"})
+        synced(path, pg_url)
+        folder = tracker.open_store(path)
+        assert [i.id for i in team.runs(sort="-config.lr", limit=1)] == [some[0]]
+        same_pages(folder, team, sorts)
+    finally:
+        team.conn.close()
+
+
+def test_status_filters_agree_with_the_status_readers_derive(tmp_path: Path, pg_url: str) -> None:
+    """Writers changed by SQL alone (as any writer might): a running one, silent past the timeout, a resume."""
+    from tracker.team.postgres import TeamStore
+
+    path = write_store(tmp_path, seed=11, n=12)
+    synced(path, pg_url)
+    team = TeamStore(pg_url)
+    ids = [i.id for i in team.runs(sort="id")]
+
+    def check() -> None:
+        every = team.runs(sort="id")
+        for status in STATUSES[1:]:
+            want = [i.id for i in every if i.status == status]
+            assert [i.id for i in team.runs(sort="id", status=status)] == want, status
+            assert [i.id for i in team.runs(sort="-metric.loss.min", status=status)] == \
+                [i.id for i in team.runs(sort="-metric.loss.min") if i.status == status], status
+
+    try:
+        with psycopg.connect(pg_url, autocommit=True) as conn:
+            conn.execute("UPDATE tracker_writers SET status = 'running', ended_at = NULL WHERE run_id = %s", (ids[0],))
+            conn.execute("UPDATE tracker_writers SET status = 'running', seen_at = now() - interval '1 hour' "
+                         "WHERE run_id = %s", (ids[1],))
+            # A resume of a failed run that finished, and one whose second writer failed.
+            for rid, st in ((ids[2], "finished"), (ids[3], "failed")):
+                conn.execute("INSERT INTO tracker_writers (run_id, writer, is_writer, host, started_at, ended_at, "
+                             "status) SELECT run_id, 'zz-resume', true, host, ended_at + 5, ended_at + 9, %s FROM "
+                             "tracker_writers WHERE run_id = %s", (st, rid))
+            conn.execute("DELETE FROM tracker_writers WHERE run_id = %s", (ids[4],))  # no writer: crashed
+        statuses = {i.id: i.status for i in team.runs()}
+        assert statuses[ids[0]] == "running" and statuses[ids[1]] == "crashed" and statuses[ids[4]] == "crashed"
+        assert statuses[ids[2]] == "finished"
+        check()
+        with psycopg.connect(pg_url, autocommit=True) as conn:  # the running writer goes silent: a heartbeat only
+            conn.execute("UPDATE tracker_writers SET seen_at = now() - interval '1 hour' WHERE run_id = %s",
+                         (ids[0],))
+        assert team.run(ids[0]).info.status == "crashed"
+        check()
+    finally:
+        team.conn.close()
+
+
+def test_a_first_page_of_a_metric_or_config_sort_is_an_index_walk(tmp_path: Path, pg_url: str) -> None:
+    """The plan of each query of a first page: the sort values' index walked in order (no sort of every run)."""
+    from tracker.team.postgres import TeamStore
+
+    path = write_store(tmp_path, seed=3, n=20)
+    synced(path, pg_url)
+    team = TeamStore(pg_url)
+    seen: list[tuple[str, Any]] = []
+    fetch = team._fetch
+
+    def spy(sql: str, params: Any = ()) -> Any:
+        seen.append((sql, params))
+        return fetch(sql, params)
+
+    team._fetch = spy  # type: ignore[method-assign]
+    try:
+        with team.conn.cursor() as cur:
+            cur.execute("SET enable_seqscan = off")  # a small table: the planner would rather read it whole
+            for sort, query in (("-metric.loss.min", {}), ("config.lr", {}), ("metric.acc.last", {"project": "p"}),
+                                ("-config.opt.name", {"status": "failed"})):
+                seen.clear()
+                team.runs(sort=sort, limit=3, **query)
+                walks = [(s, p) for s, p in seen if "FROM tracker_sort_values s JOIN" in s]
+                assert walks, sort
+                for sql, params in walks:
+                    cur.execute("EXPLAIN " + sql, params)
+                    plan = "\n".join(r[0] for r in cur.fetchall())
+                    assert "tracker_sort_values_walk" in plan and "Sort" not in plan.replace("Sort Key", ""), plan
+                    assert "Seq Scan" not in plan, plan
+    finally:
+        team.conn.close()
+
+
+def test_long_texts_are_sorted_exactly_from_the_json(tmp_path: Path, pg_url: str) -> None:
+    """Config values longer than an index row holds, sharing their first characters: the order is still exact."""
+    from tracker.team.postgres import TeamStore
+    from tracker.team.sortvalues import TEXT_MAX
+
+    store = tmp_path / "s"
+    head = "x" * (TEXT_MAX + 10)
+    for i, tail in enumerate(["b", "a", "c"]):
+        with tracker.start_run("p", f"r{i}", store=store, run_id=f"r{i}", config={"note": head + tail, "k": i},
+                               system_metrics=False) as run:
+            run.log({"loss": float(i)}, step=0)
+    synced(store, pg_url)
+    team = TeamStore(pg_url)
+    try:
+        assert [i.id for i in team.runs(sort="config.note", limit=2)] == ["r1", "r0"]
+        same_pages(tracker.open_store(store), team, ["config.note", "-config.note", "config.k"])
+    finally:
+        team.conn.close()
