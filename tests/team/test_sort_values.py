@@ -35,14 +35,13 @@ def same_pages(folder: Any, team: Any, sorts: list[str] = SORTS, **query: Any) -
 
 def to_layout_4(url: str) -> None:
     """The database as layout 4 left it: no sort values, their functions, triggers and indexes."""
+    from tracker.team.sortvalues import TRIGGERS
+
     with psycopg.connect(url, autocommit=True) as conn:
-        for table, trigger in (("tracker_runs", "tracker_runs_sort"), ("tracker_writers", "tracker_writers_sort"),
-                               ("tracker_writer_figures", "tracker_figures_sort")):
+        for table, trigger, _, _ in TRIGGERS:
             conn.execute(f"DROP TRIGGER {trigger} ON {table}")
         conn.execute("DROP TABLE tracker_sort_values")
-        for fn in ("tracker_runs_sort_trigger()", "tracker_figures_sort_trigger()", "tracker_writers_sort_trigger()",
-                   "tracker_info_sort_rows(json)", "tracker_metric_sort_rows(text)", "tracker_status_sort_rows(text)",
-                   "tracker_sort_rank(jsonb, boolean)", "tracker_sort_num(jsonb)"):
+        for (fn,) in conn.execute("SELECT oid::regprocedure::text FROM pg_proc WHERE proname LIKE 'tracker%'"):
             conn.execute(f"DROP FUNCTION {fn}")
         for index in ("tracker_runs_project_c", "tracker_runs_group_c", "tracker_runs_job_type_c",
                       "tracker_writers_running_seen"):

@@ -46,6 +46,10 @@ _TABLE = """CREATE TABLE IF NOT EXISTS tracker_sort_values (
     cut boolean NOT NULL DEFAULT false,
     PRIMARY KEY (run_id, key))"""
 
+#: What each trigger function runs with: index seeks by run id even while a table is new and its statistics say it
+#: is empty (a first sync), and no JIT compilation of a statement that touches a few rows.
+_SETTINGS = "\n    SET enable_seqscan = off SET jit = off"
+
 # A JSON value's rank (0 number, 1 text, 2 other, 3 missing) and number, as tracker.read.listing.rank sees the
 # value a reader decodes: with ``special``, the store's strings of NaN and infinities are those floats.
 _FUNCTIONS = [
@@ -113,13 +117,14 @@ _FUNCTIONS = [
         FROM tracker_writer_figures WHERE run_id = rid),
     m AS (SELECT w.writer, e.key AS name, e.value AS s FROM w, jsonb_each(CASE WHEN jsonb_typeof(w.f) = 'object'
               THEN w.f ELSE '{{}}'::jsonb END) e WHERE jsonb_typeof(e.value) = 'object'),
-    mm AS (SELECT name, stat, min(tracker_sort_num(s->'min')) AS lo, max(tracker_sort_num(s->'max')) AS hi
-           FROM m, (VALUES ('min'), ('max')) AS x(stat)
-           WHERE tracker_sort_rank(s->stat, true) = 0 GROUP BY name, stat),
+    mm AS (SELECT name, min(CASE WHEN tracker_sort_rank(s->'min', true) = 0 THEN tracker_sort_num(s->'min') END) AS lo,
+                  max(CASE WHEN tracker_sort_rank(s->'max', true) = 0 THEN tracker_sort_num(s->'max') END) AS hi
+           FROM m WHERE length(name) <= {KEY_MAX} - 11 GROUP BY name),
     last AS (SELECT DISTINCT ON (name) name, s->'last' AS v FROM m
              ORDER BY name, (s->>'last_key')::float8 DESC, writer COLLATE "C" DESC)
-    SELECT 'metric.' || name || '.' || stat, 0::smallint, CASE stat WHEN 'min' THEN lo ELSE hi END, '', false
-    FROM mm WHERE length(name) <= {KEY_MAX} - 11
+    SELECT 'metric.' || name || '.min', 0::smallint, lo, '', false FROM mm WHERE lo IS NOT NULL
+    UNION ALL
+    SELECT 'metric.' || name || '.max', 0::smallint, hi, '', false FROM mm WHERE hi IS NOT NULL
     UNION ALL
     SELECT 'metric.' || name || '.last', tracker_sort_rank(v, true), tracker_sort_num(v),
            CASE WHEN tracker_sort_rank(v, true) = 1 THEN left(v #>> '{{}}', {TEXT_MAX}) ELSE '' END,
@@ -141,58 +146,104 @@ _FUNCTIONS = [
         SELECT x.st FROM (SELECT * FROM c UNION ALL SELECT * FROM w WHERE NOT EXISTS (SELECT 1 FROM c)) x
         ORDER BY CASE x.st WHEN 'finished' THEN 0 WHEN 'failed' THEN 1 WHEN 'stopped' THEN 3 ELSE 2 END DESC, x.st
         LIMIT 1), 'crashed'), false $$""",
-    # The triggers: each replaces the rows of the run it concerns that it derives.
-    """CREATE OR REPLACE FUNCTION tracker_runs_sort_trigger() RETURNS trigger LANGUAGE plpgsql AS $$
+    # What the triggers call: the rows of runs ``ids`` that derive from their writers' figures, or their status.
+    f"""CREATE OR REPLACE FUNCTION tracker_sort_metrics(ids text[]) RETURNS void LANGUAGE plpgsql{_SETTINGS} AS $$
     BEGIN
-        IF TG_OP <> 'INSERT' THEN
-            DELETE FROM tracker_sort_values WHERE run_id = OLD.run_id
-                AND (key LIKE 'config%' OR key IN ('records', 'last_step'));
-        END IF;
-        IF TG_OP <> 'DELETE' THEN
-            INSERT INTO tracker_sort_values (run_id, key, rank, num, txt, cut)
-            SELECT NEW.run_id, x.key, x.rank, x.num, x.txt, x.cut FROM tracker_info_sort_rows(NEW.info) x
-            ON CONFLICT (run_id, key) DO UPDATE SET rank = EXCLUDED.rank, num = EXCLUDED.num, txt = EXCLUDED.txt,
-                cut = EXCLUDED.cut;
-        END IF;
-        IF TG_OP = 'INSERT' THEN  -- a run listed before its writers came: crashed until they do
-            INSERT INTO tracker_sort_values (run_id, key, rank, num, txt, cut)
-            SELECT NEW.run_id, x.key, x.rank, x.num, x.txt, x.cut FROM tracker_status_sort_rows(NEW.run_id) x
-            ON CONFLICT (run_id, key) DO NOTHING;
-        ELSIF TG_OP = 'DELETE' THEN
-            DELETE FROM tracker_sort_values WHERE run_id = OLD.run_id AND key = 'status';
-        END IF;
+        DELETE FROM tracker_sort_values WHERE run_id = ANY(ids) AND key LIKE 'metric%';
+        INSERT INTO tracker_sort_values (run_id, key, rank, num, txt, cut)
+        SELECT i.rid, x.key, x.rank, x.num, x.txt, x.cut FROM unnest(ids) AS i(rid),
+            LATERAL tracker_metric_sort_rows(i.rid) x;
+    END $$""",
+    f"""CREATE OR REPLACE FUNCTION tracker_sort_status(ids text[]) RETURNS void LANGUAGE plpgsql{_SETTINGS} AS $$
+    BEGIN
+        DELETE FROM tracker_sort_values WHERE run_id = ANY(ids) AND key = 'status';
+        INSERT INTO tracker_sort_values (run_id, key, rank, num, txt, cut)
+        SELECT i.rid, x.key, x.rank, x.num, x.txt, x.cut FROM unnest(ids) AS i(rid),
+            LATERAL tracker_status_sort_rows(i.rid) x;
+    END $$""",
+    # The triggers, once per statement over the rows it changed (a sync writes hundreds of runs a statement).
+    f"""CREATE OR REPLACE FUNCTION tracker_runs_sort_ins() RETURNS trigger LANGUAGE plpgsql{_SETTINGS} AS $$
+    BEGIN
+        -- (a new run has no such rows: the rows of a run are deleted with it)
+        INSERT INTO tracker_sort_values (run_id, key, rank, num, txt, cut)
+        SELECT n.run_id, x.key, x.rank, x.num, x.txt, x.cut FROM new_rows n, LATERAL tracker_info_sort_rows(n.info) x
+        UNION ALL  -- a run listed before its writers came: crashed until they do
+        SELECT n.run_id, 'status', 1, 0.0, 'crashed', false FROM new_rows n WHERE NOT EXISTS (
+            SELECT 1 FROM tracker_sort_values s WHERE s.run_id = n.run_id AND s.key = 'status');
         RETURN NULL;
     END $$""",
-    """CREATE OR REPLACE FUNCTION tracker_figures_sort_trigger() RETURNS trigger LANGUAGE plpgsql AS $$
-    DECLARE rid text := CASE WHEN TG_OP = 'DELETE' THEN OLD.run_id ELSE NEW.run_id END;
+    f"""CREATE OR REPLACE FUNCTION tracker_runs_sort_upd() RETURNS trigger LANGUAGE plpgsql{_SETTINGS} AS $$
+    DECLARE ids text[];
     BEGIN
-        DELETE FROM tracker_sort_values WHERE run_id = rid AND key LIKE 'metric%';
+        SELECT array_agg(n.run_id) INTO ids FROM new_rows n LEFT JOIN old_rows o ON o.run_id = n.run_id
+        WHERE o.run_id IS NULL OR o.info::text IS DISTINCT FROM n.info::text;
+        IF ids IS NULL THEN RETURN NULL; END IF;
+        DELETE FROM tracker_sort_values WHERE run_id = ANY(ids)
+            AND (key LIKE 'config%' OR key IN ('records', 'last_step'));
         INSERT INTO tracker_sort_values (run_id, key, rank, num, txt, cut)
-        SELECT rid, x.key, x.rank, x.num, x.txt, x.cut FROM tracker_metric_sort_rows(rid) x;
+        SELECT n.run_id, x.key, x.rank, x.num, x.txt, x.cut FROM new_rows n, LATERAL tracker_info_sort_rows(n.info) x
+        WHERE n.run_id = ANY(ids);
         RETURN NULL;
     END $$""",
-    """CREATE OR REPLACE FUNCTION tracker_writers_sort_trigger() RETURNS trigger LANGUAGE plpgsql AS $$
-    DECLARE rid text := CASE WHEN TG_OP = 'DELETE' THEN OLD.run_id ELSE NEW.run_id END;
+    f"""CREATE OR REPLACE FUNCTION tracker_runs_sort_del() RETURNS trigger LANGUAGE plpgsql{_SETTINGS} AS $$
     BEGIN
-        DELETE FROM tracker_sort_values WHERE run_id = rid AND key = 'status';
-        INSERT INTO tracker_sort_values (run_id, key, rank, num, txt, cut)
-        SELECT rid, x.key, x.rank, x.num, x.txt, x.cut FROM tracker_status_sort_rows(rid) x;
+        DELETE FROM tracker_sort_values WHERE run_id IN (SELECT run_id FROM old_rows)
+            AND (key LIKE 'config%' OR key IN ('records', 'last_step', 'status'));
+        RETURN NULL;
+    END $$""",
+    f"""CREATE OR REPLACE FUNCTION tracker_figures_sort_new() RETURNS trigger LANGUAGE plpgsql{_SETTINGS} AS $$
+    BEGIN
+        PERFORM tracker_sort_metrics(ARRAY(SELECT DISTINCT run_id FROM new_rows));
+        RETURN NULL;
+    END $$""",
+    f"""CREATE OR REPLACE FUNCTION tracker_figures_sort_del() RETURNS trigger LANGUAGE plpgsql{_SETTINGS} AS $$
+    BEGIN
+        PERFORM tracker_sort_metrics(ARRAY(SELECT DISTINCT run_id FROM old_rows));
+        RETURN NULL;
+    END $$""",
+    f"""CREATE OR REPLACE FUNCTION tracker_writers_sort_ins() RETURNS trigger LANGUAGE plpgsql{_SETTINGS} AS $$
+    BEGIN
+        PERFORM tracker_sort_status(ARRAY(SELECT DISTINCT run_id FROM new_rows));
+        RETURN NULL;
+    END $$""",
+    # Not after a heartbeat (only seen_at moved): after a change of what the settled status derives from.
+    f"""CREATE OR REPLACE FUNCTION tracker_writers_sort_upd() RETURNS trigger LANGUAGE plpgsql{_SETTINGS} AS $$
+    BEGIN
+        PERFORM tracker_sort_status(ARRAY(SELECT DISTINCT n.run_id FROM new_rows n LEFT JOIN old_rows o
+            ON o.run_id = n.run_id AND o.writer = n.writer
+            WHERE o.run_id IS NULL OR (o.is_writer, o.started_at, o.ended_at, o.status)
+                IS DISTINCT FROM (n.is_writer, n.started_at, n.ended_at, n.status)));
+        RETURN NULL;
+    END $$""",
+    f"""CREATE OR REPLACE FUNCTION tracker_writers_sort_del() RETURNS trigger LANGUAGE plpgsql{_SETTINGS} AS $$
+    BEGIN
+        PERFORM tracker_sort_status(ARRAY(SELECT DISTINCT run_id FROM old_rows));
         RETURN NULL;
     END $$""",
 ]
 
-_TRIGGERS = [
-    "DROP TRIGGER IF EXISTS tracker_runs_sort ON tracker_runs",
-    "CREATE TRIGGER tracker_runs_sort AFTER INSERT OR DELETE OR UPDATE OF info ON tracker_runs "
-    "FOR EACH ROW EXECUTE FUNCTION tracker_runs_sort_trigger()",
-    "DROP TRIGGER IF EXISTS tracker_figures_sort ON tracker_writer_figures",
-    "CREATE TRIGGER tracker_figures_sort AFTER INSERT OR DELETE OR UPDATE OF figures ON tracker_writer_figures "
-    "FOR EACH ROW EXECUTE FUNCTION tracker_figures_sort_trigger()",
-    # Not on a heartbeat (seen_at): only what the settled status derives from.
-    "DROP TRIGGER IF EXISTS tracker_writers_sort ON tracker_writers",
-    "CREATE TRIGGER tracker_writers_sort AFTER INSERT OR DELETE OR UPDATE OF is_writer, started_at, ended_at, "
-    "status ON tracker_writers FOR EACH ROW EXECUTE FUNCTION tracker_writers_sort_trigger()",
+
+def _trigger(table: str, name: str, event: str, function: str) -> list[str]:
+    tables = {"INSERT": "NEW TABLE AS new_rows", "UPDATE": "OLD TABLE AS old_rows NEW TABLE AS new_rows",
+              "DELETE": "OLD TABLE AS old_rows"}[event]
+    return [f"DROP TRIGGER IF EXISTS {name} ON {table}",
+            f"CREATE TRIGGER {name} AFTER {event} ON {table} REFERENCING {tables} FOR EACH STATEMENT "
+            f"EXECUTE FUNCTION {function}()"]
+
+
+#: Each trigger of layout 5: ``(table, trigger, event, function)``.
+TRIGGERS = [
+    ("tracker_runs", "tracker_runs_sort_ins", "INSERT", "tracker_runs_sort_ins"),
+    ("tracker_runs", "tracker_runs_sort_upd", "UPDATE", "tracker_runs_sort_upd"),
+    ("tracker_runs", "tracker_runs_sort_del", "DELETE", "tracker_runs_sort_del"),
+    ("tracker_writer_figures", "tracker_figures_sort_ins", "INSERT", "tracker_figures_sort_new"),
+    ("tracker_writer_figures", "tracker_figures_sort_upd", "UPDATE", "tracker_figures_sort_new"),
+    ("tracker_writer_figures", "tracker_figures_sort_del", "DELETE", "tracker_figures_sort_del"),
+    ("tracker_writers", "tracker_writers_sort_ins", "INSERT", "tracker_writers_sort_ins"),
+    ("tracker_writers", "tracker_writers_sort_upd", "UPDATE", "tracker_writers_sort_upd"),
+    ("tracker_writers", "tracker_writers_sort_del", "DELETE", "tracker_writers_sort_del"),
 ]
+_TRIGGERS = [stmt for t in TRIGGERS for stmt in _trigger(*t)]
 
 #: The walk of every sort (text and run ids in byte order, as the folder store compares), and the rows kept cut.
 INDEXES_5 = [
@@ -258,4 +309,4 @@ def marker(key: str) -> str:
     return key.split(".", 1)[0]
 
 
-__all__ = ["INDEXES_5", "KEY_MAX", "TEXT_MAX", "marker", "migrate_to_5", "sort_value_key"]
+__all__ = ["INDEXES_5", "TRIGGERS", "KEY_MAX", "TEXT_MAX", "marker", "migrate_to_5", "sort_value_key"]

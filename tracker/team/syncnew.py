@@ -25,20 +25,24 @@ from tracker.read.edits import EDITS_FOLDER
 from tracker.team.database import require_psycopg
 from tracker.team.syncreport import SyncReport, writer_facts_of
 
-#: A run's row of ``tracker_runs``: listed, or its info brought up to date (the parameters of :meth:`Syncer._info_row`).
-_RUN_UPSERT = """INSERT INTO tracker_runs (run_id, name, project, created_at, info, source, synced_at, run_group,
+#: A run's row of ``tracker_runs``: listed, or its info brought up to date (the parameters of :meth:`Syncer._info_row`);
+#: ``_RUN_UPSERTS`` takes ``{rows}`` of values ``_RUN_ROW`` (:func:`tracker.team.derived.insert_rows`).
+_RUN_UPSERTS = """INSERT INTO tracker_runs (run_id, name, project, created_at, info, source, synced_at, run_group,
         job_type)
-    VALUES (%s, %s, %s, %s, %s, %s, now(), %s, %s)
+    VALUES {rows}
     ON CONFLICT (run_id) DO UPDATE SET name = EXCLUDED.name, project = EXCLUDED.project,
         created_at = LEAST(tracker_runs.created_at, EXCLUDED.created_at), info = EXCLUDED.info,
         source = EXCLUDED.source, synced_at = now(), run_group = EXCLUDED.run_group,
         job_type = EXCLUDED.job_type"""
+_RUN_ROW = "(%s, %s, %s, %s, %s, %s, now(), %s, %s)"
+_RUN_UPSERT = _RUN_UPSERTS.format(rows=_RUN_ROW)
 
 #: A new writer's row of ``tracker_writers`` (:meth:`Syncer._flush_new`): a plain insert, so that a writer another
 #: sync has just added fails the transaction instead of being counted twice.
-_WRITER_INSERT = """INSERT INTO tracker_writers (run_id, writer, is_writer, host, started_at, ended_at, status, finish,
+_WRITER_INSERTS = """INSERT INTO tracker_writers (run_id, writer, is_writer, host, started_at, ended_at, status, finish,
         synced_bytes, synced_seq, seen_at)
-    VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, now())"""
+    VALUES {rows}"""
+_WRITER_ROW = "(%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, now())"
 
 #: The first events of a writer's segment (its header).
 STARTS = (RUN_STARTED, WRITER_STARTED)
@@ -137,7 +141,7 @@ class NewRuns:
         Another sync that copies one of them at the same time makes this transaction fail (plain inserts
         of the writers' rows); those runs are then copied one segment at a time, as any other run.
         """
-        from tracker.team.derived import add_new_writers, lock_writers
+        from tracker.team.derived import add_new_writers, insert_rows, lock_writers
 
         psycopg = require_psycopg()
         segments = [(run, seg) for run in runs for seg in run.segments]
@@ -153,13 +157,13 @@ class NewRuns:
                     cur.execute("INSERT INTO tracker_events SELECT * FROM _tracker_in ON CONFLICT DO NOTHING")
                     report.events_new += max(cur.rowcount, 0)
                 add_new_writers(cur, [(run.rid, seg[1], seg[4]) for run, seg in segments])
-                cur.executemany(_WRITER_INSERT, [
+                insert_rows(cur, _WRITER_INSERTS, _WRITER_ROW, [
                     (run.rid, writer, facts["is_writer"], facts["host"], facts["started_at"], facts["ended_at"],
                      facts["status"], facts["finish"], pos, max((r[2] for r in seg_rows), default=0))
                     for run, (_p, writer, _sig, facts, seg_rows, pos) in segments])
                 listings = [run.info for run in runs if run.info is not None]
                 if listings:
-                    cur.executemany(_RUN_UPSERT, listings)
+                    insert_rows(cur, _RUN_UPSERTS, _RUN_ROW, listings)
         except psycopg.errors.IntegrityError:
             # Another sync got to one of them first: each run the careful way, from what the database has now.
             self._reload_state()
