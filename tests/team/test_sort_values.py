@@ -221,3 +221,36 @@ def test_long_texts_are_sorted_exactly_from_the_json(tmp_path: Path, pg_url: str
         same_pages(tracker.open_store(store), team, ["config.note", "-config.note", "config.k"])
     finally:
         team.conn.close()
+
+
+def test_the_dashboard_pages_of_the_database_are_the_folders(tmp_path: Path, pg_url: str) -> None:
+    """``GET /api/runs`` by cursor over both stores: sorts the database pages itself (sort values, statuses) and
+    those it reads whole once (a tag or text filter, a sort on duration)."""
+    from starlette.testclient import TestClient
+
+    import tracker.ui
+
+    path = write_store(tmp_path, seed=9, n=40)
+    synced(path, pg_url)
+
+    def walk_api(client: Any, query: str) -> tuple[list[str], set[int]]:
+        ids: list[str] = []
+        matched = set()
+        cursor = ""
+        while True:
+            r = client.get(f"/api/runs?{query}&limit=6" + (f"&cursor={cursor}" if cursor else ""))
+            assert r.status_code == 200, (query, r.text[:300])
+            doc = r.json()
+            ids += [row["id"] for row in doc["runs"]]
+            matched.add(doc["matched"])
+            if doc["next"] is None:
+                return ids, matched
+            cursor = doc["next"]
+
+    with TestClient(tracker.ui.create_app(path)) as folder, TestClient(tracker.ui.create_app(pg_url)) as team:
+        for query in ("sort=-metric.loss.min", "sort=config.lr&project=p", "sort=metric.acc.last&status=failed",
+                      "project=q&status=finished", "sort=-config.opt.name&group=g1", "sort=records",
+                      "sort=-project", "sort=config.lr&tag=t1", "q=b&sort=-metric.loss.max", "sort=-duration"):
+            got, want = walk_api(team, query), walk_api(folder, query)
+            assert got == want, query
+            assert len(got[1]) == 1 and got[1] == {len(got[0])}, query
