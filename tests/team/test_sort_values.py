@@ -254,3 +254,50 @@ def test_the_dashboard_pages_of_the_database_are_the_folders(tmp_path: Path, pg_
             got, want = walk_api(team, query), walk_api(folder, query)
             assert got == want, query
             assert len(got[1]) == 1 and got[1] == {len(got[0])}, query
+
+
+def test_two_transactions_writing_one_run_derive_its_values_from_both(tmp_path: Path, pg_url: str) -> None:
+    """Writers of one run written at once by two transactions (a run resumed on another machine while the first
+    syncs): the second waits for the first and derives from both, without a conflict."""
+    import threading
+
+    import orjson
+
+    path = write_store(tmp_path, seed=4, n=3)
+    synced(path, pg_url)
+    with psycopg.connect(pg_url) as conn:
+        rid = conn.execute("SELECT run_id FROM tracker_runs ORDER BY run_id LIMIT 1").fetchone()[0]
+
+    def figures(loss: float, key: float) -> str:
+        return orjson.dumps({"loss": {"count": 1, "first": loss, "last": loss, "last_key": key, "min": loss,
+                                      "max": loss}}).decode()
+
+    insert = ("INSERT INTO tracker_writer_figures (run_id, writer, metrics, max_time, figures, schemas) "
+              "VALUES (%s, %s, 1, %s, %s, '{}')")
+    first, second = psycopg.connect(pg_url), psycopg.connect(pg_url)
+    try:
+        first.execute(insert, (rid, "zz-a", 2e9, figures(-7.0, 2e9)))
+        failed: list[BaseException] = []
+
+        def write_second() -> None:
+            try:
+                second.execute(insert, (rid, "zz-b", 2e9 + 1, figures(-3.0, 2e9 + 1)))
+                second.commit()
+            except BaseException as exc:  # noqa: BLE001 - reported below
+                failed.append(exc)
+
+        t = threading.Thread(target=write_second)
+        t.start()
+        t.join(0.5)
+        assert t.is_alive()  # waits for the first transaction
+        first.commit()
+        t.join(30)
+        assert not failed, failed
+    finally:
+        first.close()
+        second.close()
+    with psycopg.connect(pg_url) as conn:
+        rows = dict(conn.execute("SELECT key, num FROM tracker_sort_values WHERE run_id = %s AND key LIKE "
+                                 "'metric.loss.%%'", (rid,)).fetchall())
+    assert rows["metric.loss.min"] == -7.0 and rows["metric.loss.last"] == -3.0
+    assert rows["metric.loss.max"] >= -3.0

@@ -46,6 +46,9 @@ _TABLE = """CREATE TABLE IF NOT EXISTS tracker_sort_values (
     cut boolean NOT NULL DEFAULT false,
     PRIMARY KEY (run_id, key))"""
 
+#: The seed of the advisory lock keys of runs whose rows a trigger derives (:func:`tracker_sort_lock`).
+_LOCK_SEED = 0x736F7274
+
 #: What each trigger function runs with: index seeks by run id even while a table is new and its statistics say it
 #: is empty (a first sync), and no JIT compilation of a statement that touches a few rows.
 _SETTINGS = "\n    SET enable_seqscan = off SET jit = off"
@@ -146,9 +149,16 @@ _FUNCTIONS = [
         SELECT x.st FROM (SELECT * FROM c UNION ALL SELECT * FROM w WHERE NOT EXISTS (SELECT 1 FROM c)) x
         ORDER BY CASE x.st WHEN 'finished' THEN 0 WHEN 'failed' THEN 1 WHEN 'stopped' THEN 3 ELSE 2 END DESC, x.st
         LIMIT 1), 'crashed'), false $$""",
+    # Two transactions writing writers of the same run (a run resumed elsewhere while its first host syncs) derive
+    # its rows one after the other: each waits for the other's commit, then reads what it wrote (a statement of
+    # a read-committed transaction sees what committed before it began). Taken in one order: no deadlock.
+    f"""CREATE OR REPLACE FUNCTION tracker_sort_lock(ids text[]) RETURNS void LANGUAGE sql AS $$
+    SELECT count(pg_advisory_xact_lock(k)) FROM (
+        SELECT DISTINCT hashtextextended(i, {_LOCK_SEED}) AS k FROM unnest(ids) AS i ORDER BY 1) x $$""",
     # What the triggers call: the rows of runs ``ids`` that derive from their writers' figures, or their status.
     f"""CREATE OR REPLACE FUNCTION tracker_sort_metrics(ids text[]) RETURNS void LANGUAGE plpgsql{_SETTINGS} AS $$
     BEGIN
+        PERFORM tracker_sort_lock(ids);
         DELETE FROM tracker_sort_values WHERE run_id = ANY(ids) AND key LIKE 'metric%';
         INSERT INTO tracker_sort_values (run_id, key, rank, num, txt, cut)
         SELECT i.rid, x.key, x.rank, x.num, x.txt, x.cut FROM unnest(ids) AS i(rid),
@@ -156,6 +166,7 @@ _FUNCTIONS = [
     END $$""",
     f"""CREATE OR REPLACE FUNCTION tracker_sort_status(ids text[]) RETURNS void LANGUAGE plpgsql{_SETTINGS} AS $$
     BEGIN
+        PERFORM tracker_sort_lock(ids);
         DELETE FROM tracker_sort_values WHERE run_id = ANY(ids) AND key = 'status';
         INSERT INTO tracker_sort_values (run_id, key, rank, num, txt, cut)
         SELECT i.rid, x.key, x.rank, x.num, x.txt, x.cut FROM unnest(ids) AS i(rid),
@@ -164,12 +175,15 @@ _FUNCTIONS = [
     # The triggers, once per statement over the rows it changed (a sync writes hundreds of runs a statement).
     f"""CREATE OR REPLACE FUNCTION tracker_runs_sort_ins() RETURNS trigger LANGUAGE plpgsql{_SETTINGS} AS $$
     BEGIN
-        -- (a new run has no such rows: the rows of a run are deleted with it)
+        -- A new run has none of these rows (a run's are deleted with it; a second insert of the same run waits
+        -- for the first's commit and then updates it).
         INSERT INTO tracker_sort_values (run_id, key, rank, num, txt, cut)
-        SELECT n.run_id, x.key, x.rank, x.num, x.txt, x.cut FROM new_rows n, LATERAL tracker_info_sort_rows(n.info) x
-        UNION ALL  -- a run listed before its writers came: crashed until they do
+        SELECT n.run_id, x.key, x.rank, x.num, x.txt, x.cut FROM new_rows n, LATERAL tracker_info_sort_rows(n.info) x;
+        -- a run listed before its writers came: crashed until they do
+        INSERT INTO tracker_sort_values (run_id, key, rank, num, txt, cut)
         SELECT n.run_id, 'status', 1, 0.0, 'crashed', false FROM new_rows n WHERE NOT EXISTS (
-            SELECT 1 FROM tracker_sort_values s WHERE s.run_id = n.run_id AND s.key = 'status');
+            SELECT 1 FROM tracker_sort_values s WHERE s.run_id = n.run_id AND s.key = 'status')
+        ON CONFLICT (run_id, key) DO NOTHING;
         RETURN NULL;
     END $$""",
     f"""CREATE OR REPLACE FUNCTION tracker_runs_sort_upd() RETURNS trigger LANGUAGE plpgsql{_SETTINGS} AS $$
