@@ -301,3 +301,33 @@ def test_two_transactions_writing_one_run_derive_its_values_from_both(tmp_path: 
                                  "'metric.loss.%%'", (rid,)).fetchall())
     assert rows["metric.loss.min"] == -7.0 and rows["metric.loss.last"] == -3.0
     assert rows["metric.loss.max"] >= -3.0
+
+
+def test_one_statement_writing_thousands_of_runs_is_derived(tmp_path: Path, pg_url: str) -> None:
+    """A script of SQL copying runs in bulk: one statement of 5,000 runs' writers and figures (more than the
+    server's lock table holds one lock each for) is derived in one pass."""
+    path = write_store(tmp_path, seed=6, n=2)
+    synced(path, pg_url)
+    with psycopg.connect(pg_url) as conn:
+        for table in ("tracker_runs", "tracker_writers", "tracker_writer_figures"):
+            cols = [r[0] for r in conn.execute("SELECT column_name FROM information_schema.columns WHERE "
+                                               "table_name = %s ORDER BY ordinal_position", (table,))]
+            sel = ", ".join("run_id || '-' || g" if c == "run_id" else c for c in cols)
+            conn.execute(f"INSERT INTO {table} ({', '.join(cols)}) SELECT {sel} FROM {table}, "  # noqa: S608
+                         "generate_series(1, 2500) AS g")
+        conn.commit()
+        counts = dict(conn.execute("SELECT key, count(*) FROM tracker_sort_values WHERE key IN ('status', "
+                                   "'records', 'metric.loss.last') GROUP BY key").fetchall())
+        status = dict(conn.execute("SELECT txt, count(*) FROM tracker_sort_values WHERE key = 'status' "
+                                   "GROUP BY txt").fetchall())
+    assert counts["status"] == counts["records"] == 5002
+    from tracker.team.postgres import TeamStore
+
+    team = TeamStore(pg_url)
+    try:
+        every = team.runs()
+        assert len(every) == 5002 and status == {s: sum(1 for i in every if i.status == s) for s in status}
+        assert [i.id for i in team.runs(sort="-metric.loss.last", limit=5)] == \
+            [i.id for i in team.runs(sort="-metric.loss.last")][:5]
+    finally:
+        team.conn.close()

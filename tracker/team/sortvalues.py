@@ -46,8 +46,10 @@ _TABLE = """CREATE TABLE IF NOT EXISTS tracker_sort_values (
     cut boolean NOT NULL DEFAULT false,
     PRIMARY KEY (run_id, key))"""
 
-#: The seed of the advisory lock keys of runs whose rows a trigger derives (:func:`tracker_sort_lock`).
-_LOCK_SEED = 0x736F7274
+#: Advisory locks of the runs whose rows a trigger derives (``tracker_sort_lock``): a run's is the key
+#: ``_LOCK_BASE`` plus a hash of its id modulo ``LOCK_BUCKETS``.
+LOCK_BUCKETS = 1024
+_LOCK_BASE = 0x736F727400000000
 
 #: What each trigger function runs with: index seeks by run id even while a table is new and its statistics say it
 #: is empty (a first sync), and no JIT compilation of a statement that touches a few rows.
@@ -151,10 +153,12 @@ _FUNCTIONS = [
         LIMIT 1), 'crashed'), false $$""",
     # Two transactions writing writers of the same run (a run resumed elsewhere while its first host syncs) derive
     # its rows one after the other: each waits for the other's commit, then reads what it wrote (a statement of
-    # a read-committed transaction sees what committed before it began). Taken in one order: no deadlock.
+    # a read-committed transaction sees what committed before it began). One lock per bucket of runs, so that a
+    # statement of 100,000 runs takes at most LOCK_BUCKETS of them, in one order.
     f"""CREATE OR REPLACE FUNCTION tracker_sort_lock(ids text[]) RETURNS void LANGUAGE sql AS $$
     SELECT count(pg_advisory_xact_lock(k)) FROM (
-        SELECT DISTINCT hashtextextended(i, {_LOCK_SEED}) AS k FROM unnest(ids) AS i ORDER BY 1) x $$""",
+        SELECT DISTINCT {_LOCK_BASE} + (hashtextextended(i, 0) & {LOCK_BUCKETS - 1}) AS k
+        FROM unnest(ids) AS i ORDER BY 1) x $$""",
     # What the triggers call: the rows of runs ``ids`` that derive from their writers' figures, or their status.
     f"""CREATE OR REPLACE FUNCTION tracker_sort_metrics(ids text[]) RETURNS void LANGUAGE plpgsql{_SETTINGS} AS $$
     BEGIN
@@ -323,4 +327,4 @@ def marker(key: str) -> str:
     return key.split(".", 1)[0]
 
 
-__all__ = ["INDEXES_5", "TRIGGERS", "KEY_MAX", "TEXT_MAX", "marker", "migrate_to_5", "sort_value_key"]
+__all__ = ["INDEXES_5", "LOCK_BUCKETS", "TRIGGERS", "KEY_MAX", "TEXT_MAX", "marker", "migrate_to_5", "sort_value_key"]
