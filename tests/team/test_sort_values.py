@@ -204,7 +204,8 @@ def test_a_first_page_of_a_metric_or_config_sort_is_an_index_walk(tmp_path: Path
 
 
 def test_long_texts_are_sorted_exactly_from_the_json(tmp_path: Path, pg_url: str) -> None:
-    """Config values longer than an index row holds, sharing their first characters: the order is still exact."""
+    """Config values longer than an index row holds, sharing their first characters: the order is still exact; and
+    a NUL character in a config (which PostgreSQL's jsonb cannot hold) does not stop a sync."""
     from tracker.team.postgres import TeamStore
     from tracker.team.sortvalues import TEXT_MAX
 
@@ -219,6 +220,12 @@ def test_long_texts_are_sorted_exactly_from_the_json(tmp_path: Path, pg_url: str
     try:
         assert [i.id for i in team.runs(sort="config.note", limit=2)] == ["r1", "r0"]
         same_pages(tracker.open_store(store), team, ["config.note", "-config.note", "config.k"])
+        with tracker.start_run("p", "nul", store=store, run_id="nul", config={"note": "a\x00b", "k": -1},
+                               system_metrics=False) as run:
+            run.log({"loss": -1.0}, step=0)
+        synced(store, pg_url)  # the triggers take it (its config's sorts are read from the JSON)
+        assert [i.id for i in team.runs(sort="metric.loss.min", limit=1)] == ["nul"]
+        same_pages(tracker.open_store(store), team, ["metric.loss.min", "-metric.loss.last"])
     finally:
         team.conn.close()
 

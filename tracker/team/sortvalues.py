@@ -17,12 +17,17 @@ whatever the database holds.
 Triggers on ``tracker_runs`` (its ``info``), ``tracker_writer_figures`` and
 ``tracker_writers`` (their statuses and times, not the heartbeats) write the
 rows in the transaction that changes what they derive from, so no writer
-(``tracker sync``, the follower, a script of SQL) can leave them behind.
+(``tracker sync``, the follower, a script of SQL) can leave them behind. They
+run once per statement, over the rows it wrote (:data:`TRIGGERS`): a sync that
+writes a few hundred runs a statement (:func:`tracker.team.derived.insert_rows`)
+has them derived in one pass. Two transactions writing the same run derive its
+rows one after the other (an advisory lock per bucket of runs).
 Texts longer than :data:`TEXT_MAX` characters are kept cut (``cut``), and a
 config or figures that PostgreSQL's ``jsonb`` cannot hold (a ``\\u0000``)
-gives its run a ``cut`` row named ``config`` or ``metric``: a sort such a row
-concerns is read from the JSON as before (exact, a scan). Sort keys longer
-than :data:`KEY_MAX` characters are not kept (read from the JSON too).
+gives its run a ``cut`` row named ``config``, ``records``, ``last_step`` or
+``metric``: a sort such a row concerns is read from the JSON as before (exact,
+a scan). Sort keys longer than :data:`KEY_MAX` characters are not kept (read
+from the JSON too).
 
 :func:`migrate_to_5` creates the table, its functions and triggers and fills
 it from the runs already there (under ``tracker sync``'s layout lock).
