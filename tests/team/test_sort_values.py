@@ -188,8 +188,10 @@ def test_a_first_page_of_a_metric_or_config_sort_is_an_index_walk(tmp_path: Path
     try:
         with team.conn.cursor() as cur:
             cur.execute("SET enable_seqscan = off")  # a small table: the planner would rather read it whole
-            for sort, query in (("-metric.loss.min", {}), ("config.lr", {}), ("metric.acc.last", {"project": "p"}),
-                                ("-config.opt.name", {"status": "failed"})):
+            # A status of few runs is read first (one range of the index) and the page sorted from those.
+            for sort, query, walked in (("-metric.loss.min", {}, True), ("config.lr", {}, True),
+                                        ("metric.acc.last", {"project": "p"}, True),
+                                        ("-config.opt.name", {"status": "failed"}, False)):
                 seen.clear()
                 team.runs(sort=sort, limit=3, **query)
                 walks = [(s, p) for s, p in seen if "FROM tracker_sort_values s JOIN" in s]
@@ -197,8 +199,8 @@ def test_a_first_page_of_a_metric_or_config_sort_is_an_index_walk(tmp_path: Path
                 for sql, params in walks:
                     cur.execute("EXPLAIN " + sql, params)
                     plan = "\n".join(r[0] for r in cur.fetchall())
-                    assert "tracker_sort_values_walk" in plan and "Sort" not in plan.replace("Sort Key", ""), plan
-                    assert "Seq Scan" not in plan, plan
+                    assert "tracker_sort_values_walk" in plan and "Seq Scan" not in plan, plan
+                    assert not walked or "Sort" not in plan.replace("Sort Key", ""), plan
     finally:
         team.conn.close()
 

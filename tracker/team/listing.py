@@ -162,8 +162,11 @@ def metric_join(key: SortKey) -> str:
             f"ORDER BY run_id, ({f}->>'last_key')::float8 DESC, writer COLLATE \"C\" DESC) m ON m.run_id = r.run_id")
 
 
-def filter_sql(flt: RunFilter, params: dict[str, Any]) -> tuple[list[str], bool]:
-    """The WHERE conditions of a filter over ``tracker_runs r``, and whether they need the writers."""
+def filter_sql(flt: RunFilter, params: dict[str, Any], few: bool = False) -> tuple[list[str], bool]:
+    """The WHERE conditions of a filter over ``tracker_runs r``, and whether they need the writers.
+
+    :param few: the status filtered on is that of few runs (:func:`status_condition`).
+    """
     where = []
     if flt.project is not None:
         where.append("r.project = %(project)s")
@@ -186,7 +189,7 @@ def filter_sql(flt: RunFilter, params: dict[str, Any]) -> tuple[list[str], bool]
                      "'array' THEN r.info->'tags' ELSE '[]'::json END) t WHERE strpos(lower(t), %(q)s) > 0)")
         where.append("(" + " OR ".join(parts) + ")")
     if flt.status is not None:
-        where.append(status_condition(flt.status))
+        where.append(status_condition(flt.status, few))
         params["status"] = flt.status
     return where, flt.status is not None
 
@@ -196,15 +199,25 @@ _LIVE = ("EXISTS (SELECT 1 FROM tracker_writers lw WHERE lw.run_id = r.run_id AN
          "lw.is_writer AND lw.seen_at >= now() - make_interval(secs => %(timeout)s))")
 
 
-def status_condition(status: str) -> str:
+#: The runs of one status, a range of the sort values' index.
+_SETTLED = ("SELECT sv.run_id FROM tracker_sort_values sv WHERE sv.key = 'status' AND sv.rank = 1 AND sv.num = 0 "
+            "AND sv.txt = %(status)s")
+#: A status of fewer runs than this is read whole into a hash a page's walk looks runs up in (:func:`page_ids`).
+FEW = 20_000
+
+
+def status_condition(status: str, few: bool = False) -> str:
     """The condition that run ``r``'s status is ``%(status)s`` (as :data:`_WRITERS` derives it): running when a
     writer runs and was heard from within the timeout, else the status its writers settled on (layout 5's
-    ``status`` sort value, which every run has; no writer: crashed). Seeks, not a pass over every writer."""
+    ``status`` sort value, which every run has; no writer: crashed). Seeks, not a pass over every writer.
+
+    :param few: the status is that of few runs (under :data:`FEW`): they are read first and hashed (a walk of
+        the sort's order looks each run up there), instead of a seek per run walked (which a status of most
+        runs wants: the walk finds its rows at once).
+    """
     if status == "running":
         return _LIVE
-    # One range of the sort values' index: the runs settled on this status.
-    return (f"NOT {_LIVE} AND r.run_id IN (SELECT sv.run_id FROM tracker_sort_values sv WHERE sv.key = 'status' "
-            "AND sv.rank = 1 AND sv.num = 0 AND sv.txt = %(status)s)")
+    return f"NOT {_LIVE} AND r.run_id IN ({_SETTLED}{' OFFSET 0' if few else ''})"
 
 
 def page_ids(store: Any, flt: RunFilter, key: SortKey, limit: int | None, cursor: str | None,
@@ -217,7 +230,10 @@ def page_ids(store: Any, flt: RunFilter, key: SortKey, limit: int | None, cursor
     """
     check_page(limit, offset, cursor)
     params: dict[str, Any] = {}
-    where, w2 = filter_sql(flt, params)
+    few = False
+    if flt.status is not None and flt.status != "running":
+        few = store._fetch(f"SELECT count(*) FROM ({_SETTLED} LIMIT {FEW}) x", {"status": flt.status})[0][0] < FEW
+    where, w2 = filter_sql(flt, params, few)
     if w2:
         params["timeout"] = timeout()
     cond = " AND ".join(where) or "TRUE"
