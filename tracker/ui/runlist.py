@@ -21,7 +21,7 @@ from collections import OrderedDict
 from typing import Any
 
 from tracker.core.errors import TrackerError
-from tracker.read.listing import ListingError, RunFilter, SortKey, choices, page_entries, parse_sort, sort_entries
+from tracker.read.listing import ListingError, RunFilter, SortKey, choices, page_entries, parse_sort
 from tracker.ui import parts
 from tracker.ui.params import BadRequest, int_param, names_param, status_param
 
@@ -47,6 +47,7 @@ class RunList:
         self._worker: threading.Thread | None = None
         self._orders: OrderedDict[tuple, tuple[list[Any], list[Any]]] = OrderedDict()
         self._choices: tuple[Any, dict[str, Any]] | None = None
+        self._columns: tuple[Any, Any] | None = None  # (version, its sort columns)
         #: ``{"done", "total"}`` while a never-read store's catalog is being built, else ``None``.
         self.building: dict[str, int] | None = None
         self.error: BaseException | None = None
@@ -127,6 +128,7 @@ class RunList:
     def _check_locked(self) -> None:
         with self._lock:
             self._check()
+        self._prepare()
 
     def _check(self) -> None:
         """Check the catalog against the runs' files now (the caller holds the lock)."""
@@ -192,30 +194,49 @@ class RunList:
             self.building = {"done": done, "total": len(ids)} if done < len(ids) else None
             self._publish(entries, start)
         self._took = 0.0  # checked next time like any store (the first full check tells its cost)
+        self._prepare()
 
     # --- what the requests ask ---------------------------------------------------------------------
 
-    def ordered(self, version: Any, entries: list[Any], flt: RunFilter, key: SortKey) -> tuple[list[Any], list[Any]]:
-        """The entries the filter keeps, in the sort's order, with their order keys (kept per version)."""
+    def columns(self, version: Any, entries: list[Any]) -> Any:
+        """The sort columns of a version (:class:`tracker.read.sortcols.Columns`, made once per version)."""
+        hit = self._columns
+        if hit is not None and hit[0] == version:
+            return hit[1]
+        from tracker.read.sortcols import Columns
+
+        cols = Columns(entries)
+        if hit is not None:
+            cols.asked = hit[1].keys()  # made again ahead, in the background, for the new version
+        self._columns = (version, cols)
+        return cols
+
+    def ordered(self, version: Any, entries: list[Any], flt: RunFilter, key: SortKey) -> tuple[Any, Any]:
+        """The entries the filter keeps, in the sort's order, with their order keys (kept per version): a
+        ``lexsort`` of the version's sort columns (:mod:`tracker.read.sortcols`)."""
         k = (version, flt, key)
         hit = self._orders.get(k)
         if hit is not None:
             self._orders.move_to_end(k)
             return hit
-        kept = entries if flt == RunFilter() else [e for e in entries if flt.keeps(e.info)]
-        if key == parse_sort(None):
-            # The catalog is newest first already (created_at, then id, descending): only the keys to compute.
-            from tracker.read.listing import order_key
+        rows = None
+        if flt != RunFilter():
+            import numpy as np
 
-            got = (kept, [order_key(e, key) for e in kept])
-            if any(b[0] < a[0] for a, b in zip(got[1], got[1][1:], strict=False)):
-                got = sort_entries(kept, key)  # a missing created_at: ranks to restore
-        else:
-            got = sort_entries(kept, key)
+            rows = np.fromiter((i for i, e in enumerate(entries) if flt.keeps(e.info)), np.int64)
+        got = tuple(self.columns(version, entries).order(key, rows))
         self._orders[k] = got
         while len(self._orders) > ORDERS_KEPT:
             self._orders.popitem(last=False)
         return got
+
+    def _prepare(self) -> None:
+        """In the thread that read the catalog: the sort columns of its version made ahead (the most logged
+        metrics' figures, whose parsing a new sort would otherwise pay)."""
+        snap = self._snap
+        if snap is not None:
+            cols = self.columns(*snap)
+            cols.prepare(cols.asked)
 
     def choices(self, version: Any, entries: list[Any]) -> dict[str, Any]:
         """The filters' and columns' choices of a version (computed once per version)."""
