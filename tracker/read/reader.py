@@ -110,26 +110,63 @@ class Store(LazyHost):
         return RunPage([e.info for e in rows], total, nxt, rows)
 
     def _newest_page(self, key: Any, limit: int, cursor: str | None, offset: int | None) -> Any:
-        """A page of the runs by start time from the catalog's start-time column, checking only the page's
-        runs (:mod:`tracker.read.index.newest`); ``None`` when the catalog cannot tell (the caller lists it all)."""
-        from tracker.read.index.newest import Newest
+        """A page of the runs by start time from the catalog's start times, checking only the page's runs
+        (:mod:`tracker.read.index.runtable`, else :mod:`tracker.read.index.newest`); ``None`` when the catalog
+        cannot tell (the caller lists it all). A run table that lists the runs there are (the runs folder
+        unchanged since) spares listing the runs folder."""
+        from tracker.read.index.newest import Newest, StartKeys, start_order
+        from tracker.read.index.runtable import RunTable
         from tracker.read.listing import RunPage, page_entries
 
-        ids_seen = self.run_ids()
-        newest = Newest.open(self.path, ids_seen)
-        if newest is None:
-            return None
-        try:
-            ids, total, nxt = page_entries((), key, limit, cursor, offset, ordered=newest.order(key.desc))
-        except BaseException:
-            newest.close()
-            raise
-        entries = newest.entries(ids, self._refresh_running)
-        if entries is None:
-            return None
+        ids_seen: list[str] | None = None
+        table = RunTable.open(self.path)
+        if table is not None and not table.fresh(self.runs_dir):
+            ids_seen = self.run_ids()
+            if len(ids_seen) != len(table.ids) or set(ids_seen) != set(table.ids):
+                table.close()
+                table = None
+        if table is not None:
+            order = start_order(table.created, table.ids, key.desc)
+            try:
+                rows, total, nxt = page_entries((), key, limit, cursor, offset,
+                                                ordered=(order, StartKeys(order, table.created, table.ids)))
+            except BaseException:
+                table.close()
+                raise
+            entries = table.entries(rows, self._refresh_running)
+            if entries is None:
+                return None
+            if ids_seen is None:
+                ids_seen = table.ids if table.sorted else sorted(table.ids)
+        else:
+            ids_seen = self.run_ids() if ids_seen is None else ids_seen
+            newest = Newest.open(self.path, ids_seen)
+            if newest is None:
+                return None
+            try:
+                ids, total, nxt = page_entries((), key, limit, cursor, offset, ordered=newest.order(key.desc))
+            except BaseException:
+                newest.close()
+                raise
+            entries = newest.entries(ids, self._refresh_running)
+            if entries is None:
+                return None
         page = RunPage([e.info for e in entries], total, nxt, entries)
-        page.run_ids = ids_seen  # every run id, as listed for this page (what `tracker runs` shortens ids among)
+        page.run_ids = ids_seen  # every run id (sorted): what `tracker runs` shortens ids among
         return page
+
+    def run_count(self) -> int:
+        """How many runs the store has: from the run table while the runs folder is unchanged since it was
+        written (:mod:`tracker.read.index.runtable`), else by listing the runs folder."""
+        if index_enabled():
+            from tracker.read.index.runtable import RunTable
+
+            table = RunTable.open(self.path)
+            if table is not None:
+                table.close()
+                if table.fresh(self.runs_dir):
+                    return len(table.ids)
+        return len(self.run_ids())
 
     def run_choices(self) -> dict[str, Any]:
         """What a runs list's filters and columns offer: projects, tags, statuses, groups, job types, config keys,
@@ -157,9 +194,17 @@ class Store(LazyHost):
             bounds.update({rid: segment_sizes(self.runs_dir / rid) for rid in ids})
 
         if index_enabled():
+            from tracker.read.index.runtable import describe, runs_dir_state
+
+            # The runs folder as it was before listing it whole: the run table records it (no listing next time).
+            listed = runs_dir_state(self.runs_dir) if ids is None else None
+
+            def described(placed: Any, table: Any, kept: Any, whole: bool) -> None:
+                describe(self.path, placed, table, kept, listed if whole else None, self._writable)
+
             entries = catalog_entries(self.path, self.run_ids() if ids is None else ids,
                                       lambda rid: self._derive_entry(rid, bounds.get(rid)),
-                                      self._refresh_running, self._writable, self._unlisted, note)
+                                      self._refresh_running, self._writable, self._unlisted, note, described)
         else:
             entries = []
             ids = self.run_ids() if ids is None else ids

@@ -63,7 +63,8 @@ class RunList:
             return self.entries()
         if not self._first_asked:
             self._first_asked = True
-            if len(self.store.run_ids()) <= BIG or self._never_read() is not None:
+            count = self.store.run_count() if hasattr(self.store, "run_count") else len(self.store.run_ids())
+            if count <= BIG or self._never_read() is not None:
                 return self.entries()
         if start:
             self.start()
