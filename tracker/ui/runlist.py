@@ -10,6 +10,11 @@ check takes, and requests answer from the last one (so a page of a 100,000-run s
 and shows runs added a few seconds ago). A store never read before is listed newest runs first (by the
 run folder's time): its catalog is built in growing chunks in the background, and each answer says how
 far it got (``building: {done, total}``).
+
+A sort is a ``lexsort`` of the version's sort columns (:mod:`tracker.read.sortcols`); the thread that reads
+a big store's catalog makes the columns of a new version before publishing it (every field, the most used
+config keys and metrics, the sorts asked before), so the first page of a sort not asked yet costs a
+``lexsort`` and its rows, not a pass over every run.
 """
 
 from __future__ import annotations
@@ -128,20 +133,23 @@ class RunList:
 
     def _check_locked(self) -> None:
         with self._lock:
-            self._check()
-        self._prepare()
+            self._check(prepare=True)
 
-    def _check(self) -> None:
-        """Check the catalog against the runs' files now (the caller holds the lock)."""
+    def _check(self, prepare: bool = False) -> None:
+        """Check the catalog against the runs' files now (the caller holds the lock); ``prepare``: in a thread
+        of its own, a new version's sort columns are made before it is published (:meth:`_prepared`)."""
         from tracker.read.index import gc_paused
 
         start = time.monotonic()
         with gc_paused():
             entries = self.store.catalog()
-        self._publish(entries, start)
-
-    def _publish(self, entries: list[Any], start: float) -> None:
         version = self._version_of(entries)
+        if prepare and (self._snap is None or self._snap[0] != version):
+            self._columns = (version, self._prepared(entries))  # before the snapshot: its requests find them
+        self._publish(entries, start, version)
+
+    def _publish(self, entries: list[Any], start: float, version: Any = None) -> None:
+        version = self._version_of(entries) if version is None else version
         if self._snap is None or self._snap[0] != version:
             self._snap = (version, entries)
         self._checked = time.monotonic()
@@ -231,9 +239,21 @@ class RunList:
             self._orders.popitem(last=False)
         return got
 
+    def _prepared(self, entries: list[Any]) -> Any:
+        """The sort columns of ``entries`` made ahead (:meth:`tracker.read.sortcols.Columns.prepare`: every
+        field, the most used config keys and metrics, and the sorts asked of the previous version)."""
+        from tracker.read.index import gc_paused
+        from tracker.read.sortcols import Columns
+
+        cols = Columns(entries)
+        hit = self._columns
+        cols.asked = hit[1].keys() if hit is not None else []
+        with gc_paused():
+            cols.prepare(cols.asked)
+        return cols
+
     def _prepare(self) -> None:
-        """In the thread that read the catalog: the sort columns of its version made ahead (the most logged
-        metrics' figures, whose parsing a new sort would otherwise pay)."""
+        """The sort columns of the version published last, made ahead (in the thread that read it)."""
         snap = self._snap
         if snap is not None:
             cols = self.columns(*snap)

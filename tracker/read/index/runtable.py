@@ -92,9 +92,11 @@ def holds(store: Path, identity: tuple[int, int, int], listed: list[int] | None)
             h = reader.header
             if h.get("layout") != LAYOUT or h.get("catalog") != list(identity):
                 return False
-            if listed is None or listed[1] > listed[2] - SETTLE_NS:
-                return True  # nothing better to record
-            return h.get("runs_dir") == listed[:2]
+            if listed is not None and listed[1] <= listed[2] - SETTLE_NS and h.get("runs_dir") != listed[:2]:
+                return False  # a runs folder state to record (the runs folder changed, and settled, since)
+            for key in reader.arrays:  # a damaged array: written again
+                reader.verify(key)
+            return True
     except (OSError, container.Damaged):
         return False
 
