@@ -151,6 +151,44 @@ def test_a_never_read_store_lists_its_newest_runs_first_then_the_rest(tmp_path: 
         assert "building" not in doc and doc["total"] == 40 and len(doc["runs"]) == 40
 
 
+@pytest.mark.parametrize("big", [False, True])
+def test_a_sort_s_pages_follow_runs_resumed_and_edited(tmp_path: Path, monkeypatch, big: bool) -> None:
+    """A sort's pages come from sort columns made per catalog version (for a big store, in the thread that
+    reads the catalog): a run resumed with a new minimum, or renamed, moves in the very next answers."""
+    from starlette.testclient import TestClient
+
+    from tracker.ui import runlist
+
+    path = write_store(tmp_path, seed=13, n=30)
+    tracker.open_store(path).runs()
+    if big:  # checked in the background, its columns made there before each version is published
+        monkeypatch.setattr(runlist, "BIG", 10)
+        monkeypatch.setattr(runlist, "QUICK_S", 0.0)
+
+    def agrees(client, sort: str) -> list[str]:
+        want = [i.id for i in tracker.open_store(path).runs(sort=sort)]
+        deadline = time.time() + 30
+        while True:
+            got = walk(client, f"sort={sort}", 7)
+            if got == want or time.time() > deadline:
+                assert got == want, sort
+                return got
+            time.sleep(0.3)
+
+    with TestClient(tracker.ui.create_app(path)) as client:
+        get(client, "/api/runs?limit=5")
+        before = {s: agrees(client, s) for s in ("metric.loss.min", "-name", "-config.lr")}
+        rid = before["metric.loss.min"][-1]
+        with tracker.start_run(store=path, run_id=rid, resume=True, system_metrics=False, console=False,
+                               environment=False) as run:
+            run.log({"loss": -100.0})
+        assert agrees(client, "metric.loss.min")[0] == rid
+        other = before["-name"][-1]
+        tracker.open_store(path).rename(other, "\uffff")  # the last name becomes the first
+        assert agrees(client, "-name")[0] == other
+        agrees(client, "-config.lr")
+
+
 # --- the runs page in Chromium ----------------------------------------------------------------------
 
 def _wait(driver, predicate, timeout: float = 20.0, what: str = "condition"):

@@ -114,7 +114,7 @@ class Store(LazyHost):
         (:mod:`tracker.read.index.runtable`, else :mod:`tracker.read.index.newest`); ``None`` when the catalog
         cannot tell (the caller lists it all). A run table that lists the runs there are (the runs folder
         unchanged since) spares listing the runs folder."""
-        from tracker.read.index.newest import Newest, StartKeys, start_order
+        from tracker.read.index.newest import Newest, StartKeys
         from tracker.read.index.runtable import RunTable
         from tracker.read.listing import RunPage, page_entries
 
@@ -126,7 +126,7 @@ class Store(LazyHost):
                 table.close()
                 table = None
         if table is not None:
-            order = start_order(table.created, table.ids, key.desc)
+            order = table.order(key.desc)
             try:
                 rows, total, nxt = page_entries((), key, limit, cursor, offset,
                                                 ordered=(order, StartKeys(order, table.created, table.ids)))
@@ -159,13 +159,11 @@ class Store(LazyHost):
         """How many runs the store has: from the run table while the runs folder is unchanged since it was
         written (:mod:`tracker.read.index.runtable`), else by listing the runs folder."""
         if index_enabled():
-            from tracker.read.index.runtable import RunTable
+            from tracker.read.index.runtable import fresh_count
 
-            table = RunTable.open(self.path)
-            if table is not None:
-                table.close()
-                if table.fresh(self.runs_dir):
-                    return len(table.ids)
+            n = fresh_count(self.path, self.runs_dir)
+            if n is not None:
+                return n
         return len(self.run_ids())
 
     def run_choices(self) -> dict[str, Any]:

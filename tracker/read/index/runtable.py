@@ -41,10 +41,11 @@ from tracker.read.index.catalog import (
     Table,
     catalog_file,
 )
+from tracker.read.index.newest import start_order
 from tracker.read.index.segments import INDEX_DIR, Writable
 
 RUNTABLE = "runs.idx"
-LAYOUT = 1
+LAYOUT = 2  # 2: the newest-first order
 #: The catalog arrays a page's entries are read from.
 _TEXTS = ("info", "metrics", "artifacts")
 
@@ -79,10 +80,28 @@ def write(store: Path, placed: container.Placed, ids: list[str], created: list[f
               "columns": {k: list(v) for k, v in placed.arrays.items()}, "count": len(ids),
               "sorted": all(a < b for a, b in zip(ids, ids[1:], strict=False)),
               "runs_dir": listed[:2] if settled and listed is not None else None}
-    arrays = {"ids": "\n".join(ids).encode(), "created": array("d", [inf if c is None else c for c in created]),
+    starts = [inf if c is None else c for c in created]
+    arrays = {"ids": "\n".join(ids).encode(), "created": array("d", starts),
+              "newest": array("Q", start_order(starts, ids, True)),
               "seg_at": array("Q", seg_at), "edit_at": array("Q", edit_at), "names": b"".join(texts),
               "names_at": array("Q", accumulate(map(len, texts), initial=0))}
     writable.attempt(lambda: container.write(runtable_file(store), header, arrays))
+
+
+def fresh_count(store: Path, runs_dir: Path | str) -> int | None:
+    """How many runs the store has, when its run table describes its catalog and lists the runs there are
+    (:meth:`RunTable.fresh`); else ``None``. Reads the table's header only."""
+    try:
+        with container.Reader(runtable_file(store)) as reader:
+            h = reader.header
+            st = os.stat(catalog_file(store))
+            if h.get("layout") != LAYOUT or h.get("catalog") != [st.st_ino, st.st_mtime_ns, st.st_size] or \
+                    h.get("runs_dir") is None or type(h.get("count")) is not int:
+                return None
+            st = os.stat(runs_dir)
+            return h["count"] if [st.st_ino, st.st_mtime_ns] == h["runs_dir"] else None
+    except (OSError, container.Damaged):
+        return None
 
 
 def holds(store: Path, identity: tuple[int, int, int], listed: list[int] | None) -> bool:
@@ -115,6 +134,14 @@ class RunTable:
         self._runs_dir = h.get("runs_dir")
         self._base: int = h["base"]
         self._columns: dict[str, list[int]] = h["columns"]
+        #: the positions of the runs newest first (ties by id, descending; runs without a start time last)
+        self.newest: Any = None
+
+    def order(self, desc: bool) -> Any:
+        """The positions of the runs in start-time order (:func:`.newest.start_order`; newest first: as kept)."""
+        if desc and self.newest is not None:
+            return self.newest
+        return start_order(self.created, self.ids, desc)
 
     @classmethod
     def open(cls, store: Path) -> RunTable | None:
@@ -138,13 +165,16 @@ class RunTable:
             raw = bytes(reader.read("ids"))
             ids = raw.decode().split("\n") if n else []
             created = memoryview(reader.read("created")).cast("d").tolist()
-            if len(ids) != n or len(created) != n:
+            newest = memoryview(reader.read("newest")).cast("Q")
+            if len(ids) != n or len(created) != n or len(newest) != n:
                 reader.close()
                 return None
         except (OSError, container.Damaged, UnicodeDecodeError, TypeError, ValueError):
             reader.close()
             return None
-        return cls(store, reader, ids, created)
+        table = cls(store, reader, ids, created)
+        table.newest = newest
+        return table
 
     def close(self) -> None:
         self.reader.close()
@@ -257,4 +287,4 @@ def describe(store: Path, placed: container.Placed | None, table: Any, kept: lis
               listed, writable)
 
 
-__all__ = ["RUNTABLE", "RunTable", "describe", "runs_dir_state", "runtable_file", "write"]
+__all__ = ["RUNTABLE", "RunTable", "describe", "fresh_count", "runs_dir_state", "runtable_file", "write"]
