@@ -21,7 +21,19 @@ from collections.abc import Iterable, Sequence
 from operator import attrgetter
 from typing import Any
 
-from tracker.read.listing import FIELDS, MISSING, NUMBER, OTHER, STATS, TEXT, SortKey, _config_value, rank, value_of
+from tracker.read.listing import (
+    FIELDS,
+    MISSING,
+    NUMBER,
+    OTHER,
+    STATS,
+    TEXT,
+    RunFilter,
+    SortKey,
+    _config_value,
+    rank,
+    value_of,
+)
 
 #: The config keys most runs have whose columns are made ahead.
 CONFIG_KEYS = 16
@@ -34,7 +46,7 @@ class Column:
     ``text_rank`` (int64 code-point rank among the column's texts; ``None`` when it has none) and ``values``
     (the values themselves, for a text's order key)."""
 
-    __slots__ = ("rank", "num", "text_rank", "values")
+    __slots__ = ("rank", "num", "text_rank", "values", "texts")
 
     def __init__(self, values: list[Any]) -> None:
         import numpy as np
@@ -42,6 +54,8 @@ class Column:
         n = len(values)
         self.values = values
         self.text_rank = None
+        #: the column's distinct texts, sorted by code point (``text_rank`` indexes them)
+        self.texts: list[str] = []
         types = set(map(type, values))
         if types <= {float, int, bool, type(None)}:  # numbers and gaps, vectorised
             obj = np.array(values, dtype=object) if n else np.zeros(0, object)
@@ -65,11 +79,13 @@ class Column:
                 self.rank = np.full(n, TEXT, np.int8)
                 self.num = np.zeros(n, np.float64)
                 self.text_rank = np.zeros(n, np.int64)
+                uniques, inverse = np.unique(np.array(texts), return_inverse=True)
+                self.texts = uniques.tolist()
                 if missing is None:
-                    self.text_rank[:] = np.unique(np.array(texts), return_inverse=True)[1].reshape(-1)
+                    self.text_rank[:] = inverse.reshape(-1)
                 else:
                     self.rank[missing] = MISSING
-                    self.text_rank[~missing] = np.unique(np.array(texts), return_inverse=True)[1].reshape(-1)
+                    self.text_rank[~missing] = inverse.reshape(-1)
                 return
             self.rank = np.fromiter((MISSING if v is None else TEXT for v in values), np.int8, n)
             self.num = np.zeros(n, np.float64)
@@ -79,8 +95,20 @@ class Column:
             self.num = np.fromiter((r[1] for r in ranked), np.float64, n)
         texts = {v for v in values if type(v) is str}
         if texts:
-            at = {t: j for j, t in enumerate(sorted(texts))}
+            self.texts = sorted(texts)
+            at = {t: j for j, t in enumerate(self.texts)}
             self.text_rank = np.fromiter((at.get(v, 0) if type(v) is str else 0 for v in values), np.int64, n)
+
+    def equals(self, text: str) -> Any:
+        """Which rows hold exactly ``text`` (a bool array)."""
+        from bisect import bisect_left
+
+        import numpy as np
+
+        j = bisect_left(self.texts, text)
+        if j < len(self.texts) and self.texts[j] == text and self.text_rank is not None:
+            return (self.rank == TEXT) & (self.text_rank == j)
+        return np.zeros(len(self.rank), bool)
 
     def text(self, i: int) -> str:
         """Row ``i``'s text (the row's rank is :data:`~tracker.read.listing.TEXT`)."""
@@ -196,6 +224,23 @@ class Columns:
         for m, lists in values.items():
             for j, stat in enumerate(STATS):
                 self._cols[("metric", m, stat)] = Column(lists[j])
+
+    def kept(self, flt: RunFilter) -> Any:
+        """The positions (an int array) of the entries ``flt`` keeps: its project, status, group and job type
+        compared over their columns at once, its tags and text looked at run by run among those left."""
+        import numpy as np
+
+        mask = np.ones(len(self.entries), bool)
+        for name in ("project", "status", "group", "job_type"):
+            want = getattr(flt, name)
+            if want is not None:
+                mask &= self.column(SortKey("field", name)).equals(want)
+        rows = np.flatnonzero(mask)
+        rest = RunFilter(tags=flt.tags, q=flt.q)
+        if rest != RunFilter():
+            entries = self.entries
+            rows = np.fromiter((i for i in rows.tolist() if rest.keeps(entries[i].info)), np.int64)
+        return rows
 
     def order(self, key: SortKey, rows: Any = None) -> Ordered:
         """The entries (all, or the positions ``rows``: an int array) in ``key``'s order."""

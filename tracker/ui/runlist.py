@@ -228,12 +228,8 @@ class RunList:
         if hit is not None:
             self._orders.move_to_end(k)
             return hit
-        rows = None
-        if flt != RunFilter():
-            import numpy as np
-
-            rows = np.fromiter((i for i, e in enumerate(entries) if flt.keeps(e.info)), np.int64)
-        got = tuple(self.columns(version, entries).order(key, rows))
+        cols = self.columns(version, entries)
+        got = tuple(cols.order(key, None if flt == RunFilter() else cols.kept(flt)))
         self._orders[k] = got
         while len(self._orders) > ORDERS_KEPT:
             self._orders.popitem(last=False)
