@@ -137,6 +137,7 @@ class Columns:
         self._cols: dict[tuple[str, str, str | None], Column] = {}
         self._lock = threading.Lock()  # a field's or config key's column being made
         self._metrics_lock = threading.Lock()  # metric columns being made (one pass over every run's figures)
+        self._counts: dict[str, int] | None = None  # runs per metric name (of their last values)
         #: the columns an earlier version had made (the sorts asked then): :meth:`prepare` makes them again
         self.asked: list[tuple[str, str, str | None]] = []
 
@@ -149,8 +150,9 @@ class Columns:
         with self._metrics_lock if key.kind == "metric" else self._lock:
             col = self._cols.get(k)
             if col is None:
-                if key.kind == "metric":
-                    self._metric_columns([key.name])
+                if key.kind == "metric":  # the parse is the cost: the most logged metrics made in the same pass
+                    ahead = [m for m in self.metrics_ahead() if ("metric", m, STATS[0]) not in self._cols]
+                    self._metric_columns(list(dict.fromkeys([key.name, *ahead])))
                     col = self._cols[k]
                 elif key.kind == "field" and key.name != "duration":
                     col = self._cols[k] = Column(list(map(attrgetter(f"info.{key.name}"), self.entries)))
@@ -198,18 +200,26 @@ class Columns:
         """Make the columns of the metrics most runs logged (by their last values in the runs' infos), as many
         as fit in ``budget`` bytes, and of the metrics ``also``, in one pass over the entries' figures; the
         metric names made."""
-        counts: dict[str, int] = {}
-        for e in self.entries:
-            for name in e.info.last_metrics:
-                counts[name] = counts.get(name, 0) + 1
-        per_metric = len(STATS) * len(self.entries) * 9
-        names = sorted(counts, key=lambda m: (-counts[m], m))[:max(0, budget // max(1, per_metric))]
+        names = self.metrics_ahead(budget)
         names += [m for m in also if m not in names]
         with self._metrics_lock:
             todo = [m for m in names if ("metric", m, STATS[0]) not in self._cols]
             if todo:
                 self._metric_columns(todo)
         return names
+
+    def metrics_ahead(self, budget: int = METRIC_BUDGET) -> list[str]:
+        """The metrics most runs logged (by their last values in the runs' infos), as many as fit in ``budget``
+        bytes of columns."""
+        counts = self._counts
+        if counts is None:
+            counts = {}
+            for e in self.entries:
+                for name in e.info.last_metrics:
+                    counts[name] = counts.get(name, 0) + 1
+            self._counts = counts
+        per_metric = len(STATS) * len(self.entries) * 9
+        return sorted(counts, key=lambda m: (-counts[m], m))[:max(0, budget // max(1, per_metric))]
 
     def _metric_columns(self, names: list[str]) -> None:
         """Make the ``last``, ``min`` and ``max`` columns of metrics ``names`` (the caller holds the lock)."""

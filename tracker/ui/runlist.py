@@ -53,6 +53,7 @@ class RunList:
         self._orders: OrderedDict[tuple, tuple[list[Any], list[Any]]] = OrderedDict()
         self._choices: tuple[Any, dict[str, Any]] | None = None
         self._columns: tuple[Any, Any] | None = None  # (version, its sort columns)
+        self._waiting = 0  # requests waiting for the first read
         #: ``{"done", "total"}`` while a never-read store's catalog is being built, else ``None``.
         self.building: dict[str, int] | None = None
         self.error: BaseException | None = None
@@ -87,7 +88,12 @@ class RunList:
         """``(version, entries newest first)``: the catalog as last checked (see the module's docstring)."""
         snap = self._snap
         if snap is None:
-            with self._lock:
+            self._waiting += 1  # (a request waits for the first read: its columns are made after it is answered)
+            try:
+                self._lock.acquire()
+            finally:
+                self._waiting -= 1
+            try:
                 if self._snap is None:
                     ids = self._never_read()
                     if ids is not None:
@@ -98,6 +104,8 @@ class RunList:
                             self._raise()
                     else:
                         self._check()
+            finally:
+                self._lock.release()
             return self._snap  # type: ignore[return-value]
         if self.building is not None:
             return snap
@@ -133,20 +141,29 @@ class RunList:
 
     def _check_locked(self) -> None:
         with self._lock:
-            self._check(prepare=True)
+            later = self._check(prepare=True)
+        if later:
+            self._prepare()
 
-    def _check(self, prepare: bool = False) -> None:
+    def _check(self, prepare: bool = False) -> bool:
         """Check the catalog against the runs' files now (the caller holds the lock); ``prepare``: in a thread
-        of its own, a new version's sort columns are made before it is published (:meth:`_prepared`)."""
+        of its own, a new version's sort columns are made before it is published (:meth:`_prepared`), so
+        that its first sorts find them, unless a request waits for this first read: then after (``True``:
+        the caller makes them once it let the lock go)."""
         from tracker.read.index import gc_paused
 
         start = time.monotonic()
         with gc_paused():
             entries = self.store.catalog()
         version = self._version_of(entries)
+        later = False
         if prepare and (self._snap is None or self._snap[0] != version):
-            self._columns = (version, self._prepared(entries))  # before the snapshot: its requests find them
+            if self._snap is None and self._waiting:
+                later = True
+            else:
+                self._columns = (version, self._prepared(entries))  # before the snapshot: its requests find them
         self._publish(entries, start, version)
+        return later
 
     def _publish(self, entries: list[Any], start: float, version: Any = None) -> None:
         version = self._version_of(entries) if version is None else version
@@ -250,10 +267,13 @@ class RunList:
 
     def _prepare(self) -> None:
         """The sort columns of the version published last, made ahead (in the thread that read it)."""
+        from tracker.read.index import gc_paused
+
         snap = self._snap
         if snap is not None:
             cols = self.columns(*snap)
-            cols.prepare(cols.asked)
+            with gc_paused():
+                cols.prepare(cols.asked)
 
     def choices(self, version: Any, entries: list[Any]) -> dict[str, Any]:
         """The filters' and columns' choices of a version (computed once per version)."""
