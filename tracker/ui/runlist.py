@@ -23,6 +23,8 @@ import os
 import threading
 import time
 from collections import OrderedDict
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from tracker.core.errors import TrackerError
@@ -46,6 +48,7 @@ class RunList:
     def __init__(self, store: Any) -> None:
         self.store = store
         self._lock = threading.Lock()
+        self._count_lock = threading.Lock()
         self._snap: tuple[Any, list[Any]] | None = None  # (version, entries newest first)
         self._checked = 0.0  # when the snapshot was checked against the files
         self._took = 0.0  # how long that took
@@ -53,7 +56,7 @@ class RunList:
         self._orders: OrderedDict[tuple, tuple[list[Any], list[Any]]] = OrderedDict()
         self._choices: tuple[Any, dict[str, Any]] | None = None
         self._columns: tuple[Any, Any] | None = None  # (version, its sort columns)
-        self._waiting = 0  # requests waiting for the first read
+        self._serving = 0  # requests answering from the entries (or waiting for them) now
         #: ``{"done", "total"}`` while a never-read store's catalog is being built, else ``None``.
         self.building: dict[str, int] | None = None
         self.error: BaseException | None = None
@@ -88,12 +91,7 @@ class RunList:
         """``(version, entries newest first)``: the catalog as last checked (see the module's docstring)."""
         snap = self._snap
         if snap is None:
-            self._waiting += 1  # (a request waits for the first read: its columns are made after it is answered)
-            try:
-                self._lock.acquire()
-            finally:
-                self._waiting -= 1
-            try:
+            with self._lock:
                 if self._snap is None:
                     ids = self._never_read()
                     if ids is not None:
@@ -104,8 +102,6 @@ class RunList:
                             self._raise()
                     else:
                         self._check()
-            finally:
-                self._lock.release()
             return self._snap  # type: ignore[return-value]
         if self.building is not None:
             return snap
@@ -142,8 +138,23 @@ class RunList:
     def _check_locked(self) -> None:
         with self._lock:
             later = self._check(prepare=True)
-        if later:
+        if later:  # the requests that waited for this read answered first (a few seconds at most)
+            deadline = time.monotonic() + 5.0
+            while self._serving and time.monotonic() < deadline:
+                time.sleep(0.02)
             self._prepare()
+
+    @contextmanager
+    def serving(self) -> Iterator[None]:
+        """Around a request that answers from the entries: a first read that it waits for publishes them before
+        making their sort columns, and makes those once it answered."""
+        with self._count_lock:
+            self._serving += 1
+        try:
+            yield
+        finally:
+            with self._count_lock:
+                self._serving -= 1
 
     def _check(self, prepare: bool = False) -> bool:
         """Check the catalog against the runs' files now (the caller holds the lock); ``prepare``: in a thread
@@ -158,7 +169,7 @@ class RunList:
         version = self._version_of(entries)
         later = False
         if prepare and (self._snap is None or self._snap[0] != version):
-            if self._snap is None and self._waiting:
+            if self._snap is None and self._serving:
                 later = True
             else:
                 self._columns = (version, self._prepared(entries))  # before the snapshot: its requests find them
@@ -397,13 +408,14 @@ def runs_doc(api: Any, request: Any) -> dict[str, Any]:
         figures = {e.info.id: e.metrics for e in ents} if stats else {}
     elif folder:
         runlist = api.runlist
-        version, entries = snap if snap is not None else runlist.entries()
-        building = runlist.building
-        ordered = runlist.ordered(version, entries, flt, key)
-        try:
-            rows, matched, nxt = page_entries(ordered[0], key, limit, cursor, offset, ordered=ordered)
-        except ListingError as exc:
-            raise BadRequest(str(exc)) from None
+        with runlist.serving():
+            version, entries = snap if snap is not None else runlist.entries()
+            building = runlist.building
+            ordered = runlist.ordered(version, entries, flt, key)
+            try:
+                rows, matched, nxt = page_entries(ordered[0], key, limit, cursor, offset, ordered=ordered)
+            except ListingError as exc:
+                raise BadRequest(str(exc)) from None
         doc = dict(runlist.choices(version, entries))
         total = len(entries)
         infos = [e.info for e in rows]
