@@ -13,8 +13,8 @@ far it got (``building: {done, total}``).
 
 A sort is a ``lexsort`` of the version's sort columns (:mod:`tracker.read.sortcols`); the thread that reads
 a big store's catalog makes the columns of a new version before publishing it (every field, the most used
-config keys and metrics, the sorts asked before), so the first page of a sort not asked yet costs a
-``lexsort`` and its rows, not a pass over every run.
+config keys and metrics, the sorts asked before), and its choices, so the first page of a sort not asked
+yet costs a ``lexsort`` and its rows, not a pass over every run.
 """
 
 from __future__ import annotations
@@ -171,8 +171,9 @@ class RunList:
         if prepare and (self._snap is None or self._snap[0] != version):
             if self._snap is None and self._serving:
                 later = True
-            else:
-                self._columns = (version, self._prepared(entries))  # before the snapshot: its requests find them
+            else:  # before the snapshot: its first requests find its columns and choices made
+                self._columns = (version, self._prepared(entries))
+                self.choices(version, entries)
         self._publish(entries, start, version)
         return later
 
@@ -285,13 +286,17 @@ class RunList:
             cols = self.columns(*snap)
             with gc_paused():
                 cols.prepare(cols.asked)
+                self.choices(*snap)
 
     def choices(self, version: Any, entries: list[Any]) -> dict[str, Any]:
         """The filters' and columns' choices of a version (computed once per version)."""
         hit = self._choices
         if hit is not None and hit[0] == version:
             return hit[1]
-        doc = choices([e.info for e in entries])
+        from tracker.read.index import gc_paused
+
+        with gc_paused():
+            doc = choices([e.info for e in entries])
         self._choices = (version, doc)
         return doc
 
