@@ -110,3 +110,26 @@ def test_the_figures_of_the_most_logged_metrics_are_read_ahead_within_a_budget()
     assert ("metric", "loss", "min") in cols.keys() and ("metric", "rare", "min") not in cols.keys()
     got = tuple(cols.order(parse_sort("metric.rare.min")))  # one not read ahead: made when asked
     assert ids(got[0])[:2] == ["r0", "r1"] and ("metric", "rare", "min") in cols.keys()
+
+
+def test_a_prepared_sort_reads_no_run_s_figures_again() -> None:
+    """Made ahead, a metric's column answers every sort of it and of the other metrics read in the same pass:
+    no run's figures are parsed again (counted)."""
+    parsed = []
+
+    class Catalogued(Entry):
+        def peek_metrics(self) -> dict[str, dict[str, Any]]:
+            parsed.append(self.info.id)
+            return self.metrics
+
+    es = [Catalogued(RunInfo(id=f"r{i:02d}", config={"lr": i % 4}, last_metrics={"loss": 1, "acc": 1}),
+                     {"loss": {"min": float(i % 5), "last": 1.0}, "acc": {"max": i / 3}}) for i in range(30)]
+    sorts = ("metric.loss.min", "-metric.acc.max", "metric.loss.last", "config.lr", "-name")
+    want = {sort: ids(sort_entries(es, parse_sort(sort))[0]) for sort in sorts}
+    parsed.clear()
+    cols = Columns(es)
+    cols.prepare()
+    assert len(parsed) == 30  # one pass over every run's figures, for both metrics
+    for sort in sorts:
+        assert ids(tuple(cols.order(parse_sort(sort)))[0]) == want[sort]
+    assert len(parsed) == 30
