@@ -44,7 +44,7 @@ METRIC_BUDGET = 64 << 20
 class Column:
     """One sort key's values over a catalog version: ``rank`` (int8), ``num`` (float64, 0 unless a number),
     ``text_rank`` (int64 code-point rank among the column's texts; ``None`` when it has none) and ``values``
-    (the values themselves, for a text's order key)."""
+    (the values themselves, for a text's order key; empty for a column of numbers and gaps)."""
 
     __slots__ = ("rank", "num", "text_rank", "values", "texts")
 
@@ -70,6 +70,7 @@ class Column:
                 num[nan] = 0.0
                 self.rank = np.where(missing, MISSING, np.where(nan, OTHER, NUMBER)).astype(np.int8)
                 self.num = num
+                self.values = []  # no text to look up: the values are let go
                 return
         if types <= {str, type(None)}:  # text and gaps: code-point ranks by numpy (unless a text ends in NUL,
             texts = [v for v in values if v is not None]  # which numpy's strings drop)
