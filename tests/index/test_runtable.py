@@ -46,8 +46,8 @@ def store(tmp_path: Path) -> Path:
 @pytest.fixture
 def counted(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
     """How often the runs folder is listed and a catalog entry parsed."""
-    seen = {"listed": 0, "parsed": 0}
-    run_ids, decode = Store.run_ids, catalog.decode_info
+    seen = {"listed": 0, "parsed": 0, "catalogs": 0}
+    run_ids, decode, whole = Store.run_ids, catalog.decode_info, Store.catalog
 
     def counting_run_ids(self: Store) -> list[str]:
         seen["listed"] += 1
@@ -57,7 +57,12 @@ def counted(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
         seen["parsed"] += 1
         return decode(*args, **kwargs)
 
+    def counting_catalog(self: Store, *args: object, **kwargs: object) -> object:
+        seen["catalogs"] += 1
+        return whole(self, *args, **kwargs)
+
     monkeypatch.setattr(Store, "run_ids", counting_run_ids)
+    monkeypatch.setattr(Store, "catalog", counting_catalog)
     monkeypatch.setattr(catalog, "decode_info", counting_decode)
     return seen
 
@@ -79,7 +84,7 @@ def whole(store: Path, sort: str) -> list[str]:
 
 def test_the_newest_page_lists_no_folder_and_parses_only_its_runs(store: Path, counted: dict[str, int]) -> None:
     page = tracker.open_store(store).runs(limit=4)
-    assert counted == {"listed": 0, "parsed": 4}
+    assert counted == {"listed": 0, "parsed": 4, "catalogs": 0}
     assert page.total == 12 and page.run_ids == sorted(os.listdir(store / "runs"))
     for sort in ("-created_at", "created_at"):
         assert pages(store, sort, 5) == whole(store, sort)
@@ -88,9 +93,21 @@ def test_the_newest_page_lists_no_folder_and_parses_only_its_runs(store: Path, c
 def test_a_run_added_edited_resumed_or_removed_is_seen_by_the_next_page(store: Path, counted: dict[str, int]) -> None:
     first = whole(store, "-created_at")
     new = add_run(store, "new", 1.7e9 + 10_000)  # the newest of all: a folder the table does not list
-    counted["listed"] = 0
+    old = add_run(store, "old", 1.0)  # the oldest of all
+    gone = first[5]
+    import shutil
+
+    shutil.rmtree(store / "runs" / gone)  # and one removed
+    counted.update(listed=0, parsed=0, catalogs=0)
     page = tracker.open_store(store).runs(limit=3)
-    assert counted["listed"] >= 1 and [i.id for i in page] == [new, *first[:2]] and page.total == 13
+    # The runs folder listed, the two new runs derived and placed, the removed one left out: no whole listing.
+    assert counted == {"listed": 1, "parsed": 2, "catalogs": 0}
+    assert [i.id for i in page] == [new, *first[:2]] and page.total == 13
+    assert pages(store, "created_at", 4) == [old, *[r for r in reversed(first) if r != gone], new]
+    assert pages(store, "-created_at", 5) == [new, *[r for r in first if r != gone], old]
+    assert counted["catalogs"] == 0
+    assert pages(store, "-created_at", 5) == whole(store, "-created_at")
+    shutil.rmtree(store / "runs" / old)
     settle(store)
     tracker.open_store(store).rename(first[0], "renamed")  # an edit of a run on the first page
     page = tracker.open_store(store).runs(limit=3)
@@ -99,11 +116,9 @@ def test_a_run_added_edited_resumed_or_removed_is_seen_by_the_next_page(store: P
     page = tracker.open_store(store).runs(limit=3)
     assert page[2].id == first[1] and page[2].records == 2
     settle(store)
-    import shutil
-
     shutil.rmtree(store / "runs" / new)  # removed
-    assert [i.id for i in tracker.open_store(store).runs(limit=3)] == first[:3]
-    assert pages(store, "-created_at", 4) == whole(store, "-created_at") == first
+    assert [i.id for i in tracker.open_store(store).runs(limit=3)] == first[:3]  # (gone is first[5])
+    assert pages(store, "-created_at", 4) == whole(store, "-created_at") == [r for r in first if r != gone]
 
 
 def test_a_damaged_or_stale_run_table_changes_no_answer(store: Path, counted: dict[str, int]) -> None:
