@@ -246,10 +246,14 @@ def test_second_run_object_in_one_process_shares_the_segment_and_continues_steps
 def test_records_are_stored_whatever_host_objects_came_before(tmp_path: Path, make_tracker_host) -> None:  # noqa: ANN001
     import gc
 
-    for i in range(40):
-        make_tracker_host()  # the previous host becomes garbage; its id() may be reused
-        gc.collect()
-        store = tmp_path / f"s{i}"
-        with tracker.start_run(store=store) as run:
-            run.log({"loss": 1.0})
-        assert tracker.open_store(store).run(run.id).metrics()["loss"].tolist() == [1.0]
+    gc.freeze()  # what the process held before stays out of each collection: it costs this test's objects only
+    try:
+        for i in range(40):
+            make_tracker_host()  # the previous host becomes garbage; its id() may be reused
+            gc.collect()
+            store = tmp_path / f"s{i}"
+            with tracker.start_run(store=store) as run:
+                run.log({"loss": 1.0})
+            assert tracker.open_store(store).run(run.id).metrics()["loss"].tolist() == [1.0]
+    finally:
+        gc.unfreeze()

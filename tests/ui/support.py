@@ -114,7 +114,7 @@ class Server:
 
         self.port = free_port()
         self.server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="warning",
-                                                    access_log=False))
+                                                    access_log=False, timeout_graceful_shutdown=1))
         self.thread = threading.Thread(target=self.server.run, daemon=True)
 
     @property

@@ -47,7 +47,7 @@ class _Server:
             self.port = s.getsockname()[1]
         app = create_app(store, frame_ancestors=FRAME_ANCESTORS)
         self.server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="warning",
-                                                    access_log=False))
+                                                    access_log=False, timeout_graceful_shutdown=1))
         # uvicorn must not take over the notebook kernel's signal handlers.
         self.server.install_signal_handlers = lambda: None  # type: ignore[method-assign]
         self.thread = threading.Thread(target=self.server.run, name=f"tracker-ui-{self.port}", daemon=True)
