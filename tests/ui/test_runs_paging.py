@@ -189,6 +189,46 @@ def test_a_sort_s_pages_follow_runs_resumed_and_edited(tmp_path: Path, monkeypat
         agrees(client, "-config.lr")
 
 
+def test_a_big_store_s_first_page_lists_no_run_folder(tmp_path: Path, monkeypatch) -> None:
+    """A big store read before, its runs folder unchanged since: the dashboard's first page of the newest
+    runs lists no run folder and parses only its rows (counted); the whole catalog is read afterwards."""
+    import os
+
+    from starlette.testclient import TestClient
+
+    from tracker.read.index import catalog
+    from tracker.read.reader import Store
+    from tracker.ui import runlist
+
+    path = write_store(tmp_path, seed=17, n=40)
+    old = time.time() - 60
+    os.utime(path / "runs", (old, old))  # a runs folder nobody added to lately
+    want = [i.id for i in tracker.open_store(path).runs()]  # read once: its catalog and run table written
+    monkeypatch.setattr(runlist, "BIG", 10)
+    seen = {"listed": 0, "parsed": 0}
+    run_ids, decode = Store.run_ids, catalog.decode_info
+
+    def counting_run_ids(self: Store) -> list[str]:
+        seen["listed"] += 1
+        return run_ids(self)
+
+    def counting_decode(*args, **kwargs):
+        seen["parsed"] += 1
+        return decode(*args, **kwargs)
+
+    monkeypatch.setattr(Store, "run_ids", counting_run_ids)
+    monkeypatch.setattr(catalog, "decode_info", counting_decode)
+    with TestClient(tracker.ui.create_app(path)) as client:
+        first = get(client, "/api/runs?limit=5")
+        assert [r["id"] for r in first["runs"]] == want[:5] and first["total"] == 40
+        assert first.get("choices_pending") is True
+        assert seen == {"listed": 0, "parsed": 5}
+        deadline = time.time() + 20
+        while "choices_pending" in get(client, "/api/runs?limit=5") and time.time() < deadline:
+            time.sleep(0.1)
+        assert walk(client, "sort=-created_at", 7) == want
+
+
 # --- the runs page in Chromium ----------------------------------------------------------------------
 
 def _wait(driver, predicate, timeout: float = 20.0, what: str = "condition"):
