@@ -8,6 +8,7 @@ table, or a catalog written by another reader gives the same answer as a listing
 from __future__ import annotations
 
 import os
+import threading
 import time
 from pathlib import Path
 
@@ -49,16 +50,18 @@ def counted(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
     seen = {"listed": 0, "parsed": 0, "catalogs": 0}
     run_ids, decode, whole = Store.run_ids, catalog.decode_info, Store.catalog
 
+    me = threading.current_thread()  # (a dashboard's reading thread left by another test is not counted)
+
     def counting_run_ids(self: Store) -> list[str]:
-        seen["listed"] += 1
+        seen["listed"] += threading.current_thread() is me
         return run_ids(self)
 
     def counting_decode(*args: object, **kwargs: object) -> object:
-        seen["parsed"] += 1
+        seen["parsed"] += threading.current_thread() is me
         return decode(*args, **kwargs)
 
     def counting_catalog(self: Store, *args: object, **kwargs: object) -> object:
-        seen["catalogs"] += 1
+        seen["catalogs"] += threading.current_thread() is me
         return whole(self, *args, **kwargs)
 
     monkeypatch.setattr(Store, "run_ids", counting_run_ids)
