@@ -151,6 +151,88 @@ def test_a_never_read_store_lists_its_newest_runs_first_then_the_rest(tmp_path: 
         assert "building" not in doc and doc["total"] == 40 and len(doc["runs"]) == 40
 
 
+@pytest.mark.parametrize("big", [False, True])
+def test_a_sort_s_pages_follow_runs_resumed_and_edited(tmp_path: Path, monkeypatch, big: bool) -> None:
+    """A sort's pages come from sort columns made per catalog version (for a big store, in the thread that
+    reads the catalog): a run resumed with a new minimum, or renamed, moves in the very next answers."""
+    from starlette.testclient import TestClient
+
+    from tracker.ui import runlist
+
+    path = write_store(tmp_path, seed=13, n=30)
+    tracker.open_store(path).runs()
+    if big:  # checked in the background, its columns made there before each version is published
+        monkeypatch.setattr(runlist, "BIG", 10)
+        monkeypatch.setattr(runlist, "QUICK_S", 0.0)
+
+    def agrees(client, sort: str) -> list[str]:
+        want = [i.id for i in tracker.open_store(path).runs(sort=sort)]
+        deadline = time.time() + 30
+        while True:
+            got = walk(client, f"sort={sort}", 7)
+            if got == want or time.time() > deadline:
+                assert got == want, sort
+                return got
+            time.sleep(0.3)
+
+    with TestClient(tracker.ui.create_app(path)) as client:
+        get(client, "/api/runs?limit=5")
+        before = {s: agrees(client, s) for s in ("metric.loss.min", "-name", "-config.lr")}
+        rid = before["metric.loss.min"][-1]
+        with tracker.start_run(store=path, run_id=rid, resume=True, system_metrics=False, console=False,
+                               environment=False) as run:
+            run.log({"loss": -100.0})
+        assert agrees(client, "metric.loss.min")[0] == rid
+        other = before["-name"][-1]
+        tracker.open_store(path).rename(other, "\uffff")  # the last name becomes the first
+        assert agrees(client, "-name")[0] == other
+        agrees(client, "-config.lr")
+
+
+def test_a_big_store_s_first_page_lists_no_run_folder(tmp_path: Path, monkeypatch) -> None:
+    """A big store read before, its runs folder unchanged since: the dashboard's first page of the newest
+    runs lists no run folder and parses only its rows (counted); the whole catalog is read afterwards."""
+    import os
+    import threading
+
+    from starlette.testclient import TestClient
+
+    from tracker.read.index import catalog
+    from tracker.read.reader import Store
+    from tracker.ui import runlist
+
+    path = write_store(tmp_path, seed=17, n=40)
+    old = time.time() - 60
+    os.utime(path / "runs", (old, old))  # a runs folder nobody added to lately
+    want = [i.id for i in tracker.open_store(path).runs()]  # read once: its catalog and run table written
+    monkeypatch.setattr(runlist, "BIG", 10)
+    seen = {"listed": 0, "parsed": 0}
+    run_ids, decode = Store.run_ids, catalog.decode_info
+
+    def asked() -> bool:  # by a request (not by a dashboard's reading thread, of this test or an earlier one)
+        return threading.current_thread().name != "tracker-runlist"
+
+    def counting_run_ids(self: Store) -> list[str]:
+        seen["listed"] += asked()
+        return run_ids(self)
+
+    def counting_decode(*args, **kwargs):
+        seen["parsed"] += asked()
+        return decode(*args, **kwargs)
+
+    monkeypatch.setattr(Store, "run_ids", counting_run_ids)
+    monkeypatch.setattr(catalog, "decode_info", counting_decode)
+    with TestClient(tracker.ui.create_app(path)) as client:
+        first = get(client, "/api/runs?limit=5")
+        assert [r["id"] for r in first["runs"]] == want[:5] and first["total"] == 40
+        assert first.get("choices_pending") is True
+        assert seen == {"listed": 0, "parsed": 5}
+        deadline = time.time() + 20
+        while "choices_pending" in get(client, "/api/runs?limit=5") and time.time() < deadline:
+            time.sleep(0.1)
+        assert walk(client, "sort=-created_at", 7) == want
+
+
 # --- the runs page in Chromium ----------------------------------------------------------------------
 
 def _wait(driver, predicate, timeout: float = 20.0, what: str = "condition"):

@@ -40,6 +40,10 @@ if TYPE_CHECKING:
 
 __all__ = ["LazyHost", "RunView", "Store", "merge_log_order", "resolve_run_ref"]
 
+#: At most this many runs added since the run table was written are derived for a page of the newest runs
+#: (more: the whole catalog is listed, which derives and keeps them).
+ADDED_AT_ONCE = 200
+
 
 class Store(LazyHost):
     """A store folder opened for reading.
@@ -110,26 +114,112 @@ class Store(LazyHost):
         return RunPage([e.info for e in rows], total, nxt, rows)
 
     def _newest_page(self, key: Any, limit: int, cursor: str | None, offset: int | None) -> Any:
-        """A page of the runs by start time from the catalog's start-time column, checking only the page's
-        runs (:mod:`tracker.read.index.newest`); ``None`` when the catalog cannot tell (the caller lists it all)."""
-        from tracker.read.index.newest import Newest
+        """A page of the runs by start time from the catalog's start times, checking only the page's runs
+        (:mod:`tracker.read.index.runtable`, else :mod:`tracker.read.index.newest`); ``None`` when the catalog
+        cannot tell (the caller lists it all). A run table that lists the runs there are (the runs folder
+        unchanged since) spares listing the runs folder; runs added since (a few) are derived and placed
+        among the others, runs removed since are left out."""
+        from tracker.read.index.newest import Newest, StartKeys
+        from tracker.read.index.runtable import RunTable
         from tracker.read.listing import RunPage, page_entries
 
-        ids_seen = self.run_ids()
-        newest = Newest.open(self.path, ids_seen)
-        if newest is None:
-            return None
-        try:
-            ids, total, nxt = page_entries((), key, limit, cursor, offset, ordered=newest.order(key.desc))
-        except BaseException:
-            newest.close()
-            raise
-        entries = newest.entries(ids, self._refresh_running)
-        if entries is None:
-            return None
+        ids_seen: list[str] | None = None
+        table = RunTable.open(self.path)
+        if table is not None and not table.fresh(self.runs_dir):
+            ids_seen = self.run_ids()
+            page = self._newest_changed(table, ids_seen, key, limit, cursor, offset)
+            if page is not False:
+                return page
+            table = None
+        if table is not None:
+            order = table.order(key.desc)
+            try:
+                rows, total, nxt = page_entries((), key, limit, cursor, offset,
+                                                ordered=(order, StartKeys(order, table.created, table.ids)))
+            except BaseException:
+                table.close()
+                raise
+            entries = table.entries(rows, self._refresh_running)
+            if entries is None:
+                return None
+            if ids_seen is None:
+                ids_seen = table.ids if table.sorted else sorted(table.ids)
+        else:
+            ids_seen = self.run_ids() if ids_seen is None else ids_seen
+            newest = Newest.open(self.path, ids_seen)
+            if newest is None:
+                return None
+            try:
+                ids, total, nxt = page_entries((), key, limit, cursor, offset, ordered=newest.order(key.desc))
+            except BaseException:
+                newest.close()
+                raise
+            entries = newest.entries(ids, self._refresh_running)
+            if entries is None:
+                return None
         page = RunPage([e.info for e in entries], total, nxt, entries)
-        page.run_ids = ids_seen  # every run id, as listed for this page (what `tracker runs` shortens ids among)
+        page.run_ids = ids_seen  # every run id (sorted): what `tracker runs` shortens ids among
         return page
+
+    def _newest_changed(self, table: Any, ids_seen: list[str], key: Any, limit: int, cursor: str | None,
+                        offset: int | None) -> Any:
+        """:meth:`_newest_page` from a run table whose runs folder changed since (``ids_seen`` listed now): the
+        runs added since derived (at most :data:`ADDED_AT_ONCE`) and placed by start time, the runs removed
+        left out. ``False``: too many changes, or a run added that cannot be read (the caller lists as always)."""
+        from tracker.read.index.newest import StartKeys, start_order
+        from tracker.read.listing import RunPage, page_entries
+
+        known = table.ids
+        known_set, seen = set(known), set(ids_seen)
+        added = [rid for rid in ids_seen if rid not in known_set]
+        gone = {i for i, rid in enumerate(known) if rid not in seen} if len(known) + len(added) != len(seen) else set()
+        if len(added) > ADDED_AT_ONCE:
+            table.close()
+            return False
+        new = []
+        for rid in added:
+            try:
+                new.append(self._derive_entry(rid)[0])
+            except Exception:  # noqa: BLE001 - the whole listing reports it, as always
+                table.close()
+                return False
+        n = len(known)
+        if not new and not gone:
+            order: Any = table.order(key.desc)
+            ids, created = known, table.created
+        else:
+            inf = float("inf")
+            ids = known + added
+            created = table.created + [inf if e.info.created_at is None else e.info.created_at for e in new]
+            order = start_order(created, ids, key.desc)
+            if gone:
+                order = [i for i in order if i not in gone]
+        try:
+            rows, total, nxt = page_entries((), key, limit, cursor, offset,
+                                            ordered=(order, StartKeys(order, created, ids)))
+        except BaseException:
+            table.close()
+            raise
+        rows = list(rows)
+        kept = table.entries([i for i in rows if i < n], self._refresh_running)
+        if kept is None:
+            return None
+        found = iter(kept)
+        entries = [next(found) if i < n else new[i - n] for i in rows]
+        page = RunPage([e.info for e in entries], total, nxt, entries)
+        page.run_ids = ids_seen
+        return page
+
+    def run_count(self) -> int:
+        """How many runs the store has: from the run table while the runs folder is unchanged since it was
+        written (:mod:`tracker.read.index.runtable`), else by listing the runs folder."""
+        if index_enabled():
+            from tracker.read.index.runtable import fresh_count
+
+            n = fresh_count(self.path, self.runs_dir)
+            if n is not None:
+                return n
+        return len(self.run_ids())
 
     def run_choices(self) -> dict[str, Any]:
         """What a runs list's filters and columns offer: projects, tags, statuses, groups, job types, config keys,
@@ -157,9 +247,17 @@ class Store(LazyHost):
             bounds.update({rid: segment_sizes(self.runs_dir / rid) for rid in ids})
 
         if index_enabled():
+            from tracker.read.index.runtable import describe, runs_dir_state
+
+            # The runs folder as it was before listing it whole: the run table records it (no listing next time).
+            listed = runs_dir_state(self.runs_dir) if ids is None else None
+
+            def described(placed: Any, table: Any, kept: Any, whole: bool) -> None:
+                describe(self.path, placed, table, kept, listed if whole else None, self._writable)
+
             entries = catalog_entries(self.path, self.run_ids() if ids is None else ids,
                                       lambda rid: self._derive_entry(rid, bounds.get(rid)),
-                                      self._refresh_running, self._writable, self._unlisted, note)
+                                      self._refresh_running, self._writable, self._unlisted, note, described)
         else:
             entries = []
             ids = self.run_ids() if ids is None else ids

@@ -10,6 +10,11 @@ check takes, and requests answer from the last one (so a page of a 100,000-run s
 and shows runs added a few seconds ago). A store never read before is listed newest runs first (by the
 run folder's time): its catalog is built in growing chunks in the background, and each answer says how
 far it got (``building: {done, total}``).
+
+A sort is a ``lexsort`` of the version's sort columns (:mod:`tracker.read.sortcols`); the thread that reads
+a big store's catalog makes the columns of a new version before publishing it (every field, the most used
+config keys and metrics, the sorts asked before), and its choices, so the first page of a sort not asked
+yet costs a ``lexsort`` and its rows, not a pass over every run.
 """
 
 from __future__ import annotations
@@ -18,10 +23,12 @@ import os
 import threading
 import time
 from collections import OrderedDict
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from tracker.core.errors import TrackerError
-from tracker.read.listing import ListingError, RunFilter, SortKey, choices, page_entries, parse_sort, sort_entries
+from tracker.read.listing import ListingError, RunFilter, SortKey, choices, page_entries, parse_sort
 from tracker.ui import parts
 from tracker.ui.params import BadRequest, int_param, names_param, status_param
 
@@ -41,12 +48,15 @@ class RunList:
     def __init__(self, store: Any) -> None:
         self.store = store
         self._lock = threading.Lock()
+        self._count_lock = threading.Lock()
         self._snap: tuple[Any, list[Any]] | None = None  # (version, entries newest first)
         self._checked = 0.0  # when the snapshot was checked against the files
         self._took = 0.0  # how long that took
         self._worker: threading.Thread | None = None
         self._orders: OrderedDict[tuple, tuple[list[Any], list[Any]]] = OrderedDict()
         self._choices: tuple[Any, dict[str, Any]] | None = None
+        self._columns: tuple[Any, Any] | None = None  # (version, its sort columns)
+        self._serving = 0  # requests answering from the entries (or waiting for them) now
         #: ``{"done", "total"}`` while a never-read store's catalog is being built, else ``None``.
         self.building: dict[str, int] | None = None
         self.error: BaseException | None = None
@@ -62,7 +72,8 @@ class RunList:
             return self.entries()
         if not self._first_asked:
             self._first_asked = True
-            if len(self.store.run_ids()) <= BIG or self._never_read() is not None:
+            count = self.store.run_count() if hasattr(self.store, "run_count") else len(self.store.run_ids())
+            if count <= BIG or self._never_read() is not None:
                 return self.entries()
         if start:
             self.start()
@@ -126,19 +137,48 @@ class RunList:
 
     def _check_locked(self) -> None:
         with self._lock:
-            self._check()
+            later = self._check(prepare=True)
+        if later:  # the requests that waited for this read answered first (a few seconds at most)
+            deadline = time.monotonic() + 5.0
+            while self._serving and time.monotonic() < deadline:
+                time.sleep(0.02)
+            self._prepare()
 
-    def _check(self) -> None:
-        """Check the catalog against the runs' files now (the caller holds the lock)."""
+    @contextmanager
+    def serving(self) -> Iterator[None]:
+        """Around a request that answers from the entries: a first read that it waits for publishes them before
+        making their sort columns, and makes those once it answered."""
+        with self._count_lock:
+            self._serving += 1
+        try:
+            yield
+        finally:
+            with self._count_lock:
+                self._serving -= 1
+
+    def _check(self, prepare: bool = False) -> bool:
+        """Check the catalog against the runs' files now (the caller holds the lock); ``prepare``: in a thread
+        of its own, a new version's sort columns are made before it is published (:meth:`_prepared`), so
+        that its first sorts find them, unless a request waits for this first read: then after (``True``:
+        the caller makes them once it let the lock go)."""
         from tracker.read.index import gc_paused
 
         start = time.monotonic()
         with gc_paused():
             entries = self.store.catalog()
-        self._publish(entries, start)
-
-    def _publish(self, entries: list[Any], start: float) -> None:
         version = self._version_of(entries)
+        later = False
+        if prepare and (self._snap is None or self._snap[0] != version):
+            if self._snap is None and self._serving:
+                later = True
+            else:  # before the snapshot: its first requests find its columns and choices made
+                self._columns = (version, self._prepared(entries))
+                self.choices(version, entries)
+        self._publish(entries, start, version)
+        return later
+
+    def _publish(self, entries: list[Any], start: float, version: Any = None) -> None:
+        version = self._version_of(entries) if version is None else version
         if self._snap is None or self._snap[0] != version:
             self._snap = (version, entries)
         self._checked = time.monotonic()
@@ -192,37 +232,71 @@ class RunList:
             self.building = {"done": done, "total": len(ids)} if done < len(ids) else None
             self._publish(entries, start)
         self._took = 0.0  # checked next time like any store (the first full check tells its cost)
+        self._prepare()
 
     # --- what the requests ask ---------------------------------------------------------------------
 
-    def ordered(self, version: Any, entries: list[Any], flt: RunFilter, key: SortKey) -> tuple[list[Any], list[Any]]:
-        """The entries the filter keeps, in the sort's order, with their order keys (kept per version)."""
+    def columns(self, version: Any, entries: list[Any]) -> Any:
+        """The sort columns of a version (:class:`tracker.read.sortcols.Columns`, made once per version)."""
+        hit = self._columns
+        if hit is not None and hit[0] == version:
+            return hit[1]
+        from tracker.read.sortcols import Columns
+
+        cols = Columns(entries)
+        if hit is not None:
+            cols.asked = hit[1].keys()  # made again ahead, in the background, for the new version
+        self._columns = (version, cols)
+        return cols
+
+    def ordered(self, version: Any, entries: list[Any], flt: RunFilter, key: SortKey) -> tuple[Any, Any]:
+        """The entries the filter keeps, in the sort's order, with their order keys (kept per version): a
+        ``lexsort`` of the version's sort columns (:mod:`tracker.read.sortcols`)."""
         k = (version, flt, key)
         hit = self._orders.get(k)
         if hit is not None:
             self._orders.move_to_end(k)
             return hit
-        kept = entries if flt == RunFilter() else [e for e in entries if flt.keeps(e.info)]
-        if key == parse_sort(None):
-            # The catalog is newest first already (created_at, then id, descending): only the keys to compute.
-            from tracker.read.listing import order_key
-
-            got = (kept, [order_key(e, key) for e in kept])
-            if any(b[0] < a[0] for a, b in zip(got[1], got[1][1:], strict=False)):
-                got = sort_entries(kept, key)  # a missing created_at: ranks to restore
-        else:
-            got = sort_entries(kept, key)
+        cols = self.columns(version, entries)
+        got = tuple(cols.order(key, None if flt == RunFilter() else cols.kept(flt)))
         self._orders[k] = got
         while len(self._orders) > ORDERS_KEPT:
             self._orders.popitem(last=False)
         return got
+
+    def _prepared(self, entries: list[Any]) -> Any:
+        """The sort columns of ``entries`` made ahead (:meth:`tracker.read.sortcols.Columns.prepare`: every
+        field, the most used config keys and metrics, and the sorts asked of the previous version)."""
+        from tracker.read.index import gc_paused
+        from tracker.read.sortcols import Columns
+
+        cols = Columns(entries)
+        hit = self._columns
+        cols.asked = hit[1].keys() if hit is not None else []
+        with gc_paused():
+            cols.prepare(cols.asked)
+        return cols
+
+    def _prepare(self) -> None:
+        """The sort columns of the version published last, made ahead (in the thread that read it)."""
+        from tracker.read.index import gc_paused
+
+        snap = self._snap
+        if snap is not None:
+            cols = self.columns(*snap)
+            with gc_paused():
+                cols.prepare(cols.asked)
+                self.choices(*snap)
 
     def choices(self, version: Any, entries: list[Any]) -> dict[str, Any]:
         """The filters' and columns' choices of a version (computed once per version)."""
         hit = self._choices
         if hit is not None and hit[0] == version:
             return hit[1]
-        doc = choices([e.info for e in entries])
+        from tracker.read.index import gc_paused
+
+        with gc_paused():
+            doc = choices([e.info for e in entries])
         self._choices = (version, doc)
         return doc
 
@@ -339,13 +413,14 @@ def runs_doc(api: Any, request: Any) -> dict[str, Any]:
         figures = {e.info.id: e.metrics for e in ents} if stats else {}
     elif folder:
         runlist = api.runlist
-        version, entries = snap if snap is not None else runlist.entries()
-        building = runlist.building
-        ordered = runlist.ordered(version, entries, flt, key)
-        try:
-            rows, matched, nxt = page_entries(ordered[0], key, limit, cursor, offset, ordered=ordered)
-        except ListingError as exc:
-            raise BadRequest(str(exc)) from None
+        with runlist.serving():
+            version, entries = snap if snap is not None else runlist.entries()
+            building = runlist.building
+            ordered = runlist.ordered(version, entries, flt, key)
+            try:
+                rows, matched, nxt = page_entries(ordered[0], key, limit, cursor, offset, ordered=ordered)
+            except ListingError as exc:
+                raise BadRequest(str(exc)) from None
         doc = dict(runlist.choices(version, entries))
         total = len(entries)
         infos = [e.info for e in rows]

@@ -223,6 +223,8 @@ class Table:
                  artifacts_at: list[int], created: list[float] | None = None) -> None:
         self.runs = runs
         self.created = created if created is not None and len(created) == len(runs) else None
+        #: where the file read put its arrays (set by :func:`load`): what :mod:`.runtable` describes
+        self.placed: container.Placed | None = None
         self.rc, self.sc, self.ec = rc, sc, ec
         self.info, self.info_at = info, info_at
         self.metrics, self.metrics_at = metrics, metrics_at
@@ -350,7 +352,10 @@ def load(store: Path) -> Table | None:
                 len(artifacts_at) != n + 1 or \
                 any(len(c) != len(sc[0]) for c in sc) or any(len(c) != len(ec[0]) for c in ec):
             return None
-        return Table(runs, rc, sc, ec, info, info_at, metrics, metrics_at, artifacts, artifacts_at, created)
+        table = Table(runs, rc, sc, ec, info, info_at, metrics, metrics_at, artifacts, artifacts_at, created)
+        table.placed = container.Placed(reader.identity, reader.base,
+                                        {k: (v[0], v[1]) for k, v in reader.arrays.items()})
+        return table
     except (OSError, container.Damaged, KeyError, TypeError, ValueError):
         return None
 
@@ -389,8 +394,11 @@ def peek_artifacts(store: Path, needle: bytes) -> dict[str, dict[str, Any]]:
     return out
 
 
-def save(store: Path, kept: list[Kept], writable: Writable) -> None:
-    """Write the catalog (temporary name, then rename), when the store can be written."""
+def save(store: Path, kept: list[Kept], writable: Writable) -> container.Placed | None:
+    """Write the catalog (temporary name, then rename), when the store can be written; where it put its arrays
+    (``None``: not written)."""
+    placed: list[container.Placed] = []
+
     def write() -> None:
         arrays: dict[str, Any] = {}
         for j, (key, code) in enumerate(_RUN_COLS):
@@ -410,15 +418,18 @@ def save(store: Path, kept: list[Kept], writable: Writable) -> None:
             arrays[f"{key}_at"] = array("Q", at)
         header = {"layout": LAYOUT, "order": sys.byteorder, "fields": list(RUNINFO_FIELDS),
                   "runs": [[k.id, k.seg_names, k.edit_names] for k in kept]}
-        container.write(catalog_file(store), header, arrays)
+        placed.append(container.write(catalog_file(store), header, arrays))
 
     writable.attempt(write)
+    return placed[0] if placed else None
 
 
 def entries(store: Path, run_ids: list[str], derive: Callable[[str], tuple[CatalogEntry, dict[str, Any]]],
             refresh_running: Callable[[str, CatalogEntry], CatalogEntry], writable: Writable,
             on_error: Callable[[str, Exception], None],
-            prepare: Callable[[list[str]], None] | None = None) -> list[CatalogEntry]:
+            prepare: Callable[[list[str]], None] | None = None,
+            describe: Callable[[container.Placed | None, Table | None, list[Kept] | None], None] | None = None
+            ) -> list[CatalogEntry]:
     """The catalog entries of ``run_ids``: kept ones that still hold, the others derived again.
 
     :param derive: gives a run's entry and the state it was derived from (``dir``, ``edits_dir``,
@@ -427,15 +438,19 @@ def entries(store: Path, run_ids: list[str], derive: Callable[[str], tuple[Catal
     :param on_error: called for a run that cannot be read (it is left out).
     :param prepare: called with the ids of the runs to derive again, before the first is derived (the
         reader notes how far each of their segments reaches now, and derives no further).
+    :param describe: called after the listing with the catalog as written (where, and its rows) or, when it
+        was not written, as read; the third argument is ``None`` when a run listed could not be read (the
+        run table, :mod:`.runtable`, then lists no runs folder state).
     """
     with gc_paused():
-        return _entries(store, run_ids, derive, refresh_running, writable, on_error, prepare)
+        return _entries(store, run_ids, derive, refresh_running, writable, on_error, prepare, describe)
 
 
 def _entries(store: Path, run_ids: list[str], derive: Callable[[str], tuple[CatalogEntry, dict[str, Any]]],
              refresh_running: Callable[[str, CatalogEntry], CatalogEntry], writable: Writable,
              on_error: Callable[[str, Exception], None],
-             prepare: Callable[[list[str]], None] | None = None) -> list[CatalogEntry]:
+             prepare: Callable[[list[str]], None] | None = None,
+             describe: Callable[..., None] | None = None) -> list[CatalogEntry]:
     table = load(store)
     runs_dir = str(store / "runs")
     out = []
@@ -487,6 +502,12 @@ def _entries(store: Path, run_ids: list[str], derive: Callable[[str], tuple[Cata
                     changed = True
         rows.append(row)
         out.append(entry)
+    whole = len(rows) == len(run_ids)  # every run listed is in the catalog (none left out as unreadable)
     if changed:
-        save(store, [table.kept(r) if type(r) is int else r for r in rows], writable)
+        kept = [table.kept(r) if type(r) is int else r for r in rows]
+        placed = save(store, kept, writable)
+        if describe is not None:
+            describe(placed, None, kept, whole)
+    elif describe is not None and table is not None:
+        describe(None, table, None, whole)
     return out

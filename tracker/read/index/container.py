@@ -36,9 +36,10 @@ class Damaged(Exception):
     """A derived file that cannot be trusted; the message says why."""
 
 
-def write(path: Path, header: dict[str, Any], arrays: dict[str, bytes | memoryview]) -> None:
+def write(path: Path, header: dict[str, Any], arrays: dict[str, bytes | memoryview]) -> Placed:
     """Write ``header`` and ``arrays`` to ``path`` atomically (temporary name, then rename).
 
+    :returns: where the file put each array, and the file's identity as written.
     :raises OSError: when the folder cannot be written (the caller reads without writing).
     """
     table: dict[str, list[Any]] = {}
@@ -62,6 +63,8 @@ def write(path: Path, header: dict[str, Any], arrays: dict[str, bytes | memoryvi
             f.write(MAGIC + _LEN.pack(len(head), zlib.crc32(head)) + head + bytes(start_pad))
             for b in blobs:
                 f.write(b)
+            f.flush()
+            st = os.fstat(f.fileno())
         os.replace(tmp, path)
     except BaseException:
         try:
@@ -69,6 +72,18 @@ def write(path: Path, header: dict[str, Any], arrays: dict[str, bytes | memoryvi
         except OSError:
             pass
         raise
+    return Placed((st.st_ino, st.st_mtime_ns, st.st_size), start + start_pad,
+                  {k: (v[0], v[1]) for k, v in table.items()})
+
+
+class Placed:
+    """Where a file's arrays lie: ``identity`` (inode, mtime in ns, size: the file as written), ``base``
+    (where the arrays begin) and ``arrays`` (name -> offset from ``base``, byte length)."""
+
+    __slots__ = ("identity", "base", "arrays")
+
+    def __init__(self, identity: tuple[int, int, int], base: int, arrays: dict[str, tuple[int, int]]) -> None:
+        self.identity, self.base, self.arrays = identity, base, arrays
 
 
 class Reader:
@@ -103,6 +118,8 @@ class Reader:
             if type(header) is not dict or type(header.get("arrays")) is not dict:
                 raise Damaged("header without an array table")
             self.base = start + hlen + (-(start + hlen) % 8)
+            #: the file's inode, mtime in ns and size, as opened
+            self.identity = (st.st_ino, st.st_mtime_ns, st.st_size)
             self.header = header
             self.arrays: dict[str, list[int]] = header["arrays"]
             for key, entry in self.arrays.items():

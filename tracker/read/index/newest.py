@@ -84,28 +84,12 @@ class Newest:
     def close(self) -> None:
         self.reader.close()
 
-    def order(self, desc: bool) -> tuple[list[str], _Keys]:
+    def order(self, desc: bool) -> tuple[list[str], StartKeys]:
         """Every run id in start-time order (ties by id in the same direction; runs without one last), with
         their order keys (:func:`tracker.read.listing.order_key`, made when asked for)."""
-        inf = float("inf")
-        created = self.created  # a run without a start time is kept as +inf (see catalog.save)
         ids = [r[0] for r in self.table.runs]
-        order = sorted(range(len(ids)), key=created.__getitem__, reverse=desc)
-        if len(set(created)) != len(created):  # equal start times (rare): ordered by id, in the sort's direction
-            j = 0
-            while j < len(order):
-                k = j + 1
-                while k < len(order) and created[order[k]] == created[order[j]]:
-                    k += 1
-                if k - j > 1:
-                    order[j:k] = sorted(order[j:k], key=ids.__getitem__, reverse=desc)
-                j = k
-        if desc:  # runs without a start time (+inf) come last in either direction
-            n = 0
-            while n < len(order) and created[order[n]] == inf:
-                n += 1
-            order = order[n:] + order[:n]
-        return [ids[i] for i in order], _Keys(order, created, ids)
+        order = start_order(self.created, ids, desc)
+        return [ids[i] for i in order], StartKeys(order, self.created, ids)
 
     def entries(self, ids: list[str], refresh_running: Callable[[str, CatalogEntry], CatalogEntry]
                 ) -> list[CatalogEntry] | None:
@@ -134,7 +118,29 @@ class Newest:
         return out
 
 
-class _Keys:
+def start_order(created: list[float], ids: list[str], desc: bool) -> list[int]:
+    """The positions of runs ``ids`` in start-time order (``created``: ``inf`` for a run without one, last in
+    either direction; equal times by id, in the sort's direction)."""
+    inf = float("inf")
+    order = sorted(range(len(ids)), key=created.__getitem__, reverse=desc)
+    if len(set(created)) != len(created):  # equal start times (rare): ordered by id, in the sort's direction
+        j = 0
+        while j < len(order):
+            k = j + 1
+            while k < len(order) and created[order[k]] == created[order[j]]:
+                k += 1
+            if k - j > 1:
+                order[j:k] = sorted(order[j:k], key=ids.__getitem__, reverse=desc)
+            j = k
+    if desc:  # runs without a start time (+inf) come last in either direction
+        n = 0
+        while n < len(order) and created[order[n]] == inf:
+            n += 1
+        order = order[n:] + order[:n]
+    return order
+
+
+class StartKeys:
     """The order keys of runs in an order, each made when read (a page reads a few of 100,000)."""
 
     def __init__(self, order: list[int], created: list[float], ids: list[str]) -> None:
@@ -149,4 +155,4 @@ class _Keys:
         return (_MISSING, 0.0, "", self.ids[i]) if c == float("inf") else (_NUMBER, c, "", self.ids[i])
 
 
-__all__ = ["Newest"]
+__all__ = ["Newest", "StartKeys", "start_order"]
