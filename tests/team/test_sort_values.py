@@ -140,6 +140,10 @@ def test_status_filters_agree_with_the_status_readers_derive(tmp_path: Path, pg_
 
     def check() -> None:
         every = team.runs(sort="id")
+        # A status sort: the settled statuses walked, the runs with a writer running put right (pages too).
+        by_status = [i.id for i in sorted(every, key=lambda i: (i.status, i.id))]
+        assert [i.id for i in team.runs(sort="status")] == walk(team, 2, sort="status")[0] == by_status
+        assert walk(team, 3, sort="-status")[0] == by_status[::-1]
         for status in STATUSES[1:]:
             want = [i.id for i in every if i.status == status]
             assert [i.id for i in team.runs(sort="id", status=status)] == want, status

@@ -8,18 +8,19 @@ value and the run id in one direction, so that a keyset condition
 ``(value, run_id) < (v, id)`` walks an index where there is one: the migration
 to layout 4 (:func:`migrate_to_4`) indexes ``created_at``, ``project``,
 ``run_group`` and ``name`` with the run id, in byte order (``COLLATE "C"``).
-A sort on a config key, a metric's figure, ``records`` or ``last_step`` walks
+A sort on a config key, a metric's figure, ``records``, ``last_step`` or ``status`` walks
 layout 5's ``tracker_sort_values`` (:mod:`tracker.team.sortvalues`: one row per
 run and key, kept by triggers) the same way, rank by rank, then the runs without
 a value by id. A page costs the rows it shows, whatever the database holds, for
-those sorts; a sort on ``ended_at``, ``duration`` or ``status`` reads each run's
-value (a top-N sort), and so does a config or metric sort whose values could
-not all be kept (:data:`tracker.team.sortvalues.TEXT_MAX`), from the JSON.
+those sorts (a status sort merges the few runs with a writer running into the
+walk of the settled statuses); a sort on ``ended_at`` or ``duration`` reads each
+run's value (a top-N sort), and so does a config or metric sort whose values
+could not all be kept (:data:`tracker.team.sortvalues.TEXT_MAX`), from the JSON.
 
 A run's status is derived from its writers as :func:`tracker.read.segment.run_status`
 does (a running writer silent past the heartbeat timeout is crashed): a filter
 on status seeks the run's running writers and the status its writers settled on
-(:func:`status_condition`); a sort on status derives it for every run in SQL.
+(:func:`status_condition`), and so does a sort on status.
 """
 
 from __future__ import annotations
@@ -242,6 +243,8 @@ def page_ids(store: Any, flt: RunFilter, key: SortKey, limit: int | None, cursor
             "SELECT EXISTS (SELECT 1 FROM tracker_sort_values WHERE cut AND key IN (%s, %s))", (skey, marker(skey))
     )[0][0]:
         total = store._fetch(f"SELECT count(*) FROM tracker_runs r WHERE {cond}", params)[0][0]
+        if skey == "status" and "timeout" not in params:
+            params["timeout"] = timeout()
         return _walk_values(store, skey, cond, params, key, limit, cursor, offset, keys_out, int(total))
     num_e, text_e, rank_conds, w1 = sort_exprs(key, params)
     needs_writers = w1
@@ -319,14 +322,19 @@ def _walk_values(store: Any, skey: str, cond: str, params: dict[str, Any], key: 
             conds = [f"s.key = %(skey)s AND s.rank = {r}", cond]
             if at is not None and r == at[0]:
                 conds.append(f'(s.num, s.txt, s.run_id COLLATE "C") {op} (%(at_n)s, %(at_t)s, %(at_id)s)')
+            if skey == "status":  # the settled statuses of the runs with no writer running
+                conds.append(f"NOT {_LIVE}")
             sql = (f"SELECT s.run_id, s.num, s.txt FROM tracker_sort_values s JOIN tracker_runs r ON "
                    f"r.run_id = s.run_id WHERE {' AND '.join(conds)} "
                    f'ORDER BY s.num {order}, s.txt {order}, s.run_id COLLATE "C" {order}')
         if at is not None and r == at[0]:
             p.update(at_n=at[1], at_t=at[2], at_id=at[3])
-        if want is not None:
-            sql += f" LIMIT {int(want - len(rows) + skip)}"
+        n = None if want is None else int(want - len(rows) + skip)
+        if n is not None:
+            sql += f" LIMIT {n}"
         got = store._fetch(sql, p)
+        if skey == "status" and r == TEXT:
+            got = _with_running(store, got, cond, p, key.desc, at if at is not None and r == at[0] else None, n)
         if skip:
             used = min(skip, len(got))
             got, skip = got[used:], skip - used
@@ -338,6 +346,24 @@ def _walk_values(store: Any, skey: str, cond: str, params: dict[str, Any], key: 
     if keys_out is not None:
         keys_out.extend(_order_key(row) for row in page)
     return [row[1] for row in page], total, nxt
+
+
+def _with_running(store: Any, got: list[tuple], cond: str, params: dict[str, Any], desc: bool,
+                  at: tuple[int, float, str, str] | None, n: int | None) -> list[tuple]:
+    """A status sort's rows ``got`` (the settled statuses of runs with no writer running, in order) with the few
+    runs that have one heard from within the timeout, as ``running``, merged in (the first ``n``)."""
+    conds = [cond, "r.run_id IN (SELECT lw.run_id FROM tracker_writers lw WHERE lw.status = 'running' AND "
+                   "lw.is_writer AND lw.seen_at >= now() - make_interval(secs => %(timeout)s))"]
+    if at is not None:
+        conds.append(f"('running', r.run_id COLLATE \"C\") {'<' if desc else '>'} (%(at_t)s, %(at_id)s)")
+    running = store._fetch(f"SELECT r.run_id, 0.0::float8, 'running' FROM tracker_runs r WHERE {' AND '.join(conds)} "
+                           f'ORDER BY r.run_id COLLATE "C" {"DESC" if desc else "ASC"}'
+                           + (f" LIMIT {n}" if n is not None else ""), params)
+    if not running:
+        return got
+    # Text and ids compared by code point, as in the database (COLLATE "C") and the folder store.
+    merged = sorted([*got, *running], key=lambda row: (row[2], row[0]), reverse=desc)
+    return merged if n is None else merged[:n]
 
 
 def _order_key(row: tuple[Any, ...]) -> tuple[int, float, str, str]:

@@ -322,8 +322,8 @@ def sort_value_key(key: Any) -> str | None:
         name = f"config.{key.name}"
     elif key.kind == "metric":
         name = f"metric.{key.name}.{key.stat}"
-    elif key.kind == "field" and key.name in ("records", "last_step"):
-        return key.name
+    elif key.kind == "field" and key.name in ("records", "last_step", "status"):
+        return key.name  # status: the settled one, a running run's put right by the reader (tracker.team.listing)
     else:
         return None
     return name if len(name) <= KEY_MAX else None
