@@ -288,13 +288,8 @@ def page_ids(store: Any, flt: RunFilter, key: SortKey, limit: int | None, cursor
             used = min(skip, len(got))
             got, skip = got[used:], skip - used
         rows.extend((r, *row) for row in got)
-    page = rows if want is None else rows[:limit]
-    nxt = None
-    if want is not None and len(rows) > limit and page:
-        nxt = encode_cursor(key, _order_key(page[-1]))
-    if keys_out is not None:
-        keys_out.extend(_order_key(row) for row in page)
-    return [row[1] for row in page], int(total), nxt
+    ids, nxt = _page_of(rows, want, limit, key, keys_out)
+    return ids, int(total), nxt
 
 
 def _walk_values(store: Any, skey: str, cond: str, params: dict[str, Any], key: SortKey, limit: int | None,
@@ -339,13 +334,8 @@ def _walk_values(store: Any, skey: str, cond: str, params: dict[str, Any], key: 
             used = min(skip, len(got))
             got, skip = got[used:], skip - used
         rows.extend((r, *row) for row in got)
-    page = rows if want is None else rows[:limit]
-    nxt = None
-    if want is not None and len(rows) > limit and page:
-        nxt = encode_cursor(key, _order_key(page[-1]))
-    if keys_out is not None:
-        keys_out.extend(_order_key(row) for row in page)
-    return [row[1] for row in page], total, nxt
+    ids, nxt = _page_of(rows, want, limit, key, keys_out)
+    return ids, total, nxt
 
 
 def _with_running(store: Any, got: list[tuple], cond: str, params: dict[str, Any], desc: bool,
@@ -364,6 +354,19 @@ def _with_running(store: Any, got: list[tuple], cond: str, params: dict[str, Any
     # Text and ids compared by code point, as in the database (COLLATE "C") and the folder store.
     merged = sorted([*got, *running], key=lambda row: (row[2], row[0]), reverse=desc)
     return merged if n is None else merged[:n]
+
+
+def _page_of(rows: list[tuple[Any, ...]], want: int | None, limit: int | None, key: SortKey,
+             keys_out: list[Any] | None) -> tuple[list[str], str | None]:
+    """The page's run ids out of ``rows`` (``(rank, run id, number, text)``, one more than the page when a next
+    page exists) and the next cursor; the page's order keys go to ``keys_out``."""
+    page = rows if want is None else rows[:limit]
+    nxt = None
+    if want is not None and limit is not None and len(rows) > limit and page:
+        nxt = encode_cursor(key, _order_key(page[-1]))
+    if keys_out is not None:
+        keys_out.extend(_order_key(row) for row in page)
+    return [row[1] for row in page], nxt
 
 
 def _order_key(row: tuple[Any, ...]) -> tuple[int, float, str, str]:
