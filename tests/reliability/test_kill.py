@@ -209,8 +209,16 @@ def test_sigkill_while_runs_are_created_or_joined_leaves_no_half_made_run(tmp_pa
     env = child_env(tmp_path)
     # How long start_run takes here, so that the kills spread over it on a fast machine and on a slow one alike.
     creating = start_run_seconds(tmp_path / "calibrate", env)
-    children = []
-    for batch in range(CREATE_KILLS // 3):
+    runs = store / "runs"
+
+    def made_runs() -> list[str]:
+        return [p.name for p in runs.iterdir() if not p.name.startswith(".")] if runs.exists() else []
+
+    children: list[Child] = []
+    batch = 0
+    # At least CREATE_KILLS kills; more batches (up to four times as many) while no kill came late enough for a
+    # run folder to exist, so that the checks below always have a made run to check.
+    while batch < CREATE_KILLS // 3 or (not made_runs() and batch < 4 * (CREATE_KILLS // 3)):
         # Three processes start (or join) the same run at once, each killed while start_run creates or joins it.
         run_id = f"join-{batch % 2}"
         group = [Child(tmp_path, store, run_id, batch * 3 + j, rng.uniform(0.0, 1.5 * creating), False, env,
@@ -218,8 +226,9 @@ def test_sigkill_while_runs_are_created_or_joined_leaves_no_half_made_run(tmp_pa
                  for j in range(3)]
         kill_all(group)
         children += group
-    runs = store / "runs"
-    made = [p.name for p in runs.iterdir() if not p.name.startswith(".")] if runs.exists() else []
+        batch += 1
+    made = made_runs()
+    assert made, f"no run folder after {len(children)} kills spread over {1.5 * creating:.3f} s of start_run"
     assert set(made) <= {"join-0", "join-1"}
     for c in children:
         if c.run_id in made:
