@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import orjson
@@ -156,6 +157,13 @@ class PausableServer(Server):
     def down(self) -> None:
         self._run("pg_ctl", "-D", str(self.data), "-m", "fast", "-w", "stop")
 
+    def stop(self) -> None:
+        """Stopped and removed, whether it is up or down (a test that fails while it is down)."""
+        if (self.data / "postmaster.pid").exists():
+            super().stop()
+        else:
+            shutil.rmtree(self.root, ignore_errors=True)
+
     def up(self) -> None:
         opts = (f"-p {self.port} -k {self.root} -c listen_addresses=127.0.0.1 -c fsync=off "
                 "-c synchronous_commit=off -c full_page_writes=off -c max_connections=50")
@@ -179,7 +187,9 @@ def test_database_down_then_up(tmp_path: Path, pg_server: object) -> None:  # no
         """)
         out, err = child.communicate(timeout=60)
         assert child.returncode == 0 and out.strip() == "ok", err
-        wait(lambda: follower_pid(store) is not None, timeout=30)
+        # The follower has started and found the database away (its status file says so).
+        wait(lambda: follower_pid(store) is not None
+             and "error" in safe(lambda: (store / "team" / "follower.json").read_text(), ""), timeout=30)
         res = run_tracker(folder, "sync", "--status")  # the database is down: one line, masked, exit 1
         assert res.returncode == 1 and res.stderr.count("\n") == 1 and "cannot connect" in res.stderr
         assert "follower: running" in res.stdout and "database unreachable" in res.stdout

@@ -194,9 +194,23 @@ def test_default_metric_is_the_one_tracker_runs_shows_and_sorts_best_first(drive
         button = next(b for b in css(driver, "table.runs thead th button.sort") if b.text.startswith(label))
         button.click()
         wait(driver, lambda d: "sort=metric" in d.current_url, what="sorted")
-        heads = [h.text.replace("✕", "").strip() for h in css(driver, "table.runs thead th")]
-        col = next(i for i, h in enumerate(heads) if h.startswith(label))
-        texts = [r.find_elements("css selector", "td")[col].text for r in css(driver, "table.runs tbody tr[data-id]")]
+
+        def column(d: object, label: str = label, want_desc: str | None = want_desc) -> list[str] | None:
+            """The column's cells once they come sorted, read in one go (the rows are redrawn meanwhile)."""
+            heads, rows = d.execute_script(  # type: ignore[attr-defined]
+                "const t = document.querySelector('table.runs[data-ready]');"
+                "if (!t) return [[], []];"
+                "return [[...t.querySelectorAll('thead th')].map(h => h.innerText.replace('✕', '').trim()),"
+                "        [...t.querySelectorAll('tbody tr[data-id]')].map("
+                "            r => [...r.querySelectorAll('td')].map(c => c.innerText.trim()))];")
+            col = next((i for i, h in enumerate(heads) if h.startswith(label)), None)
+            if col is None or not rows:
+                return None
+            texts = [r[col] for r in rows]
+            values = [float(t) for t in texts if t != "–"]
+            return texts if values and values == sorted(values, reverse=want_desc is None) else None
+
+        texts = wait(driver, column, what=f"the rows sorted by {label}")
         values = [float(t) for t in texts if t != "–"]
         assert len(values) >= 2 and texts[-1] == "–" or len(values) == len(texts)  # missing values last
         assert values == sorted(values, reverse=want_desc is None), (label, values)
