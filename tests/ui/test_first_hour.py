@@ -208,7 +208,8 @@ def test_default_metric_is_the_one_tracker_runs_shows_and_sorts_best_first(drive
                 return None
             texts = [r[col] for r in rows]
             values = [float(t) for t in texts if t != "–"]
-            return texts if values and values == sorted(values, reverse=want_desc is None) else None
+            numbers_first = all(t != "–" for t in texts[:len(values)])  # missing values last
+            return texts if values and numbers_first and values == sorted(values, reverse=want_desc is None) else None
 
         texts = wait(driver, column, what=f"the rows sorted by {label}")
         values = [float(t) for t in texts if t != "–"]
