@@ -55,16 +55,16 @@ def test_new_runs_in_batches_give_what_one_segment_at_a_time_gives(pair: tuple[P
     store, _url, _ids = pair
     batched, careful = new_database(pg_server), new_database(pg_server)
     used: list[int] = []
-    flush = sync_module.Syncer._flush_new
+    prepare = sync_module.Syncer._prepare_new
 
-    def counting(self: Any, runs: list[Any], report: Any) -> bool:
+    def counting(self: Any, runs: list[Any]) -> Any:
         used.append(len(runs))
-        return flush(self, runs, report)
+        return prepare(self, runs)
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         with monkeypatch.context() as m:
-            m.setattr(sync_module.Syncer, "_flush_new", counting)
+            m.setattr(sync_module.Syncer, "_prepare_new", counting)
             first = sync(tracker.open_store(store), batched)
         with monkeypatch.context() as m:
             m.setattr(sync_module.Syncer, "_is_new", lambda self, rid: False)

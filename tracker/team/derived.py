@@ -29,6 +29,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import attrs
 import orjson
 
 from tracker.core.format import METRICS, decode_nonfinite, encode_nonfinite
@@ -190,21 +191,11 @@ def _add_columns(cur: Any, run_id: str, writer: str, count: int, part: Any) -> N
     cur.executemany(_VALUES_INSERT, values)
 
 
-#: Writers' figures rows (:func:`add_batch_fresh`, :func:`add_new_writers`): the statement, a row's values, one row.
-_FIGURES_ROWS = "INSERT INTO tracker_writer_figures (run_id, writer, metrics, max_time, figures, schemas) VALUES {rows}"
-_FIGURES_ROW = "(%s, %s, %s, %s, %s, %s)"
-_FIGURES_INSERT = _FIGURES_ROWS.format(rows=_FIGURES_ROW)
+#: A writer's figures row (:func:`add_batch_fresh`).
+_FIGURES_INSERT = ("INSERT INTO tracker_writer_figures (run_id, writer, metrics, max_time, figures, schemas) "
+                   "VALUES (%s, %s, %s, %s, %s, %s)")
 
 
-def insert_rows(cur: Any, sql: str, row: str, rows: list[tuple], per: int = 500) -> None:
-    """``sql`` (an INSERT whose ``{rows}`` takes rows of values ``row``) for ``rows``, ``per`` rows a statement.
-
-    One statement for many rows, so that layout 5's triggers (:mod:`tracker.team.sortvalues`, once per statement
-    over the rows it wrote) derive the rows of hundreds of runs in one pass, not one run at a time.
-    """
-    for i in range(0, len(rows), per):
-        chunk = rows[i:i + per]
-        cur.execute(sql.format(rows=", ".join([row] * len(chunk))), [v for r in chunk for v in r])
 #: A new chunk of a writer's metric columns, and its values per metric name.
 _CHUNK_INSERT = ("INSERT INTO tracker_metric_chunks (run_id, writer, start, n, last_seq, names, step0, step_by, "
                  "steps, times) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)")
@@ -235,19 +226,43 @@ def _new_chunk(run_id: str, writer: str, start: int, part: Any) -> tuple[tuple, 
     return chunk, [(run_id, name, writer, start, col.astype("<f8").tobytes()) for name, col in part.cols.items()]
 
 
-def add_new_writers(cur: Any, writers: list[tuple[str, str, list[tuple]]]) -> None:
-    """:func:`add_batch_fresh` for many writers the database has nothing of yet, in a few statements.
+def copy_rows(cur: Any, target: str, rows: list[tuple]) -> None:
+    """``COPY target FROM STDIN`` of ``rows``: plain inserts of many rows in one statement.
 
-    Each item is ``(run_id, writer, rows)``. Plain inserts (no ``ON CONFLICT``): a writer that another
-    sync has added meanwhile makes the transaction fail, and the caller copies those runs the careful
-    way (:func:`add_batch`). The caller holds each writer's advisory lock (:func:`lock_writers`).
+    A row that is there already fails the statement (as a plain ``INSERT`` would), and layout 5's triggers
+    (:mod:`tracker.team.sortvalues`, once per statement over the rows it wrote) derive them all in one pass.
     """
+    with cur.copy(f"COPY {target} FROM STDIN") as cp:
+        for row in rows:
+            cp.write_row(row)
+
+
+#: The ``COPY`` targets of :func:`write_new_writers`.
+_FIGURES_COPY = "tracker_writer_figures (run_id, writer, metrics, max_time, figures, schemas)"
+_CHUNKS_COPY = "tracker_metric_chunks (run_id, writer, start, n, last_seq, names, step0, step_by, steps, times)"
+_VALUES_COPY = "tracker_metric_values (run_id, name, writer, start, vals)"
+
+
+@attrs.define
+class NewWriterRows:
+    """What :func:`write_new_writers` inserts for writers the database has nothing of (:func:`new_writer_rows`)."""
+
+    #: the runs whose change stamps move, sorted
+    runs: list[str] = attrs.Factory(list)
+    #: rows of ``tracker_writer_figures``, ``tracker_metric_chunks`` and ``tracker_metric_values``
+    figures: list[tuple] = attrs.Factory(list)
+    chunks: list[tuple] = attrs.Factory(list)
+    values: list[tuple] = attrs.Factory(list)
+
+
+def new_writer_rows(writers: list[tuple[str, str, list[tuple]]]) -> NewWriterRows:
+    """The derived rows of writers the database has nothing of yet: each item is ``(run_id, writer, rows)``
+    (event rows, whose ``data`` may be the parsed object itself). No database: a caller may derive them
+    while another batch is being written."""
     from tracker.read.index.segments import metric_stats
 
     np = _numpy()
-    figures_rows: list[tuple] = []
-    chunks: list[tuple] = []
-    values: list[tuple] = []
+    out = NewWriterRows(runs=sorted({w[0] for w in writers}))
     for run_id, writer, rows in writers:
         recs = [r for r in rows if r[3] == "record"]
         if not recs:
@@ -260,23 +275,45 @@ def add_new_writers(cur: Any, writers: list[tuple[str, str, list[tuple]]]) -> No
             figures = metric_stats(part)
             top = float(np.max(part.time))
             chunk, vals = _new_chunk(run_id, writer, 0, part)
-            chunks.append(chunk)
-            values.extend(vals)
-        figures_rows.append((run_id, writer, part.n if part is not None else 0, top,
-                             orjson.dumps(encode_nonfinite(figures)).decode(), orjson.dumps(schemas).decode()))
-    cur.executemany("INSERT INTO tracker_changes (run_id, stamp) VALUES (%s, nextval('tracker_change_seq')) "
-                    "ON CONFLICT (run_id) DO UPDATE SET stamp = EXCLUDED.stamp",
-                    sorted({(w[0],) for w in writers}))
-    insert_rows(cur, _FIGURES_ROWS, _FIGURES_ROW, figures_rows)
-    for sql, params in ((_CHUNK_INSERT, chunks), (_VALUES_INSERT, values)):
+            out.chunks.append(chunk)
+            out.values.extend(vals)
+        out.figures.append((run_id, writer, part.n if part is not None else 0, top,
+                            orjson.dumps(encode_nonfinite(figures)).decode(), orjson.dumps(schemas).decode()))
+    return out
+
+
+def write_new_writers(cur: Any, rows: NewWriterRows) -> None:
+    """Insert :func:`new_writer_rows`: a statement per table, whatever the number of writers.
+
+    Plain inserts (no ``ON CONFLICT``): a writer that another sync has added meanwhile makes the transaction
+    fail, and the caller copies those runs the careful way (:func:`add_batch`). The caller holds each
+    writer's advisory lock (:func:`lock_writers`).
+    """
+    if rows.runs:
+        cur.execute("INSERT INTO tracker_changes (run_id, stamp) SELECT r, nextval('tracker_change_seq') "
+                    "FROM unnest(%s::text[]) AS r ON CONFLICT (run_id) DO UPDATE SET stamp = EXCLUDED.stamp",
+                    (rows.runs,))
+    for target, params in ((_FIGURES_COPY, rows.figures), (_CHUNKS_COPY, rows.chunks),
+                           (_VALUES_COPY, rows.values)):
         if params:
-            cur.executemany(sql, params)
+            copy_rows(cur, target, params)
+
+
+def add_new_writers(cur: Any, writers: list[tuple[str, str, list[tuple]]]) -> None:
+    """:func:`add_batch_fresh` for many writers the database has nothing of yet, in a few statements.
+
+    Each item is ``(run_id, writer, rows)``: :func:`new_writer_rows` written by :func:`write_new_writers`.
+    """
+    write_new_writers(cur, new_writer_rows(writers))
 
 
 def lock_writers(cur: Any, pairs: list[tuple[str, str]]) -> None:
     """Take :func:`add_batch`'s advisory lock of each ``(run_id, writer)``, in one order (no deadlock between
-    two syncs taking several)."""
-    cur.executemany("SELECT pg_advisory_xact_lock(hashtext(%s), hashtext(%s))", sorted(pairs))
+    two syncs taking several), in one statement."""
+    pairs = sorted(pairs)
+    cur.execute("SELECT count(pg_advisory_xact_lock(hashtext(r), hashtext(w))) FROM (SELECT r, w FROM "
+                "unnest(%s::text[], %s::text[]) WITH ORDINALITY AS t(r, w, i) ORDER BY i) x",
+                ([p[0] for p in pairs], [p[1] for p in pairs]))
 
 
 def stamp(cur: Any, run_id: str) -> None:
@@ -369,5 +406,6 @@ def migrate_to_5(cur: Any) -> None:
 
 MIGRATIONS = {2: migrate_to_2, 3: migrate_to_3, 4: migrate_to_4, 5: migrate_to_5}
 
-__all__ = ["CHUNK", "DDL_2", "MIGRATIONS", "add_batch", "add_batch_fresh", "insert_rows", "migrate_to_2",
-           "migrate_to_3", "migrate_to_4", "migrate_to_5", "part_of", "stamp"]
+__all__ = ["CHUNK", "DDL_2", "MIGRATIONS", "NewWriterRows", "add_batch", "add_batch_fresh", "add_new_writers",
+           "copy_rows", "lock_writers", "migrate_to_2", "migrate_to_3", "migrate_to_4", "migrate_to_5",
+           "new_writer_rows", "part_of", "stamp", "write_new_writers"]
