@@ -65,11 +65,12 @@ def test_new_runs_in_batches_give_what_one_segment_at_a_time_gives(pair: tuple[P
         warnings.simplefilter("ignore")
         with monkeypatch.context() as m:
             m.setattr(sync_module.Syncer, "_prepare_new", counting)
+            m.setattr(sync_module, "NEW_RUNS", 3)  # several batches, each copied while the next is read
             first = sync(tracker.open_store(store), batched)
         with monkeypatch.context() as m:
             m.setattr(sync_module.Syncer, "_is_new", lambda self, rid: False)
             sync(tracker.open_store(store), careful)
-    assert used and max(used) > 1, f"no batch of new runs was copied ({used})"
+    assert len(used) > 2 and max(used) > 1, f"no batches of new runs were copied ({used})"
     assert first.runs == len(tracker.open_store(store).run_ids())
     got, want = tables(batched), tables(careful)
     for name in TABLES:
@@ -103,3 +104,38 @@ def test_two_first_syncs_at_once_store_each_event_and_derived_row_once(tmp_path:
     assert len(got["tracker_metric_values"]) == 40
     chunks = got["tracker_metric_chunks"]
     assert len(chunks) == 40 and all(c[3] == 5 for c in chunks), chunks[:3]
+
+
+def test_a_failed_batch_copy_stops_the_sync_with_its_error_and_loses_nothing(
+        pair: tuple[Path, str, dict[str, str]], pg_server: object, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The worker thread's error is the sync's, in one line, and what committed before it stays; the next sync
+    # copies the rest and the database ends as a sync without the failure leaves it.
+    import psycopg
+
+    from tracker.core.errors import TrackerError
+
+    store, _url, _ids = pair
+    url, whole = new_database(pg_server), new_database(pg_server)
+    copy = sync_module.Syncer._copy_new
+    calls: list[set[str]] = []
+
+    def failing(self: Any, batch: Any) -> Any:
+        calls.append({run.rid for run in batch.runs})
+        if len(calls) == 2:
+            raise psycopg.OperationalError("the server closed the connection (a test)")
+        return copy(self, batch)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with monkeypatch.context() as m:
+            m.setattr(sync_module.Syncer, "_copy_new", failing)
+            m.setattr(sync_module, "NEW_RUNS", 2)
+            with pytest.raises(TrackerError, match=r"^sync to .* stopped: the server closed the connection \(a test\) "
+                                                   r"\(nothing is lost: run `tracker sync` again to resume\)$"):
+                sync(tracker.open_store(store), url)
+        assert len(calls) == 2
+        listed = {row[0] for row in tables(url)["tracker_runs"]}
+        assert calls[0] <= listed and not calls[1] & listed  # the batch before the failure is in, the failed one not
+        sync(tracker.open_store(store), url)
+        sync(tracker.open_store(store), whole)
+    assert tables(url) == tables(whole)

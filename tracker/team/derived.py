@@ -291,7 +291,7 @@ def write_new_writers(cur: Any, rows: NewWriterRows) -> None:
     """
     if rows.runs:
         cur.execute("INSERT INTO tracker_changes (run_id, stamp) SELECT r, nextval('tracker_change_seq') "
-                    "FROM unnest(%s::text[]) AS r ON CONFLICT (run_id) DO UPDATE SET stamp = EXCLUDED.stamp",
+                    "FROM unnest(%b::text[]) AS r ON CONFLICT (run_id) DO UPDATE SET stamp = EXCLUDED.stamp",
                     (rows.runs,))
     for target, params in ((_FIGURES_COPY, rows.figures), (_CHUNKS_COPY, rows.chunks),
                            (_VALUES_COPY, rows.values)):
@@ -312,7 +312,7 @@ def lock_writers(cur: Any, pairs: list[tuple[str, str]]) -> None:
     two syncs taking several), in one statement."""
     pairs = sorted(pairs)
     cur.execute("SELECT count(pg_advisory_xact_lock(hashtext(r), hashtext(w))) FROM (SELECT r, w FROM "
-                "unnest(%s::text[], %s::text[]) WITH ORDINALITY AS t(r, w, i) ORDER BY i) x",
+                "unnest(%b::text[], %b::text[]) WITH ORDINALITY AS t(r, w, i) ORDER BY i) x",
                 ([p[0] for p in pairs], [p[1] for p in pairs]))
 
 

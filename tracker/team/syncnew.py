@@ -6,8 +6,8 @@ no writer, listing or edit of is read whole instead (each line parsed once: its
 events, its writers' facts and its info come from the same parse) and copied
 with hundreds of others in one transaction: one ``COPY`` of their events, and a
 statement for each table of their derived data, writers and listings. The
-inserts of writers are plain, so a run that another sync copies at the same
-moment makes the transaction fail, and those runs are then copied the careful
+inserts of events and writers are plain, so a run that another sync copies at
+the same moment makes the transaction fail, and those runs are then copied the careful
 way (:meth:`tracker.team.sync.Syncer._sync_run`), from what the database holds.
 
 A batch is written by a worker thread while the sync reads the next one: the
@@ -35,7 +35,8 @@ from tracker.team.database import require_psycopg
 from tracker.team.syncreport import SyncReport, writer_facts_of
 
 #: A run's row of ``tracker_runs``: listed, or its info brought up to date. ``_RUN_UPSERT`` takes the parameters
-#: of :meth:`Syncer._info_row`; ``_RUN_UPSERTS`` the same for many runs, a list per column (:func:`_listing_columns`).
+#: of :meth:`Syncer._info_row`; ``_RUN_UPSERTS`` the same for many runs, a list per column (:func:`_listing_columns`),
+#: sent in binary (as text, every quote of a JSON info would be escaped for the array, by Python).
 _RUN_UPSERTS_OF = """INSERT INTO tracker_runs (run_id, name, project, created_at, info, source, synced_at, run_group,
         job_type)
     {rows}
@@ -45,14 +46,17 @@ _RUN_UPSERTS_OF = """INSERT INTO tracker_runs (run_id, name, project, created_at
         job_type = EXCLUDED.job_type"""
 _RUN_UPSERT = _RUN_UPSERTS_OF.format(rows="VALUES (%s, %s, %s, %s, %s, %s, now(), %s, %s)")
 _RUN_UPSERTS = _RUN_UPSERTS_OF.format(
-    rows="SELECT r, n, p, c, i::json, s, now(), g, j FROM unnest(%s::text[], %s::text[], %s::text[], "
-         "%s::float8[], %s::text[], %s::text[], %s::text[], %s::text[]) AS t(r, n, p, c, i, s, g, j)")
+    rows="SELECT r, n, p, c, i::json, s, now(), g, j FROM unnest(%b::text[], %b::text[], %b::text[], "
+         "%b::float8[], %b::text[], %b::text[], %b::text[], %b::text[]) AS t(r, n, p, c, i, s, g, j)")
 
 #: New writers' rows of ``tracker_writers`` (:meth:`Syncer._copy_new`): plain inserts, so that a writer another
 #: sync has just added fails the transaction instead of being counted twice (``seen_at`` is the default, now()).
 _WRITERS_COPY = ("tracker_writers (run_id, writer, is_writer, host, started_at, ended_at, status, finish, "
                  "synced_bytes, synced_seq)")
-_EVENTS_COPY = "_tracker_in (run_id, writer, seq, kind, schema, step, time, data)"
+#: Their events, straight into ``tracker_events``: a run the database has no writer of has no events there either
+#: (a writer's rows and its events commit together), so an event there already means another sync is copying the
+#: run too, and failing the transaction is what is wanted (no ``ON CONFLICT``, no staging table to go through).
+_EVENTS_COPY = "tracker_events (run_id, writer, seq, kind, schema, step, time, data)"
 
 #: The first events of a writer's segment (its header).
 STARTS = (RUN_STARTED, WRITER_STARTED)
@@ -242,21 +246,18 @@ class NewRuns:
         from tracker.team.derived import copy_rows, lock_writers, write_new_writers
 
         psycopg = require_psycopg()
-        new = 0
         try:
             with self.conn.transaction(), self.conn.cursor() as cur:
                 lock_writers(cur, [(w[0], w[1]) for w in batch.writers])
                 if batch.events:
                     copy_rows(cur, _EVENTS_COPY, batch.events)
-                    cur.execute("INSERT INTO tracker_events SELECT * FROM _tracker_in ON CONFLICT DO NOTHING")
-                    new = max(cur.rowcount, 0)
                 write_new_writers(cur, batch.derived)
                 copy_rows(cur, _WRITERS_COPY, batch.writers)
                 if batch.listings is not None:
                     cur.execute(_RUN_UPSERTS, batch.listings)
         except psycopg.errors.IntegrityError:
             return None
-        return new
+        return len(batch.events)  # all new: a plain COPY stores every row or fails
 
     def _settle_new(self, batch: _NewBatch, new: int | None, report: SyncReport) -> bool:
         """What follows the copy of a batch (:meth:`_copy_new` returned ``new``): the sync's state and report,
