@@ -364,14 +364,6 @@ def write_new_writers(cur: Any, rows: NewWriterRows) -> None:
             copy_rows(cur, target, params)
 
 
-def add_new_writers(cur: Any, writers: list[tuple[str, str, list[tuple]]]) -> None:
-    """:func:`add_batch_fresh` for many writers the database has nothing of yet, in a few statements.
-
-    Each item is ``(run_id, writer, rows)``: :func:`new_writer_rows` written by :func:`write_new_writers`.
-    """
-    write_new_writers(cur, new_writer_rows(writers))
-
-
 def lock_writers(cur: Any, pairs: list[tuple[str, str]]) -> None:
     """Take :func:`add_batch`'s advisory lock of each ``(run_id, writer)``, in one order (no deadlock between
     two syncs taking several), in one statement."""
@@ -471,6 +463,6 @@ def migrate_to_5(cur: Any) -> None:
 
 MIGRATIONS = {2: migrate_to_2, 3: migrate_to_3, 4: migrate_to_4, 5: migrate_to_5}
 
-__all__ = ["CHUNK", "DDL_2", "MIGRATIONS", "NewWriterRows", "add_batch", "add_batch_fresh", "add_new_writers",
+__all__ = ["CHUNK", "DDL_2", "MIGRATIONS", "NewWriterRows", "add_batch", "add_batch_fresh",
            "copy_rows", "lock_writers", "migrate_to_2", "migrate_to_3", "migrate_to_4", "migrate_to_5",
            "new_writer_rows", "part_of", "stamp", "write_new_writers"]

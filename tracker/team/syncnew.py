@@ -238,8 +238,8 @@ class NewRuns:
     def _copy_new(self, batch: _NewBatch) -> int | None:
         """Copy a batch of new runs in one transaction: their events (one COPY), derived data, writers and
         listings, a statement each. Returns the events the database did not have, or ``None`` when another
-        sync copied one of these runs at the same time (plain inserts of the writers' rows fail: nothing of
-        the batch is kept, and :meth:`_settle_new` copies its runs the careful way).
+        sync copied one of these runs at the same time (the plain inserts of their events or writers fail:
+        nothing of the batch is kept, and :meth:`_settle_new` copies its runs the careful way).
 
         Touches nothing but the connection: it runs in the worker thread of :class:`_Copying`.
         """
@@ -286,11 +286,6 @@ class NewRuns:
             if self.blob_sync is not None:
                 self.blob_sync.sync_run(run.rid)
         return True
-
-    def _flush_new(self, runs: list[_NewRun], report: SyncReport) -> bool:
-        """Copy new runs in one transaction and settle them, in this thread (:meth:`_copy_new`)."""
-        batch = self._prepare_new(runs)
-        return self._settle_new(batch, self._copy_new(batch), report)
 
     def _landed(self, copying: _Copying | None, report: SyncReport) -> bool:
         """Wait for the batch being copied (if any) and settle it; whether anything changed."""
