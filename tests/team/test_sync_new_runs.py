@@ -139,3 +139,38 @@ def test_a_failed_batch_copy_stops_the_sync_with_its_error_and_loses_nothing(
         sync(tracker.open_store(store), url)
         sync(tracker.open_store(store), whole)
     assert tables(url) == tables(whole)
+
+
+def test_two_syncs_in_threads_with_batches_in_flight_store_each_event_once(tmp_path: Path, pg_server: object,
+                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    # As above with small batches, each written by its sync's worker while the next is read: a batch that meets
+    # the other sync's rows is copied the careful way, and the batches after it go on.
+    import threading
+
+    store = tmp_path / "store"
+    for i in range(24):
+        with tracker.start_run("race", f"r{i}", store=store, run_id=f"race{i:02d}", system_metrics=False) as run:
+            for step in range(3):
+                run.log({"loss": 1.0 / (step + 1 + i)}, step=step)
+    url = new_database(pg_server)
+    monkeypatch.setattr(sync_module, "NEW_RUNS", 4)
+    errors: list[BaseException] = []
+
+    def one() -> None:
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                sync(tracker.open_store(store), url)
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=one) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)
+    assert not errors, errors
+    got = tables(url)
+    assert len(got["tracker_runs"]) == len(got["tracker_writer_figures"]) == 24
+    assert len(got["tracker_events"]) == len({r[:3] for r in got["tracker_events"]}) == 24 * 5
+    assert [c[3] for c in got["tracker_metric_chunks"]] == [3] * 24
