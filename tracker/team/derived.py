@@ -294,8 +294,8 @@ def _plain_metrics(run_id: str, writer: str,
     """:func:`_metrics` without numpy for the common case, where it costs most per record (a lab's many small
     runs): every ``metrics`` record holds the same names, in the same order, all floats. ``None`` otherwise.
 
-    The same figures: ``count`` every record, ``first`` and ``last`` the ends, ``min`` and ``max`` the first
-    record that holds them (no NaN: a float read from JSON is finite), keys the running maximum of time.
+    The same figures: ``count`` every record, ``first`` and ``last`` the ends, ``min`` and ``max`` at the first
+    record that has them (no NaN: a float read from JSON is finite), keys the running maximum of time.
     """
     mets = [r for r in recs if r[4] == METRICS and r[5] is not None]
     if not mets:
