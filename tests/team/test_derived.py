@@ -77,3 +77,33 @@ def test_columns_and_figures_match_the_folder(pg_server, tmp_path_factory, write
 
 def _plain(figures: dict) -> str:
     return repr(sorted((k, sorted(v.items())) for k, v in figures.items()))
+
+
+FINITE = st.floats(allow_nan=False, allow_infinity=False, width=64)
+
+
+@settings(max_examples=100, deadline=None)
+@given(names=st.lists(st.sampled_from(["loss", "acc", "lr", "é"]), min_size=1, max_size=3, unique=True),
+       records=st.lists(st.tuples(st.integers(-2**53, 2**53), FINITE, st.lists(FINITE, min_size=3, max_size=3)),
+                        min_size=1, max_size=12),
+       strided=st.booleans())
+def test_plain_metrics_give_what_the_columns_give(names: list[str], records: list[tuple], strided: bool) -> None:
+    # A new writer whose metrics records are all floats of the same names is derived without numpy: the same
+    # count, times, figures (bit for bit, -0.0 included), chunk and values as through the folder's columns.
+    import orjson
+
+    from tracker.core.format import encode_nonfinite
+    from tracker.team.derived import _metrics, _plain_metrics
+
+    rows = [("r", "w", i + 2, "record", "metrics", i * 5 - 7 if strided else step, time,
+             dict(zip(names, vals, strict=False))) for i, (step, time, vals) in enumerate(records)]
+    rows.insert(1, ("r", "w", 99, "record", "text", 3, 1.0, {"note": "x"}))  # not a metrics record
+    plain, columns = _plain_metrics("r", "w", rows), _metrics("r", "w", rows)
+    assert plain == columns
+    assert orjson.dumps(encode_nonfinite(plain[2])) == orjson.dumps(encode_nonfinite(columns[2]))
+    # Anything else is left to the columns: an int, a NaN, a name missing from a record (the others have it).
+    others = [{**rows[0][7], names[0]: 1}, {**rows[0][7], names[0]: "NaN"}]
+    if len(records) > 1:
+        others.append(dict(list(rows[0][7].items())[1:]))
+    for data in others:
+        assert _plain_metrics("r", "w", [rows[0][:7] + (data,), *rows[1:]]) is None

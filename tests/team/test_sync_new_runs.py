@@ -55,21 +55,22 @@ def test_new_runs_in_batches_give_what_one_segment_at_a_time_gives(pair: tuple[P
     store, _url, _ids = pair
     batched, careful = new_database(pg_server), new_database(pg_server)
     used: list[int] = []
-    flush = sync_module.Syncer._flush_new
+    prepare = sync_module.Syncer._prepare_new
 
-    def counting(self: Any, runs: list[Any], report: Any) -> bool:
+    def counting(self: Any, runs: list[Any]) -> Any:
         used.append(len(runs))
-        return flush(self, runs, report)
+        return prepare(self, runs)
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         with monkeypatch.context() as m:
-            m.setattr(sync_module.Syncer, "_flush_new", counting)
+            m.setattr(sync_module.Syncer, "_prepare_new", counting)
+            m.setattr(sync_module, "NEW_RUNS", 3)  # several batches, each copied while the next is read
             first = sync(tracker.open_store(store), batched)
         with monkeypatch.context() as m:
             m.setattr(sync_module.Syncer, "_is_new", lambda self, rid: False)
             sync(tracker.open_store(store), careful)
-    assert used and max(used) > 1, f"no batch of new runs was copied ({used})"
+    assert len(used) > 2 and max(used) > 1, f"no batches of new runs were copied ({used})"
     assert first.runs == len(tracker.open_store(store).run_ids())
     got, want = tables(batched), tables(careful)
     for name in TABLES:
@@ -103,3 +104,73 @@ def test_two_first_syncs_at_once_store_each_event_and_derived_row_once(tmp_path:
     assert len(got["tracker_metric_values"]) == 40
     chunks = got["tracker_metric_chunks"]
     assert len(chunks) == 40 and all(c[3] == 5 for c in chunks), chunks[:3]
+
+
+def test_a_failed_batch_copy_stops_the_sync_with_its_error_and_loses_nothing(
+        pair: tuple[Path, str, dict[str, str]], pg_server: object, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The worker thread's error is the sync's, in one line, and what committed before it stays; the next sync
+    # copies the rest and the database ends as a sync without the failure leaves it.
+    import psycopg
+
+    from tracker.core.errors import TrackerError
+
+    store, _url, _ids = pair
+    url, whole = new_database(pg_server), new_database(pg_server)
+    copy = sync_module.Syncer._copy_new
+    calls: list[set[str]] = []
+
+    def failing(self: Any, batch: Any) -> Any:
+        calls.append({run.rid for run in batch.runs})
+        if len(calls) == 2:
+            raise psycopg.OperationalError("the server closed the connection (a test)")
+        return copy(self, batch)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with monkeypatch.context() as m:
+            m.setattr(sync_module.Syncer, "_copy_new", failing)
+            m.setattr(sync_module, "NEW_RUNS", 2)
+            with pytest.raises(TrackerError, match=r"^sync to .* stopped: the server closed the connection \(a test\) "
+                                                   r"\(nothing is lost: run `tracker sync` again to resume\)$"):
+                sync(tracker.open_store(store), url)
+        assert len(calls) == 2
+        listed = {row[0] for row in tables(url)["tracker_runs"]}
+        assert calls[0] <= listed and not calls[1] & listed  # the batch before the failure is in, the failed one not
+        sync(tracker.open_store(store), url)
+        sync(tracker.open_store(store), whole)
+    assert tables(url) == tables(whole)
+
+
+def test_two_syncs_in_threads_with_batches_in_flight_store_each_event_once(tmp_path: Path, pg_server: object,
+                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    # As above with small batches, each written by its sync's worker while the next is read: a batch that meets
+    # the other sync's rows is copied the careful way, and the batches after it go on.
+    import threading
+
+    store = tmp_path / "store"
+    for i in range(24):
+        with tracker.start_run("race", f"r{i}", store=store, run_id=f"race{i:02d}", system_metrics=False) as run:
+            for step in range(3):
+                run.log({"loss": 1.0 / (step + 1 + i)}, step=step)
+    url = new_database(pg_server)
+    monkeypatch.setattr(sync_module, "NEW_RUNS", 4)
+    errors: list[BaseException] = []
+
+    def one() -> None:
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                sync(tracker.open_store(store), url)
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=one) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)
+    assert not errors, errors
+    got = tables(url)
+    assert len(got["tracker_runs"]) == len(got["tracker_writer_figures"]) == 24
+    assert len(got["tracker_events"]) == len({r[:3] for r in got["tracker_events"]}) == 24 * 5
+    assert [c[3] for c in got["tracker_metric_chunks"]] == [3] * 24

@@ -27,8 +27,11 @@ adds the runs' ``run_group`` and ``job_type`` columns to ``tracker_runs``
 
 from __future__ import annotations
 
+import sys
+from array import array
 from typing import Any
 
+import attrs
 import orjson
 
 from tracker.core.format import METRICS, decode_nonfinite, encode_nonfinite
@@ -190,21 +193,11 @@ def _add_columns(cur: Any, run_id: str, writer: str, count: int, part: Any) -> N
     cur.executemany(_VALUES_INSERT, values)
 
 
-#: Writers' figures rows (:func:`add_batch_fresh`, :func:`add_new_writers`): the statement, a row's values, one row.
-_FIGURES_ROWS = "INSERT INTO tracker_writer_figures (run_id, writer, metrics, max_time, figures, schemas) VALUES {rows}"
-_FIGURES_ROW = "(%s, %s, %s, %s, %s, %s)"
-_FIGURES_INSERT = _FIGURES_ROWS.format(rows=_FIGURES_ROW)
+#: A writer's figures row (:func:`add_batch_fresh`).
+_FIGURES_INSERT = ("INSERT INTO tracker_writer_figures (run_id, writer, metrics, max_time, figures, schemas) "
+                   "VALUES (%s, %s, %s, %s, %s, %s)")
 
 
-def insert_rows(cur: Any, sql: str, row: str, rows: list[tuple], per: int = 500) -> None:
-    """``sql`` (an INSERT whose ``{rows}`` takes rows of values ``row``) for ``rows``, ``per`` rows a statement.
-
-    One statement for many rows, so that layout 5's triggers (:mod:`tracker.team.sortvalues`, once per statement
-    over the rows it wrote) derive the rows of hundreds of runs in one pass, not one run at a time.
-    """
-    for i in range(0, len(rows), per):
-        chunk = rows[i:i + per]
-        cur.execute(sql.format(rows=", ".join([row] * len(chunk))), [v for r in chunk for v in r])
 #: A new chunk of a writer's metric columns, and its values per metric name.
 _CHUNK_INSERT = ("INSERT INTO tracker_metric_chunks (run_id, writer, start, n, last_seq, names, step0, step_by, "
                  "steps, times) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)")
@@ -235,48 +228,149 @@ def _new_chunk(run_id: str, writer: str, start: int, part: Any) -> tuple[tuple, 
     return chunk, [(run_id, name, writer, start, col.astype("<f8").tobytes()) for name, col in part.cols.items()]
 
 
-def add_new_writers(cur: Any, writers: list[tuple[str, str, list[tuple]]]) -> None:
-    """:func:`add_batch_fresh` for many writers the database has nothing of yet, in a few statements.
+def copy_rows(cur: Any, target: str, rows: list[tuple]) -> None:
+    """``COPY target FROM STDIN`` of ``rows``: plain inserts of many rows in one statement.
 
-    Each item is ``(run_id, writer, rows)``. Plain inserts (no ``ON CONFLICT``): a writer that another
-    sync has added meanwhile makes the transaction fail, and the caller copies those runs the careful
-    way (:func:`add_batch`). The caller holds each writer's advisory lock (:func:`lock_writers`).
+    A row that is there already fails the statement (as a plain ``INSERT`` would), and layout 5's triggers
+    (:mod:`tracker.team.sortvalues`, once per statement over the rows it wrote) derive them all in one pass.
     """
-    from tracker.read.index.segments import metric_stats
+    with cur.copy(f"COPY {target} FROM STDIN") as cp:
+        for row in rows:
+            cp.write_row(row)
 
-    np = _numpy()
-    figures_rows: list[tuple] = []
-    chunks: list[tuple] = []
-    values: list[tuple] = []
+
+#: The ``COPY`` targets of :func:`write_new_writers`.
+_FIGURES_COPY = "tracker_writer_figures (run_id, writer, metrics, max_time, figures, schemas)"
+_CHUNKS_COPY = "tracker_metric_chunks (run_id, writer, start, n, last_seq, names, step0, step_by, steps, times)"
+_VALUES_COPY = "tracker_metric_values (run_id, name, writer, start, vals)"
+
+
+@attrs.define
+class NewWriterRows:
+    """What :func:`write_new_writers` inserts for writers the database has nothing of (:func:`new_writer_rows`)."""
+
+    #: the runs whose change stamps move, sorted
+    runs: list[str] = attrs.Factory(list)
+    #: rows of ``tracker_writer_figures``, ``tracker_metric_chunks`` and ``tracker_metric_values``
+    figures: list[tuple] = attrs.Factory(list)
+    chunks: list[tuple] = attrs.Factory(list)
+    values: list[tuple] = attrs.Factory(list)
+
+
+def new_writer_rows(writers: list[tuple[str, str, list[tuple]]]) -> NewWriterRows:
+    """The derived rows of writers the database has nothing of yet: each item is ``(run_id, writer, rows)``
+    (event rows, whose ``data`` may be the parsed object itself). No database: a caller may derive them
+    while another batch is being written."""
+    out = NewWriterRows(runs=sorted({w[0] for w in writers}))
     for run_id, writer, rows in writers:
         recs = [r for r in rows if r[3] == "record"]
         if not recs:
             continue
         schemas = {name: [n, first] for name, (n, first) in _schema_counts(recs).items()}
-        part = part_of(recs)
-        figures: dict[str, Any] = {}
-        top = None
-        if part is not None:
-            figures = metric_stats(part)
-            top = float(np.max(part.time))
-            chunk, vals = _new_chunk(run_id, writer, 0, part)
-            chunks.append(chunk)
-            values.extend(vals)
-        figures_rows.append((run_id, writer, part.n if part is not None else 0, top,
-                             orjson.dumps(encode_nonfinite(figures)).decode(), orjson.dumps(schemas).decode()))
-    cur.executemany("INSERT INTO tracker_changes (run_id, stamp) VALUES (%s, nextval('tracker_change_seq')) "
-                    "ON CONFLICT (run_id) DO UPDATE SET stamp = EXCLUDED.stamp",
-                    sorted({(w[0],) for w in writers}))
-    insert_rows(cur, _FIGURES_ROWS, _FIGURES_ROW, figures_rows)
-    for sql, params in ((_CHUNK_INSERT, chunks), (_VALUES_INSERT, values)):
+        derived = _plain_metrics(run_id, writer, recs) or _metrics(run_id, writer, recs)
+        count, top, figures, chunk, vals = derived
+        if chunk is not None:
+            out.chunks.append(chunk)
+            out.values.extend(vals)
+        out.figures.append((run_id, writer, count, top, orjson.dumps(encode_nonfinite(figures)).decode(),
+                            orjson.dumps(schemas).decode()))
+    return out
+
+
+def _metrics(run_id: str, writer: str, recs: list[tuple]) -> tuple[int, float | None, dict, tuple | None, list]:
+    """A new writer's metrics records (among record rows ``recs``) as :func:`new_writer_rows` writes them: their
+    count, latest time, figures (:func:`~tracker.read.index.segments.metric_stats`), chunk and values."""
+    from tracker.read.index.segments import metric_stats
+
+    part = part_of(recs)
+    if part is None:
+        return 0, None, {}, None, []
+    chunk, vals = _new_chunk(run_id, writer, 0, part)
+    return part.n, float(_numpy().max(part.time)), metric_stats(part), chunk, vals
+
+
+def _plain_metrics(run_id: str, writer: str,
+                   recs: list[tuple]) -> tuple[int, float | None, dict, tuple | None, list] | None:
+    """:func:`_metrics` without numpy for the common case, where it costs most per record (a lab's many small
+    runs): every ``metrics`` record holds the same names, in the same order, all floats. ``None`` otherwise.
+
+    The same figures: ``count`` every record, ``first`` and ``last`` the ends, ``min`` and ``max`` at the first
+    record that has them (no NaN: a float read from JSON is finite), keys the running maximum of time.
+    """
+    mets = [r for r in recs if r[4] == METRICS and r[5] is not None]
+    if not mets:
+        return None
+    first = mets[0][7]
+    if type(first) is not dict or not first:
+        return None
+    names = tuple(first)
+    cols: list[list[float]] = [[] for _ in names]
+    for r in mets:
+        data = r[7]
+        if type(data) is not dict or tuple(data) != names:
+            return None
+        for col, v in zip(cols, data.values(), strict=True):
+            if type(v) is not float:
+                return None
+            col.append(v)
+    n = len(mets)
+    steps = [int(r[5]) for r in mets]
+    times = [float(r[6]) for r in mets]
+    keys = []
+    key = times[0]
+    for t in times:
+        key = t if t > key else key
+        keys.append(key)
+    figures = {}
+    at = range(n)
+    for name, vals in zip(names, cols, strict=True):
+        lo, hi = min(at, key=vals.__getitem__), max(at, key=vals.__getitem__)
+        figures[name] = {
+            "count": n, "first": vals[0], "first_step": steps[0], "first_key": keys[0],
+            "last": vals[-1], "last_step": steps[-1], "last_key": keys[-1],
+            "min": vals[lo], "min_step": steps[lo], "min_key": keys[lo],
+            "max": vals[hi], "max_step": steps[hi], "max_key": keys[hi]}
+    by = steps[1] - steps[0] if n > 1 else None
+    if by is not None and any(b - a != by for a, b in zip(steps, steps[1:], strict=False)):
+        by = None
+    ranged = n == 1 or by is not None
+    chunk = (run_id, writer, 0, n, int(mets[-1][2]), list(names), steps[0] if ranged else None,
+             by if ranged else None, None if ranged else _le(array("q", steps)), _le(array("d", times)))
+    return n, max(times), figures, chunk, [(run_id, name, writer, 0, _le(array("d", vals)))
+                                           for name, vals in zip(names, cols, strict=True)]
+
+
+def _le(values: array) -> bytes:
+    """The bytes of ``values`` in little-endian order (what ``astype("<f8").tobytes()`` gives)."""
+    if sys.byteorder != "little":
+        values.byteswap()
+    return values.tobytes()
+
+
+def write_new_writers(cur: Any, rows: NewWriterRows) -> None:
+    """Insert :func:`new_writer_rows`: a statement per table, whatever the number of writers.
+
+    Plain inserts (no ``ON CONFLICT``): a writer that another sync has added meanwhile makes the transaction
+    fail, and the caller copies those runs the careful way (:func:`add_batch`). The caller holds each
+    writer's advisory lock (:func:`lock_writers`).
+    """
+    if rows.runs:
+        cur.execute("INSERT INTO tracker_changes (run_id, stamp) SELECT r, nextval('tracker_change_seq') "
+                    "FROM unnest(%b::text[]) AS r ON CONFLICT (run_id) DO UPDATE SET stamp = EXCLUDED.stamp",
+                    (rows.runs,))
+    for target, params in ((_FIGURES_COPY, rows.figures), (_CHUNKS_COPY, rows.chunks),
+                           (_VALUES_COPY, rows.values)):
         if params:
-            cur.executemany(sql, params)
+            copy_rows(cur, target, params)
 
 
 def lock_writers(cur: Any, pairs: list[tuple[str, str]]) -> None:
     """Take :func:`add_batch`'s advisory lock of each ``(run_id, writer)``, in one order (no deadlock between
-    two syncs taking several)."""
-    cur.executemany("SELECT pg_advisory_xact_lock(hashtext(%s), hashtext(%s))", sorted(pairs))
+    two syncs taking several), in one statement."""
+    pairs = sorted(pairs)
+    cur.execute("SELECT count(pg_advisory_xact_lock(hashtext(r), hashtext(w))) FROM (SELECT r, w FROM "
+                "unnest(%b::text[], %b::text[]) WITH ORDINALITY AS t(r, w, i) ORDER BY i) x",
+                ([p[0] for p in pairs], [p[1] for p in pairs]))
 
 
 def stamp(cur: Any, run_id: str) -> None:
@@ -369,5 +463,6 @@ def migrate_to_5(cur: Any) -> None:
 
 MIGRATIONS = {2: migrate_to_2, 3: migrate_to_3, 4: migrate_to_4, 5: migrate_to_5}
 
-__all__ = ["CHUNK", "DDL_2", "MIGRATIONS", "add_batch", "add_batch_fresh", "insert_rows", "migrate_to_2",
-           "migrate_to_3", "migrate_to_4", "migrate_to_5", "part_of", "stamp"]
+__all__ = ["CHUNK", "DDL_2", "MIGRATIONS", "NewWriterRows", "add_batch", "add_batch_fresh",
+           "copy_rows", "lock_writers", "migrate_to_2", "migrate_to_3", "migrate_to_4", "migrate_to_5",
+           "new_writer_rows", "part_of", "stamp", "write_new_writers"]

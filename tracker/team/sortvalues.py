@@ -19,7 +19,7 @@ Triggers on ``tracker_runs`` (its ``info``), ``tracker_writer_figures`` and
 rows in the transaction that changes what they derive from, so no writer
 (``tracker sync``, the follower, a script of SQL) can leave them behind. They
 run once per statement, over the rows it wrote (:data:`TRIGGERS`): a sync that
-writes a few hundred runs a statement (:func:`tracker.team.derived.insert_rows`)
+writes a few hundred runs a statement (:func:`tracker.team.derived.copy_rows`)
 has them derived in one pass. Two transactions writing the same run derive its
 rows one after the other (an advisory lock per bucket of runs).
 Texts longer than :data:`TEXT_MAX` characters are kept cut (``cut``), and a
