@@ -50,7 +50,8 @@ def test_bench_lab_quick_prints_each_measurement_beside_its_floor(pg_url: str, t
                           capture_output=True, text=True, cwd=tmp_path, env=env, timeout=600)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     rows = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
-    assert len(rows) == 2 * 7 + 1  # per store: first rows, three pages, six new sorts, memory, tracker runs
+    assert len(rows) == 2 * 8 + 1  # per store: first rows, three pages, six new sorts, memory, the four whole
+    # passes (ended_at, duration, a tag, text), tracker runs
     for r in rows:
         assert r["benchmark"] == "lab" and r["value"] > 0 and r["floor"] > 0 and "target" in r, r
     assert "s3cret" not in proc.stdout + proc.stderr
