@@ -58,6 +58,18 @@ escape_init(void)
     escape_of['\\'] = '\\';
 }
 
+/* The bytes of x that a JSON string escapes, as a bit mask (bit i: byte i). */
+#if defined(__SSE2__)
+static inline unsigned
+specials16(__m128i x)
+{
+    const __m128i quote = _mm_set1_epi8('"'), bslash = _mm_set1_epi8('\\'), top = _mm_set1_epi8(0x1f);
+    return (unsigned)_mm_movemask_epi8(_mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(x, quote),
+                                                                 _mm_cmpeq_epi8(x, bslash)),
+                                                    _mm_cmpeq_epi8(_mm_min_epu8(x, top), x)));
+}
+#endif
+
 /* The first byte of s[0:n] that a JSON string escapes (below 0x20, '"', '\\'; \n and \r among them), or n:
  * 16 bytes at a time where the CPU has SSE2 (every x86-64), the last block overlapping the one before. */
 static inline size_t
@@ -66,13 +78,9 @@ find_special(const unsigned char *s, size_t n)
     size_t i = 0;
 #if defined(__SSE2__)
     if (n >= 16) {
-        const __m128i quote = _mm_set1_epi8('"'), bslash = _mm_set1_epi8('\\'), top = _mm_set1_epi8(0x1f);
         for (;;) {
             size_t at = i + 16 <= n ? i : n - 16;
-            __m128i x = _mm_loadu_si128((const __m128i *)(s + at));
-            __m128i m = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(x, quote), _mm_cmpeq_epi8(x, bslash)),
-                                     _mm_cmpeq_epi8(_mm_min_epu8(x, top), x));
-            unsigned mask = (unsigned)_mm_movemask_epi8(m) & (~0u << (i - at));  /* not the bytes before i again */
+            unsigned mask = specials16(_mm_loadu_si128((const __m128i *)(s + at))) & (~0u << (i - at));
             if (mask)
                 return at + (size_t)__builtin_ctz(mask);
             if (at + 16 >= n)
@@ -88,18 +96,58 @@ find_special(const unsigned char *s, size_t n)
     return n;
 }
 
-/* Writes the escaped form of s[0:n] at out (room for 6 * n bytes); returns the bytes written. */
+/* The last b in s[0:n], or NULL (memrchr, which not every C library has). */
+static const unsigned char *
+last_byte(const unsigned char *s, size_t n, unsigned char b)
+{
+#if defined(__SSE2__)
+    const __m128i v = _mm_set1_epi8((char)b);
+    for (; n >= 16; n -= 16) {
+        unsigned mask = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(_mm_loadu_si128((const __m128i *)(s + n - 16)), v));
+        if (mask)
+            return s + n - 16 + (31 - __builtin_clz(mask));
+    }
+#endif
+    while (n > 0) {
+        if (s[--n] == b)
+            return s + n;
+    }
+    return NULL;
+}
+
+/* Writes the escaped form of s[0:n] at out (room for 6 * n bytes); returns the bytes written and counts the
+ * \n among s in *newlines. 16 bytes at a time are stored as they are and the output moves on to the first
+ * that needs escaping (the stores never pass out + 6 * n). */
 static size_t
-escape(char *out, const unsigned char *s, size_t n)
+escape_counting(char *out, const unsigned char *s, size_t n, size_t *newlines)
 {
     char *o = out;
-    size_t i = 0;
+    size_t i = 0, nl = 0;
     for (;;) {
-        size_t run = i + find_special(s + i, n - i);
-        memcpy(o, s + i, run - i);
-        o += run - i;
-        if (run == n)
-            break;
+        size_t run;
+#if defined(__SSE2__)
+        if (i + 16 <= n) {
+            __m128i x = _mm_loadu_si128((const __m128i *)(s + i));
+            _mm_storeu_si128((__m128i *)o, x);
+            unsigned mask = specials16(x);
+            if (mask == 0) {
+                i += 16;
+                o += 16;
+                continue;
+            }
+            unsigned k = (unsigned)__builtin_ctz(mask);
+            i += k;
+            o += k;
+            run = i;
+        } else
+#endif
+        {
+            run = i + find_special(s + i, n - i);
+            memcpy(o, s + i, run - i);
+            o += run - i;
+            if (run == n)
+                break;
+        }
         unsigned char c = s[run];
         char e = escape_of[c];
         if (e == 'u') {
@@ -109,11 +157,14 @@ escape(char *out, const unsigned char *s, size_t n)
         } else {
             o[0] = '\\'; o[1] = e;
             o += 2;
+            nl += c == '\n';
         }
         i = run + 1;
     }
+    *newlines += nl;
     return (size_t)(o - out);
 }
+
 
 /* A sequence number as decimal text, counted up in place (lines are numbered one after another). */
 typedef struct {
@@ -222,10 +273,10 @@ rec_close(Buf *out, Parts *parts, Rec *r, int partial)
 
 /* Adds one line (text: UTF-8, already valid, at most MAX_TEXT_BYTES) of `stream` to the open record, or
  * closes it and opens the next one (another stream, or no room left); *opened counts the records opened.
- * plain: no byte of the text needs escaping (it is copied as it is). */
+ * The text may be several lines joined by \n (cut_block()): *newlines (if not NULL) counts them. */
 static int
 rec_add(Buf *out, Parts *parts, Rec *r, const unsigned char *text, size_t n, int stream, long long *opened,
-        int plain)
+        size_t *newlines)
 {
     if (r->open && (r->stream != stream || r->text + 1 + n > MAX_TEXT_BYTES)) {
         if (rec_close(out, parts, r, 0) < 0)
@@ -253,12 +304,8 @@ rec_add(Buf *out, Parts *parts, Rec *r, const unsigned char *text, size_t n, int
         o += 2;
         r->text += 1 + n;
     }
-    if (plain) {
-        memcpy(o, text, n);
-        o += n;
-    } else {
-        o += escape(o, text, n);
-    }
+    size_t nl = 0;
+    o += escape_counting(o, text, n, newlines ? newlines : &nl);
     out->len = (size_t)(o - out->p);
     return 0;
 }
@@ -336,7 +383,7 @@ lines(PyObject *Py_UNUSED(self), PyObject *args)
             goto done;
         }
         /* a partial line is the last of its record (the next record of its stream is its later state) */
-        if (rec_add(&out, &parts, &r, (const unsigned char *)u, (size_t)len, k[i] & 1, &opened, 0) < 0 ||
+        if (rec_add(&out, &parts, &r, (const unsigned char *)u, (size_t)len, k[i] & 1, &opened, NULL) < 0 ||
             ((k[i] >> 1) & 1 && rec_close(&out, &parts, &r, 1) < 0)) {
             PyErr_NoMemory();
             goto done;
@@ -705,10 +752,9 @@ typedef struct {
     long long records, text_bytes, ended, limit;
 } Cut;
 
-/* A line ends: its records (a line over 64 KiB in pieces), while the run takes text. plain: no byte of it
- * needs escaping. */
+/* A line ends: its records (a line over 64 KiB in pieces), while the run takes text. */
 static void
-cut_line(Cut *c, const unsigned char *s, size_t n, int plain)
+cut_line(Cut *c, const unsigned char *s, size_t n)
 {
     c->ended++;
     size_t at = 0;
@@ -718,7 +764,7 @@ cut_line(Cut *c, const unsigned char *s, size_t n, int plain)
             if (c->text_bytes + (long long)k > c->limit) {
                 c->full = 1;
             } else {
-                if (rec_add(&c->out, c->parts, &c->r, s + at, k, 0, &c->records, plain) < 0) {
+                if (rec_add(&c->out, c->parts, &c->r, s + at, k, 0, &c->records, NULL) < 0) {
                     c->oom = 1;
                     return;
                 }
@@ -729,35 +775,78 @@ cut_line(Cut *c, const unsigned char *s, size_t n, int plain)
     } while (at < n);
 }
 
+/* The common case, at a line's start with nothing unfinished before it: the complete lines of s[0:n] that
+ * the open record (or a new one) and the run's limit still take, up to the first \r, go to the record in
+ * one piece, escaped in one pass (their \n become the \n that joins a record's lines), as cut_line() would
+ * put them there one by one. Returns the bytes taken (the last line's \n among them); 0: the next line is
+ * for cut_line() (it holds a \r, does not fit the open record, is past the limit, or is unfinished). */
+static size_t
+cut_block(Cut *c, const unsigned char *s, size_t n)
+{
+    Rec *r = &c->r;
+    if (c->full || n == 0)
+        return 0;
+    /* the most text the record takes (the \n joining it to the text before counted), plus one: where the
+     * last line's \n may be; within the run's limit too (the block's text bytes are at most its length) */
+    size_t win = !(r->open && r->stream == 0) ? MAX_TEXT_BYTES + 1
+                 : r->text + 1 <= MAX_TEXT_BYTES ? MAX_TEXT_BYTES - r->text : 0;
+    long long left = c->limit - c->text_bytes;
+    if (left < 0)
+        left = 0;
+    if ((unsigned long long)left + 1 < win)
+        win = (size_t)left + 1;
+    if (win > n)
+        win = n;
+    const unsigned char *nl = last_byte(s, win, '\n');
+    if (nl == NULL)
+        return 0;
+    const unsigned char *cr = memchr(s, '\r', (size_t)(nl - s));
+    if (cr != NULL && (cr == s || (nl = last_byte(s, (size_t)(cr - s), '\n')) == NULL))
+        return 0;
+    size_t len = (size_t)(nl - s), lines = 1;  /* the last line's \n is not in the text */
+    if (rec_add(&c->out, c->parts, r, s, len, 0, &c->records, &lines) < 0) {
+        c->oom = 1;
+        return 0;
+    }
+    c->ended += (long long)lines;
+    c->text_bytes += (long long)(len + 1 - lines);
+    return len + 1;
+}
+
 /* Cuts u[0:len] (UTF-8, whole characters) into lines after the unfinished one, as _Line.feed does: \r
- * rewrites collapse, each \n ends a line. A line in u itself (the common case) goes to its record from
- * there; one scan finds its end and whether anything in it needs escaping. */
+ * rewrites collapse, each \n ends a line. Runs of plain lines go to the record in one piece (cut_block());
+ * the rest, a line at a time, through the unfinished line's buffer. */
 static void
 cut_text(Cut *c, const unsigned char *u, size_t len)
 {
     size_t start = 0;
     while (start < len) {
-        size_t j = start + find_special(u + start, len - start);
-        int plain = 1;
-        while (j < len && u[j] != '\n' && u[j] != '\r') {
-            plain = 0;
-            j += 1 + find_special(u + j + 1, len - j - 1);
+        if (c->cur.len == 0 && !c->cr) {
+            size_t k = cut_block(c, u + start, len - start);
+            if (c->oom)
+                return;
+            if (k > 0) {
+                start += k;
+                continue;
+            }
+        }
+        size_t j = start;
+        for (;;) {
+            j += find_special(u + j, len - j);
+            if (j >= len || u[j] == '\n' || u[j] == '\r')
+                break;
+            j++;
         }
         if (j >= len)
             break;
         unsigned char ch = u[j];
-        const unsigned char *line = NULL;
-        size_t n = 0;
         /* the text before the break goes to the line: appended, or replacing it after a \r */
         if (j > start) {
             if (c->cr) {
                 c->cur.len = 0;
                 c->cr = 0;
             }
-            if (ch == '\n' && c->cur.len == 0) {
-                line = u + start;
-                n = j - start;
-            } else if (put(&c->cur, u + start, j - start) < 0) {
+            if (put(&c->cur, u + start, j - start) < 0) {
                 c->oom = 1;
                 return;
             }
@@ -767,12 +856,7 @@ cut_text(Cut *c, const unsigned char *u, size_t len)
             c->cr = 1;
             continue;
         }
-        if (line == NULL) {
-            line = c->cur.p ? (const unsigned char *)c->cur.p : (const unsigned char *)"";
-            n = c->cur.len;
-            plain = 0;
-        }
-        cut_line(c, line, n, plain);
+        cut_line(c, c->cur.p ? (const unsigned char *)c->cur.p : (const unsigned char *)"", c->cur.len);
         if (c->oom)
             return;
         c->cur.len = 0;
@@ -943,7 +1027,7 @@ feed(PyObject *Py_UNUSED(self), PyObject *args)
             if (c.text_bytes + (long long)k > c.limit) {
                 c.full = 1;
             } else {
-                if (rec_add(&c.out, &parts, &c.r, (const unsigned char *)c.cur.p + off, k, 0, &c.records, 0) < 0) {
+                if (rec_add(&c.out, &parts, &c.r, (const unsigned char *)c.cur.p + off, k, 0, &c.records, NULL) < 0) {
                     c.oom = 1;
                     break;
                 }
