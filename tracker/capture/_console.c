@@ -116,7 +116,7 @@ last_byte(const unsigned char *s, size_t n, unsigned char b)
 }
 
 /* Writes the escaped form of s[0:n] at out (room for 6 * n bytes); returns the bytes written and counts the
- * \n among s in *newlines. 16 bytes at a time are stored as they are and the output moves on to the first
+ * \n among s in *newlines. 32 bytes at a time are stored as they are and the output moves on to the first
  * that needs escaping (the stores never pass out + 6 * n). */
 static size_t
 escape_counting(char *out, const unsigned char *s, size_t n, size_t *newlines)
@@ -126,7 +126,21 @@ escape_counting(char *out, const unsigned char *s, size_t n, size_t *newlines)
     for (;;) {
         size_t run;
 #if defined(__SSE2__)
-        if (i + 16 <= n) {
+        if (i + 32 <= n) {
+            __m128i x0 = _mm_loadu_si128((const __m128i *)(s + i)), x1 = _mm_loadu_si128((const __m128i *)(s + i + 16));
+            _mm_storeu_si128((__m128i *)o, x0);
+            _mm_storeu_si128((__m128i *)(o + 16), x1);
+            unsigned mask = specials16(x0) | specials16(x1) << 16;
+            if (mask == 0) {
+                i += 32;
+                o += 32;
+                continue;
+            }
+            unsigned k = (unsigned)__builtin_ctz(mask);
+            i += k;
+            o += k;
+            run = i;
+        } else if (i + 16 <= n) {
             __m128i x = _mm_loadu_si128((const __m128i *)(s + i));
             _mm_storeu_si128((__m128i *)o, x);
             unsigned mask = specials16(x);
