@@ -428,8 +428,9 @@ typedef struct {
 
 /* What an object counts for in the spool's size (its text is not known here). */
 #define OBJ_COST 64
-/* The most text feed() takes from a spool at a time, in bytes (one write(2) to the segment). */
-#define FEED_MOST ((size_t)2 << 20)
+/* The most text feed() takes from a spool at a time, in bytes (one write(2) to the segment): more than the
+ * tees let wait (console.py's BACKLOG_BYTES), so that feed() takes the spool's buffer itself, not a copy. */
+#define FEED_MOST ((size_t)4 << 20)
 
 typedef struct {
     PyObject_HEAD
@@ -528,11 +529,11 @@ spool_pop(SpoolObject *sp)
 }
 
 /* The spool's leading stdout text, at most FEED_MOST bytes cut between characters, for feed(): when that is
- * all that waits, the spool's buffer itself (*swapped; the spool goes on with its spare), else a copy in
- * *in. Sets *u to it; returns its length, 0 when the spool does not start with stdout text, -1 when out of
- * memory. With the interpreter held. */
+ * all that waits, the spool's buffer itself (into *swapped, to give back; the spool goes on with its
+ * spare), else a copy in *in. Sets *u to it; returns its length, 0 when the spool does not start with
+ * stdout text, -1 when out of memory. With the interpreter held. */
 static Py_ssize_t
-spool_take_text(SpoolObject *sp, Buf *in, int *swapped, const unsigned char **u)
+spool_take_text(SpoolObject *sp, Buf *in, Buf *swapped, const unsigned char **u)
 {
     if (sp->seghead == sp->nsegs)
         return 0;
@@ -547,13 +548,12 @@ spool_take_text(SpoolObject *sp, Buf *in, int *swapped, const unsigned char **u)
             k--;
     }
     if (k == g->len && sp->seghead + 1 == sp->nsegs) {
-        *in = sp->data;
-        *u = (const unsigned char *)in->p + sp->head;
+        *swapped = sp->data;
+        *u = t;
         sp->data = sp->spare;
         sp->spare = (Buf){NULL, 0, 0};
         sp->taken += k;
         spool_reset(sp);
-        *swapped = 1;
         return (Py_ssize_t)k;
     }
     in->len = 0;
@@ -948,7 +948,6 @@ feed(PyObject *Py_UNUSED(self), PyObject *args)
     memset(&c, 0, sizeof c);
     Buf in = {NULL, 0, 0}, taken = {NULL, 0, 0};
     SpoolObject *sp = NULL;
-    int swapped = 0;
     int own = !scratch_busy;
     if (own) {
         scratch_busy = 1;
@@ -1010,7 +1009,7 @@ feed(PyObject *Py_UNUSED(self), PyObject *args)
         len = in.len;
     } else {
         sp = (SpoolObject *)Py_NewRef(source);
-        Py_ssize_t k = spool_take_text(sp, &in, &swapped, &u);
+        Py_ssize_t k = spool_take_text(sp, &in, &taken, &u);
         if (k < 0) {
             PyErr_NoMemory();
             goto done;
@@ -1019,8 +1018,6 @@ feed(PyObject *Py_UNUSED(self), PyObject *args)
             result = Py_NewRef(Py_None);
             goto done;
         }
-        if (swapped)
-            taken = in, in = (Buf){NULL, 0, 0};  /* the spool's own buffer: given back below */
         len = (size_t)k;
     }
     if (put(&c.cur, p, (size_t)plen) < 0) {

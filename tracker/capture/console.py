@@ -66,10 +66,10 @@ FLUSH_INTERVAL = 0.1
 CHUNK = 8192
 #: This many writes waiting (the flusher starved of the interpreter): the writing thread takes them itself.
 BACKLOG = 65536
-#: Bytes of the spool the Python path takes at a time (the C path takes at most 2 MiB of stdout text).
+#: Bytes of the spool the Python path takes at a time (the C path takes at most 4 MiB of stdout text).
 CHUNK_BYTES = 1 << 20
 #: This many bytes waiting in the spool: the writing thread takes them itself (as :data:`BACKLOG`).
-BACKLOG_BYTES = 8 << 20
+BACKLOG_BYTES = 2 << 20
 
 
 # --- the runs that capture ----------------------------------------------------------------------
@@ -214,7 +214,7 @@ class Capture:
         """Take what was written, cut it into records and write them to every sink: the writes taken (the
         spool's: bytes).
 
-        A long backlog is taken a chunk at a time (the spool's stdout text 2 MiB at a time, else
+        A long backlog is taken a chunk at a time (the spool's stdout text 4 MiB at a time, else
         :data:`CHUNK_BYTES`; the list's :data:`CHUNK` writes; each one write to the segment), so that
         what is being worked on stays small however long the flusher had to wait for the interpreter; what
         is written meanwhile is left for the next round.
