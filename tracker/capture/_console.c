@@ -3,9 +3,11 @@
  * this module was not built: no C compiler, or TRACKER_PURE_PYTHON=1).
  *
  * Tee is the wrapped write of sys.stdout / sys.stderr: it calls the stream's own write with exactly the
- * arguments given, returns its result, then appends the text to a list (stderr's as a 1-tuple), so a
- * print() pays one C call more and nothing else; when the list has grown by `every` items it wakes the
- * flusher, so that what waits stays small. Its `on` turns it into a pass-through.
+ * arguments given, returns its result, then copies the text's UTF-8 into a Spool (what a stream writes in
+ * a row is one stretch of bytes; anything else is kept as the object it is), so a print() pays one C call
+ * and a copy, and the recorder's thread never touches the program's objects (their reference counts stay
+ * on the printing thread's core); each time `every` more bytes wait it wakes the flusher, so that what
+ * waits stays small. Its `on` turns it into a pass-through.
  *
  * lines() and feed() put console lines between the constant parts of a `console` record's line (made by
  * the recorder from the writer's record template), escape the text as orjson escapes JSON strings (the
@@ -13,9 +15,10 @@
  * record's CRC-32 (zlib's), so that one write(2) puts a whole batch into the segment. Consecutive lines of
  * one stream share a record, joined by \n inside its JSON string, up to MAX_TEXT_BYTES of text in all
  * (lines.py's lines_py makes the same bytes); a partial line is the last of its record. feed() also cuts the
- * written texts into lines itself (the common case: stdout only, text UTF-8 can hold), collapsing \r
+ * written text into lines itself (the common case: the spool's leading stdout text), collapsing \r
  * rewrites and splitting lines over 64 KiB exactly as console.py's _Line and checked() do, without making
- * a str per line; it declines (returns None, having changed nothing) for anything else.
+ * a str per line (a run of plain lines goes into its record in one piece), and writes the records to the
+ * writer's segment; it declines (returns None, having taken nothing) for anything else.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
