@@ -8,15 +8,20 @@ is a :class:`Sink` of it, with its own byte cap). Two ways in:
   identity and ``isatty()`` untouched): the original ``write`` runs first and
   the terminal gets exactly what it got before, then the text is kept: its
   UTF-8 copied into a ``_console.Spool`` (C), or the str appended to a list
-  (Python). That is all a ``print()`` pays; nothing is parsed on the caller's
-  thread, and the recorder never touches the caller's objects.
+  (Python). That is what a ``print()`` pays, and the recorder never touches
+  the caller's objects; with the C extension, each time another 1 MiB waits
+  the writing thread cuts and writes it itself (below).
 - ``"fd"``: file descriptors 1 and 2 are pointed at a pipe (a pseudo-terminal
   when the descriptor was a terminal, so ``isatty()`` and colours hold in
   child processes too), and a reader thread writes every byte on to the
   original descriptor before decoding it for the run.
 
 A flusher thread takes what was written every 0.1 s (at once when much is
-waiting), cuts it into lines, collapses ``\\r`` rewrites (a progress bar keeps
+waiting; with the C tee, 1 MiB waiting is taken by the writing thread itself,
+in C with the interpreter let go: handing it to the flusher cost more CPU than
+the work, since that thread must take the interpreter from a program that
+holds it, which wakes and stalls both threads again and again), cuts it into
+lines, collapses ``\\r`` rewrites (a progress bar keeps
 its last state), splits lines over 64 KiB, and writes each run's records with
 one ``write(2)`` per batch (the lines of a stream in one record, joined by
 ``\\n``, at most 64 KiB of text each) (``_console.c``, or the same bytes in Python). The
@@ -68,8 +73,11 @@ CHUNK = 8192
 BACKLOG = 65536
 #: Bytes of the spool the Python path takes at a time (the C path takes at most 4 MiB of stdout text).
 CHUNK_BYTES = 1 << 20
-#: This many bytes waiting in the spool: the writing thread takes them itself (as :data:`BACKLOG`).
-BACKLOG_BYTES = 2 << 20
+#: This many bytes waiting in the spool: the writing thread takes them itself (as :data:`BACKLOG`). The C tee
+#: calls ``kick`` every :data:`tracker.capture.tee.KICK_BYTES` (as much), so a busy program's text is cut and
+#: written on its own thread, and the flusher takes what trickles in (CPU time of a captured ``print()`` to a
+#: file, paired rounds: 1.03x of a plain one this way, 1.25x handed to the flusher; benchmarks/RESULTS.md).
+BACKLOG_BYTES = 1 << 20
 
 
 # --- the runs that capture ----------------------------------------------------------------------
@@ -246,8 +254,9 @@ class Capture:
 
     def kick(self) -> None:
         """Called by the tees as what waits grows (:data:`tracker.capture.tee.KICK_BYTES`,
-        :data:`tracker.capture.tee.KICK_EVERY`): wake the flusher, or, when it has not kept up (a busy
-        machine), take the backlog on the writing thread, so that memory stays bounded."""
+        :data:`tracker.capture.tee.KICK_EVERY`): take what waits on the writing thread (the spool's
+        :data:`BACKLOG_BYTES`, or the list's :data:`BACKLOG` when the flusher has not kept up), so that
+        memory stays bounded, else wake the flusher."""
         spool = self.spool
         if len(self.buf) >= BACKLOG or (spool is not None and len(spool) >= BACKLOG_BYTES):
             try:

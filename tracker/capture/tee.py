@@ -18,7 +18,8 @@ from tracker.capture.lines import STDERR, STDOUT, native
 
 #: Every this many writes waiting (a power of two), :class:`PyTee` calls ``kick``: what waits stays small.
 KICK_EVERY = 32768
-#: Every time this many more bytes wait in the spool (a power of two), ``_console.Tee`` calls ``kick``.
+#: Every time this many more bytes wait in the spool (a power of two), ``_console.Tee`` calls ``kick`` (which then
+#: cuts and writes them on the writing thread: console.py's ``BACKLOG_BYTES``).
 KICK_BYTES = 1 << 20
 
 
