@@ -329,3 +329,21 @@ def test_prints_from_a_signal_handler_and_at_exit_keep_their_place_among_both_st
     at = both.index("warn 1000")
     assert both[at - 1:at + 2] == ["line 1000 é", "warn 1000", "line 1001 é"]
     assert both[-2:] == [f"handler ran {hits}", "at exit"]
+
+
+WRITER_LOCK = """
+import sys, tracker
+run = tracker.start_run(project="p")
+with run._att.writer.lock:  # a handler that prints while a record is being written
+    for i in range(20000):
+        print(f"{i:05d} " + "x" * 100)  # 2 MB: past the tee's 1 MiB twice
+print("after")
+run.finish()
+"""
+
+
+def test_a_print_while_the_runs_writer_is_locked_leaves_the_work_to_the_flusher(tmp_path: Path,
+                                                                               store: Path) -> None:
+    proc = run_py(script(tmp_path, WRITER_LOCK), store, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert texts(only_run(store)) == [f"{i:05d} " + "x" * 100 for i in range(20000)] + ["after"]

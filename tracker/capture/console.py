@@ -256,15 +256,24 @@ class Capture:
         """Called by the tees as what waits grows (:data:`tracker.capture.tee.KICK_BYTES`,
         :data:`tracker.capture.tee.KICK_EVERY`): take what waits on the writing thread (the spool's
         :data:`BACKLOG_BYTES`, or the list's :data:`BACKLOG` when the flusher has not kept up), so that
-        memory stays bounded, else wake the flusher."""
+        memory stays bounded, else wake the flusher. A writer's lock held meanwhile (this thread may hold
+        it: a handler that prints while a record is written) leaves the work to the flusher."""
         spool = self.spool
-        if len(self.buf) >= BACKLOG or (spool is not None and len(spool) >= BACKLOG_BYTES):
+        if (len(self.buf) >= BACKLOG or (spool is not None and len(spool) >= BACKLOG_BYTES)) and \
+                not self._writer_busy():
             try:
                 self.flush()
             except Exception:  # noqa: BLE001, S110 - never into the code that prints
                 pass
         else:
             self.wake.set()
+
+    def _writer_busy(self) -> bool:
+        """Whether a capturing run's writer lock is held (by this thread, perhaps: taking it would hang)."""
+        try:
+            return any(sink.run._att.writer.lock.locked() for sink in self.sinks)
+        except Exception:  # noqa: BLE001 - a run half set up or torn down: leave it to the flusher
+            return True
 
     def _flush_items(self, items: Any, force: bool) -> None:
         """One chunk of ``items`` (a list of writes, or the spool: a chunk of it is taken here) to the sinks."""
