@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import pty
+import re
 import select
 import subprocess
 import sys
@@ -285,3 +286,64 @@ def test_ranks_of_one_run_keep_their_lines_apart(tmp_path: Path, store: Path) ->
     for lines in by_writer.values():
         rank = lines[0].split()[1]
         assert lines == [f"rank {rank} line {i}" for i in range(100)]
+
+
+SIGNALS = """
+import atexit, signal, sys, tracker
+run = tracker.start_run(project="p")
+hits = []
+def handler(signum, frame):
+    hits.append(1)
+    print(f"from the handler {len(hits)}")
+signal.signal(signal.SIGALRM, handler)
+signal.setitimer(signal.ITIMER_REAL, 0.001, 0.001)
+for i in range(30000):
+    print(f"line {i} é")
+    if i % 1000 == 0:
+        print(f"warn {i}", file=sys.stderr)
+signal.setitimer(signal.ITIMER_REAL, 0)
+atexit.register(lambda: print("at exit"))
+print("handler ran", len(hits), file=sys.stderr)
+"""
+
+
+def test_prints_from_a_signal_handler_and_at_exit_keep_their_place_among_both_streams(tmp_path: Path,
+                                                                                       store: Path) -> None:
+    proc = run_py(script(tmp_path, SIGNALS), store)
+    assert proc.returncode == 0, proc.stderr
+    view = only_run(store)
+    # A handler's print can land inside a line of the loop (between its text and its newline), or fail in
+    # the stream's own write (CPython's buffer refuses a reentrant call; text it took may then never reach
+    # the terminal, with capture or without): the run keeps every print whose write returned.
+    hits = int(proc.stderr.decode().split("handler ran ")[1].split()[0])
+    handler = re.compile(r"from the handler (\d+)")
+    kept = "\n".join(texts(view, "stdout")) + "\n"
+    numbers = [int(k) for k in handler.findall(kept)]
+    assert set(numbers) >= {int(k) for k in handler.findall(proc.stdout.decode(errors="replace"))}
+    assert len(set(numbers)) == len(numbers) > 0 and max(numbers) <= hits, (numbers, hits)
+    body = [ln for ln in handler.sub("", kept).split("\n") if ln]
+    assert body == [*(f"line {i} é" for i in range(30000)), "at exit"]
+    assert texts(view, "stderr") == [*(f"warn {i}" for i in range(0, 30000, 1000)), f"handler ran {hits}"]
+    # and the two streams in the order they were written
+    both = [ln for ln in (handler.sub("", t) for t in texts(view)) if ln]
+    at = both.index("warn 1000")
+    assert both[at - 1:at + 2] == ["line 1000 é", "warn 1000", "line 1001 é"]
+    assert both[-2:] == [f"handler ran {hits}", "at exit"]
+
+
+WRITER_LOCK = """
+import sys, tracker
+run = tracker.start_run(project="p")
+with run._att.writer.lock:  # a handler that prints while a record is being written
+    for i in range(20000):
+        print(f"{i:05d} " + "x" * 100)  # 2 MB: past the tee's 1 MiB twice
+print("after")
+run.finish()
+"""
+
+
+def test_a_print_while_the_runs_writer_is_locked_leaves_the_work_to_the_flusher(tmp_path: Path,
+                                                                               store: Path) -> None:
+    proc = run_py(script(tmp_path, WRITER_LOCK), store, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert texts(only_run(store)) == [f"{i:05d} " + "x" * 100 for i in range(20000)] + ["after"]

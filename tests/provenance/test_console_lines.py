@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import random
 import zlib
 
 import pytest
@@ -92,3 +93,118 @@ def test_grep_ignores_colours_and_tail_takes_the_last() -> None:
     assert plain(lines[0].text) == "loss 0.5"
     assert [ln.text for ln in select(lines, grep=r"^loss")] == ["\x1b[31mloss\x1b[0m 0.5", "loss nan"]
     assert [ln.text for ln in select(lines, stream="stdout", tail=1)] == ["acc"]
+
+
+# --- the C path over many lines, the run's limit, the spool ----------------------------------------
+
+needs_c = pytest.mark.skipif(c.native is None, reason="the C extension was not built")
+ALPHABET = ["é", "€", "😀", '"', "\\", "\t", "\x1b[31m", "\x00", "\u2028", " "]
+
+
+def many_lines(seed: int, n: int) -> str:
+    """``n`` lines of mixed lengths (some over a record's worth together), escapes, now and then a \\r."""
+    rnd = random.Random(seed)
+    out = []
+    for _ in range(n):
+        k = rnd.choice([0, 1, 7, 60, 100, 250])
+        text = "".join(rnd.choice(ALPHABET) if rnd.random() < 0.05 else "x" for _ in range(k))
+        if rnd.random() < 0.02:
+            text = "bar 10%\r" + text
+        out.append(text + "\n")
+    return "".join(out)
+
+
+def cut_up(text: str, rnd: random.Random) -> list[str]:
+    items, at = [], 0
+    while at < len(text):
+        k = rnd.choice([1, 2, 50, 101, 4000])
+        items.append(text[at:at + k])
+        at += k
+    return items
+
+
+@needs_c
+@pytest.mark.parametrize("seed", [1, 2])
+def test_runs_of_lines_over_several_records_are_the_python_paths_bytes(seed: int) -> None:
+    rnd = random.Random(seed)
+    text = many_lines(seed, 2500) + "unfinished"  # about 200 KB: several 64 KiB records
+    items = cut_up(text, rnd)
+    for pending, cr in (("", False), ("half a line ", False), ("bar 50%", True)):
+        blob, rest, rcr = python_path(items, pending, cr, 41)
+        got = c.native.feed(items, pending, cr, PRE, zlib.crc32(PRE), 41, c.MIDS, c.TAILS, 10**15)
+        assert got[0] == blob and got[3] == rest and bool(got[4]) == rcr
+        assert got[1] == blob.count(b"\n") >= 3
+
+
+@needs_c
+def test_the_runs_limit_stops_at_the_line_the_python_path_stops_at() -> None:
+    text = many_lines(3, 1500)
+    line = c.Line()
+    batch = c.Batch()
+    line.feed(text, 0.0, batch, c.STDOUT)
+    batch, _ = c.checked(batch)
+    sizes = [len(t.encode()) for t in batch.texts]
+    for limit in (0, 1, 99, 100, 101, 5000, 65_536, 65_537, 100_000, sum(sizes) - 1, sum(sizes)):
+        kept, total = 0, 0
+        while kept < len(sizes) and total + sizes[kept] <= limit:  # as Sink.write keeps them
+            total += sizes[kept]
+            kept += 1
+        want = c.lines_py(PRE, zlib.crc32(PRE), 0, batch.texts[:kept], c.MIDS, c.TAILS, bytes(batch.kinds[:kept]))
+        got = c.native.feed([text], "", False, PRE, zlib.crc32(PRE), 0, c.MIDS, c.TAILS, limit)
+        assert (got[0], got[2], bool(got[6])) == (want, total, kept < len(sizes)), limit
+
+
+class Sub(str):
+    pass
+
+
+@needs_c
+def test_the_spool_keeps_every_write_in_order_and_the_c_path_takes_only_its_leading_stdout_text() -> None:
+    spool = c.native.Spool()
+    kicks = []
+    out = c.native.Tee(len, spool, False, lambda: kicks.append(len(spool)), 8)
+    err = c.native.Tee(lambda s: 7, spool, True)
+    assert out("ab\n") == 3 and out("c") == 1 and err("e1\n") == 7
+    assert out("lone \udcff\n") == 7 and out(b"bytes\n") == 6 and out("é\n") == 2 and out(Sub("sub\n")) == 4
+    # bytes of UTF-8, 64 for each object kept as it is; a kick each time the size passes a multiple of 8
+    assert out("") == 0 and len(spool) == 4 + 3 + 64 + 64 + 3 + 64 and kicks == [71, 135, 138, 202]
+    got = c.native.feed(spool, "", False, PRE, zlib.crc32(PRE), 0, c.MIDS, c.TAILS, 10**15)
+    assert got is not None and got[3] == "c" and got[5] == 1 and spool.taken == 4
+    assert c.native.feed(spool, "", False, PRE, zlib.crc32(PRE), 0, c.MIDS, c.TAILS, 10**15) is None
+    assert spool.taken == 4  # declined: nothing taken
+    rest = spool.take(0)
+    assert rest == [("e1\n",), "lone \udcff\n", b"bytes\n", "é\n", "sub\n"] and type(rest[-1]) is Sub
+    assert len(spool) == 0 and spool.take(0) == []
+    # a pass-through when off; the stream's own errors and odd calls go through untouched, nothing kept
+    out.on = False
+    assert out("x\n") == 2 and len(spool) == 0
+
+    def refuse(s: str) -> int:
+        raise OSError("disk full")
+
+    bad = c.native.Tee(refuse, spool, False)
+    with pytest.raises(OSError, match="disk full"):
+        bad("lost\n")
+    assert c.native.Tee(lambda *a, **k: (a, k), spool, False)("a", end="") == (("a",), {"end": ""})
+    assert len(spool) == 0
+
+
+@needs_c
+def test_a_large_spool_is_taken_four_mib_at_a_time_cut_between_characters() -> None:
+    spool = c.native.Spool()
+    tee = c.native.Tee(lambda s: None, spool, False)
+    line = "é" * 60 + "\n"  # 121 bytes: 4 MiB falls inside a character
+    for _ in range(40_000):
+        tee(line)
+    tee("é unfinished")
+    texts, pending, seq, rounds = [], "", 0, 0
+    while len(spool):
+        before = spool.taken
+        got = c.native.feed(spool, pending, False, PRE, zlib.crc32(PRE), seq, c.MIDS, c.TAILS, 10**15)
+        assert 0 < spool.taken - before <= 4 << 20
+        pending, seq, rounds = got[3], seq + got[1], rounds + 1
+        for rec in got[0].splitlines():
+            head, crc = rec.rsplit(b',"crc":"', 1)
+            assert int(crc[:8], 16) == zlib.crc32(head)
+            texts.extend(json.loads(rec)["data"]["text"].split("\n"))
+    assert rounds == 2 and pending == "é unfinished" and texts == [line[:-1]] * 40_000

@@ -3,9 +3,11 @@
  * this module was not built: no C compiler, or TRACKER_PURE_PYTHON=1).
  *
  * Tee is the wrapped write of sys.stdout / sys.stderr: it calls the stream's own write with exactly the
- * arguments given, returns its result, then appends the text to a list (stderr's as a 1-tuple), so a
- * print() pays one C call more and nothing else; when the list has grown by `every` items it wakes the
- * flusher, so that what waits stays small. Its `on` turns it into a pass-through.
+ * arguments given, returns its result, then copies the text's UTF-8 into a Spool (what a stream writes in
+ * a row is one stretch of bytes; anything else is kept as the object it is), so a print() pays one C call
+ * and a copy, and the recorder's thread never touches the program's objects (their reference counts stay
+ * on the printing thread's core); each time `every` more bytes wait it wakes the flusher, so that what
+ * waits stays small. Its `on` turns it into a pass-through.
  *
  * lines() and feed() put console lines between the constant parts of a `console` record's line (made by
  * the recorder from the writer's record template), escape the text as orjson escapes JSON strings (the
@@ -13,16 +15,23 @@
  * record's CRC-32 (zlib's), so that one write(2) puts a whole batch into the segment. Consecutive lines of
  * one stream share a record, joined by \n inside its JSON string, up to MAX_TEXT_BYTES of text in all
  * (lines.py's lines_py makes the same bytes); a partial line is the last of its record. feed() also cuts the
- * written texts into lines itself (the common case: stdout only, text UTF-8 can hold), collapsing \r
+ * written text into lines itself (the common case: the spool's leading stdout text), collapsing \r
  * rewrites and splitting lines over 64 KiB exactly as console.py's _Line and checked() do, without making
- * a str per line; it declines (returns None, having changed nothing) for anything else.
+ * a str per line (a run of plain lines goes into its record in one piece), and writes the records to the
+ * writer's segment; it declines (returns None, having taken nothing) for anything else.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
+#include <errno.h>
+#include <limits.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 /* The most text one record holds, in bytes of UTF-8 (console.py's MAX_TEXT_BYTES). */
 #define MAX_TEXT_BYTES (64 * 1024)
@@ -52,38 +61,110 @@ escape_init(void)
     escape_of['\\'] = '\\';
 }
 
-/* Whether any of the 8 bytes of x needs escaping: below 0x20, '"' or '\\' (bit tricks, no branch per byte). */
-static inline int
-word_needs_escape(uint64_t x)
+/* The bytes of x that a JSON string escapes, as a bit mask (bit i: byte i). */
+#if defined(__SSE2__)
+static inline unsigned
+specials16(__m128i x)
 {
-    const uint64_t ones = 0x0101010101010101ULL, highs = 0x8080808080808080ULL;
-    uint64_t below = (x - ones * 0x20) & ~x & highs;
-    uint64_t q = x ^ (ones * '"'), b = x ^ (ones * '\\');
-    uint64_t quote = (q - ones) & ~q & highs, backslash = (b - ones) & ~b & highs;
-    return (below | quote | backslash) != 0;
+    const __m128i quote = _mm_set1_epi8('"'), bslash = _mm_set1_epi8('\\'), top = _mm_set1_epi8(0x1f);
+    return (unsigned)_mm_movemask_epi8(_mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(x, quote),
+                                                                 _mm_cmpeq_epi8(x, bslash)),
+                                                    _mm_cmpeq_epi8(_mm_min_epu8(x, top), x)));
+}
+#endif
+
+/* The first byte of s[0:n] that a JSON string escapes (below 0x20, '"', '\\'; \n and \r among them), or n:
+ * 16 bytes at a time where the CPU has SSE2 (every x86-64), the last block overlapping the one before. */
+static inline size_t
+find_special(const unsigned char *s, size_t n)
+{
+    size_t i = 0;
+#if defined(__SSE2__)
+    if (n >= 16) {
+        for (;;) {
+            size_t at = i + 16 <= n ? i : n - 16;
+            unsigned mask = specials16(_mm_loadu_si128((const __m128i *)(s + at))) & (~0u << (i - at));
+            if (mask)
+                return at + (size_t)__builtin_ctz(mask);
+            if (at + 16 >= n)
+                return n;
+            i = at + 16;
+        }
+    }
+#endif
+    for (; i < n; i++) {
+        if (escape_of[s[i]])
+            return i;
+    }
+    return n;
 }
 
-/* Writes the escaped form of s[0:n] at out (room for 6 * n bytes); returns the bytes written. */
+/* The last b in s[0:n], or NULL (memrchr, which not every C library has). */
+static const unsigned char *
+last_byte(const unsigned char *s, size_t n, unsigned char b)
+{
+#if defined(__SSE2__)
+    const __m128i v = _mm_set1_epi8((char)b);
+    for (; n >= 16; n -= 16) {
+        unsigned mask = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(_mm_loadu_si128((const __m128i *)(s + n - 16)), v));
+        if (mask)
+            return s + n - 16 + (31 - __builtin_clz(mask));
+    }
+#endif
+    while (n > 0) {
+        if (s[--n] == b)
+            return s + n;
+    }
+    return NULL;
+}
+
+/* Writes the escaped form of s[0:n] at out (room for 6 * n bytes); returns the bytes written and counts the
+ * \n among s in *newlines. 32 bytes at a time are stored as they are and the output moves on to the first
+ * that needs escaping (the stores never pass out + 6 * n). */
 static size_t
-escape(char *out, const unsigned char *s, size_t n)
+escape_counting(char *out, const unsigned char *s, size_t n, size_t *newlines)
 {
     char *o = out;
-    size_t i = 0;
-    while (i < n) {
-        size_t run = i;
-        while (run + 8 <= n) {
-            uint64_t x;
-            memcpy(&x, s + run, 8);
-            if (word_needs_escape(x))
+    size_t i = 0, nl = 0;
+    for (;;) {
+        size_t run;
+#if defined(__SSE2__)
+        if (i + 32 <= n) {
+            __m128i x0 = _mm_loadu_si128((const __m128i *)(s + i)), x1 = _mm_loadu_si128((const __m128i *)(s + i + 16));
+            _mm_storeu_si128((__m128i *)o, x0);
+            _mm_storeu_si128((__m128i *)(o + 16), x1);
+            unsigned mask = specials16(x0) | specials16(x1) << 16;
+            if (mask == 0) {
+                i += 32;
+                o += 32;
+                continue;
+            }
+            unsigned k = (unsigned)__builtin_ctz(mask);
+            i += k;
+            o += k;
+            run = i;
+        } else if (i + 16 <= n) {
+            __m128i x = _mm_loadu_si128((const __m128i *)(s + i));
+            _mm_storeu_si128((__m128i *)o, x);
+            unsigned mask = specials16(x);
+            if (mask == 0) {
+                i += 16;
+                o += 16;
+                continue;
+            }
+            unsigned k = (unsigned)__builtin_ctz(mask);
+            i += k;
+            o += k;
+            run = i;
+        } else
+#endif
+        {
+            run = i + find_special(s + i, n - i);
+            memcpy(o, s + i, run - i);
+            o += run - i;
+            if (run == n)
                 break;
-            run += 8;
         }
-        while (run < n && escape_of[s[run]] == 0)
-            run++;
-        memcpy(o, s + i, run - i);
-        o += run - i;
-        if (run == n)
-            break;
         unsigned char c = s[run];
         char e = escape_of[c];
         if (e == 'u') {
@@ -93,21 +174,14 @@ escape(char *out, const unsigned char *s, size_t n)
         } else {
             o[0] = '\\'; o[1] = e;
             o += 2;
+            nl += c == '\n';
         }
         i = run + 1;
     }
+    *newlines += nl;
     return (size_t)(o - out);
 }
 
-/* The first \n or \r in s[0:n], or n. */
-static inline size_t
-next_break(const unsigned char *s, size_t n)
-{
-    const unsigned char *nl = memchr(s, '\n', n);
-    size_t end = nl ? (size_t)(nl - s) : n;
-    const unsigned char *cr = end ? memchr(s, '\r', end) : NULL;
-    return cr ? (size_t)(cr - s) : end;
-}
 
 /* A sequence number as decimal text, counted up in place (lines are numbered one after another). */
 typedef struct {
@@ -215,9 +289,11 @@ rec_close(Buf *out, Parts *parts, Rec *r, int partial)
 }
 
 /* Adds one line (text: UTF-8, already valid, at most MAX_TEXT_BYTES) of `stream` to the open record, or
- * closes it and opens the next one (another stream, or no room left); *opened counts the records opened. */
+ * closes it and opens the next one (another stream, or no room left); *opened counts the records opened.
+ * The text may be several lines joined by \n (cut_block()): *newlines (if not NULL) counts them. */
 static int
-rec_add(Buf *out, Parts *parts, Rec *r, const unsigned char *text, size_t n, int stream, long long *opened)
+rec_add(Buf *out, Parts *parts, Rec *r, const unsigned char *text, size_t n, int stream, long long *opened,
+        size_t *newlines)
 {
     if (r->open && (r->stream != stream || r->text + 1 + n > MAX_TEXT_BYTES)) {
         if (rec_close(out, parts, r, 0) < 0)
@@ -245,7 +321,8 @@ rec_add(Buf *out, Parts *parts, Rec *r, const unsigned char *text, size_t n, int
         o += 2;
         r->text += 1 + n;
     }
-    o += escape(o, text, n);
+    size_t nl = 0;
+    o += escape_counting(o, text, n, newlines ? newlines : &nl);
     out->len = (size_t)(o - out->p);
     return 0;
 }
@@ -323,7 +400,7 @@ lines(PyObject *Py_UNUSED(self), PyObject *args)
             goto done;
         }
         /* a partial line is the last of its record (the next record of its stream is its later state) */
-        if (rec_add(&out, &parts, &r, (const unsigned char *)u, (size_t)len, k[i] & 1, &opened) < 0 ||
+        if (rec_add(&out, &parts, &r, (const unsigned char *)u, (size_t)len, k[i] & 1, &opened, NULL) < 0 ||
             ((k[i] >> 1) & 1 && rec_close(&out, &parts, &r, 1) < 0)) {
             PyErr_NoMemory();
             goto done;
@@ -341,11 +418,330 @@ done:
     return result;
 }
 
+/* ---- Spool: what the tees keep, as UTF-8 ------------------------------------------------------- */
+
+/* A stretch of what was written to one stream: text (its UTF-8 in the spool's data, after the stretches
+ * before it), or one object that is not a str UTF-8 can hold (a str with lone surrogates or of a subclass,
+ * bytes given to a permissive stream), kept as it is for the Python path. */
+typedef struct {
+    PyObject *obj;   /* NULL: text */
+    size_t len;      /* text: its bytes still waiting */
+    int stream;      /* 0 stdout, 1 stderr */
+} Seg;
+
+/* What an object counts for in the spool's size (its text is not known here). */
+#define OBJ_COST 64
+/* The most text feed() takes from a spool at a time, in bytes (one write(2) to the segment): more than the
+ * tees let wait (console.py's BACKLOG_BYTES), so that feed() takes the spool's buffer itself, not a copy. */
+#define FEED_MOST ((size_t)4 << 20)
+
+typedef struct {
+    PyObject_HEAD
+    Buf data;          /* the text waiting: data.p[head:data.len] */
+    size_t head;
+    Seg *segs;         /* the stretches waiting: segs[seghead:nsegs] */
+    size_t seghead, nsegs, segcap;
+    size_t size;       /* what waits, in bytes (an object: OBJ_COST) */
+    unsigned long long taken;  /* what was taken since the spool was made, likewise */
+    Buf spare;         /* an empty buffer, swapped in when feed() takes all the text at once */
+} SpoolObject;
+
+static PyTypeObject SpoolType;
+
+static void
+spool_reset(SpoolObject *sp)
+{
+    sp->seghead = sp->nsegs = 0;
+    sp->head = sp->data.len = 0;
+    sp->size = 0;
+}
+
+static Seg *
+spool_seg(SpoolObject *sp, int stream, PyObject *obj)
+{
+    if (sp->nsegs == sp->segcap) {
+        if (sp->seghead > 0) {  /* stretches taken: move the rest down */
+            memmove(sp->segs, sp->segs + sp->seghead, (sp->nsegs - sp->seghead) * sizeof(Seg));
+            sp->nsegs -= sp->seghead;
+            sp->seghead = 0;
+        }
+        if (sp->nsegs == sp->segcap) {
+            size_t cap = sp->segcap ? sp->segcap * 2 : 64;
+            Seg *segs = realloc(sp->segs, cap * sizeof(Seg));
+            if (segs == NULL)
+                return NULL;
+            sp->segs = segs;
+            sp->segcap = cap;
+        }
+    }
+    Seg *g = &sp->segs[sp->nsegs++];
+    g->obj = obj;
+    g->len = 0;
+    g->stream = stream;
+    return g;
+}
+
+/* Keeps what was written (s) to `stream`: its UTF-8, or the object itself. -1: no memory (nothing kept). */
+static int
+spool_put(SpoolObject *sp, int stream, PyObject *s)
+{
+    const char *p = NULL;
+    Py_ssize_t n = 0;
+    if (PyUnicode_CheckExact(s)) {
+        if (PyUnicode_IS_COMPACT_ASCII(s)) {
+            p = (const char *)PyUnicode_DATA(s);
+            n = PyUnicode_GET_LENGTH(s);
+        } else if ((p = PyUnicode_AsUTF8AndSize(s, &n)) == NULL) {
+            PyErr_Clear();  /* lone surrogates: the Python path replaces them */
+        }
+    }
+    if (p == NULL) {
+        if (spool_seg(sp, stream, s) == NULL)
+            return -1;
+        Py_INCREF(s);
+        sp->size += OBJ_COST;
+        return 0;
+    }
+    if (n == 0)
+        return 0;
+    if (sp->data.len + (size_t)n > sp->data.cap && sp->head > 0) {  /* text taken: move the rest down */
+        memmove(sp->data.p, sp->data.p + sp->head, sp->data.len - sp->head);
+        sp->data.len -= sp->head;
+        sp->head = 0;
+    }
+    if (reserve(&sp->data, (size_t)n) < 0)
+        return -1;
+    Seg *g = sp->nsegs > sp->seghead ? &sp->segs[sp->nsegs - 1] : NULL;
+    if (g == NULL || g->obj != NULL || g->stream != stream) {
+        if ((g = spool_seg(sp, stream, NULL)) == NULL)
+            return -1;
+    }
+    memcpy(sp->data.p + sp->data.len, p, (size_t)n);
+    sp->data.len += (size_t)n;
+    g->len += (size_t)n;
+    sp->size += (size_t)n;
+    return 0;
+}
+
+/* The first stretch is done with: the next one is first (all taken: the spool starts over). */
+static void
+spool_pop(SpoolObject *sp)
+{
+    if (++sp->seghead == sp->nsegs)
+        spool_reset(sp);
+}
+
+/* The spool's leading stdout text, at most FEED_MOST bytes cut between characters, for feed(): when that is
+ * all that waits, the spool's buffer itself (into *swapped, to give back; the spool goes on with its
+ * spare), else a copy in *in. Sets *u to it; returns its length, 0 when the spool does not start with
+ * stdout text, -1 when out of memory. With the interpreter held. */
+static Py_ssize_t
+spool_take_text(SpoolObject *sp, Buf *in, Buf *swapped, const unsigned char **u)
+{
+    if (sp->seghead == sp->nsegs)
+        return 0;
+    Seg *g = &sp->segs[sp->seghead];
+    if (g->obj != NULL || g->stream != 0)
+        return 0;
+    const unsigned char *t = (const unsigned char *)sp->data.p + sp->head;
+    size_t k = g->len;
+    if (k > FEED_MOST) {
+        k = FEED_MOST;
+        while (k > 0 && (t[k] & 0xC0) == 0x80)
+            k--;
+    }
+    if (k == g->len && sp->seghead + 1 == sp->nsegs) {
+        *swapped = sp->data;
+        *u = t;
+        sp->data = sp->spare;
+        sp->spare = (Buf){NULL, 0, 0};
+        sp->taken += k;
+        spool_reset(sp);
+        return (Py_ssize_t)k;
+    }
+    in->len = 0;
+    if (put(in, t, k) < 0)
+        return -1;
+    *u = (const unsigned char *)in->p;
+    g->len -= k;
+    sp->head += k;
+    sp->size -= k;
+    sp->taken += k;
+    if (g->len == 0)
+        spool_pop(sp);
+    return (Py_ssize_t)k;
+}
+
+/* A buffer spool_take_text() swapped out, back as the spool's spare (unless it has one, or it is large). */
+static void
+spool_give_back(SpoolObject *sp, Buf *b)
+{
+    if (sp->spare.p == NULL && b->cap <= ((size_t)8 << 20)) {
+        b->len = 0;
+        sp->spare = *b;
+    } else {
+        free(b->p);
+    }
+    *b = (Buf){NULL, 0, 0};
+}
+
+static PyObject *
+spool_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
+{
+    if (!PyArg_ParseTuple(args, ":Spool") || (kwds != NULL && PyDict_GET_SIZE(kwds) > 0)) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_TypeError, "Spool() takes no arguments");
+        return NULL;
+    }
+    return type->tp_alloc(type, 0);  /* zeroed: empty */
+}
+
+static int
+spool_traverse(SpoolObject *sp, visitproc visit, void *arg)
+{
+    for (size_t i = sp->seghead; i < sp->nsegs; i++)
+        Py_VISIT(sp->segs[i].obj);
+    return 0;
+}
+
+static int
+spool_clear(SpoolObject *sp)
+{
+    size_t from = sp->seghead, to = sp->nsegs;
+    spool_reset(sp);
+    for (size_t i = from; i < to; i++)
+        Py_CLEAR(sp->segs[i].obj);
+    return 0;
+}
+
+static void
+spool_dealloc(SpoolObject *sp)
+{
+    PyObject_GC_UnTrack(sp);
+    spool_clear(sp);
+    free(sp->data.p);
+    free(sp->spare.p);
+    free(sp->segs);
+    Py_TYPE(sp)->tp_free((PyObject *)sp);
+}
+
+static Py_ssize_t
+spool_len(SpoolObject *sp)
+{
+    return (Py_ssize_t)sp->size;
+}
+
+static PyObject *
+spool_get_taken(SpoolObject *sp, void *Py_UNUSED(closure))
+{
+    return PyLong_FromUnsignedLongLong(sp->taken);
+}
+
+static PyGetSetDef spool_getset[] = {
+    {"taken", (getter)spool_get_taken, NULL, "the bytes taken so far (feed() and take(); an object: 64)", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+/* take(most) -> list: what waits, as the writes were (str for stdout, a 1-tuple for stderr, text of a stream
+ * written one after another as one str), up to about `most` bytes, for the Python path. */
+static PyObject *
+spool_take(SpoolObject *sp, PyObject *arg)
+{
+    Py_ssize_t most = PyLong_AsSsize_t(arg);
+    if (most == -1 && PyErr_Occurred())
+        return NULL;
+    PyObject *out = PyList_New(0);
+    if (out == NULL)
+        return NULL;
+    size_t got = 0;
+    while (sp->seghead < sp->nsegs && (most <= 0 || got < (size_t)most)) {
+        Seg *g = &sp->segs[sp->seghead];
+        int stream = g->stream;
+        PyObject *item;
+        if (g->obj != NULL) {
+            item = g->obj;  /* the spool's reference, handed on */
+            g->obj = NULL;
+            sp->size -= OBJ_COST;
+            sp->taken += OBJ_COST;
+            got += OBJ_COST;
+            spool_pop(sp);
+        } else {
+            const char *t = sp->data.p + sp->head;
+            size_t k = g->len;
+            if (most > 0 && k > (size_t)most - got) {
+                k = (size_t)most - got;
+                while (k > 0 && ((unsigned char)t[k] & 0xC0) == 0x80)
+                    k--;
+                if (k == 0)
+                    break;
+            }
+            item = PyUnicode_DecodeUTF8(t, (Py_ssize_t)k, "strict");
+            if (item == NULL)
+                goto error;
+            g->len -= k;
+            sp->head += k;
+            sp->size -= k;
+            sp->taken += k;
+            got += k;
+            if (g->len == 0)
+                spool_pop(sp);
+        }
+        if (stream) {
+            PyObject *tup = PyTuple_Pack(1, item);
+            Py_DECREF(item);
+            if ((item = tup) == NULL)
+                goto error;
+        }
+        int bad = PyList_Append(out, item);
+        Py_DECREF(item);
+        if (bad < 0)
+            goto error;
+    }
+    return out;
+error:
+    Py_DECREF(out);
+    return NULL;
+}
+
+static PyObject *
+spool_drop(SpoolObject *sp, PyObject *Py_UNUSED(ignored))
+{
+    spool_clear(sp);
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef spool_methods[] = {
+    {"take", (PyCFunction)spool_take, METH_O,
+     "take(most) -> list: what waits, as writes (str: stdout, (str,): stderr), about `most` bytes (<= 0: all)."},
+    {"clear", (PyCFunction)spool_drop, METH_NOARGS, "clear(): drop what waits."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PySequenceMethods spool_as_sequence = {
+    .sq_length = (lenfunc)spool_len,
+};
+
+static PyTypeObject SpoolType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "tracker.capture._console.Spool",
+    .tp_basicsize = sizeof(SpoolObject),
+    .tp_dealloc = (destructor)spool_dealloc,
+    .tp_as_sequence = &spool_as_sequence,
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+    .tp_doc = "Spool(): what the tees keep of stdout and stderr, as UTF-8 text in order (objects that are not "
+              "such text as they are); len() is its size in bytes. feed() takes its stdout text, take() the rest.",
+    .tp_traverse = (traverseproc)spool_traverse,
+    .tp_clear = (inquiry)spool_clear,
+    .tp_methods = spool_methods,
+    .tp_getset = spool_getset,
+    .tp_new = spool_new,
+};
+
 /* feed()'s buffers, kept from one call to the next so that their pages stay mapped (a fresh megabyte a
  * call costs page faults and zeroed pages as much as the work itself); taken and given back with the
  * interpreter held, so a second caller meanwhile (a forked child's writing thread) gets buffers of its own.
  * Past SCRATCH_KEEP (a batch of very long lines) they are freed rather than kept. */
-static Buf scratch_out = {NULL, 0, 0}, scratch_cur = {NULL, 0, 0};
+static Buf scratch_out = {NULL, 0, 0}, scratch_cur = {NULL, 0, 0}, scratch_in = {NULL, 0, 0};
 static int scratch_busy = 0;
 #define SCRATCH_KEEP ((size_t)8 << 20)
 
@@ -361,52 +757,229 @@ scratch_return(Buf *keep, Buf *b)
     *keep = *b;
 }
 
-/* ---- feed(items, pending, cr, pre, crc_pre, seq, mids, tails, limit) ----------------------------
+/* ---- cutting text into lines and records ------------------------------------------------------- */
+
+typedef struct {
+    Buf out;            /* the records */
+    Buf cur;            /* the unfinished line */
+    int cr;             /* a \r asks the next text to replace it */
+    int full, oom;
+    Rec r;
+    Parts *parts;
+    long long records, text_bytes, ended, limit;
+} Cut;
+
+/* A line ends: its records (a line over 64 KiB in pieces), while the run takes text. */
+static void
+cut_line(Cut *c, const unsigned char *s, size_t n)
+{
+    c->ended++;
+    size_t at = 0;
+    do {
+        size_t k = piece(s + at, n - at);
+        if (!c->full) {
+            if (c->text_bytes + (long long)k > c->limit) {
+                c->full = 1;
+            } else {
+                if (rec_add(&c->out, c->parts, &c->r, s + at, k, 0, &c->records, NULL) < 0) {
+                    c->oom = 1;
+                    return;
+                }
+                c->text_bytes += (long long)k;
+            }
+        }
+        at += k;
+    } while (at < n);
+}
+
+/* The common case, at a line's start with nothing unfinished before it: the complete lines of s[0:n] that
+ * the open record (or a new one) and the run's limit still take, up to the first \r, go to the record in
+ * one piece, escaped in one pass (their \n become the \n that joins a record's lines), as cut_line() would
+ * put them there one by one. Returns the bytes taken (the last line's \n among them); 0: the next line is
+ * for cut_line() (it holds a \r, does not fit the open record, is past the limit, or is unfinished). */
+static size_t
+cut_block(Cut *c, const unsigned char *s, size_t n)
+{
+    Rec *r = &c->r;
+    if (c->full || n == 0)
+        return 0;
+    /* the most text the record takes (the \n joining it to the text before counted), plus one: where the
+     * last line's \n may be; within the run's limit too (the block's text bytes are at most its length) */
+    size_t win = !(r->open && r->stream == 0) ? MAX_TEXT_BYTES + 1
+                 : r->text + 1 <= MAX_TEXT_BYTES ? MAX_TEXT_BYTES - r->text : 0;
+    long long left = c->limit - c->text_bytes;
+    if (left < 0)
+        left = 0;
+    if ((unsigned long long)left + 1 < win)
+        win = (size_t)left + 1;
+    if (win > n)
+        win = n;
+    const unsigned char *nl = last_byte(s, win, '\n');
+    if (nl == NULL)
+        return 0;
+    const unsigned char *cr = memchr(s, '\r', (size_t)(nl - s));
+    if (cr != NULL && (cr == s || (nl = last_byte(s, (size_t)(cr - s), '\n')) == NULL))
+        return 0;
+    size_t len = (size_t)(nl - s), lines = 1;  /* the last line's \n is not in the text */
+    if (rec_add(&c->out, c->parts, r, s, len, 0, &c->records, &lines) < 0) {
+        c->oom = 1;
+        return 0;
+    }
+    c->ended += (long long)lines;
+    c->text_bytes += (long long)(len + 1 - lines);
+    return len + 1;
+}
+
+/* Cuts u[0:len] (UTF-8, whole characters) into lines after the unfinished one, as _Line.feed does: \r
+ * rewrites collapse, each \n ends a line. Runs of plain lines go to the record in one piece (cut_block());
+ * the rest, a line at a time, through the unfinished line's buffer. */
+static void
+cut_text(Cut *c, const unsigned char *u, size_t len)
+{
+    size_t start = 0;
+    while (start < len) {
+        if (c->cur.len == 0 && !c->cr) {
+            size_t k = cut_block(c, u + start, len - start);
+            if (c->oom)
+                return;
+            if (k > 0) {
+                start += k;
+                continue;
+            }
+        }
+        size_t j = start;
+        for (;;) {
+            j += find_special(u + j, len - j);
+            if (j >= len || u[j] == '\n' || u[j] == '\r')
+                break;
+            j++;
+        }
+        if (j >= len)
+            break;
+        unsigned char ch = u[j];
+        /* the text before the break goes to the line: appended, or replacing it after a \r */
+        if (j > start) {
+            if (c->cr) {
+                c->cur.len = 0;
+                c->cr = 0;
+            }
+            if (put(&c->cur, u + start, j - start) < 0) {
+                c->oom = 1;
+                return;
+            }
+        }
+        start = j + 1;
+        if (ch == '\r') {
+            c->cr = 1;
+            continue;
+        }
+        cut_line(c, c->cur.p ? (const unsigned char *)c->cur.p : (const unsigned char *)"", c->cur.len);
+        if (c->oom)
+            return;
+        c->cur.len = 0;
+        c->cr = 0;
+    }
+    if (start < len) {
+        if (c->cr) {
+            c->cur.len = 0;
+            c->cr = 0;
+        }
+        if (put(&c->cur, u + start, len - start) < 0)
+            c->oom = 1;
+    }
+}
+
+/* writer.counts = (seq, counts[1] + records, counts[2]): the counts after `records` more records that
+ * end at sequence number `seq`. */
+static int
+counts_after(PyObject *writer, long long seq, long long records)
+{
+    PyObject *counts = PyObject_GetAttrString(writer, "counts");
+    if (counts == NULL)
+        return -1;
+    int rc = -1;
+    PyObject *n = NULL, *more = NULL, *total = NULL, *next = NULL;
+    if (!PyTuple_Check(counts) || PyTuple_GET_SIZE(counts) != 3) {
+        PyErr_SetString(PyExc_TypeError, "feed: writer.counts must be a 3-tuple");
+        goto out;
+    }
+    if ((n = PyLong_FromLongLong(seq)) == NULL || (more = PyLong_FromLongLong(records)) == NULL ||
+        (total = PyNumber_Add(PyTuple_GET_ITEM(counts, 1), more)) == NULL ||
+        (next = PyTuple_Pack(3, n, total, PyTuple_GET_ITEM(counts, 2))) == NULL)
+        goto out;
+    rc = PyObject_SetAttrString(writer, "counts", next);
+out:
+    Py_XDECREF(n);
+    Py_XDECREF(more);
+    Py_XDECREF(total);
+    Py_XDECREF(next);
+    Py_DECREF(counts);
+    return rc;
+}
+
+/* ---- feed(source, pending, cr, pre, crc_pre, seq, mids, tails, limit, writer=None) -------------
  *
- * items: what was written to stdout (str each). pending, cr: the unfinished line and whether a \r asks
- * the next text to replace it (console.py's _Line.text and .cr). Returns None (nothing changed) when an
- * item is not a str or holds text UTF-8 cannot (lone surrogates); else (blob, records, text_bytes,
- * pending, cr, lines_ended, full): the records (the lines share them) of the lines the items complete,
- * as _Line.feed, checked() and lines() would make them, and the new unfinished line. limit: text bytes
- * the run may still take; the first line past it is not written and full is true. */
+ * source: a Spool (its leading stdout text is taken, at most FEED_MOST bytes), or a list of what was
+ * written to stdout (str each). pending, cr: the unfinished line and whether a \r asks the next text to
+ * replace it (console.py's _Line.text and .cr). Returns None (nothing taken, nothing changed) when the
+ * spool does not start with stdout text, an item of the list is not a str UTF-8 can hold, or pending holds
+ * lone surrogates; else (blob, records, text_bytes, pending, cr, lines_ended, full): the records (the lines
+ * share them) of the lines the text completes, as _Line.feed, checked() and lines() would make them, and
+ * the new unfinished line. limit: text bytes the run may still take; the first line past it is not written
+ * and full is true. With a writer (its fd, its counts), the records are written to writer.fd here: then
+ * blob is None and writer.counts are the counts after them when all was written; else blob is what to give
+ * writer.commit, with (written, error): the bytes of it written and the errno of a failed write(2).
+ * Returns (blob, records, text_bytes, pending, cr, lines_ended, full, written, error). */
 
 static PyObject *
 feed(PyObject *Py_UNUSED(self), PyObject *args)
 {
-    PyObject *items, *pending, *mids, *tails;
+    PyObject *source, *pending, *mids, *tails;
     int cr;
     Py_buffer pre;
     unsigned int crc_pre;
     long long seq, limit;
-    if (!PyArg_ParseTuple(args, "O!Upy*ILOOL:feed", &PyList_Type, &items, &pending, &cr, &pre, &crc_pre, &seq,
-                          &mids, &tails, &limit))
+    PyObject *writer = Py_None;
+    if (!PyArg_ParseTuple(args, "OUpy*ILOOL|O:feed", &source, &pending, &cr, &pre, &crc_pre, &seq, &mids, &tails,
+                          &limit, &writer))
         return NULL;
     PyObject *result = NULL;
-    Buf out = {NULL, 0, 0}, cur = {NULL, 0, 0};
+    int fd = -1;
+    ssize_t written = -1;
+    int error = 0;
+    Cut c;
+    memset(&c, 0, sizeof c);
+    Buf in = {NULL, 0, 0}, taken = {NULL, 0, 0};
+    SpoolObject *sp = NULL;
     int own = !scratch_busy;
     if (own) {
         scratch_busy = 1;
-        out = scratch_out;
-        cur = scratch_cur;
-        out.len = cur.len = 0;
+        c.out = scratch_out;
+        c.cur = scratch_cur;
+        in = scratch_in;
+        c.out.len = c.cur.len = in.len = 0;
     }
-    struct { const unsigned char *p; size_t n; } *texts = NULL;
     Parts parts;
     if (parse_parts(&parts, &pre, crc_pre, seq, mids, tails) < 0)
         goto done;
-    Py_ssize_t n = PyList_GET_SIZE(items);
-    /* Every item a str that UTF-8 can hold, or decline before anything changes. */
-    for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *s = PyList_GET_ITEM(items, i);
-        if (!PyUnicode_CheckExact(s)) {
-            result = Py_NewRef(Py_None);
+    if (writer != Py_None) {
+        PyObject *f = PyObject_GetAttrString(writer, "fd");
+        if (f == NULL)
+            goto done;
+        long v = PyLong_AsLong(f);
+        Py_DECREF(f);
+        if (v == -1 && PyErr_Occurred())
+            goto done;
+        if (v < 0 || v > INT_MAX) {
+            PyErr_SetString(PyExc_ValueError, "feed: writer.fd is not a descriptor");
             goto done;
         }
-        if (!PyUnicode_IS_ASCII(s) && PyUnicode_AsUTF8AndSize(s, NULL) == NULL) {
-            PyErr_Clear();
-            result = Py_NewRef(Py_None);
-            goto done;
-        }
+        fd = (int)v;
+    }
+    int is_list = PyList_Check(source);
+    if (!is_list && !Py_IS_TYPE(source, &SpoolType)) {
+        PyErr_SetString(PyExc_TypeError, "feed: the source must be a Spool or a list");
+        goto done;
     }
     Py_ssize_t plen;
     const char *p = PyUnicode_AsUTF8AndSize(pending, &plen);
@@ -415,122 +988,116 @@ feed(PyObject *Py_UNUSED(self), PyObject *args)
         result = Py_NewRef(Py_None);
         goto done;
     }
-    if (put(&cur, p, (size_t)plen) < 0) {
+    const unsigned char *u = NULL;
+    size_t len = 0;
+    if (is_list) {
+        /* Every item a str that UTF-8 can hold, or decline before anything changes; their text one after
+         * another. */
+        Py_ssize_t n = PyList_GET_SIZE(source);
+        for (Py_ssize_t i = 0; i < n; i++) {
+            PyObject *s = PyList_GET_ITEM(source, i);
+            Py_ssize_t slen;
+            const char *t = PyUnicode_CheckExact(s) ? PyUnicode_AsUTF8AndSize(s, &slen) : NULL;
+            if (t == NULL) {
+                PyErr_Clear();
+                result = Py_NewRef(Py_None);
+                goto done;
+            }
+            if (put(&in, t, (size_t)slen) < 0) {
+                PyErr_NoMemory();
+                goto done;
+            }
+        }
+        u = (const unsigned char *)(in.p ? in.p : "");
+        len = in.len;
+    } else {
+        sp = (SpoolObject *)Py_NewRef(source);
+        Py_ssize_t k = spool_take_text(sp, &in, &taken, &u);
+        if (k < 0) {
+            PyErr_NoMemory();
+            goto done;
+        }
+        if (k == 0) {
+            result = Py_NewRef(Py_None);
+            goto done;
+        }
+        len = (size_t)k;
+    }
+    if (put(&c.cur, p, (size_t)plen) < 0) {
         PyErr_NoMemory();
         goto done;
     }
-    /* Each item's UTF-8 (str objects are immutable and the list holds them): the work below needs no
-     * interpreter, so it lets go of it and the program goes on printing meanwhile. */
-    texts = malloc(sizeof(*texts) * (size_t)(n ? n : 1));
-    if (texts == NULL) {
-        PyErr_NoMemory();
-        goto done;
-    }
-    for (Py_ssize_t i = 0; i < n; i++) {
-        Py_ssize_t len;
-        texts[i].p = (const unsigned char *)PyUnicode_AsUTF8AndSize(PyList_GET_ITEM(items, i), &len);
-        texts[i].n = (size_t)len;
-    }
-    long long records = 0, text_bytes = 0, ended = 0;
-    int full = 0, oom = 0;
-    Rec r = {0, 0, 0, 0};
+    c.cr = cr;
+    c.parts = &parts;
+    c.limit = limit;
     size_t off = 0;
+    /* The work below needs no interpreter: it lets go of it, and the program goes on printing meanwhile. */
     Py_BEGIN_ALLOW_THREADS
-    for (Py_ssize_t i = 0; i < n && !oom; i++) {
-        const unsigned char *u = texts[i].p;
-        size_t len = texts[i].n;
-        size_t start = 0;
-        for (;;) {
-            size_t j = start + next_break(u + start, len - start);
-            if (j >= len)
-                break;
-            unsigned char c = u[j];
-            /* the text before the break goes to the line: appended, or replacing it after a \r */
-            if (j > start) {
-                if (cr) {
-                    cur.len = 0;
-                    cr = 0;
-                }
-                if (put(&cur, u + start, j - start) < 0) {
-                    oom = 1;
-                    break;
-                }
-            }
-            start = j + 1;
-            if (c == '\r') {
-                cr = 1;
-                continue;
-            }
-            /* a line ends: its records (a line over 64 KiB in pieces) */
-            ended++;
-            size_t at = 0;
-            do {
-                size_t k = piece((const unsigned char *)cur.p + at, cur.len - at);
-                if (!full) {
-                    if (text_bytes + (long long)k > limit) {
-                        full = 1;
-                    } else {
-                        if (rec_add(&out, &parts, &r, (const unsigned char *)cur.p + at, k, 0, &records) < 0) {
-                            oom = 1;
-                            break;
-                        }
-                        text_bytes += (long long)k;
-                    }
-                }
-                at += k;
-            } while (at < cur.len);
-            cur.len = 0;
-            cr = 0;
-            if (oom)
-                break;
-        }
-        if (!oom && len > start) {
-            if (cr) {
-                cur.len = 0;
-                cr = 0;
-            }
-            if (put(&cur, u + start, len - start) < 0)
-                oom = 1;
-        }
-    }
+    cut_text(&c, u, len);
     /* An unfinished line over 64 KiB: its first pieces are records of their own (as _Line.feed). */
-    while (!oom && cur.len - off > MAX_TEXT_BYTES) {
-        size_t k = piece((const unsigned char *)cur.p + off, cur.len - off);
-        if (!full) {
-            if (text_bytes + (long long)k > limit) {
-                full = 1;
+    while (!c.oom && c.cur.len - off > MAX_TEXT_BYTES) {
+        size_t k = piece((const unsigned char *)c.cur.p + off, c.cur.len - off);
+        if (!c.full) {
+            if (c.text_bytes + (long long)k > c.limit) {
+                c.full = 1;
             } else {
-                if (rec_add(&out, &parts, &r, (const unsigned char *)cur.p + off, k, 0, &records) < 0) {
-                    oom = 1;
+                if (rec_add(&c.out, &parts, &c.r, (const unsigned char *)c.cur.p + off, k, 0, &c.records, NULL) < 0) {
+                    c.oom = 1;
                     break;
                 }
-                text_bytes += (long long)k;
+                c.text_bytes += (long long)k;
             }
         }
         off += k;
     }
-    if (!oom && rec_close(&out, &parts, &r, 0) < 0)
-        oom = 1;
+    if (!c.oom && rec_close(&c.out, &parts, &c.r, 0) < 0)
+        c.oom = 1;
+    /* The records into the segment from here (no copy into a bytes object): one write(2). */
+    if (!c.oom && fd >= 0 && c.out.len > 0) {
+        written = write(fd, c.out.p, c.out.len);
+        error = written < 0 && errno != EINTR ? errno : 0;
+    }
     Py_END_ALLOW_THREADS
-    if (oom) {
+    if (c.oom) {
         PyErr_NoMemory();
         goto done;
     }
-    PyObject *blob = PyBytes_FromStringAndSize(out.p ? out.p : "", (Py_ssize_t)out.len);
-    PyObject *rest = PyUnicode_DecodeUTF8(cur.p ? cur.p + off : "", (Py_ssize_t)(cur.len - off), "strict");
+    PyObject *blob = NULL;
+    if (fd >= 0 && (c.out.len == 0 || (written >= 0 && (size_t)written == c.out.len))) {
+        /* All written (or nothing to write): the writer's counts (seq, records, top step) now, with nothing
+         * between the write and them that could raise (as tracker/write/_fastline.c). */
+        if (c.records > 0 && counts_after(writer, seq + c.records, c.records) < 0)
+            goto done;
+        blob = Py_NewRef(Py_None);
+        written = 0;
+    } else {
+        /* Not written (no writer given), or not all of it: writer.commit(blob, counts, None, written=...,
+         * error=...) writes the rest or settles the error, as for any line. */
+        blob = PyBytes_FromStringAndSize(c.out.p ? c.out.p : "", (Py_ssize_t)c.out.len);
+        if (written < 0)
+            written = 0;
+    }
+    PyObject *rest = PyUnicode_DecodeUTF8(c.cur.p ? c.cur.p + off : "", (Py_ssize_t)(c.cur.len - off), "strict");
     if (blob != NULL && rest != NULL)
-        result = Py_BuildValue("(OLLOiLi)", blob, records, text_bytes, rest, cr, ended, full);
+        result = Py_BuildValue("(OLLOiLinn)", blob, c.records, c.text_bytes, rest, c.cr, c.ended, c.full,
+                               (Py_ssize_t)written, (Py_ssize_t)error);
     Py_XDECREF(blob);
     Py_XDECREF(rest);
 done:
-    free(texts);
+    if (sp != NULL) {
+        if (taken.p != NULL)
+            spool_give_back(sp, &taken);
+        Py_DECREF(sp);
+    }
     if (own) {
-        scratch_return(&scratch_out, &out);
-        scratch_return(&scratch_cur, &cur);
+        scratch_return(&scratch_out, &c.out);
+        scratch_return(&scratch_cur, &c.cur);
+        scratch_return(&scratch_in, &in);
         scratch_busy = 0;
     } else {
-        free(out.p);
-        free(cur.p);
+        free(c.out.p);
+        free(c.cur.p);
+        free(in.p);
     }
     PyBuffer_Release(&pre);
     return result;
@@ -541,10 +1108,10 @@ done:
 typedef struct {
     PyObject_HEAD
     PyObject *write;   /* the stream's own write */
-    PyObject *list;    /* where the text goes */
-    PyObject *kick;    /* called (no arguments) each time the list holds a multiple of `every` items, or NULL */
-    Py_ssize_t every;  /* a power of two */
-    int wrap;          /* 1: append a 1-tuple (stderr) */
+    PyObject *spool;   /* where the text goes (a Spool) */
+    PyObject *kick;    /* called (no arguments) each time the spool's size passes a multiple of `every`, or NULL */
+    size_t every;      /* a power of two, in bytes */
+    int stream;        /* 0 stdout, 1 stderr */
     int on;            /* 0: a pass-through */
     vectorcallfunc vectorcall;
 } TeeObject;
@@ -556,16 +1123,11 @@ tee_vectorcall(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *k
     PyObject *r = PyObject_Vectorcall(t->write, args, nargsf, kwnames);
     if (r == NULL || !t->on || PyVectorcall_NARGS(nargsf) != 1 || kwnames != NULL)
         return r;
-    PyObject *s = args[0];
-    if (t->wrap) {
-        PyObject *tup = PyTuple_Pack(1, s);
-        if (tup == NULL || PyList_Append(t->list, tup) < 0)
-            PyErr_Clear();
-        Py_XDECREF(tup);
-    } else if (PyList_Append(t->list, s) < 0) {
-        PyErr_Clear();
-    }
-    if (t->kick != NULL && (PyList_GET_SIZE(t->list) & (t->every - 1)) == 0) {
+    SpoolObject *sp = (SpoolObject *)t->spool;
+    size_t before = sp->size;
+    if (spool_put(sp, t->stream, args[0]) < 0)
+        return r;  /* no memory: this text is not kept; the program goes on */
+    if (t->kick != NULL && ((before ^ sp->size) & ~(t->every - 1)) != 0) {
         /* much is waiting: the flusher takes it now, so that what waits stays small */
         PyObject *k = PyObject_CallNoArgs(t->kick);
         if (k == NULL)
@@ -578,11 +1140,11 @@ tee_vectorcall(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *k
 static PyObject *
 tee_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
 {
-    PyObject *write, *list, *kick = Py_None;
-    int wrap = 0;
-    Py_ssize_t every = 4096;
-    static char *names[] = {"write", "list", "wrap", "kick", "every", NULL};
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OO!|pOn:Tee", names, &write, &PyList_Type, &list, &wrap, &kick,
+    PyObject *write, *spool, *kick = Py_None;
+    int stderr_ = 0;
+    Py_ssize_t every = (Py_ssize_t)1 << 20;
+    static char *names[] = {"write", "spool", "stderr", "kick", "every", NULL};
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OO!|pOn:Tee", names, &write, &SpoolType, &spool, &stderr_, &kick,
                                      &every))
         return NULL;
     if (every < 1 || (every & (every - 1)) != 0) {
@@ -593,16 +1155,16 @@ tee_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     if (t == NULL)
         return NULL;
     t->write = Py_NewRef(write);
-    t->list = Py_NewRef(list);
+    t->spool = Py_NewRef(spool);
     t->kick = kick == Py_None ? NULL : Py_NewRef(kick);
-    t->every = every;
-    t->wrap = wrap;
+    t->every = (size_t)every;
+    t->stream = stderr_ ? 1 : 0;
     t->on = 1;
     t->vectorcall = tee_vectorcall;
     return (PyObject *)t;
 }
 
-static const Py_ssize_t tee_fields[] = {offsetof(TeeObject, write), offsetof(TeeObject, list),
+static const Py_ssize_t tee_fields[] = {offsetof(TeeObject, write), offsetof(TeeObject, spool),
                                        offsetof(TeeObject, kick), -1};
 
 GC_FIELD_FUNCTIONS(tee, tee_fields)
@@ -643,8 +1205,8 @@ static PyTypeObject TeeType = {
     .tp_vectorcall_offset = offsetof(TeeObject, vectorcall),
     .tp_call = PyVectorcall_Call,
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL,
-    .tp_doc = "Tee(write, list, wrap=False, kick=None, every=4096): calls write, returns its result, then appends "
-              "the text to list (a 1-tuple with wrap); calls kick() whenever the list holds a multiple of every.",
+    .tp_doc = "Tee(write, spool, stderr=False, kick=None, every=1 MiB): calls write, returns its result, then keeps "
+              "the text in spool; calls kick() whenever the spool's size passes a multiple of every bytes.",
     .tp_traverse = tee_traverse,
     .tp_clear = tee_clear,
     .tp_getset = tee_getset,
@@ -657,8 +1219,9 @@ static PyMethodDef methods[] = {
      "texts of a stream joined by \\n in one record up to 64 KiB, a partial text last in its record "
      "(kinds: one byte per text, bit 0 stderr, bit 1 partial)."},
     {"feed", feed, METH_VARARGS,
-     "feed(items, pending, cr, pre, crc_of_pre, last_seq, mids, tails, limit) -> (blob, records, text_bytes, "
-     "pending, cr, lines_ended, full), or None when declined."},
+     "feed(source, pending, cr, pre, crc_of_pre, last_seq, mids, tails, limit, writer=None) -> (blob, records, "
+     "text_bytes, pending, cr, lines_ended, full, written, error), or None when declined (source: a Spool or a "
+     "list of str; with a writer the records are written to its fd and blob is None when all was)."},
     {"crc32", crc32_py, METH_VARARGS, "crc32(data, start=0) -> zlib.crc32(data, start)."},
     {NULL, NULL, 0, NULL},
 };
@@ -674,12 +1237,13 @@ PyInit__console(void)
 {
     crc_setup();
     escape_init();
-    if (PyType_Ready(&TeeType) < 0)
+    if (PyType_Ready(&TeeType) < 0 || PyType_Ready(&SpoolType) < 0)
         return NULL;
     PyObject *m = PyModule_Create(&module);
     if (m == NULL)
         return NULL;
-    if (PyModule_AddObjectRef(m, "Tee", (PyObject *)&TeeType) < 0) {
+    if (PyModule_AddObjectRef(m, "Tee", (PyObject *)&TeeType) < 0 ||
+        PyModule_AddObjectRef(m, "Spool", (PyObject *)&SpoolType) < 0) {
         Py_DECREF(m);
         return NULL;
     }

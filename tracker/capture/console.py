@@ -6,16 +6,22 @@ is a :class:`Sink` of it, with its own byte cap). Two ways in:
 - ``"wrap"`` (the default): the ``write`` of the objects found in
   ``sys.stdout`` and ``sys.stderr`` is wrapped on the object itself (its type,
   identity and ``isatty()`` untouched): the original ``write`` runs first and
-  the terminal gets exactly what it got before, then the text is appended to
-  a list. That is all a ``print()`` pays; nothing is parsed on the caller's
-  thread.
+  the terminal gets exactly what it got before, then the text is kept: its
+  UTF-8 copied into a ``_console.Spool`` (C), or the str appended to a list
+  (Python). That is what a ``print()`` pays, and the recorder never touches
+  the caller's objects; with the C extension, each time another 1 MiB waits
+  the writing thread cuts and writes it itself (below).
 - ``"fd"``: file descriptors 1 and 2 are pointed at a pipe (a pseudo-terminal
   when the descriptor was a terminal, so ``isatty()`` and colours hold in
   child processes too), and a reader thread writes every byte on to the
   original descriptor before decoding it for the run.
 
 A flusher thread takes what was written every 0.1 s (at once when much is
-waiting), cuts it into lines, collapses ``\\r`` rewrites (a progress bar keeps
+waiting; with the C tee, 1 MiB waiting is taken by the writing thread itself,
+in C with the interpreter let go: handing it to the flusher cost more CPU than
+the work, since that thread must take the interpreter from a program that
+holds it, which wakes and stalls both threads again and again), cuts it into
+lines, collapses ``\\r`` rewrites (a progress bar keeps
 its last state), splits lines over 64 KiB, and writes each run's records with
 one ``write(2)`` per batch (the lines of a stream in one record, joined by
 ``\\n``, at most 64 KiB of text each) (``_console.c``, or the same bytes in Python). The
@@ -61,10 +67,17 @@ from tracker.capture.tee import Wrapped
 
 #: How often the flusher looks, in seconds, when little is being written.
 FLUSH_INTERVAL = 0.1
-#: Writes taken and written at a time.
+#: Writes taken and written at a time (the list: fd capture, no C extension).
 CHUNK = 8192
 #: This many writes waiting (the flusher starved of the interpreter): the writing thread takes them itself.
 BACKLOG = 65536
+#: Bytes of the spool the Python path takes at a time (the C path takes at most 4 MiB of stdout text).
+CHUNK_BYTES = 1 << 20
+#: This many bytes waiting in the spool: the writing thread takes them itself (as :data:`BACKLOG`). The C tee
+#: calls ``kick`` every :data:`tracker.capture.tee.KICK_BYTES` (as much), so a busy program's text is cut and
+#: written on its own thread, and the flusher takes what trickles in (CPU time of a captured ``print()`` to a
+#: file, paired rounds: 1.03x of a plain one this way, 1.25x handed to the flusher; benchmarks/RESULTS.md).
+BACKLOG_BYTES = 1 << 20
 
 
 # --- the runs that capture ----------------------------------------------------------------------
@@ -145,6 +158,8 @@ class Capture:
         self.sinks: list[Sink] = []
         #: What was written and not yet taken: str (stdout) or a 1-tuple of str (stderr).
         self.buf: list[Any] = []
+        #: The same, kept by the C tees (``_console.Spool``), or ``None`` without the C extension.
+        self.spool: Any = native.Spool() if native is not None else None
         self.lines = (Line(), Line())
         self.lock = threading.RLock()   # the flusher's work: taking, cutting, writing
         self.wake = threading.Event()
@@ -170,9 +185,9 @@ class Capture:
     def _wrap(self) -> None:
         out, err = sys.stdout, sys.stderr
         if out is not None:
-            self.wrapped.append(Wrapped.wrap("stdout", out, self.buf, STDOUT, self.kick))
+            self.wrapped.append(Wrapped.wrap("stdout", out, self.buf, self.spool, STDOUT, self.kick))
         if err is not None and err is not out:
-            self.wrapped.append(Wrapped.wrap("stderr", err, self.buf, STDERR, self.kick))
+            self.wrapped.append(Wrapped.wrap("stderr", err, self.buf, self.spool, STDERR, self.kick))
 
     def stop(self) -> None:
         """Restore the streams, write what is left, end the threads (the last sink has gone)."""
@@ -204,10 +219,13 @@ class Capture:
             self.wake.wait(FLUSH_INTERVAL)
 
     def flush(self, force: bool = False) -> int:
-        """Take what was written, cut it into records and write them to every sink: the writes taken.
+        """Take what was written, cut it into records and write them to every sink: the writes taken (the
+        spool's: bytes).
 
-        A long backlog is taken :data:`CHUNK` writes at a time (each one write to the segment), so that
-        what is being worked on stays small however long the flusher had to wait for the interpreter.
+        A long backlog is taken a chunk at a time (the spool's stdout text 4 MiB at a time, else
+        :data:`CHUNK_BYTES`; the list's :data:`CHUNK` writes; each one write to the segment), so that
+        what is being worked on stays small however long the flusher had to wait for the interpreter; what
+        is written meanwhile is left for the next round.
 
         :param force: write unfinished lines now as partial records (at stop).
         """
@@ -217,7 +235,13 @@ class Capture:
             _in_flush.on = True
             try:
                 taken = 0
-                buf = self.buf
+                spool, buf = self.spool, self.buf
+                if spool is not None:
+                    end = spool.taken + len(spool)
+                    while len(spool) and spool.taken < end:
+                        start = spool.taken
+                        self._flush_items(spool, False)
+                        taken += spool.taken - start
                 while True:
                     items = buf[:CHUNK]
                     del buf[:len(items)]
@@ -229,10 +253,14 @@ class Capture:
                 _in_flush.on = False
 
     def kick(self) -> None:
-        """Called by the tees every :data:`tracker.capture.tee.KICK_EVERY` writes waiting: wake the flusher,
-        or, when it has not kept up (a busy machine), take the backlog on the writing thread, so that
-        memory stays bounded."""
-        if len(self.buf) >= BACKLOG:
+        """Called by the tees as what waits grows (:data:`tracker.capture.tee.KICK_BYTES`,
+        :data:`tracker.capture.tee.KICK_EVERY`): take what waits on the writing thread (the spool's
+        :data:`BACKLOG_BYTES`, or the list's :data:`BACKLOG` when the flusher has not kept up), so that
+        memory stays bounded, else wake the flusher. A writer's lock held meanwhile (this thread may hold
+        it: a handler that prints while a record is written) leaves the work to the flusher."""
+        spool = self.spool
+        if (len(self.buf) >= BACKLOG or (spool is not None and len(spool) >= BACKLOG_BYTES)) and \
+                not self._writer_busy():
             try:
                 self.flush()
             except Exception:  # noqa: BLE001, S110 - never into the code that prints
@@ -240,10 +268,21 @@ class Capture:
         else:
             self.wake.set()
 
-    def _flush_items(self, items: list[Any], force: bool) -> None:
+    def _writer_busy(self) -> bool:
+        """Whether a capturing run's writer lock is held (by this thread, perhaps: taking it would hang)."""
+        try:
+            return any(sink.run._att.writer.lock.locked() for sink in self.sinks)
+        except Exception:  # noqa: BLE001 - a run half set up or torn down: leave it to the flusher
+            return True
+
+    def _flush_items(self, items: Any, force: bool) -> None:
+        """One chunk of ``items`` (a list of writes, or the spool: a chunk of it is taken here) to the sinks."""
         now = time.time()
         batch = Batch()
-        if items and not (native is not None and len(self.sinks) == 1 and self._fast(items, now, self.sinks[0])):
+        if items is self.spool:
+            if not (len(self.sinks) == 1 and self._fast(items, now, self.sinks[0])):
+                self._cut(items.take(CHUNK_BYTES), now, batch)
+        elif items and not (native is not None and len(self.sinks) == 1 and self._fast(items, now, self.sinks[0])):
             self._cut(items, now, batch)
         for stream in (STDOUT, STDERR):
             text = self.lines[stream].due(now, force)
@@ -260,11 +299,12 @@ class Capture:
                         sink.note(f"undecodable {stream}", f"{NAMES[stream]} held text that is not "
                                   "valid UTF-8; it is stored with U+FFFD replacement characters", now)
 
-    def _fast(self, items: list[Any], now: float, sink: Sink) -> bool:
-        """Cut ``items`` into the one sink's records and write them in C (``_console.feed``), if it can.
+    def _fast(self, items: Any, now: float, sink: Sink) -> bool:
+        """Cut ``items`` (a list, or the spool's leading stdout text) into the one sink's records and write
+        them in C (``_console.feed``), if it can.
 
-        ``False`` (nothing changed) for anything but the common case: stdout text that UTF-8 can hold,
-        a run whose writer takes the batch directly.
+        ``False`` (nothing taken, nothing changed) for anything but the common case: stdout text that
+        UTF-8 can hold, a run whose writer takes the batch directly.
         """
         if sink.full or sink.dead:
             return False
@@ -284,19 +324,19 @@ class Capture:
             latest = w.max_step
             pre = line_start(route, 0 if latest is None else latest, now)
             res = native.feed(items, line.text, line.cr, pre, zlib.crc32(pre), seq, MIDS, TAILS,
-                          sink.max_bytes - sink.bytes)
+                              sink.max_bytes - sink.bytes, w)
             if res is None:
                 return False
-            blob, records, size, rest, cr, ended, full = res
+            blob, records, size, rest, cr, ended, full, written, error = res
             if not line.text and not line.cr:
                 line.since = now
             line.text, line.cr, line.shown = rest, bool(cr), False
             if ended:
                 line.since = now
             sink.bytes += size
-            if records:
+            if blob is not None:  # not written in C, or not all of it (a short write, an error)
                 try:
-                    w.commit(blob, (seq + records, count + records, top), None)
+                    w.commit(blob, (seq + records, count + records, top), None, written=written, error=error)
                 except Exception:  # noqa: BLE001 - a full disk: the console goes on without this run
                     sink.dead = True
         if full:
@@ -330,6 +370,8 @@ class Capture:
         child's own segment of the run), and an unfinished line when the child finishes its run.
         """
         self.buf.clear()
+        if self.spool is not None:
+            self.spool.clear()
         self.lock = threading.RLock()
         self.wake = threading.Event()
         self.thread = None

@@ -1,6 +1,7 @@
 """The wrapped ``write`` of ``sys.stdout`` and ``sys.stderr``: the stream's own first, then the text kept.
 
-:func:`make_tee` gives ``_console.Tee`` (C) or :class:`PyTee`; :class:`Wrapped`
+:func:`make_tee` gives ``_console.Tee`` (C: the text's UTF-8 copied into a
+``_console.Spool``) or :class:`PyTee` (the str appended to a list); :class:`Wrapped`
 puts one on a stream object itself (its type, identity and ``isatty()``
 untouched), or, for a stream that takes no attribute, a :class:`Proxy` in
 ``sys``, and takes it off again exactly: a stream that something else wrapped
@@ -15,8 +16,11 @@ from typing import Any
 
 from tracker.capture.lines import STDERR, STDOUT, native
 
-#: Every this many writes waiting (a power of two), the tee calls ``kick``: what waits stays small.
+#: Every this many writes waiting (a power of two), :class:`PyTee` calls ``kick``: what waits stays small.
 KICK_EVERY = 32768
+#: Every time this many more bytes wait in the spool (a power of two), ``_console.Tee`` calls ``kick`` (which then
+#: cuts and writes them on the writing thread: console.py's ``BACKLOG_BYTES``).
+KICK_BYTES = 1 << 20
 
 
 class Wrapped:
@@ -32,10 +36,10 @@ class Wrapped:
         self.proxy = proxy
 
     @classmethod
-    def wrap(cls, name: str, obj: Any, buf: list[Any], stream: int, kick: Callable[[], Any]) -> Wrapped:
+    def wrap(cls, name: str, obj: Any, buf: list[Any], spool: Any, stream: int, kick: Callable[[], Any]) -> Wrapped:
         orig = obj.write
         own = "write" in getattr(obj, "__dict__", {})
-        func = make_tee(orig, buf, stream, kick)
+        func = make_tee(orig, buf, spool, stream, kick)
         try:
             obj.write = func
         except (AttributeError, TypeError):
@@ -112,14 +116,16 @@ class PyTee:
         return n
 
 
-def make_tee(orig: Any, buf: list[Any], stream: int, kick: Callable[[], Any]) -> Any:
-    """The wrapped ``write`` of one stream: ``orig`` first (its result returned), then the text kept in ``buf``.
+def make_tee(orig: Any, buf: list[Any], spool: Any, stream: int, kick: Callable[[], Any]) -> Any:
+    """The wrapped ``write`` of one stream: ``orig`` first (its result returned), then the text kept.
 
-    ``kick()`` is called whenever ``buf`` holds a multiple of :data:`KICK_EVERY` writes. The tee's
-    ``on`` attribute set to false makes it a plain pass-through.
+    With a ``spool`` (``_console.Spool``), the C tee copies the text into it and calls ``kick()`` each
+    time :data:`KICK_BYTES` more bytes wait; else :class:`PyTee` appends it to ``buf`` and calls ``kick()``
+    whenever ``buf`` holds a multiple of :data:`KICK_EVERY` writes. The tee's ``on`` attribute set to
+    false makes it a plain pass-through.
     """
-    if native is not None:
-        return native.Tee(orig, buf, stream == STDERR, kick, KICK_EVERY)
+    if spool is not None:
+        return native.Tee(orig, spool, stream == STDERR, kick, KICK_BYTES)
     return PyTee(orig, buf, stream == STDERR, kick)
 
 
@@ -143,4 +149,4 @@ class Proxy:
             setattr(self._tracker_stream, name, value)
 
 
-__all__ = ["KICK_EVERY", "Proxy", "PyTee", "Wrapped", "make_tee"]
+__all__ = ["KICK_BYTES", "KICK_EVERY", "Proxy", "PyTee", "Wrapped", "make_tee"]
