@@ -181,6 +181,22 @@ def median(xs: list[float]) -> float:
     return statistics.median(xs)
 
 
+def first_pages(ui: UiProcess, label: str, n: int, base: list[float], what: str, sorts: tuple[str, ...]) -> None:
+    """Each of ``sorts`` (a sort, with filters after ``&``) asked once of ``ui``: the median of those first pages,
+    beside the median of the newest-first pages ``base``; ``what`` is the measurement's name (``{}``: how many)."""
+    firsts, cpus = [], []
+    for sort in sorts:
+        c0 = ui.cpu_s()
+        firsts.append(ui.get(f"limit=100&sort={sort}"))
+        cpus.append(ui.cpu_s() - c0)
+    v = median(firsts)
+    emit("lab", f"GET /api/runs, {what.format(len(sorts))}, {label} of {n:,} runs", unit="s", clock="wall",
+         value=round(v, 4), floor=round(median(base), 4),
+         floor_name="GET /api/runs?limit=100 (newest first) on the same server", ratio=round(v / median(base), 2),
+         rounds=len(sorts), target="<= 0.3 s", met=v <= 0.3, max_s=round(max(firsts), 3),
+         each_s=[round(x, 3) for x in firsts], server_cpu_s=round(median(cpus), 3))
+
+
 def body(args) -> None:  # noqa: ANN001 - argparse namespace
     n, cold_n = (300, 300) if args.quick else (100_000, 10_000)
     rounds = 1 if args.quick else max(1, min(args.repeat, 3))
@@ -245,20 +261,9 @@ def body(args) -> None:  # noqa: ANN001 - argparse namespace
                              ratio=round(v / median(base), 2), rounds=rounds * 3, target="<= 0.3 s", met=v <= 0.3,
                              first_s=round(first, 3), first_server_cpu_s=round(first_cpu, 3))
                     # More sorts never asked before on this server, each asked once: its first page.
-                    news = ("metric.acc.max", "-metric.loss.last", "config.batch", "-config.optim.name", "-name",
-                            "status")
-                    firsts_new, cpus_new = [], []
-                    for sort in news:
-                        c0 = ui.cpu_s()
-                        firsts_new.append(ui.get(f"limit=100&sort={sort}"))
-                        cpus_new.append(ui.cpu_s() - c0)
-                    v = median(firsts_new)
-                    emit("lab", f"GET /api/runs, the first page of a sort never asked before ({len(news)} sorts), "
-                         f"{label} of {n:,} runs", unit="s", clock="wall", value=round(v, 4),
-                         floor=round(median(base), 4),
-                         floor_name="GET /api/runs?limit=100 (newest first) on the same server",
-                         ratio=round(v / median(base), 2), rounds=len(news), target="<= 0.3 s", met=v <= 0.3,
-                         max_s=round(max(firsts_new), 3), server_cpu_s=round(median(cpus_new), 3))
+                    first_pages(ui, label, n, base, "the first page of a sort never asked before ({} sorts)",
+                                ("metric.acc.max", "-metric.loss.last", "config.batch", "-config.optim.name",
+                                 "-name", "status"))
                     rss = ui.rss_mb()
                     emit("lab", f"tracker ui resident memory after the first pages, {label} of {n:,} runs",
                          unit="MB", value=round(rss, 1), floor=round(floor_rss, 1),
@@ -266,19 +271,9 @@ def body(args) -> None:  # noqa: ANN001 - argparse namespace
                          target="<= 500 MB", met=rss <= 500)
                     # After the memory above: sorts and filters layout 5 keeps no value for (a writer's end moves
                     # while it runs; tags and text are matched, not ranked), whose first page reads every run.
-                    whole = ("-ended_at", "duration", "-created_at&tag=exp3", "-created_at&q=speech-4")
-                    firsts_whole, cpus_whole = [], []
-                    for sort in whole:
-                        c0 = ui.cpu_s()
-                        firsts_whole.append(ui.get(f"limit=100&sort={sort}"))
-                        cpus_whole.append(ui.cpu_s() - c0)
-                    v = median(firsts_whole)
-                    emit("lab", f"GET /api/runs, the first page by ended_at, duration, a tag or a text filter "
-                         f"({len(whole)} queries), {label} of {n:,} runs", unit="s", clock="wall", value=round(v, 4),
-                         floor=round(median(base), 4),
-                         floor_name="GET /api/runs?limit=100 (newest first) on the same server",
-                         ratio=round(v / median(base), 2), rounds=len(whole), target="<= 0.3 s", met=v <= 0.3,
-                         each_s=[round(x, 3) for x in firsts_whole], server_cpu_s=round(median(cpus_whole), 3))
+                    first_pages(ui, label, n, base, "the first page by ended_at, duration, a tag or a text filter "
+                                "({} queries)", ("-ended_at", "duration", "-created_at&tag=exp3",
+                                                 "-created_at&q=speech-4"))
                 finally:
                     ui.close()
                 # tracker runs --limit 50, a fresh process each time.
