@@ -82,14 +82,19 @@ def test_new_runs_in_batches_give_what_one_segment_at_a_time_gives(pair: tuple[P
     assert again.events_new == 0 and tables(batched) == got
 
 
+def race_store(store: Path, runs: int, steps: int) -> Path:
+    """A store of ``runs`` finished runs ``race00``, ``race01``... of ``steps`` losses each, for two syncs to race."""
+    for i in range(runs):
+        with tracker.start_run("race", f"r{i}", store=store, run_id=f"race{i:02d}", system_metrics=False) as run:
+            for step in range(steps):
+                run.log({"loss": 1.0 / (step + 1 + i)}, step=step)
+    return store
+
+
 def test_two_first_syncs_at_once_store_each_event_and_derived_row_once(tmp_path: Path, pg_server: object) -> None:
     # Two processes copying the same new runs: one transaction of new runs fails on the other's writers, and
     # its runs are copied the careful way from what the database holds by then.
-    store = tmp_path / "store"
-    for i in range(40):
-        with tracker.start_run("race", f"r{i}", store=store, run_id=f"race{i:02d}", system_metrics=False) as run:
-            for step in range(5):
-                run.log({"loss": 1.0 / (step + 1 + i)}, step=step)
+    store = race_store(tmp_path / "store", runs=40, steps=5)
     url = new_database(pg_server)
     procs = [subprocess.Popen([sys.executable, "-m", "tracker", "--store", str(store), "sync", url],
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=child_environ())
@@ -147,11 +152,7 @@ def test_two_syncs_in_threads_with_batches_in_flight_store_each_event_once(tmp_p
     # the other sync's rows is copied the careful way, and the batches after it go on.
     import threading
 
-    store = tmp_path / "store"
-    for i in range(24):
-        with tracker.start_run("race", f"r{i}", store=store, run_id=f"race{i:02d}", system_metrics=False) as run:
-            for step in range(3):
-                run.log({"loss": 1.0 / (step + 1 + i)}, step=step)
+    store = race_store(tmp_path / "store", runs=24, steps=3)
     url = new_database(pg_server)
     monkeypatch.setattr(sync_module, "NEW_RUNS", 4)
     errors: list[BaseException] = []

@@ -211,10 +211,9 @@ def test_default_metric_is_the_one_tracker_runs_shows_and_sorts_best_first(drive
             numbers_first = all(t != "–" for t in texts[:len(values)])  # missing values last
             return texts if values and numbers_first and values == sorted(values, reverse=want_desc is None) else None
 
+        # Fails (timed out, naming the last rows read) unless the rows come sorted with missing values last.
         texts = wait(driver, column, what=f"the rows sorted by {label}")
-        values = [float(t) for t in texts if t != "–"]
-        assert len(values) >= 2 and texts[-1] == "–" or len(values) == len(texts)  # missing values last
-        assert values == sorted(values, reverse=want_desc is None), (label, values)
+        assert sum(t != "–" for t in texts) >= 2, texts
         assert ("desc=0" in driver.current_url) == (want_desc == "0")
 
 

@@ -140,14 +140,12 @@ class Syncer(NewRuns):
                         pending.append(new)
                         held += new.events
                         if len(pending) >= NEW_RUNS or held >= self.batch:
-                            batch = self._prepare_new(pending)
-                            changed = self._landed(copying, report) or changed
-                            copying = _Copying(self._copy_new, batch)
+                            copying, landed = self._hand_over(pending, copying, report)
+                            changed = landed or changed
                             pending, held = [], 0
                     if pending:
-                        batch = self._prepare_new(pending)
-                        changed = self._landed(copying, report) or changed
-                        copying = _Copying(self._copy_new, batch)
+                        copying, landed = self._hand_over(pending, copying, report)
+                        changed = landed or changed
                     landing, copying = copying, None
                     changed = self._landed(landing, report) or changed
                 finally:

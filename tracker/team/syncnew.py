@@ -287,6 +287,14 @@ class NewRuns:
                 self.blob_sync.sync_run(run.rid)
         return True
 
+    def _hand_over(self, runs: list[_NewRun], copying: _Copying | None,
+                   report: SyncReport) -> tuple[_Copying, bool]:
+        """Prepare the batch of ``runs``, wait for the one being copied and settle it, then start copying this
+        one: the new copy, and whether the settled one changed anything."""
+        batch = self._prepare_new(runs)
+        changed = self._landed(copying, report)
+        return _Copying(self._copy_new, batch), changed
+
     def _landed(self, copying: _Copying | None, report: SyncReport) -> bool:
         """Wait for the batch being copied (if any) and settle it; whether anything changed."""
         if copying is None:
