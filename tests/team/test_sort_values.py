@@ -12,6 +12,7 @@ import pytest
 
 import tracker
 from tracker.core.format import RECORD, RUN_FINISHED, RUN_STARTED, encode_line, event
+from tracker.read.listing import page_entries, parse_sort
 
 from ..query.support import run_tracker
 from ..runsgen import write_store
@@ -33,10 +34,24 @@ def same_pages(folder: Any, team: Any, sorts: list[str] = SORTS, **query: Any) -
         assert walk(folder, 4, sort=sort, **query) == walk(team, 4, sort=sort, **query), (sort, query)
 
 
+def to_layout_5(url: str) -> None:
+    """The database as layout 5 left it: no tags or search columns, no end or duration rows, and trigger functions
+    that derive none."""
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("ALTER TABLE tracker_runs DROP COLUMN tags, DROP COLUMN search")  # and the tags' index
+        conn.execute("DROP FUNCTION tracker_info_tags(json)")
+        conn.execute("DROP FUNCTION tracker_info_search(text, text, text, json, text, text)")
+        conn.execute("DELETE FROM tracker_sort_values WHERE key IN ('ended_at', 'duration')")
+        conn.execute("CREATE OR REPLACE FUNCTION tracker_sort_times(ids text[]) RETURNS void LANGUAGE sql AS "
+                     "'SELECT'")
+        conn.execute("DELETE FROM tracker_layout WHERE layout > 5")
+
+
 def to_layout_4(url: str) -> None:
     """The database as layout 4 left it: no sort values, their functions, triggers and indexes."""
     from tracker.team.sortvalues import TRIGGERS
 
+    to_layout_5(url)
     with psycopg.connect(url, autocommit=True) as conn:
         for table, trigger, _, _ in TRIGGERS:
             conn.execute(f"DROP TRIGGER {trigger} ON {table}")
@@ -56,18 +71,55 @@ def test_a_layout_4_database_with_runs_is_migrated_and_its_pages_are_the_folders
     path = write_store(tmp_path, seed=5, n=24)
     synced(path, pg_url)
     to_layout_4(pg_url)
-    with pytest.raises(tracker.TrackerError, match="layout 4, older than layout 5"):
+    with pytest.raises(tracker.TrackerError, match="layout 4, older than layout 6"):
         TeamStore(pg_url)
     res = run_tracker("--store", str(path), "sync", pg_url)  # migrates (nothing new to copy)
     assert res.returncode == 0, res.stderr
     with psycopg.connect(pg_url) as conn:
         keys = dict(conn.execute("SELECT key, count(*) FROM tracker_sort_values GROUP BY key").fetchall())
-    assert keys["status"] == keys["records"] == 24 and keys["metric.loss.min"] > 0 and keys["config.lr"] > 0
+    assert keys["status"] == keys["records"] == keys["ended_at"] == 24 and keys["metric.loss.min"] > 0
+    assert keys["config.lr"] > 0 and keys["duration"] > 0
     folder, team = tracker.open_store(path), TeamStore(pg_url)
     try:
         same_pages(folder, team)
         for status in STATUSES[1:3]:
             same_pages(folder, team, ["-metric.loss.min", "config.lr"], status=status, project="p")
+    finally:
+        team.conn.close()
+
+
+def test_a_layout_5_database_is_migrated_and_its_tag_text_and_time_pages_are_the_folders(tmp_path: Path,
+                                                                                          pg_url: str) -> None:
+    from tracker.team.postgres import TeamStore
+
+    path = write_store(tmp_path, seed=6, n=22)
+    synced(path, pg_url)
+    to_layout_5(pg_url)
+    with pytest.raises(tracker.TrackerError, match="layout 5, older than layout 6"):
+        TeamStore(pg_url)
+    res = run_tracker("--store", str(path), "sync", pg_url)
+    assert res.returncode == 0, res.stderr
+    with psycopg.connect(pg_url) as conn:
+        keys = dict(conn.execute("SELECT key, count(*) FROM tracker_sort_values WHERE key IN ('ended_at', "
+                                 "'duration') GROUP BY key").fetchall())
+        tagged = conn.execute("SELECT count(*) FROM tracker_runs WHERE tags <> '{}'").fetchone()[0]
+    assert keys == {"ended_at": 22, "duration": 22} and tagged > 0
+    folder, team = tracker.open_store(path), TeamStore(pg_url)
+    times = ["ended_at", "-ended_at", "duration", "-duration"]
+    try:
+        same_pages(folder, team, times)
+        for query in ({"tag": "t1"}, {"tag": ["t1", "t2"]}, {"q": "b"}, {"q": "T2"}, {"q": "t1", "project": "p"}):
+            same_pages(folder, team, ["-created_at", "-duration", "config.lr", "name"], **query)
+        # Tags edited after the fact move the column with them; so do a new run's.
+        store = tracker.open_store(path)
+        some = [i.id for i in store.runs()][:3]
+        store.tag(some, add=["fresh"], remove=["t1"])
+        synced(path, pg_url)
+        folder = tracker.open_store(path)
+        assert sorted(i.id for i in team.runs(tag="fresh")) == sorted(some)
+        assert [i.id for i in team.runs(q="FRESH", sort="id")] == sorted(some)
+        for query in ({"tag": "t1"}, {"tag": "fresh"}, {"q": "fre"}):
+            same_pages(folder, team, ["-created_at", *times], **query)
     finally:
         team.conn.close()
 
@@ -96,7 +148,7 @@ def test_sort_values_follow_new_writers_resumes_and_edits(tmp_path: Path, pg_url
     synced(path, pg_url)
     folder, team = tracker.open_store(path), TeamStore(pg_url)
     sorts = ["-metric.loss.min", "metric.loss.max", "metric.loss.last", "-metric.acc.last", "config.lr",
-             "-config.opt.name", "records", "-last_step"]
+             "-config.opt.name", "records", "-last_step", "-ended_at", "duration"]
     try:
         same_pages(folder, team, sorts)
         # A resume: a second writer with the lowest loss of all and a later last; then a failed third.
@@ -129,6 +181,15 @@ def test_sort_values_follow_new_writers_resumes_and_edits(tmp_path: Path, pg_url
         team.conn.close()
 
 
+class _Entry:
+    """A run's info as :func:`tracker.read.listing.page_entries` sorts it (the folder store's order)."""
+
+    metrics: dict[str, Any] = {}  # noqa: RUF012 - never written
+
+    def __init__(self, info: Any) -> None:
+        self.info = info
+
+
 def test_status_filters_agree_with_the_status_readers_derive(tmp_path: Path, pg_url: str) -> None:
     """Writers changed by SQL alone (as any writer might): a running one, silent past the timeout, a resume."""
     from tracker.team.postgres import TeamStore
@@ -144,6 +205,10 @@ def test_status_filters_agree_with_the_status_readers_derive(tmp_path: Path, pg_
         by_status = [i.id for i in sorted(every, key=lambda i: (i.status, i.id))]
         assert [i.id for i in team.runs(sort="status")] == walk(team, 2, sort="status")[0] == by_status
         assert walk(team, 3, sort="-status")[0] == by_status[::-1]
+        # End and duration: a run with a writer running has no duration (the kept one is put right at read time).
+        for sort in ("duration", "-duration", "ended_at", "-ended_at"):
+            want = [e.info.id for e in page_entries([_Entry(i) for i in every], parse_sort(sort))[0]]
+            assert [i.id for i in team.runs(sort=sort)] == walk(team, 3, sort=sort)[0] == want, sort
         for status in STATUSES[1:]:
             want = [i.id for i in every if i.status == status]
             assert [i.id for i in team.runs(sort="id", status=status)] == want, status
@@ -194,7 +259,8 @@ def test_a_first_page_of_a_metric_or_config_sort_is_an_index_walk(tmp_path: Path
             cur.execute("SET enable_seqscan = off")  # a small table: the planner would rather read it whole
             # A status of few runs is read first (one range of the index) and the page sorted from those.
             for sort, query, walked in (("-metric.loss.min", {}, True), ("config.lr", {}, True),
-                                        ("metric.acc.last", {"project": "p"}, True),
+                                        ("metric.acc.last", {"project": "p"}, True), ("-ended_at", {}, True),
+                                        ("duration", {"tag": "t1"}, True), ("-duration", {"q": "r"}, True),
                                         ("-config.opt.name", {"status": "failed"}, False)):
                 seen.clear()
                 team.runs(sort=sort, limit=3, **query)
@@ -324,23 +390,24 @@ def test_one_statement_writing_thousands_of_runs_is_derived(tmp_path: Path, pg_u
     with psycopg.connect(pg_url) as conn:
         for table in ("tracker_runs", "tracker_writers", "tracker_writer_figures"):
             cols = [r[0] for r in conn.execute("SELECT column_name FROM information_schema.columns WHERE "
-                                               "table_name = %s ORDER BY ordinal_position", (table,))]
+                                               "table_name = %s AND is_generated = 'NEVER' ORDER BY ordinal_position", (table,))]
             sel = ", ".join("run_id || '-' || g" if c == "run_id" else c for c in cols)
             conn.execute(f"INSERT INTO {table} ({', '.join(cols)}) SELECT {sel} FROM {table}, "  # noqa: S608
                          "generate_series(1, 2500) AS g")
         conn.commit()
         counts = dict(conn.execute("SELECT key, count(*) FROM tracker_sort_values WHERE key IN ('status', "
-                                   "'records', 'metric.loss.last') GROUP BY key").fetchall())
+                                   "'records', 'ended_at', 'metric.loss.last') GROUP BY key").fetchall())
         status = dict(conn.execute("SELECT txt, count(*) FROM tracker_sort_values WHERE key = 'status' "
                                    "GROUP BY txt").fetchall())
-    assert counts["status"] == counts["records"] == 5002
+    assert counts["status"] == counts["records"] == counts["ended_at"] == 5002
     from tracker.team.postgres import TeamStore
 
     team = TeamStore(pg_url)
     try:
         every = team.runs()
         assert len(every) == 5002 and status == {s: sum(1 for i in every if i.status == s) for s in status}
-        assert [i.id for i in team.runs(sort="-metric.loss.last", limit=5)] == \
-            [i.id for i in team.runs(sort="-metric.loss.last")][:5]
+        for sort in ("-metric.loss.last", "duration", "-ended_at"):
+            assert [i.id for i in team.runs(sort=sort, limit=5)] == [i.id for i in team.runs(sort=sort)][:5]
+        assert len(team.runs(tag="t1")) == sum(1 for i in every if "t1" in i.tags) > 0
     finally:
         team.conn.close()

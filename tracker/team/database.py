@@ -23,8 +23,9 @@ from tracker.core.errors import TrackerError
 #: The table layout this version reads and writes; a database with a newer one is refused, an older
 #: one is migrated by ``tracker sync`` (tracker/team/derived.py) and named in one line by readers.
 #: Layout 3: ``tracker_runs.run_group`` and ``job_type``; layout 4: the runs list's keyset indexes; layout 5: each
-#: run's sort values kept by triggers (:mod:`tracker.team.sortvalues`).
-LAYOUT = 5
+#: run's sort values kept by triggers (:mod:`tracker.team.sortvalues`); layout 6: the runs' tags and search text as
+#: columns, their end and duration as sort values (:mod:`tracker.team.runtext`).
+LAYOUT = 6
 INSTALL_HINT = 'pip install "tracker-core[team]"'
 SCHEMES = ("postgresql://", "postgres://")
 LAYOUT_LOCK = _LOCK_KEY = 0x7472616B  # pg_advisory_xact_lock key while creating the tables ("trak")

@@ -461,8 +461,16 @@ def migrate_to_5(cur: Any) -> None:
     sort_values(cur)
 
 
-MIGRATIONS = {2: migrate_to_2, 3: migrate_to_3, 4: migrate_to_4, 5: migrate_to_5}
+def migrate_to_6(cur: Any) -> None:
+    """Layout 5 -> 6: tags and search text as columns, end and duration as sort values
+    (:func:`tracker.team.runtext.migrate_to_6`)."""
+    from tracker.team.runtext import migrate_to_6 as run_text
+
+    run_text(cur)
+
+
+MIGRATIONS = {2: migrate_to_2, 3: migrate_to_3, 4: migrate_to_4, 5: migrate_to_5, 6: migrate_to_6}
 
 __all__ = ["CHUNK", "DDL_2", "MIGRATIONS", "NewWriterRows", "add_batch", "add_batch_fresh",
            "copy_rows", "lock_writers", "migrate_to_2", "migrate_to_3", "migrate_to_4", "migrate_to_5",
-           "new_writer_rows", "part_of", "stamp", "write_new_writers"]
+           "migrate_to_6", "new_writer_rows", "part_of", "stamp", "write_new_writers"]

@@ -8,14 +8,17 @@ value and the run id in one direction, so that a keyset condition
 ``(value, run_id) < (v, id)`` walks an index where there is one: the migration
 to layout 4 (:func:`migrate_to_4`) indexes ``created_at``, ``project``,
 ``run_group`` and ``name`` with the run id, in byte order (``COLLATE "C"``).
-A sort on a config key, a metric's figure, ``records``, ``last_step`` or ``status`` walks
-layout 5's ``tracker_sort_values`` (:mod:`tracker.team.sortvalues`: one row per
-run and key, kept by triggers) the same way, rank by rank, then the runs without
-a value by id. A page costs the rows it shows, whatever the database holds, for
-those sorts (a status sort merges the few runs with a writer running into the
-walk of the settled statuses); a sort on ``ended_at`` or ``duration`` reads each
-run's value (a top-N sort), and so does a config or metric sort whose values
-could not all be kept (:data:`tracker.team.sortvalues.TEXT_MAX`), from the JSON.
+A sort on a config key, a metric's figure, ``records``, ``last_step``, ``status``,
+``ended_at`` or ``duration`` walks ``tracker_sort_values`` (layouts 5 and 6,
+:mod:`tracker.team.sortvalues`: one row per run and key, kept by triggers) the
+same way, rank by rank, then the runs without a value by id. A page costs the
+rows it shows, whatever the database holds, for those sorts (a status sort
+merges the few runs with a writer running into the walk of the settled
+statuses; a duration sort puts them with the runs without one); a config or
+metric sort whose values could not all be kept
+(:data:`tracker.team.sortvalues.TEXT_MAX`) reads each run's value from the JSON
+(a top-N sort). Tag and text filters look at layout 6's columns
+(:mod:`tracker.team.runtext`), checked per row walked.
 
 A run's status is derived from its writers as :func:`tracker.read.segment.run_status`
 does (a running writer silent past the heartbeat timeout is crashed): a filter
@@ -38,6 +41,7 @@ from tracker.read.listing import (
     decode_cursor,
     encode_cursor,
 )
+from tracker.team.runtext import tags_condition, text_condition
 from tracker.team.sortvalues import marker, sort_value_key
 
 #: Layout 4's indexes: the keyset walks of the runs list (text in byte order, as the folder store compares).
@@ -108,43 +112,37 @@ def _ranks(rank_e: str) -> dict[int, str]:
     return {r: f"{rank_e} = {r}" for r in (NUMBER, TEXT, OTHER, MISSING)}
 
 
-def sort_exprs(key: SortKey, params: dict[str, Any]) -> tuple[str, str, dict[int, str], bool]:
-    """``(number, text, condition per rank, needs the writers)``: SQL of a sort key over ``tracker_runs r``.
+def sort_exprs(key: SortKey, params: dict[str, Any]) -> tuple[str, str, dict[int, str]]:
+    """``(number, text, condition per rank)``: SQL of a sort key over ``tracker_runs r``, for the sorts not kept in
+    ``tracker_sort_values`` (a run's own columns, and a key whose values could not all be kept).
 
     A plain column's conditions are ``IS NULL`` / ``IS NOT NULL``, so that its index serves the walk.
     """
     if key.kind == "field":
         name = key.name
-        if name in _TEXT_COLUMNS or name == "status":
-            col = "COALESCE(ws.status, 'crashed')" if name == "status" else _TEXT_COLUMNS[name]
-            return ("0.0::float8", f'{col} COLLATE "C"', {TEXT: f"{col} IS NOT NULL", MISSING: f"{col} IS NULL"},
-                    name == "status")
-        writers = name in ("ended_at", "duration")
+        if name in _TEXT_COLUMNS:
+            col = _TEXT_COLUMNS[name]
+            return "0.0::float8", f'{col} COLLATE "C"', {TEXT: f"{col} IS NOT NULL", MISSING: f"{col} IS NULL"}
         if name == "created_at":
             col = "r.created_at"
-        elif name == "ended_at":
-            col = "COALESCE(ws.ended_at, (r.info->>'ended_at')::float8)"
-        elif name == "duration":
-            col = ("(CASE WHEN COALESCE(ws.status, 'crashed') = 'running' THEN NULL ELSE "
-                   "COALESCE(ws.ended_at, (r.info->>'ended_at')::float8) - (r.info->>'created_at')::float8 END)")
-        else:  # records, last_step
-            v = f"(r.info->'{name}')"
-            return f"COALESCE({_num(v)}, 0.0)", "''", _ranks(_json_rank(v, False)), False
-        return (col, "''", {NUMBER: f"{col} <> 'NaN'::float8", OTHER: f"{col} = 'NaN'::float8",
-                            MISSING: f"{col} IS NULL"}, writers)
+            return (col, "''", {NUMBER: f"{col} <> 'NaN'::float8", OTHER: f"{col} = 'NaN'::float8",
+                                MISSING: f"{col} IS NULL"})
+        # records, last_step (status, ended_at and duration are always kept: layouts 5 and 6)
+        v = f"(r.info->'{name}')"
+        return f"COALESCE({_num(v)}, 0.0)", "''", _ranks(_json_rank(v, False))
     if key.kind == "config":
         params["cfg_whole"] = key.name
         params["cfg_path"] = key.name.split(".")
         v = "COALESCE(r.info->'config'->%(cfg_whole)s, r.info->'config' #> %(cfg_path)s)"
         return (f"COALESCE({_num(v)}, 0.0)",
                 f"(CASE WHEN json_typeof({v}) = 'string' THEN {v}#>>'{{}}' ELSE '' END) COLLATE \"C\"",
-                _ranks(_json_rank(v, False)), False)
+                _ranks(_json_rank(v, False)))
     # A metric's figure, combined across the run's writers as the folder store combines its segments': read by
     # the join of :func:`metric_join` (one pass over the writers' figures), as ``m.val``.
     params["metric"] = key.name
     if key.stat in ("min", "max"):
-        return "COALESCE(m.val, 0.0)", "''", {NUMBER: "m.val IS NOT NULL", MISSING: "m.val IS NULL"}, False
-    return "COALESCE(m.num, 0.0)", "''", _ranks(_json_rank("m.val", True)), False
+        return "COALESCE(m.val, 0.0)", "''", {NUMBER: "m.val IS NOT NULL", MISSING: "m.val IS NULL"}
+    return "COALESCE(m.num, 0.0)", "''", _ranks(_json_rank("m.val", True))
 
 
 def metric_join(key: SortKey) -> str:
@@ -178,17 +176,10 @@ def filter_sql(flt: RunFilter, params: dict[str, Any], few: bool = False) -> tup
     if flt.job_type is not None:
         where.append("r.job_type = %(job_type)s")
         params["job_type"] = flt.job_type
-    for i, tag in enumerate(flt.tags):
-        where.append(f"EXISTS (SELECT 1 FROM json_array_elements_text(CASE WHEN json_typeof(r.info->'tags') = "
-                     f"'array' THEN r.info->'tags' ELSE '[]'::json END) t WHERE t = %(tag{i})s)")
-        params[f"tag{i}"] = tag
+    if flt.tags:  # layout 6's columns (tracker.team.runtext): no JSON parsed per run
+        where.append(tags_condition(flt.tags, params))
     if flt.q:
-        params["q"] = flt.q.casefold()
-        hay = ["r.run_id", "r.name", "r.project", "r.info->>'notes'", "r.run_group", "r.job_type"]
-        parts = [f"strpos(lower(COALESCE({h}, '')), %(q)s) > 0" for h in hay]
-        parts.append("EXISTS (SELECT 1 FROM json_array_elements_text(CASE WHEN json_typeof(r.info->'tags') = "
-                     "'array' THEN r.info->'tags' ELSE '[]'::json END) t WHERE strpos(lower(t), %(q)s) > 0)")
-        where.append("(" + " OR ".join(parts) + ")")
+        where.append(text_condition(flt.q, params))
     if flt.status is not None:
         where.append(status_condition(flt.status, few))
         params["status"] = flt.status
@@ -199,6 +190,10 @@ def filter_sql(flt: RunFilter, params: dict[str, Any], few: bool = False) -> tup
 _LIVE = ("EXISTS (SELECT 1 FROM tracker_writers lw WHERE lw.run_id = r.run_id AND lw.status = 'running' AND "
          "lw.is_writer AND lw.seen_at >= now() - make_interval(secs => %(timeout)s))")
 
+
+#: The sort values kept as if every running writer had crashed: a run with one running (heard from within the
+#: timeout) is walked apart (status: merged in as ``running``; duration: none, with the missing).
+_SETTLED_KEYS = ("status", "duration")
 
 #: The runs of one status, a range of the sort values' index.
 _SETTLED = ("SELECT sv.run_id FROM tracker_sort_values sv WHERE sv.key = 'status' AND sv.rank = 1 AND sv.num = 0 "
@@ -243,16 +238,11 @@ def page_ids(store: Any, flt: RunFilter, key: SortKey, limit: int | None, cursor
             "SELECT EXISTS (SELECT 1 FROM tracker_sort_values WHERE cut AND key IN (%s, %s))", (skey, marker(skey))
     )[0][0]:
         total = store._fetch(f"SELECT count(*) FROM tracker_runs r WHERE {cond}", params)[0][0]
-        if skey == "status" and "timeout" not in params:
+        if skey in _SETTLED_KEYS and "timeout" not in params:
             params["timeout"] = timeout()
         return _walk_values(store, skey, cond, params, key, limit, cursor, offset, keys_out, int(total))
-    num_e, text_e, rank_conds, w1 = sort_exprs(key, params)
-    needs_writers = w1
-    if needs_writers:
-        params["timeout"] = timeout()
-    head = f"WITH {_WRITERS} " if needs_writers else ""
-    join = " LEFT JOIN ws ON ws.run_id = r.run_id" if needs_writers else ""
-    total = store._fetch(f"{head}SELECT count(*) FROM tracker_runs r{join} WHERE {cond}", params)[0][0]
+    num_e, text_e, rank_conds = sort_exprs(key, params)
+    total = store._fetch(f"SELECT count(*) FROM tracker_runs r WHERE {cond}", params)[0][0]
     at = decode_cursor(cursor, key) if cursor is not None else None
     skip = offset or 0
     want = None if limit is None else limit + 1  # one more: whether a next page exists
@@ -278,7 +268,7 @@ def page_ids(store: Any, flt: RunFilter, key: SortKey, limit: int | None, cursor
                 p["at_v"] = at[1] if r == NUMBER else at[2]
             p["at_id"] = at[3]
         ordering = (f"{value} {order}, " if value is not None else "") + f'r.run_id COLLATE "C" {order}'
-        sql = (f"{head}SELECT r.run_id, {num_e}, {text_e} FROM tracker_runs r{join}{metric_join(key)} "
+        sql = (f"SELECT r.run_id, {num_e}, {text_e} FROM tracker_runs r{metric_join(key)} "
                f"WHERE {' AND '.join(conds)} "
                f"ORDER BY {ordering}")
         if want is not None:
@@ -307,8 +297,9 @@ def _walk_values(store: Any, skey: str, cond: str, params: dict[str, Any], key: 
             break
         p = {**params, "skey": skey}
         if r == MISSING:
-            conds = [cond, "NOT EXISTS (SELECT 1 FROM tracker_sort_values s WHERE s.run_id = r.run_id AND "
-                           "s.key = %(skey)s)"]
+            none = "NOT EXISTS (SELECT 1 FROM tracker_sort_values s WHERE s.run_id = r.run_id AND s.key = %(skey)s)"
+            # a run with a writer running has no duration (its kept one is what it would be if it crashed)
+            conds = [cond, f"({none} OR {_LIVE})" if skey == "duration" else none]
             if at is not None and r == at[0]:
                 conds.append(f'r.run_id COLLATE "C" {op} %(at_id)s')
             sql = (f"SELECT r.run_id, 0.0::float8, '' FROM tracker_runs r WHERE {' AND '.join(conds)} "
@@ -317,7 +308,7 @@ def _walk_values(store: Any, skey: str, cond: str, params: dict[str, Any], key: 
             conds = [f"s.key = %(skey)s AND s.rank = {r}", cond]
             if at is not None and r == at[0]:
                 conds.append(f'(s.num, s.txt, s.run_id COLLATE "C") {op} (%(at_n)s, %(at_t)s, %(at_id)s)')
-            if skey == "status":  # the settled statuses of the runs with no writer running
+            if skey in _SETTLED_KEYS:  # the settled values of the runs with no writer running
                 conds.append(f"NOT {_LIVE}")
             sql = (f"SELECT s.run_id, s.num, s.txt FROM tracker_sort_values s JOIN tracker_runs r ON "
                    f"r.run_id = s.run_id WHERE {' AND '.join(conds)} "
@@ -381,10 +372,10 @@ _WALKED = ("created_at", "name", "id", "project", "group", "job_type")
 def indexed(key: SortKey, flt: RunFilter) -> bool:
     """Whether a page of this sort and filter walks an index, costing about its rows, not the runs: a sort on a
     run's column (layout 4) or on a value of ``tracker_sort_values`` (a config key, a metric's figure,
-    records, last step: layout 5), filtered by project, group, job type or status (checked per row walked,
-    status by seeks); a filter on tags or text is read whole once instead."""
-    if flt.tags or flt.q:
-        return False
+    records, last step, status, end, duration: layouts 5 and 6), filtered by project, group, job type,
+    status, tags or text (checked per row walked: status by seeks, tags and text over layout 6's columns;
+    a rare tag is the tag index's few runs). Not indexed: a sort whose values could not all be kept."""
+    del flt  # every filter is checked per row walked
     return sort_value_key(key) is not None or (key.kind == "field" and key.name in _WALKED)
 
 
@@ -403,8 +394,7 @@ def choices_sql(store: Any) -> dict[str, Any]:
 
     projects = store._fetch(f"WITH {_NEWEST} SELECT project, count(*), min(rn) FROM r WHERE project IS NOT NULL "
                             "AND project <> '' GROUP BY project")
-    tags = column("SELECT DISTINCT t FROM tracker_runs r, json_array_elements_text(CASE WHEN "
-                  "json_typeof(r.info->'tags') = 'array' THEN r.info->'tags' ELSE '[]'::json END) t")
+    tags = column("SELECT DISTINCT t FROM tracker_runs r, unnest(r.tags) t")
     groups = column("SELECT DISTINCT run_group FROM tracker_runs WHERE run_group IS NOT NULL AND run_group <> ''")
     job_types = column("SELECT DISTINCT job_type FROM tracker_runs WHERE job_type IS NOT NULL AND job_type <> ''")
     # Config keys, nested ones dotted (an empty object is a key of its own), in order of first appearance.

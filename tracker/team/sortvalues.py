@@ -7,7 +7,10 @@ across its writers, as the folder store combines its segments'), ``records``,
 ``last_step``, and ``status``: the run's status as its writers settle it
 (a running writer counted as crashed; whether one is running is asked of the
 writers at read time, since that depends on the heartbeat timeout and the
-clock). Each row is the value's place in the order of :mod:`tracker.read.listing`:
+clock). Layout 6 adds ``ended_at`` and ``duration`` (the SQL function
+``tracker_sort_times``: from the writers and the info; a run with a writer
+running has no duration, which is asked at read time too). Each row is the
+value's place in the order of :mod:`tracker.read.listing`:
 ``rank`` (numbers, text, other), ``num`` (a number's value), ``txt`` (a
 text's), and a run without the value has no row (missing). The index
 ``(key, rank, num, txt, run_id)`` in byte order serves every such sort:
@@ -30,7 +33,9 @@ a scan). Sort keys longer than :data:`KEY_MAX` characters are not kept (read
 from the JSON too).
 
 :func:`migrate_to_5` creates the table, its functions and triggers and fills
-it from the runs already there (under ``tracker sync``'s layout lock).
+it from the runs already there (under ``tracker sync``'s layout lock);
+:func:`tracker.team.runtext.migrate_to_6` replaces the functions and adds the
+end and duration rows.
 """
 
 from __future__ import annotations
@@ -180,6 +185,39 @@ _FUNCTIONS = [
         INSERT INTO tracker_sort_values (run_id, key, rank, num, txt, cut)
         SELECT i.rid, x.key, x.rank, x.num, x.txt, x.cut FROM unnest(ids) AS i(rid),
             LATERAL tracker_status_sort_rows(i.rid) x;
+        PERFORM tracker_sort_times(ids);
+    END $$""",
+    # Layout 6. A JSON document PostgreSQL can read: each \u0000 (which no text may hold, and which stops every
+    # JSON operator on the document) read as U+FFFD; an escaped backslash before "u0000" is left as it is.
+    r"""CREATE OR REPLACE FUNCTION tracker_json_clean(v json) RETURNS json
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+    SELECT CASE WHEN strpos(v::text, '\u0000') = 0 THEN v
+                ELSE regexp_replace(v::text, '(?<!\\)((?:\\\\)*)\\u0000', '\1\\ufffd', 'g')::json END $$""",
+    # A JSON value as a float, as a reader casts the info's created_at and ended_at (numbers; the
+    # strings of NaN and infinities the store writes), else NULL (never an error inside a trigger).
+    """CREATE OR REPLACE FUNCTION tracker_json_float(v json) RETURNS double precision
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+    SELECT CASE json_typeof(v)
+        WHEN 'number' THEN tracker_sort_num((v #>> '{}')::jsonb)
+        WHEN 'string' THEN CASE WHEN v #>> '{}' IN ('NaN', 'Infinity', '-Infinity') THEN (v #>> '{}')::float8 END
+        END $$""",
+    # Each run's end (its writers' latest end, a running one's counted as 0; no writer: the info's) and duration
+    # (that end less the info's start: a run with a writer running has none, which a reader asks at read time), as
+    # TeamStore._infos and tracker.read.listing derive them; NaN is "other", a run without the value has no row.
+    f"""CREATE OR REPLACE FUNCTION tracker_sort_times(ids text[]) RETURNS void LANGUAGE plpgsql{_SETTINGS} AS $$
+    BEGIN
+        PERFORM tracker_sort_lock(ids);
+        DELETE FROM tracker_sort_values WHERE run_id = ANY(ids) AND key IN ('ended_at', 'duration');
+        INSERT INTO tracker_sort_values (run_id, key, rank, num, txt, cut)
+        SELECT t.run_id, k.key, CASE WHEN k.v = 'NaN'::float8 THEN 2 ELSE 0 END,
+               CASE WHEN k.v = 'NaN'::float8 THEN 0.0 ELSE k.v END, '', false
+        FROM (SELECT r.run_id, COALESCE((SELECT max(COALESCE(w.ended_at, 0)) FROM tracker_writers w
+                                         WHERE w.run_id = r.run_id AND w.is_writer),
+                                        tracker_json_float(r.info -> 'ended_at')) AS e,
+                     tracker_json_float(r.info -> 'created_at') AS c
+              FROM (SELECT run_id, tracker_json_clean(info) AS info FROM tracker_runs WHERE run_id = ANY(ids)) r) t,
+             LATERAL (VALUES ('ended_at', t.e), ('duration', t.e - t.c)) AS k(key, v)
+        WHERE k.v IS NOT NULL;
     END $$""",
     # The triggers, once per statement over the rows it changed (a sync writes hundreds of runs a statement).
     f"""CREATE OR REPLACE FUNCTION tracker_runs_sort_ins() RETURNS trigger LANGUAGE plpgsql{_SETTINGS} AS $$
@@ -193,6 +231,7 @@ _FUNCTIONS = [
         SELECT n.run_id, 'status', 1, 0.0, 'crashed', false FROM new_rows n WHERE NOT EXISTS (
             SELECT 1 FROM tracker_sort_values s WHERE s.run_id = n.run_id AND s.key = 'status')
         ON CONFLICT (run_id, key) DO NOTHING;
+        PERFORM tracker_sort_times(ARRAY(SELECT run_id FROM new_rows));
         RETURN NULL;
     END $$""",
     f"""CREATE OR REPLACE FUNCTION tracker_runs_sort_upd() RETURNS trigger LANGUAGE plpgsql{_SETTINGS} AS $$
@@ -206,12 +245,13 @@ _FUNCTIONS = [
         INSERT INTO tracker_sort_values (run_id, key, rank, num, txt, cut)
         SELECT n.run_id, x.key, x.rank, x.num, x.txt, x.cut FROM new_rows n, LATERAL tracker_info_sort_rows(n.info) x
         WHERE n.run_id = ANY(ids);
+        PERFORM tracker_sort_times(ids);
         RETURN NULL;
     END $$""",
     f"""CREATE OR REPLACE FUNCTION tracker_runs_sort_del() RETURNS trigger LANGUAGE plpgsql{_SETTINGS} AS $$
     BEGIN
         DELETE FROM tracker_sort_values WHERE run_id IN (SELECT run_id FROM old_rows)
-            AND (key LIKE 'config%' OR key IN ('records', 'last_step', 'status'));
+            AND (key LIKE 'config%' OR key IN ('records', 'last_step', 'status', 'ended_at', 'duration'));
         RETURN NULL;
     END $$""",
     f"""CREATE OR REPLACE FUNCTION tracker_figures_sort_new() RETURNS trigger LANGUAGE plpgsql{_SETTINGS} AS $$
@@ -315,6 +355,13 @@ def migrate_to_5(cur: Any) -> None:
     cur.execute("ANALYZE tracker_sort_values")
 
 
+def refresh_functions(cur: Any) -> None:
+    """(Re)create the functions and triggers of the sort values as this version writes them (a later layout's
+    migration: a function changed, the table and its rows stay)."""
+    for stmt in _FUNCTIONS + _TRIGGERS:
+        cur.execute(stmt)
+
+
 def sort_value_key(key: Any) -> str | None:
     """The ``tracker_sort_values.key`` a sort reads (``config.lr``, ``metric.loss.min``, ``records``), else
     ``None`` (a sort on a run's column, or a key too long to be kept)."""
@@ -322,8 +369,9 @@ def sort_value_key(key: Any) -> str | None:
         name = f"config.{key.name}"
     elif key.kind == "metric":
         name = f"metric.{key.name}.{key.stat}"
-    elif key.kind == "field" and key.name in ("records", "last_step", "status"):
-        return key.name  # status: the settled one, a running run's put right by the reader (tracker.team.listing)
+    elif key.kind == "field" and key.name in ("records", "last_step", "status", "ended_at", "duration"):
+        # status and duration: the settled ones, a running run's put right by the reader (tracker.team.listing)
+        return key.name
     else:
         return None
     return name if len(name) <= KEY_MAX else None
@@ -335,4 +383,5 @@ def marker(key: str) -> str:
     return key.split(".", 1)[0]
 
 
-__all__ = ["INDEXES_5", "LOCK_BUCKETS", "TRIGGERS", "KEY_MAX", "TEXT_MAX", "marker", "migrate_to_5", "sort_value_key"]
+__all__ = ["INDEXES_5", "LOCK_BUCKETS", "TRIGGERS", "KEY_MAX", "TEXT_MAX", "marker", "migrate_to_5",
+           "refresh_functions", "sort_value_key"]
