@@ -282,13 +282,15 @@ def body(args) -> None:  # noqa: ANN001 - argparse namespace
                          unit="MB", value=round(rss, 1), floor=round(floor_rss, 1),
                          floor_name="tracker ui over an empty store", ratio=round(rss / floor_rss, 2),
                          target="<= 500 MB", met=rss <= 500)
-                    # After the memory above: sorts and filters layout 5 keeps no value for (a writer's end moves
-                    # while it runs; tags and text are matched, not ranked), whose first page reads every run;
-                    # asked once the server is idle again (not while it makes the columns of the sorts above).
+                    # After the memory above: sorts by a run's end and duration, tag and text filters (a text
+                    # some runs hold, sorted two ways, and one none does), over PostgreSQL layout 6's values and
+                    # columns; asked once the server is idle again (not while it makes the columns of the sorts
+                    # above).
                     ui.settle()
                     first_pages(ui, label, n, base, "the first page by ended_at, duration, a tag or a text filter "
                                 "({} queries)", ("-ended_at", "duration", "-created_at&tag=exp3",
-                                                 "-created_at&q=speech-4"))
+                                                 "-created_at&q=speech-4", "-metric.loss.min&q=speech-4",
+                                                 "config.lr&q=no-such-run"))
                 finally:
                     ui.close()
                 # tracker runs --limit 50, a fresh process each time.

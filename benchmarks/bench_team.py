@@ -77,7 +77,8 @@ def clone_runs(url: str, template: str, n: int) -> None:
     with psycopg.connect(url) as conn:
         for table in CLONED:
             cols = [r[0] for r in conn.execute(
-                "SELECT column_name FROM information_schema.columns WHERE table_name = %s ORDER BY ordinal_position",
+                "SELECT column_name FROM information_schema.columns WHERE table_name = %s AND is_generated = 'NEVER' "
+                "ORDER BY ordinal_position",
                 (table,)).fetchall()]
             sel = ", ".join("'run' || lpad(g::text, 5, '0')" if c == "run_id" else
                             ("nextval('tracker_change_seq')" if c == "stamp" else

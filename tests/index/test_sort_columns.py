@@ -58,6 +58,7 @@ def entries(draw: Any) -> list[Entry]:
                        group=draw(st.sampled_from([None, "g", "G"])), records=draw(st.integers(0, 3)),
                        tags=draw(st.lists(st.sampled_from(["t1", "t2"]), max_size=2, unique=True)),
                        job_type=draw(st.sampled_from([None, "train"])),
+                       notes=draw(st.sampled_from([None, "a note", "Straße"])),
                        last_step=draw(st.one_of(st.none(), st.integers(-1, 2))),
                        last_metrics={m: 0 for m in metrics})
         out.append(Entry(info, metrics))
@@ -77,7 +78,8 @@ def ids(rows: Any) -> list[str]:
 @given(es=entries(), sort=st.sampled_from(SORTS), limit=st.integers(1, 7), prepared=st.booleans(),
        flt=st.builds(RunFilter.of, project=st.sampled_from([None, "p", "x"]),
                      status=st.sampled_from([None, "failed"]), tag=st.sampled_from([None, "t1", ["t1", "t2"]]),
-                     q=st.sampled_from([None, "G", "a"]), group=st.sampled_from([None, "g"]),
+                     q=st.sampled_from([None, "G", "a", "T2", "a\x00", "Note", "ss"]),
+                     group=st.sampled_from([None, "g"]),
                      job_type=st.sampled_from([None, "train"])),
        offset=st.one_of(st.none(), st.integers(0, 12)))
 def test_a_new_sort_s_pages_are_those_of_the_whole_sort(es, sort, limit, prepared, flt, offset) -> None:

@@ -70,3 +70,18 @@ def build_store(store: Path) -> dict[str, str]:
     """)
     ids["crash"] = "crash"
     return ids
+
+
+def to_layout_5(url: str) -> None:
+    """The database as layout 5 left it: no tags or search columns, no end or duration rows, and trigger functions
+    that derive none."""
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("ALTER TABLE tracker_runs DROP COLUMN tags, DROP COLUMN search")  # and the tags' index
+        conn.execute("DROP FUNCTION tracker_info_tags(json)")
+        conn.execute("DROP FUNCTION tracker_info_search(text, text, text, json, text, text)")
+        conn.execute("DELETE FROM tracker_sort_values WHERE key IN ('ended_at', 'duration')")
+        conn.execute("CREATE OR REPLACE FUNCTION tracker_sort_times(ids text[]) RETURNS void LANGUAGE sql AS "
+                     "'SELECT'")
+        conn.execute("DELETE FROM tracker_layout WHERE layout > 5")

@@ -12,6 +12,8 @@ import pytest
 import tracker
 from tracker.team.postgres import LAYOUT, TeamStore, sync
 
+from .support import to_layout_5
+
 
 def quiet_sync(store: Path, url: str) -> None:
     with warnings.catch_warnings():
@@ -54,6 +56,7 @@ def test_fields_and_aggregates_are_the_folders(grouped: Path, pg_url: str) -> No
 
 def test_layout_2_is_migrated_with_the_groups_of_0_4_tags(grouped: Path, pg_url: str) -> None:
     quiet_sync(grouped, pg_url)
+    to_layout_5(pg_url)  # (layout 6's columns are made of run_group and job_type)
     with psycopg.connect(pg_url, autocommit=True) as conn:  # the database as layout 2 left it
         conn.execute("ALTER TABLE tracker_runs DROP COLUMN run_group, DROP COLUMN job_type")
         conn.execute("DELETE FROM tracker_layout WHERE layout > 2")

@@ -65,7 +65,8 @@ def walk(store: Any, limit: int, **query: Any) -> tuple[list[str], int]:
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(which=st.integers(0, 2), sort=st.sampled_from(SORTS), limit=st.integers(1, 7),
        project=st.sampled_from([None, "p", "Q"]), status=st.sampled_from([None, "finished", "failed"]),
-       tag=st.sampled_from([None, "t1", ["t1", "t2"]]), q=st.sampled_from([None, "b", "R", "T2"]),
+       tag=st.sampled_from([None, "t1", ["t1", "t2"]]),
+       q=st.sampled_from([None, "b", "R", "T2", "n-1", "n_1", "%1", "\x01b"]),
        group=st.sampled_from([None, "g1"]), offset=st.integers(0, 12))
 def test_pages_sorts_and_filters_are_the_same_over_a_folder_and_postgresql(
         stores, which, sort, limit, project, status, tag, q, group, offset) -> None:

@@ -16,6 +16,7 @@ from tracker.read.listing import page_entries, parse_sort
 
 from ..query.support import run_tracker
 from ..runsgen import write_store
+from .support import to_layout_5
 from .test_paging import SORTS, walk
 
 STATUSES = [None, "finished", "failed", "crashed", "running"]
@@ -32,19 +33,6 @@ def synced(path: Path, url: str) -> None:
 def same_pages(folder: Any, team: Any, sorts: list[str] = SORTS, **query: Any) -> None:
     for sort in sorts:
         assert walk(folder, 4, sort=sort, **query) == walk(team, 4, sort=sort, **query), (sort, query)
-
-
-def to_layout_5(url: str) -> None:
-    """The database as layout 5 left it: no tags or search columns, no end or duration rows, and trigger functions
-    that derive none."""
-    with psycopg.connect(url, autocommit=True) as conn:
-        conn.execute("ALTER TABLE tracker_runs DROP COLUMN tags, DROP COLUMN search")  # and the tags' index
-        conn.execute("DROP FUNCTION tracker_info_tags(json)")
-        conn.execute("DROP FUNCTION tracker_info_search(text, text, text, json, text, text)")
-        conn.execute("DELETE FROM tracker_sort_values WHERE key IN ('ended_at', 'duration')")
-        conn.execute("CREATE OR REPLACE FUNCTION tracker_sort_times(ids text[]) RETURNS void LANGUAGE sql AS "
-                     "'SELECT'")
-        conn.execute("DELETE FROM tracker_layout WHERE layout > 5")
 
 
 def to_layout_4(url: str) -> None:
@@ -108,7 +96,9 @@ def test_a_layout_5_database_is_migrated_and_its_tag_text_and_time_pages_are_the
     times = ["ended_at", "-ended_at", "duration", "-duration"]
     try:
         same_pages(folder, team, times)
-        for query in ({"tag": "t1"}, {"tag": ["t1", "t2"]}, {"q": "b"}, {"q": "T2"}, {"q": "t1", "project": "p"}):
+        # (a text's % and _ are matched as themselves; the fields' separator is looked for field by field)
+        for query in ({"tag": "t1"}, {"tag": ["t1", "t2"]}, {"q": "b"}, {"q": "T2"}, {"q": "t1", "project": "p"},
+                      {"q": "n-1"}, {"q": "n_1"}, {"q": "%1"}, {"q": "\x01b"}, {"q": "1\x01"}):
             same_pages(folder, team, ["-created_at", "-duration", "config.lr", "name"], **query)
         # Tags edited after the fact move the column with them; so do a new run's.
         store = tracker.open_store(path)
@@ -277,7 +267,7 @@ def test_a_first_page_of_a_metric_or_config_sort_is_an_index_walk(tmp_path: Path
 
 def test_long_texts_are_sorted_exactly_from_the_json(tmp_path: Path, pg_url: str) -> None:
     """Config values longer than an index row holds, sharing their first characters: the order is still exact; and
-    a NUL character in a config (which PostgreSQL's jsonb cannot hold) does not stop a sync."""
+    a NUL character in a config (which PostgreSQL's jsonb cannot hold) stops neither a sync nor a filter."""
     from tracker.team.postgres import TeamStore
     from tracker.team.sortvalues import TEXT_MAX
 
@@ -298,6 +288,10 @@ def test_long_texts_are_sorted_exactly_from_the_json(tmp_path: Path, pg_url: str
         synced(store, pg_url)  # the triggers take it (its config's sorts are read from the JSON)
         assert [i.id for i in team.runs(sort="metric.loss.min", limit=1)] == ["nul"]
         same_pages(tracker.open_store(store), team, ["metric.loss.min", "-metric.loss.last"])
+        # Its end, duration, tags and text are read too (its info's NUL as U+FFFD): filters and sorts answer.
+        assert [i.id for i in team.runs(q="NU", sort="-ended_at")] == ["nul"]
+        same_pages(tracker.open_store(store), team, ["-ended_at", "duration"], q="r")
+        same_pages(tracker.open_store(store), team, ["-ended_at", "duration"], tag="none-such")
     finally:
         team.conn.close()
 
@@ -389,8 +383,8 @@ def test_one_statement_writing_thousands_of_runs_is_derived(tmp_path: Path, pg_u
     synced(path, pg_url)
     with psycopg.connect(pg_url) as conn:
         for table in ("tracker_runs", "tracker_writers", "tracker_writer_figures"):
-            cols = [r[0] for r in conn.execute("SELECT column_name FROM information_schema.columns WHERE "
-                                               "table_name = %s AND is_generated = 'NEVER' ORDER BY ordinal_position", (table,))]
+            cols = [r[0] for r in conn.execute("SELECT column_name FROM information_schema.columns WHERE table_name "
+                                               "= %s AND is_generated = 'NEVER' ORDER BY ordinal_position", (table,))]
             sel = ", ".join("run_id || '-' || g" if c == "run_id" else c for c in cols)
             conn.execute(f"INSERT INTO {table} ({', '.join(cols)}) SELECT {sel} FROM {table}, "  # noqa: S608
                          "generate_series(1, 2500) AS g")

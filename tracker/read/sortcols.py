@@ -41,6 +41,16 @@ CONFIG_KEYS = 16
 METRIC_BUDGET = 64 << 20
 
 
+#: What separates a run's text fields in :meth:`Columns.haystacks` (a text holding it is matched field by field).
+_SEP = "\x00"
+
+
+def _fields(info: Any) -> list[str]:
+    """The texts a run's text filter looks in (:func:`tracker.read.listing.text_matches`)."""
+    return [info.id, info.name or "", info.project or "", *map(str, info.tags), str(info.notes or ""),
+            info.group or "", info.job_type or ""]
+
+
 class Column:
     """One sort key's values over a catalog version: ``rank`` (int8), ``num`` (float64, 0 unless a number),
     ``text_rank`` (int64 code-point rank among the column's texts; ``None`` when it has none) and ``values``
@@ -141,6 +151,8 @@ class Columns:
         self._counts: dict[str, int] | None = None  # runs per metric name (of their last values)
         #: the columns an earlier version had made (the sorts asked then): :meth:`prepare` makes them again
         self.asked: list[tuple[str, str, str | None]] = []
+        self._tags: dict[str, Any] | None = None  # tag -> positions of the runs that have it (an int array)
+        self._hay: list[str] | None = None  # each run's text fields, case folded (text_rows)
 
     def column(self, key: SortKey) -> Column:
         """The column of ``key`` (its direction aside)."""
@@ -166,6 +178,8 @@ class Columns:
         an earlier version), and of the metrics most runs logged (:meth:`prepare_metrics`)."""
         for name in FIELDS:
             self.column(SortKey("field", name))
+        self.tag_index()  # so that a first filter on tags or text finds them made
+        self.haystacks()
         for kind, name, stat in asked:
             if kind != "metric":
                 self.column(SortKey(kind, name, stat))
@@ -238,7 +252,8 @@ class Columns:
 
     def kept(self, flt: RunFilter) -> Any:
         """The positions (an int array) of the entries ``flt`` keeps: its project, status, group and job type
-        compared over their columns at once, its tags and text looked at run by run among those left."""
+        compared over their columns at once, each tag a lookup (:meth:`tag_rows`), its text searched for in
+        every run's text fields at once (:meth:`text_rows`)."""
         import numpy as np
 
         mask = np.ones(len(self.entries), bool)
@@ -247,11 +262,62 @@ class Columns:
             if want is not None:
                 mask &= self.column(SortKey("field", name)).equals(want)
         rows = np.flatnonzero(mask)
-        rest = RunFilter(tags=flt.tags, q=flt.q)
-        if rest != RunFilter():
-            entries = self.entries
-            rows = np.fromiter((i for i in rows.tolist() if rest.keeps(entries[i].info)), np.int64)
+        for tag in flt.tags:
+            rows = np.intersect1d(rows, self.tag_rows(tag), assume_unique=True)
+        if flt.q:
+            found = self.text_rows(flt.q, None if len(rows) == len(self.entries) else rows)
+            if found is None:  # a text holding the separator: run by run
+                entries, rest = self.entries, RunFilter(q=flt.q)
+                found = np.fromiter((i for i in rows.tolist() if rest.keeps(entries[i].info)), np.int64)
+            rows = found
         return rows
+
+    def tag_rows(self, tag: str) -> Any:
+        """The positions of the runs tagged ``tag`` (sorted)."""
+        import numpy as np
+
+        return self.tag_index().get(tag, np.zeros(0, np.int64))
+
+    def tag_index(self) -> dict[str, Any]:
+        """Each tag's runs (sorted positions), made on first use."""
+        import numpy as np
+
+        index = self._tags
+        if index is None:
+            with self._lock:
+                index = self._tags
+                if index is None:
+                    lists: dict[str, list[int]] = {}
+                    for i, e in enumerate(self.entries):
+                        for t in e.info.tags:
+                            if type(t) is str:  # a filter's tags are text: nothing else equals them
+                                lists.setdefault(t, []).append(i)
+                    index = self._tags = {t: np.array(sorted(set(v)), np.int64) for t, v in lists.items()}
+        return index
+
+    def text_rows(self, text: str, rows: Any = None) -> Any:
+        """The positions (of all, or of the sorted positions ``rows``) of the runs whose id, name, project, tags,
+        notes, group or job type hold ``text`` (case folded, as :func:`tracker.read.listing.text_matches`);
+        ``None`` when ``text`` holds a NUL character (which separates the fields here)."""
+        import numpy as np
+
+        needle = text.casefold()
+        if _SEP in needle:
+            return None
+        hay = self.haystacks()
+        if rows is None:
+            return np.fromiter((i for i, h in enumerate(hay) if needle in h), np.int64)
+        return np.fromiter((i for i in rows.tolist() if needle in hay[i]), np.int64)
+
+    def haystacks(self) -> list[str]:
+        """Each run's text fields, case folded, NUL between them (made on first use)."""
+        hay = self._hay
+        if hay is None:
+            with self._lock:
+                hay = self._hay
+                if hay is None:
+                    hay = self._hay = [_SEP.join(_fields(e.info)).casefold() for e in self.entries]
+        return hay
 
     def order(self, key: SortKey, rows: Any = None) -> Ordered:
         """The entries (all, or the positions ``rows``: an int array) in ``key``'s order."""

@@ -247,10 +247,11 @@ def page_ids(store: Any, flt: RunFilter, key: SortKey, limit: int | None, cursor
     skip = offset or 0
     want = None if limit is None else limit + 1  # one more: whether a next page exists
     rows: list[tuple[Any, ...]] = []
+    found = 0  # runs read (skipped ones too): once all the filter keeps are, the ranks left are not asked
     op, order = ("<", "DESC") if key.desc else (">", "ASC")
     first_rank = at[0] if at is not None else NUMBER
     for r in range(first_rank, MISSING + 1):
-        if want is not None and len(rows) >= want:
+        if want is not None and len(rows) >= want or (at is None and found >= total):  # every run counted found
             break
         if r not in rank_conds:
             continue
@@ -274,6 +275,7 @@ def page_ids(store: Any, flt: RunFilter, key: SortKey, limit: int | None, cursor
         if want is not None:
             sql += f" LIMIT {int(want - len(rows) + skip)}"
         got = store._fetch(sql, p)
+        found += len(got)
         if skip:
             used = min(skip, len(got))
             got, skip = got[used:], skip - used
@@ -291,9 +293,10 @@ def _walk_values(store: Any, skey: str, cond: str, params: dict[str, Any], key: 
     skip = offset or 0
     want = None if limit is None else limit + 1
     rows: list[tuple[Any, ...]] = []
+    found = 0  # runs read (skipped ones too): once all the filter keeps are, the ranks left are not asked
     op, order = ("<", "DESC") if key.desc else (">", "ASC")
     for r in range(at[0] if at is not None else NUMBER, MISSING + 1):
-        if want is not None and len(rows) >= want:
+        if want is not None and len(rows) >= want or (at is None and found >= total):  # every run counted found
             break
         p = {**params, "skey": skey}
         if r == MISSING:
@@ -321,6 +324,7 @@ def _walk_values(store: Any, skey: str, cond: str, params: dict[str, Any], key: 
         got = store._fetch(sql, p)
         if skey == "status" and r == TEXT:
             got = _with_running(store, got, cond, p, key.desc, at if at is not None and r == at[0] else None, n)
+        found += len(got)
         if skip:
             used = min(skip, len(got))
             got, skip = got[used:], skip - used

@@ -9,7 +9,7 @@ writes it (``tracker sync``, the follower, a script of SQL):
   planner finds cheaper;
 - ``search``: the lower-cased id, name, project, notes, group, job type and tags, one after the other with
   ``chr(1)`` between them, so that the text filter (is the text in one of them, case folded) is one
-  ``strpos`` over a plain column.
+  ``LIKE '%text%'`` over a plain column.
 
 :func:`migrate_to_6` adds them, and the end and duration rows of ``tracker_sort_values``
 (:mod:`tracker.team.sortvalues`), under ``tracker sync``'s layout lock.
@@ -80,7 +80,10 @@ def text_condition(q: str, params: dict[str, Any]) -> str:
     """The condition that ``q`` (case folded) is in run ``r``'s id, name, project, notes, group, job type or a tag."""
     params["q"] = q.casefold()
     if SEPARATOR not in params["q"]:
-        return "strpos(r.search, %(q)s) > 0"
+        # LIKE rather than strpos: the planner estimates how many runs a pattern keeps from the column's
+        # statistics, so a rare text is looked for over the runs first, not per row of a long walk.
+        params["q_like"] = "%" + "".join("\\" + c if c in "\\%_" else c for c in params["q"]) + "%"
+        return "r.search LIKE %(q_like)s"
     # A text holding the separator: each field looked at apart (the separator would match across two).
     hay = ["r.run_id", "r.name", "r.project", "r.info->>'notes'", "r.run_group", "r.job_type"]
     parts = [f"strpos(lower(COALESCE({h}, '')), %(q)s) > 0" for h in hay]
