@@ -52,17 +52,26 @@ def to_layout_4(url: str) -> None:
         conn.execute("DELETE FROM tracker_layout WHERE layout > 4")
 
 
+def migrated(tmp_path: Path, url: str, seed: int, n: int, back: Any, layout: int) -> Path:
+    """A random store of ``n`` runs synced into ``url``, the database put back to layout ``layout`` by ``back``
+    (refused by readers then), and migrated by ``tracker sync`` (which has nothing new to copy)."""
+    from tracker.team.postgres import LAYOUT, TeamStore
+
+    path = write_store(tmp_path, seed=seed, n=n)
+    synced(path, url)
+    back(url)
+    with pytest.raises(tracker.TrackerError, match=f"layout {layout}, older than layout {LAYOUT}"):
+        TeamStore(url)
+    res = run_tracker("--store", str(path), "sync", url)
+    assert res.returncode == 0, res.stderr
+    return path
+
+
 def test_a_layout_4_database_with_runs_is_migrated_and_its_pages_are_the_folders(tmp_path: Path,
                                                                                   pg_url: str) -> None:
     from tracker.team.postgres import TeamStore
 
-    path = write_store(tmp_path, seed=5, n=24)
-    synced(path, pg_url)
-    to_layout_4(pg_url)
-    with pytest.raises(tracker.TrackerError, match="layout 4, older than layout 6"):
-        TeamStore(pg_url)
-    res = run_tracker("--store", str(path), "sync", pg_url)  # migrates (nothing new to copy)
-    assert res.returncode == 0, res.stderr
+    path = migrated(tmp_path, pg_url, 5, 24, to_layout_4, 4)
     with psycopg.connect(pg_url) as conn:
         keys = dict(conn.execute("SELECT key, count(*) FROM tracker_sort_values GROUP BY key").fetchall())
     assert keys["status"] == keys["records"] == keys["ended_at"] == 24 and keys["metric.loss.min"] > 0
@@ -80,13 +89,7 @@ def test_a_layout_5_database_is_migrated_and_its_tag_text_and_time_pages_are_the
                                                                                           pg_url: str) -> None:
     from tracker.team.postgres import TeamStore
 
-    path = write_store(tmp_path, seed=6, n=22)
-    synced(path, pg_url)
-    to_layout_5(pg_url)
-    with pytest.raises(tracker.TrackerError, match="layout 5, older than layout 6"):
-        TeamStore(pg_url)
-    res = run_tracker("--store", str(path), "sync", pg_url)
-    assert res.returncode == 0, res.stderr
+    path = migrated(tmp_path, pg_url, 6, 22, to_layout_5, 5)
     with psycopg.connect(pg_url) as conn:
         keys = dict(conn.execute("SELECT key, count(*) FROM tracker_sort_values WHERE key IN ('ended_at', "
                                  "'duration') GROUP BY key").fetchall())

@@ -287,7 +287,7 @@ def page_ids(store: Any, flt: RunFilter, key: SortKey, limit: int | None, cursor
 def _walk_values(store: Any, skey: str, cond: str, params: dict[str, Any], key: SortKey, limit: int | None,
                  cursor: str | None, offset: int | None, keys_out: list[Any] | None,
                  total: int) -> tuple[list[str], int, str | None]:
-    """:func:`page_ids` of a sort kept in ``tracker_sort_values`` (layout 5): per rank, a walk of its index from
+    """:func:`page_ids` of a sort kept in ``tracker_sort_values`` (layouts 5, 6): per rank, a walk of its index from
     the cursor (numbers, text, other), then the runs without a row (missing), by id."""
     at = decode_cursor(cursor, key) if cursor is not None else None
     skip = offset or 0

@@ -294,7 +294,7 @@ def _trigger(table: str, name: str, event: str, function: str) -> list[str]:
             f"EXECUTE FUNCTION {function}()"]
 
 
-#: Each trigger of layout 5: ``(table, trigger, event, function)``.
+#: Each trigger of layouts 5 and 6: ``(table, trigger, event, function)``.
 TRIGGERS = [
     ("tracker_runs", "tracker_runs_sort_ins", "INSERT", "tracker_runs_sort_ins"),
     ("tracker_runs", "tracker_runs_sort_upd", "UPDATE", "tracker_runs_sort_upd"),
