@@ -20,6 +20,7 @@ yet costs a ``lexsort`` and its rows, not a pass over every run.
 from __future__ import annotations
 
 import os
+import sys
 import threading
 import time
 from collections import OrderedDict
@@ -40,6 +41,22 @@ FIRST_CHUNK = 200
 BIG = 5_000
 #: Sorted orders kept per catalog version (filters x sorts a page asked for).
 ORDERS_KEPT = 6
+
+
+def _release_freed_memory() -> None:
+    """Give the memory a catalog read freed back to the system (glibc's ``malloc_trim``, on Linux).
+
+    A read of a big catalog frees large buffers that glibc's heap keeps: at 100,000 runs a server whose first
+    read also wrote the run table held 748 MB where 424 MB were in use. Elsewhere, nothing.
+    """
+    if not sys.platform.startswith("linux"):
+        return
+    import ctypes
+
+    try:
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):  # not glibc (musl has no malloc_trim)
+        pass
 
 
 class RunList:
@@ -143,6 +160,7 @@ class RunList:
             while self._serving and time.monotonic() < deadline:
                 time.sleep(0.02)
             self._prepare()
+            _release_freed_memory()
 
     @contextmanager
     def serving(self) -> Iterator[None]:
@@ -174,6 +192,8 @@ class RunList:
             else:  # before the snapshot: its first requests find its columns and choices made
                 self._columns = (version, self._prepared(entries))
                 self.choices(version, entries)
+        if len(entries) > BIG:  # what reading a big catalog (and making its columns) freed
+            _release_freed_memory()
         self._publish(entries, start, version)
         return later
 
@@ -233,6 +253,7 @@ class RunList:
             self._publish(entries, start)
         self._took = 0.0  # checked next time like any store (the first full check tells its cost)
         self._prepare()
+        _release_freed_memory()
 
     # --- what the requests ask ---------------------------------------------------------------------
 
