@@ -237,12 +237,17 @@ class RunFilter:
         return not self.q or text_matches(info, self.q)
 
 
-def text_matches(info: Any, text: str) -> bool:
-    """Whether ``text`` (case folded) is in the run's id, name, project, tags, notes, group or job type."""
-    needle = text.casefold()
-    hay = [info.id, info.name or "", info.project or "", *info.tags, str(info.notes or ""), info.group or "",
+def text_fields(info: Any) -> list[str]:
+    """The texts a run's text filter looks in: its id, name, project, tags, notes, group and job type."""
+    hay = [info.id, info.name or "", info.project or "", *info.tags, info.notes or "", info.group or "",
            info.job_type or ""]
-    return any(needle in str(h).casefold() for h in hay)
+    return [str(h) for h in hay]
+
+
+def text_matches(info: Any, text: str) -> bool:
+    """Whether ``text`` (case folded) is in one of the run's :func:`text_fields`."""
+    needle = text.casefold()
+    return any(needle in h.casefold() for h in text_fields(info))
 
 
 # --- the folder store's answer: over catalog entries ------------------------------------------------
@@ -317,4 +322,4 @@ def choices(infos: Iterable[Any]) -> dict[str, Any]:
 
 __all__ = ["DEFAULT_SORT", "FIELDS", "MAX_LIMIT", "STATS", "ListingError", "RunFilter", "RunPage", "SortKey",
            "before", "check_page", "choices", "decode_cursor", "encode_cursor", "order_key", "page_entries",
-           "parse_sort", "rank", "sort_entries", "text_matches", "value_of"]
+           "parse_sort", "rank", "sort_entries", "text_fields", "text_matches", "value_of"]

@@ -32,6 +32,7 @@ from tracker.read.listing import (
     SortKey,
     _config_value,
     rank,
+    text_fields,
     value_of,
 )
 
@@ -43,12 +44,6 @@ METRIC_BUDGET = 64 << 20
 
 #: What separates a run's text fields in :meth:`Columns.haystacks` (a text holding it is matched field by field).
 _SEP = "\x00"
-
-
-def _fields(info: Any) -> list[str]:
-    """The texts a run's text filter looks in (:func:`tracker.read.listing.text_matches`)."""
-    return [info.id, info.name or "", info.project or "", *map(str, info.tags), str(info.notes or ""),
-            info.group or "", info.job_type or ""]
 
 
 class Column:
@@ -316,7 +311,7 @@ class Columns:
             with self._lock:
                 hay = self._hay
                 if hay is None:
-                    hay = self._hay = [_SEP.join(_fields(e.info)).casefold() for e in self.entries]
+                    hay = self._hay = [_SEP.join(text_fields(e.info)).casefold() for e in self.entries]
         return hay
 
     def order(self, key: SortKey, rows: Any = None) -> Ordered:
